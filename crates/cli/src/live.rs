@@ -1,0 +1,102 @@
+//! What the command line prints while a run goes: a readable live log, and the `--events` JSON-lines file.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use switchyard_engine::events::{Event, EventKind, Observer, RunLog};
+use switchyard_engine::NodeStatus;
+
+/// Writes each event as one JSON line, flushed as it goes so a crash loses nothing already emitted.
+pub struct JsonLines(Mutex<BufWriter<File>>);
+
+impl JsonLines {
+    pub fn create(path: &Path) -> Result<JsonLines, String> {
+        let file = File::create(path).map_err(|e| format!("cannot write events to {}: {e}", path.display()))?;
+        Ok(JsonLines(Mutex::new(BufWriter::new(file))))
+    }
+}
+
+impl RunLog for JsonLines {
+    fn append(&self, event: &Event) -> Result<(), String> {
+        let mut w = self.0.lock().unwrap();
+        serde_json::to_writer(&mut *w, event).map_err(|e| e.to_string())?;
+        w.write_all(b"\n").and_then(|_| w.flush()).map_err(|e| e.to_string())
+    }
+}
+
+/// Several run logs written in order.
+pub struct Tee(pub Vec<Arc<dyn RunLog>>);
+
+impl RunLog for Tee {
+    fn append(&self, event: &Event) -> Result<(), String> {
+        let mut first_error = Ok(());
+        for log in &self.0 {
+            if let Err(e) = log.append(event) {
+                if first_error.is_ok() {
+                    first_error = Err(e);
+                }
+            }
+        }
+        first_error
+    }
+}
+
+/// The human-readable log of a run on stdout.
+#[derive(Default)]
+pub struct LiveLog;
+
+impl Observer for LiveLog {
+    fn on_event(&self, event: &Event) -> Result<(), String> {
+        let line = match &event.kind {
+            EventKind::WorkflowStart { workflow, .. } => {
+                format!("▶ {workflow}  (run {})", event.run)
+            }
+            EventKind::NodeEnter { node, iteration, .. } if *iteration > 1 => {
+                format!("  … {node} (iteration {iteration})")
+            }
+            EventKind::NodeEnter { node, .. } => format!("  … {node}"),
+            EventKind::NodeExit { node, result, duration_ms, .. } => match result.status {
+                NodeStatus::Failed => format!("  ✗ {node}  failed: {}", result.error.as_deref().unwrap_or("")),
+                _ => format!("  ✓ {node}  {}  ({duration_ms} ms)", preview(&result.data)),
+            },
+            EventKind::NodeSkipped { node } => format!("  - {node}  skipped"),
+            EventKind::NodeWarning { node, message } => format!("  ! {node}: {message}"),
+            EventKind::Route { from, to, reason } => format!("    {from} → {to}  [{reason}]"),
+            EventKind::ToolCall { node, tool, .. } => format!("    {node} calls {tool}"),
+            EventKind::ApprovalRequested { node, message, .. } => {
+                format!("  ⏸ {node} waits for approval: {message}")
+            }
+            EventKind::ApprovalReceived { node, decision, note } => {
+                let said = match decision.as_str() {
+                    "approve" => "approved",
+                    "reject" => "rejected",
+                    other => other,
+                };
+                format!("  ✓ {node} {said} {note}")
+            }
+            EventKind::WorkflowPaused { pending } => {
+                format!("⏸ paused, waiting for: {}", pending.join(", "))
+            }
+            EventKind::WorkflowResumed {} => "▶ resumed".to_string(),
+            EventKind::WorkflowEnd { status, error, .. } => match error {
+                Some(e) => format!("■ {}: {e}", status.as_str()),
+                None => format!("■ {}", status.as_str()),
+            },
+            _ => return Ok(()),
+        };
+        println!("{line}");
+        Ok(())
+    }
+}
+
+fn preview(data: &serde_json::Value) -> String {
+    let text = switchyard_engine::run::output_text(data);
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 72 {
+        format!("{}…", one_line.chars().take(72).collect::<String>())
+    } else {
+        one_line
+    }
+}

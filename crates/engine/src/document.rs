@@ -1,0 +1,371 @@
+//! The one document model every workflow is loaded into, whichever file it came from (SEMANTICS §1).
+//!
+//! The shape is deliberately flat: a node is one record with a `type` and the fields of that type, so the canonical
+//! YAML reads like the canvas inspector and the editor can change a node's type without rebuilding it. Fields that do
+//! not belong to a node's type are reported by validation (`FIELD_NOT_FOR_TYPE`) rather than by the parser, so that a
+//! half-edited node still loads. Unknown fields, on the other hand, are rejected by the parser with a suggestion:
+//! they are almost always typos.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The version written under the `switchyard` key of every canonical file.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A workflow: nodes, edges and run defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Workflow {
+    /// Format version. Always `1` for files this version writes.
+    pub switchyard: u32,
+    /// Human name of the workflow.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema the run input must satisfy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Defaults::is_empty")]
+    pub defaults: Defaults,
+    pub nodes: Vec<Node>,
+    #[serde(default)]
+    pub edges: Vec<Edge>,
+}
+
+/// Run defaults a workflow carries; a run may override them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// `provider/model` used by agents that name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Most node executions one run may make (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_budget: Option<u32>,
+    /// Most nodes executing at once (default: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+}
+
+impl Defaults {
+    pub fn is_empty(&self) -> bool {
+        self == &Defaults::default()
+    }
+}
+
+/// The default step budget of SEMANTICS §3.
+pub const DEFAULT_STEP_BUDGET: u32 = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeType {
+    Start,
+    Agent,
+    If,
+    Approval,
+    Script,
+}
+
+impl NodeType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeType::Start => "start",
+            NodeType::Agent => "agent",
+            NodeType::If => "if",
+            NodeType::Approval => "approval",
+            NodeType::Script => "script",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Position {
+    pub x: f64,
+    pub y: f64,
+}
+
+/// One node. Type-specific fields are optional here and checked against `type` by validation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Node {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub node_type: NodeType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the node does; also the tool description when the node is a subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+
+    // --- start
+    /// Output of a start node when the run is given no input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_input: Option<Value>,
+
+    // --- agent
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// A Jinja template; empty means the previous output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_prompt: Option<String>,
+    /// `provider/model`; the workflow default applies when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<AgentTools>,
+    /// JSON Schema the agent's answer must satisfy; its data is then the parsed object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+
+    // --- if
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<Condition>>,
+
+    // --- approval
+    /// What the person deciding is asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Seconds after which the `timeout` edges are followed (or the approval rejects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+
+    // --- script
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+
+    // --- any executing node
+    /// Output data that replaces execution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<OnError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<ForEach>,
+}
+
+impl Node {
+    /// A node of the given type with nothing else set.
+    pub fn new(id: impl Into<String>, node_type: NodeType) -> Node {
+        Node {
+            id: id.into(),
+            node_type,
+            name: None,
+            description: None,
+            position: None,
+            initial_input: None,
+            system_prompt: None,
+            user_prompt: None,
+            model: None,
+            reasoning_effort: None,
+            tools: None,
+            output_schema: None,
+            conditions: None,
+            message: None,
+            timeout_seconds: None,
+            language: None,
+            code: None,
+            pinned: None,
+            on_error: None,
+            retry: None,
+            for_each: None,
+        }
+    }
+
+    pub fn subagents_enabled(&self) -> bool {
+        self.tools.as_ref().is_some_and(|t| t.subagents)
+    }
+
+    /// The type-specific fields that are set, by their YAML names: validation checks them against the type.
+    pub fn type_fields_set(&self) -> Vec<(&'static str, &'static [NodeType])> {
+        use NodeType::*;
+        let mut set = Vec::new();
+        let mut check = |present: bool, name: &'static str, types: &'static [NodeType]| {
+            if present {
+                set.push((name, types));
+            }
+        };
+        check(self.initial_input.is_some(), "initial_input", &[Start]);
+        check(self.system_prompt.is_some(), "system_prompt", &[Agent]);
+        check(self.user_prompt.is_some(), "user_prompt", &[Agent]);
+        check(self.model.is_some(), "model", &[Agent]);
+        check(self.reasoning_effort.is_some(), "reasoning_effort", &[Agent]);
+        check(self.tools.is_some(), "tools", &[Agent]);
+        check(self.output_schema.is_some(), "output_schema", &[Agent, Script]);
+        check(self.conditions.is_some(), "conditions", &[If]);
+        check(self.message.is_some(), "message", &[Approval]);
+        check(self.timeout_seconds.is_some(), "timeout_seconds", &[Approval]);
+        check(self.language.is_some(), "language", &[Script]);
+        check(self.code.is_some(), "code", &[Script]);
+        check(self.for_each.is_some(), "for_each", &[Agent, Script]);
+        check(self.retry.is_some(), "retry", &[Agent, Script]);
+        set
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTools {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub web_search: bool,
+    /// Offer the agents linked by `subagent` edges as tools.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub subagents: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub operator: ConditionOperator,
+    #[serde(default)]
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConditionOperator {
+    /// The previous output, lowercased, equals the trimmed, lowercased value.
+    Equal,
+    /// The previous output, lowercased, contains the trimmed, lowercased value.
+    Contains,
+    /// A Jinja expression over the context is true.
+    Expression,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// A failure stops the run (unless the node has `error` edges).
+    #[default]
+    Stop,
+    /// A failure routes on as if the node had succeeded.
+    Continue,
+}
+
+/// Retries of transient model failures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Retry {
+    /// How many times a failed execution is tried again.
+    pub max: u32,
+    /// Delay before the first retry; doubled for each further one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff_ms: Option<u64>,
+}
+
+/// Run the node once per item of a list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForEach {
+    /// A Jinja expression yielding the list, e.g. `state.dimensions`.
+    pub items: String,
+    /// Most items in flight at once (default 1: in order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+}
+
+/// Handles a node type may route out of (SEMANTICS §1 table).
+pub mod handle {
+    pub const OUTPUT: &str = "output";
+    pub const ERROR: &str = "error";
+    pub const SUBAGENT: &str = "subagent";
+    pub const FALSE: &str = "false";
+    pub const TRUE_LEGACY: &str = "true";
+    pub const APPROVE: &str = "approve";
+    pub const REJECT: &str = "reject";
+    pub const TIMEOUT: &str = "timeout";
+    pub const INPUT: &str = "input";
+    pub const CONDITION_PREFIX: &str = "condition-";
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Edge {
+    /// Optional stable id (the editor sets one); findings fall back to `from->to`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub from: String,
+    pub to: String,
+    /// Source handle; `output` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
+    /// Target handle; only `input` exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_handle: Option<String>,
+    /// Natural-language condition decided by the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// Expression guard: the edge is followed when it is true.
+    #[serde(default, rename = "if", skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
+    /// Most times this edge may be followed in one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<i64>,
+}
+
+impl Edge {
+    pub fn new(from: impl Into<String>, to: impl Into<String>) -> Edge {
+        Edge {
+            id: None,
+            from: from.into(),
+            to: to.into(),
+            handle: None,
+            target_handle: None,
+            when: None,
+            guard: None,
+            max_iterations: None,
+        }
+    }
+
+    pub fn handle(&self) -> &str {
+        self.handle.as_deref().unwrap_or(handle::OUTPUT)
+    }
+
+    pub fn is_subagent(&self) -> bool {
+        self.handle() == handle::SUBAGENT
+    }
+
+    /// How findings and events name this edge.
+    pub fn label(&self) -> String {
+        match &self.id {
+            Some(id) => id.clone(),
+            None => format!("{}->{}", self.from, self.to),
+        }
+    }
+}
+
+impl Workflow {
+    pub fn new(name: impl Into<String>) -> Workflow {
+        Workflow {
+            switchyard: FORMAT_VERSION,
+            name: name.into(),
+            description: None,
+            input_schema: None,
+            defaults: Defaults::default(),
+            nodes: Vec::new(),
+            edges: Vec::new(),
+        }
+    }
+
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+}

@@ -1,0 +1,218 @@
+//! Run events (SEMANTICS §6): one envelope (`seq`, `run`, `ts`, `type`) around a typed payload. The emitter numbers
+//! them, writes them to the run log first, then hands them to observers; an observer that fails or panics is ignored.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::result::NodeResult;
+
+/// One event as observers and the run log see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Increases by one per event of a run, from 1.
+    pub seq: u64,
+    /// The run id.
+    pub run: String,
+    /// RFC 3339 timestamp with milliseconds.
+    pub ts: String,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Token counts of one model call, where the provider reports them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum EventKind {
+    #[serde(rename = "workflow:start")]
+    WorkflowStart { workflow: String, input: Value },
+    #[serde(rename = "node:enter")]
+    NodeEnter { node: String, iteration: u32, instruction: String },
+    #[serde(rename = "node:progress")]
+    NodeProgress { node: String, message: String },
+    #[serde(rename = "tool:call", rename_all = "camelCase")]
+    ToolCall { node: String, tool: String, input: Value, call_id: String },
+    #[serde(rename = "tool:result", rename_all = "camelCase")]
+    ToolResult {
+        node: String,
+        tool: String,
+        output: Value,
+        call_id: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    #[serde(rename = "node:exit", rename_all = "camelCase")]
+    NodeExit {
+        node: String,
+        iteration: u32,
+        result: NodeResult,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    #[serde(rename = "node:skipped")]
+    NodeSkipped { node: String },
+    #[serde(rename = "node:warning")]
+    NodeWarning { node: String, message: String },
+    #[serde(rename = "route")]
+    Route { from: String, to: String, reason: String },
+    #[serde(rename = "approval:requested", rename_all = "camelCase")]
+    ApprovalRequested { node: String, message: String, previous_output: String },
+    #[serde(rename = "approval:received")]
+    ApprovalReceived { node: String, decision: String, note: String },
+    #[serde(rename = "workflow:paused")]
+    WorkflowPaused { pending: Vec<String> },
+    #[serde(rename = "workflow:resumed")]
+    WorkflowResumed {},
+    /// AgentFlow's log entries (seed 002): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
+    /// `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
+    #[serde(rename = "log", rename_all = "camelCase")]
+    Log {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+        log_type: String,
+        content: Value,
+    },
+    #[serde(rename = "workflow:end")]
+    WorkflowEnd {
+        status: crate::result::RunStatus,
+        results: serde_json::Map<String, Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+impl EventKind {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::WorkflowStart { .. } => "workflow:start",
+            EventKind::NodeEnter { .. } => "node:enter",
+            EventKind::NodeProgress { .. } => "node:progress",
+            EventKind::ToolCall { .. } => "tool:call",
+            EventKind::ToolResult { .. } => "tool:result",
+            EventKind::NodeExit { .. } => "node:exit",
+            EventKind::NodeSkipped { .. } => "node:skipped",
+            EventKind::NodeWarning { .. } => "node:warning",
+            EventKind::Route { .. } => "route",
+            EventKind::ApprovalRequested { .. } => "approval:requested",
+            EventKind::ApprovalReceived { .. } => "approval:received",
+            EventKind::WorkflowPaused { .. } => "workflow:paused",
+            EventKind::WorkflowResumed { .. } => "workflow:resumed",
+            EventKind::Log { .. } => "log",
+            EventKind::WorkflowEnd { .. } => "workflow:end",
+        }
+    }
+
+    pub(crate) fn log(node: Option<&str>, log_type: &str, content: impl Into<Value>) -> EventKind {
+        EventKind::Log { node: node.map(str::to_string), log_type: log_type.to_string(), content: content.into() }
+    }
+}
+
+/// Something that watches a run. Errors are ignored by the emitter: an observer never stops a run.
+pub trait Observer: Send + Sync {
+    fn on_event(&self, event: &Event) -> Result<(), String>;
+}
+
+impl<F> Observer for F
+where
+    F: Fn(&Event) -> Result<(), String> + Send + Sync,
+{
+    fn on_event(&self, event: &Event) -> Result<(), String> {
+        self(event)
+    }
+}
+
+/// Where a run's events are kept durably. Written before observers see an event; a failure here is reported once
+/// as a warning on stderr-like channels by the caller, never silently dropped, but does not stop the run.
+pub trait RunLog: Send + Sync {
+    fn append(&self, event: &Event) -> Result<(), String>;
+}
+
+/// Collects events in memory (tests, the app's run panel).
+#[derive(Default, Clone)]
+pub struct Collector(pub Arc<Mutex<Vec<Event>>>);
+
+impl Collector {
+    pub fn events(&self) -> Vec<Event> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl Observer for Collector {
+    fn on_event(&self, event: &Event) -> Result<(), String> {
+        self.0.lock().map_err(|_| "poisoned".to_string())?.push(event.clone());
+        Ok(())
+    }
+}
+
+struct EmitterState {
+    seq: u64,
+    log_error: Option<String>,
+}
+
+/// Numbers, timestamps and delivers the events of one run.
+#[derive(Clone)]
+pub struct Emitter {
+    run: Arc<str>,
+    state: Arc<Mutex<EmitterState>>,
+    log: Option<Arc<dyn RunLog>>,
+    observers: Arc<[Arc<dyn Observer>]>,
+}
+
+impl Emitter {
+    pub fn new(run: &str, first_seq: u64, log: Option<Arc<dyn RunLog>>, observers: Vec<Arc<dyn Observer>>) -> Emitter {
+        Emitter {
+            run: Arc::from(run),
+            state: Arc::new(Mutex::new(EmitterState { seq: first_seq, log_error: None })),
+            log,
+            observers: observers.into(),
+        }
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run
+    }
+
+    /// The sequence number the next event will get.
+    pub fn next_seq(&self) -> u64 {
+        self.state.lock().unwrap().seq + 1
+    }
+
+    /// The first run-log write error, if any happened.
+    pub fn log_error(&self) -> Option<String> {
+        self.state.lock().unwrap().log_error.clone()
+    }
+
+    pub fn emit(&self, kind: EventKind) {
+        if self.log.is_none() && self.observers.is_empty() {
+            self.state.lock().unwrap().seq += 1;
+            return;
+        }
+        // The lock is held while delivering so that every observer sees events in `seq` order.
+        let mut state = self.state.lock().unwrap();
+        state.seq += 1;
+        let event = Event {
+            seq: state.seq,
+            run: self.run.to_string(),
+            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            kind,
+        };
+        if let Some(log) = &self.log {
+            if let Err(e) = log.append(&event) {
+                state.log_error.get_or_insert(e);
+            }
+        }
+        for observer in self.observers.iter() {
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| observer.on_event(&event)));
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Reading and writing workflow files: the canonical YAML/JSON format and the importers of the source systems'
+//! formats (SEMANTICS §8). Every loader returns the one document model plus the notes of what it approximated.
+
+mod agentflow;
+mod canonical;
+mod sweny;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::document::Workflow;
+
+pub use canonical::{to_json, to_yaml};
+
+/// The file formats Switchyard opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Switchyard's own YAML or JSON (`switchyard: 1`).
+    Switchyard,
+    /// AgentFlow's JSON graph (`nodes` with `data`, `connections`).
+    AgentFlow,
+    /// SWEny workflow YAML/JSON (`entry`, a map of `nodes`).
+    Sweny,
+    /// The Edge Agent YAML (a list of named `nodes`).
+    Tea,
+    /// OpenExpertise `experience.yaml` (`graph.nodes`, `graph.edges`).
+    OpenExpertise,
+}
+
+impl Format {
+    pub const ALL: [Format; 5] =
+        [Format::Switchyard, Format::AgentFlow, Format::Sweny, Format::Tea, Format::OpenExpertise];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Switchyard => "switchyard",
+            Format::AgentFlow => "agentflow",
+            Format::Sweny => "sweny",
+            Format::Tea => "tea",
+            Format::OpenExpertise => "openexpertise",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A file that could not be loaded: where, and what to do about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    pub file: Option<PathBuf>,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl LoadError {
+    pub fn new(message: impl Into<String>) -> LoadError {
+        LoadError { file: None, line: None, column: None, message: message.into() }
+    }
+
+    pub fn at(mut self, line: Option<usize>, column: Option<usize>) -> LoadError {
+        self.line = line;
+        self.column = column;
+        self
+    }
+
+    fn in_file(mut self, file: Option<&Path>) -> LoadError {
+        if self.file.is_none() {
+            self.file = file.map(Path::to_path_buf);
+        }
+        self
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "<input>".into());
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "{file}:{l}:{c}: {}", self.message),
+            (Some(l), None) => write!(f, "{file}:{l}: {}", self.message),
+            _ => write!(f, "{file}: {}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// A loaded workflow with what the importer could not carry over exactly.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub workflow: Workflow,
+    pub format: Format,
+    /// Human-readable notes on what was approximated or left out; empty for canonical files.
+    pub notes: Vec<String>,
+}
+
+/// Reads and loads a file, detecting its format from content unless `format` is given.
+pub fn load_file(path: &Path, format: Option<Format>) -> Result<Loaded, LoadError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LoadError::new(format!("cannot read the file: {e}")).in_file(Some(path)))?;
+    load_str(&text, format, Some(path))
+}
+
+/// Loads workflow text. `origin` names the file in errors and anchors relative paths (SWEny `./file.md`).
+pub fn load_str(text: &str, format: Option<Format>, origin: Option<&Path>) -> Result<Loaded, LoadError> {
+    let result = (|| {
+        let value = parse_value(text)?;
+        let format = match format {
+            Some(f) => f,
+            None => detect(&value)?,
+        };
+        let base_dir = origin.and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+        match format {
+            Format::Switchyard => {
+                let workflow = canonical::from_str(text)?;
+                Ok(Loaded { workflow, format, notes: Vec::new() })
+            }
+            Format::AgentFlow => agentflow::import(&value).map(|(workflow, notes)| Loaded { workflow, format, notes }),
+            Format::Sweny => {
+                sweny::import(&value, &base_dir).map(|(workflow, notes)| Loaded { workflow, format, notes })
+            }
+            Format::Tea | Format::OpenExpertise => Err(LoadError::new(format!(
+                "this is a {format} file; Switchyard cannot open {format} files yet (see issue 5). \
+                 Convert it to Switchyard YAML, or pass --format to read it as another format"
+            ))),
+        }
+    })();
+    result.map_err(|e| e.in_file(origin))
+}
+
+/// Parses YAML or JSON into a generic value, for detection and importers.
+pub(crate) fn parse_value(text: &str) -> Result<Value, LoadError> {
+    if text.trim().is_empty() {
+        return Err(LoadError::new("the file is empty; a workflow needs at least a start node"));
+    }
+    if looks_like_json(text) {
+        return serde_json::from_str(text).map_err(|e| {
+            LoadError::new(format!("invalid JSON: {}", strip_location(&e.to_string())))
+                .at(Some(e.line()), Some(e.column()))
+        });
+    }
+    serde_yaml::from_str(text).map_err(yaml_error)
+}
+
+fn looks_like_json(text: &str) -> bool {
+    text.trim_start().starts_with('{')
+}
+
+pub(crate) fn yaml_error(e: serde_yaml::Error) -> LoadError {
+    let location = e.location();
+    LoadError::new(format!("invalid YAML: {}", strip_location(&e.to_string())))
+        .at(location.as_ref().map(|l| l.line()), location.as_ref().map(|l| l.column()))
+}
+
+/// serde messages end in " at line L column C"; the location is reported separately.
+fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// Recognizes a format from the document's top-level shape.
+pub fn detect(value: &Value) -> Result<Format, LoadError> {
+    let Some(map) = value.as_object() else {
+        return Err(LoadError::new("a workflow file must be a mapping (YAML) or an object (JSON) at the top level"));
+    };
+    if map.contains_key("$schema") && map.contains_key("properties") {
+        return Err(LoadError::new("this is a JSON Schema, not a workflow; open a workflow file instead"));
+    }
+    if map.contains_key("switchyard") {
+        return Ok(Format::Switchyard);
+    }
+    if map.get("graph").is_some_and(|g| g.get("nodes").is_some()) {
+        return Ok(Format::OpenExpertise);
+    }
+    if map.contains_key("entry") && map.get("nodes").is_some_and(Value::is_object) {
+        return Ok(Format::Sweny);
+    }
+    if map.contains_key("connections") {
+        return Ok(Format::AgentFlow);
+    }
+    if let Some(nodes) = map.get("nodes").and_then(Value::as_array) {
+        let has = |key: &str| nodes.iter().any(|n| n.get(key).is_some());
+        if has("data") || has("x") {
+            return Ok(Format::AgentFlow);
+        }
+        if has("name") && !has("id") {
+            return Ok(Format::Tea);
+        }
+        if has("id") && has("type") {
+            return Err(LoadError::new(
+                "this looks like a Switchyard workflow without its version key: add `switchyard: 1` at the top",
+            ));
+        }
+    }
+    if map.contains_key("nodes") {
+        return Err(LoadError::new(
+            "cannot tell which format this file is: it has `nodes` but matches no known format \
+             (switchyard, agentflow, sweny, tea, openexpertise); pass --format NAME",
+        ));
+    }
+    Err(LoadError::new(
+        "not a workflow: no `nodes` found. A Switchyard file starts with `switchyard: 1`, `name:` and `nodes:`",
+    ))
+}
+
+/// A simple left-to-right layout by depth from the first node, for importers whose files carry no positions.
+pub(crate) fn layered_positions(workflow: &mut Workflow) {
+    use std::collections::{HashMap, VecDeque};
+    let Some(first) = workflow.nodes.first().map(|n| n.id.clone()) else {
+        return;
+    };
+    let mut depth: HashMap<String, usize> = HashMap::new();
+    depth.insert(first.clone(), 0);
+    let mut queue = VecDeque::from([first]);
+    while let Some(id) = queue.pop_front() {
+        let d = depth[&id];
+        for e in workflow.edges.iter().filter(|e| e.from == id) {
+            if !depth.contains_key(&e.to) {
+                depth.insert(e.to.clone(), d + 1);
+                queue.push_back(e.to.clone());
+            }
+        }
+    }
+    let mut per_layer: HashMap<usize, usize> = HashMap::new();
+    let max_depth = depth.values().copied().max().unwrap_or(0);
+    for node in &mut workflow.nodes {
+        let d = depth.get(&node.id).copied().unwrap_or(max_depth + 1);
+        let row = per_layer.entry(d).or_default();
+        node.position = Some(crate::document::Position { x: d as f64 * 280.0, y: *row as f64 * 140.0 });
+        *row += 1;
+    }
+}

@@ -1,0 +1,151 @@
+//! SWEny workflow YAML/JSON (seeds 000, 003): `entry`, a map of `nodes` (`name`, `instruction`, `skills`, `output`) and
+//! `edges` with `when` and `max_iterations`. Every node becomes an agent that routes on when it fails, as SWEny does;
+//! a start node is added in front of `entry`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::LoadError;
+use crate::document::{Edge, Node, NodeType, OnError, Retry, Workflow};
+
+const KNOWN_TOP: &[&str] = &["id", "name", "description", "entry", "nodes", "edges", "$schema"];
+const KNOWN_NODE: &[&str] = &["name", "instruction", "skills", "output", "retry"];
+
+pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<String>), LoadError> {
+    let mut notes = Vec::new();
+    let top = value.as_object().expect("detect() checked the top level is a map");
+    let name = top.get("name").or_else(|| top.get("id")).and_then(Value::as_str).unwrap_or("Imported SWEny workflow");
+    let mut workflow = Workflow::new(name);
+    workflow.description = top.get("description").and_then(Value::as_str).map(str::to_string);
+    for key in top.keys().filter(|k| !KNOWN_TOP.contains(&k.as_str())) {
+        notes.push(format!("top-level field `{key}` has no Switchyard equivalent and was left out"));
+    }
+
+    let entry = top
+        .get("entry")
+        .and_then(Value::as_str)
+        .ok_or_else(|| LoadError::new("`entry` must name the node the workflow starts at"))?;
+    let nodes = top.get("nodes").and_then(Value::as_object).expect("detect() checked `nodes` is a map");
+    if !nodes.contains_key(entry) {
+        return Err(LoadError::new(format!(
+            "`entry: {entry}` names no node; the nodes are: {}",
+            nodes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+        )));
+    }
+
+    let mut start_id = "start".to_string();
+    while nodes.contains_key(&start_id) {
+        start_id.insert(0, '_');
+    }
+    workflow.nodes.push(Node::new(start_id.clone(), NodeType::Start));
+
+    let mut skills_seen: Vec<String> = Vec::new();
+    for (id, raw) in nodes {
+        let raw = raw
+            .as_object()
+            .ok_or_else(|| LoadError::new(format!("node `{id}`: must be a mapping with `name` and `instruction`")))?;
+        let mut node = Node::new(id.clone(), NodeType::Agent);
+        node.name = raw.get("name").and_then(Value::as_str).map(str::to_string);
+        node.on_error = Some(OnError::Continue);
+        let instruction =
+            raw.get("instruction").ok_or_else(|| LoadError::new(format!("node `{id}`: `instruction` is required")))?;
+        node.user_prompt = Some(instruction_text(id, instruction, base_dir, &mut notes)?);
+        node.output_schema = raw.get("output").cloned();
+        if let Some(max) = raw.get("retry").and_then(|r| r.get("max")).and_then(Value::as_u64) {
+            node.retry = Some(Retry { max: max as u32, backoff_ms: None });
+            notes.push(format!(
+                "node `{id}`: `retry` maps to retries of failed model calls; SWEny's eval-driven retry instruction was left out"
+            ));
+        }
+        for skill in raw.get("skills").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+            if !skills_seen.iter().any(|s| s == skill) {
+                skills_seen.push(skill.to_string());
+            }
+        }
+        for key in raw.keys().filter(|k| !KNOWN_NODE.contains(&k.as_str())) {
+            notes.push(format!("node `{id}`: field `{key}` has no Switchyard equivalent and was left out"));
+        }
+        workflow.nodes.push(node);
+    }
+    if !skills_seen.is_empty() {
+        notes.push(format!(
+            "skills ({}) are SWEny tool bundles Switchyard does not provide; agents run without them",
+            skills_seen.join(", ")
+        ));
+    }
+
+    workflow.edges.push(Edge::new(start_id, entry));
+    let edges = match top.get("edges") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a.clone(),
+        Some(_) => return Err(LoadError::new("`edges` must be a list of {from, to, when?, max_iterations?}")),
+    };
+    for (i, raw) in edges.iter().enumerate() {
+        let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
+        let (Some(from), Some(to)) = (text("from"), text("to")) else {
+            return Err(LoadError::new(format!("edges[{i}]: `from` and `to` must be node ids")));
+        };
+        let mut edge = Edge::new(from, to);
+        edge.when = text("when");
+        edge.max_iterations = match raw.get("max_iterations") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_i64().ok_or_else(|| {
+                LoadError::new(format!("edges[{i}]: `max_iterations` must be a whole number of at least 1"))
+            })?),
+        };
+        if let Some(obj) = raw.as_object() {
+            for key in obj.keys().filter(|k| !["from", "to", "when", "max_iterations"].contains(&k.as_str())) {
+                notes.push(format!("edges[{i}]: field `{key}` has no Switchyard equivalent and was left out"));
+            }
+        }
+        workflow.edges.push(edge);
+    }
+    super::layered_positions(&mut workflow);
+    Ok((workflow, notes))
+}
+
+/// A node's instruction: inline text, `{inline}`, or a `./file.md` / `{file}` path read relative to the workflow.
+/// SWEny instructions are not Jinja templates, so text that looks like one is kept verbatim.
+fn instruction_text(id: &str, value: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Result<String, LoadError> {
+    let text = match value {
+        Value::String(s) if is_file_reference(s) => read_instruction(id, s, base_dir)?,
+        Value::String(s) => s.clone(),
+        Value::Object(o) if o.get("inline").is_some_and(Value::is_string) => o["inline"].as_str().unwrap().to_string(),
+        Value::Object(o) if o.get("file").is_some_and(Value::is_string) => {
+            read_instruction(id, o["file"].as_str().unwrap(), base_dir)?
+        }
+        Value::Object(o) if o.get("url").is_some_and(Value::is_string) => {
+            let url = o["url"].as_str().unwrap();
+            notes.push(format!(
+                "node `{id}`: instruction is fetched from {url} in SWEny; Switchyard does not fetch it, the URL is the prompt"
+            ));
+            url.to_string()
+        }
+        _ => {
+            return Err(LoadError::new(format!(
+                "node `{id}`: `instruction` must be text, a ./file.md path, or {{inline|file|url}}"
+            )))
+        }
+    };
+    if text.contains("{{") || text.contains("{%") || text.contains("{#") {
+        notes
+            .push(format!("node `{id}`: the instruction contains Jinja-like braces; kept verbatim inside {{% raw %}}"));
+        return Ok(format!("{{% raw %}}{text}{{% endraw %}}"));
+    }
+    Ok(text)
+}
+
+fn is_file_reference(s: &str) -> bool {
+    (s.starts_with("./") || s.starts_with("../")) && !s.contains('\n')
+}
+
+fn read_instruction(id: &str, path: &str, base_dir: &Path) -> Result<String, LoadError> {
+    let full = base_dir.join(path);
+    std::fs::read_to_string(&full).map_err(|e| {
+        LoadError::new(format!(
+            "node `{id}`: cannot read its instruction file {} ({e}); put the file next to the workflow or inline the text",
+            full.display()
+        ))
+    })
+}

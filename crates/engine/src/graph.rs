@@ -1,0 +1,159 @@
+//! The indexed shape of a workflow that validation and execution both read: which execution edges leave and enter each
+//! node, which edges are back edges (SEMANTICS §3 "Joins"), and which nodes sit on a cycle.
+
+use std::collections::HashMap;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use crate::document::{NodeType, Workflow};
+
+/// Indices into `Workflow::nodes` and `Workflow::edges`.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    /// Node id to the index of its first occurrence.
+    pub index: HashMap<String, usize>,
+    /// Per document edge: `(from, to)` node indices, or `None` when an end does not exist.
+    pub ends: Vec<Option<(usize, usize)>>,
+    /// Per document edge: it is a `subagent` link, not an execution edge.
+    pub subagent: Vec<bool>,
+    /// Per document edge: it closes a cycle in a depth-first search from the start node, in edge order.
+    pub back: Vec<bool>,
+    /// Per node: outgoing execution edges, in document order.
+    pub out: Vec<Vec<usize>>,
+    /// Per node: incoming execution edges, in document order.
+    pub incoming: Vec<Vec<usize>>,
+    /// Per node: incoming execution edges that are not back edges (what a join waits for).
+    pub forward_in: Vec<Vec<usize>>,
+    /// Per node: children linked by `subagent` edges, in document order.
+    pub subagents: Vec<Vec<usize>>,
+    /// Per node: the strongly connected component it belongs to.
+    pub component: Vec<usize>,
+    /// Per component: it contains a cycle (two or more nodes, or a self-loop).
+    pub component_cyclic: Vec<bool>,
+    /// The first start node, if any.
+    pub start: Option<usize>,
+}
+
+impl Topology {
+    pub fn new(workflow: &Workflow) -> Topology {
+        let n = workflow.nodes.len();
+        let mut index = HashMap::with_capacity(n);
+        for (i, node) in workflow.nodes.iter().enumerate() {
+            index.entry(node.id.clone()).or_insert(i);
+        }
+        let mut ends = Vec::with_capacity(workflow.edges.len());
+        let mut subagent = Vec::with_capacity(workflow.edges.len());
+        let mut out = vec![Vec::new(); n];
+        let mut incoming = vec![Vec::new(); n];
+        let mut subagents = vec![Vec::new(); n];
+        for (e, edge) in workflow.edges.iter().enumerate() {
+            let pair = match (index.get(&edge.from), index.get(&edge.to)) {
+                (Some(&f), Some(&t)) => Some((f, t)),
+                _ => None,
+            };
+            ends.push(pair);
+            subagent.push(edge.is_subagent());
+            if let Some((f, t)) = pair {
+                if edge.is_subagent() {
+                    subagents[f].push(t);
+                } else {
+                    out[f].push(e);
+                    incoming[t].push(e);
+                }
+            }
+        }
+        let start = workflow.nodes.iter().position(|node| node.node_type == NodeType::Start);
+        let back = back_edges(n, &ends, &out, start);
+        let forward_in = incoming.iter().map(|ins| ins.iter().copied().filter(|&e| !back[e]).collect()).collect();
+        let (component, component_cyclic) = components(n, &ends, &subagent);
+        Topology {
+            index,
+            ends,
+            subagent,
+            back,
+            out,
+            incoming,
+            forward_in,
+            subagents,
+            component,
+            component_cyclic,
+            start,
+        }
+    }
+
+    pub fn target(&self, edge: usize) -> usize {
+        self.ends[edge].expect("execution edges have both ends").1
+    }
+
+    pub fn source(&self, edge: usize) -> usize {
+        self.ends[edge].expect("execution edges have both ends").0
+    }
+
+    pub fn on_cycle(&self, node: usize) -> bool {
+        self.component_cyclic[self.component[node]]
+    }
+}
+
+/// Iterative DFS from the start node, then from any node not yet visited, in document order.
+fn back_edges(n: usize, ends: &[Option<(usize, usize)>], out: &[Vec<usize>], start: Option<usize>) -> Vec<bool> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnStack,
+        Done,
+    }
+    let mut back = vec![false; ends.len()];
+    let mut mark = vec![Mark::New; n];
+    let roots = start.into_iter().chain(0..n);
+    for root in roots {
+        if mark[root] != Mark::New {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        mark[root] = Mark::OnStack;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            if let Some(&edge) = out[node].get(*next) {
+                *next += 1;
+                let target = ends[edge].unwrap().1;
+                match mark[target] {
+                    Mark::OnStack => back[edge] = true,
+                    Mark::New => {
+                        mark[target] = Mark::OnStack;
+                        stack.push((target, 0));
+                    }
+                    Mark::Done => {}
+                }
+            } else {
+                mark[node] = Mark::Done;
+                stack.pop();
+            }
+        }
+    }
+    back
+}
+
+fn components(n: usize, ends: &[Option<(usize, usize)>], subagent: &[bool]) -> (Vec<usize>, Vec<bool>) {
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, ends.len());
+    for _ in 0..n {
+        graph.add_node(());
+    }
+    let mut self_loop = vec![false; n];
+    for (e, pair) in ends.iter().enumerate() {
+        if let (Some((f, t)), false) = (pair, subagent[e]) {
+            graph.add_edge(NodeIndex::new(*f), NodeIndex::new(*t), ());
+            if f == t {
+                self_loop[*f] = true;
+            }
+        }
+    }
+    let sccs = petgraph::algo::tarjan_scc(&graph);
+    let mut component = vec![0; n];
+    let mut cyclic = Vec::with_capacity(sccs.len());
+    for (c, members) in sccs.iter().enumerate() {
+        for m in members {
+            component[m.index()] = c;
+        }
+        cyclic.push(members.len() > 1 || self_loop[members[0].index()]);
+    }
+    (component, cyclic)
+}

@@ -1,0 +1,110 @@
+//! The model interface (seed 003, informative section): execute a node, and route among choices. The executor only
+//! talks to models through this trait; the scripted model and the HTTP providers implement it.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::document::ReasoningEffort;
+use crate::events::Usage;
+use crate::template::Scope;
+
+/// A tool offered to the model (a subagent, or a provider's web search).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the tool's input.
+    pub parameters: Value,
+}
+
+/// Everything a model needs to execute one agent node once.
+pub struct ExecuteRequest<'a> {
+    pub node: &'a str,
+    /// `provider/model`, resolved from the node, the run and the workflow defaults.
+    pub model: Option<&'a str>,
+    pub system_prompt: &'a str,
+    /// The rendered user prompt.
+    pub prompt: &'a str,
+    /// The context the node sees (input, completed nodes, state); read lazily.
+    pub scope: &'a Scope,
+    pub output_schema: Option<&'a Value>,
+    pub reasoning_effort: Option<ReasoningEffort>,
+    pub tools: &'a [ToolSpec],
+    /// How many times this node's model was called before in this run (scripts key answers on it).
+    pub call_index: u32,
+    /// Set on the repair turn: why the previous answer did not match the output schema.
+    pub repair: Option<&'a str>,
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelOutput {
+    /// Structured data, when the model returned an object (always, with an output schema).
+    pub data: Option<Value>,
+    /// Free text, when it did not.
+    pub text: Option<String>,
+    pub usage: Option<Usage>,
+}
+
+/// A model call that failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelError {
+    pub message: String,
+    /// Whether trying again may help (timeouts, 429, 5xx, scripted failures).
+    pub retryable: bool,
+}
+
+impl ModelError {
+    pub fn retryable(message: impl Into<String>) -> ModelError {
+        ModelError { message: message.into(), retryable: true }
+    }
+
+    pub fn fatal(message: impl Into<String>) -> ModelError {
+        ModelError { message: message.into(), retryable: false }
+    }
+}
+
+/// One routing choice: a target node id and the edge's `when` text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    pub id: String,
+    pub description: String,
+}
+
+/// The choice id of the "none of the above / default path" option.
+pub const DEFAULT_CHOICE: &str = "__default__";
+
+pub struct RouteRequest<'a> {
+    pub node: &'a str,
+    pub model: Option<&'a str>,
+    pub question: &'a str,
+    /// The route view of the context (SEMANTICS §3): scoped by output schemas.
+    pub context: &'a Value,
+    pub choices: &'a [Choice],
+    /// How many routing decisions were made at this node before in this run.
+    pub visit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteAnswer {
+    /// The chosen id as the model named it; the executor checks it against the choices.
+    pub choice: String,
+    /// Said beside the decision in the route event (e.g. that a script did not cover it).
+    pub note: Option<String>,
+}
+
+/// What a running node offers the model while it executes: streaming and tools.
+#[async_trait]
+pub trait NodeIo: Send + Sync {
+    /// A piece of streamed text (`node:progress`).
+    fn progress(&self, text: &str);
+    /// Calls a tool; an error is returned to the model as the tool's result and does not fail the node.
+    async fn call_tool(&self, tool: &str, input: Value) -> Result<Value, String>;
+}
+
+#[async_trait]
+pub trait Model: Send + Sync {
+    async fn execute(&self, request: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError>;
+    async fn route(&self, request: &RouteRequest<'_>) -> Result<RouteAnswer, ModelError>;
+}

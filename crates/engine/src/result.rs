@@ -1,0 +1,138 @@
+//! What a run produces (SEMANTICS §6): a result per node, the pending approvals and the trace.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    Completed,
+    Failed,
+    Paused,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Paused => "paused",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeStatus {
+    Success,
+    Failed,
+    Skipped,
+}
+
+/// A tool the model called while a node ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub tool: String,
+    pub input: Value,
+    /// Absent when the tool failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeResult {
+    pub status: NodeStatus,
+    pub data: Value,
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl NodeResult {
+    pub fn success(data: Value, tool_calls: Vec<ToolCall>) -> NodeResult {
+        NodeResult { status: NodeStatus::Success, data, tool_calls, error: None }
+    }
+
+    pub fn failed(message: String, tool_calls: Vec<ToolCall>) -> NodeResult {
+        NodeResult {
+            status: NodeStatus::Failed,
+            data: serde_json::json!({ "error": message }),
+            tool_calls,
+            error: Some(message),
+        }
+    }
+
+    pub fn skipped() -> NodeResult {
+        NodeResult {
+            status: NodeStatus::Skipped,
+            data: Value::Object(Default::default()),
+            tool_calls: Vec::new(),
+            error: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceStep {
+    pub node: String,
+    pub status: NodeStatus,
+    /// 1 for a node's first execution, 2 for its second (through a bounded cycle), …
+    pub iteration: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceEdge {
+    pub from: String,
+    /// A node id, or `(end)` when a branch ended on a routing decision.
+    pub to: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub steps: Vec<TraceStep>,
+    pub edges: Vec<TraceEdge>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    pub node: String,
+    pub message: String,
+    /// What the person is deciding about: the output that reached the approval.
+    pub previous_output: String,
+}
+
+/// The outcome of a run, or of a run so far when it is paused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    pub run_id: String,
+    pub status: RunStatus,
+    /// Final result per node, in document order; the latest when a node ran several times.
+    pub results: serde_json::Map<String, Value>,
+    pub trace: Trace,
+    pub pending: Vec<PendingApproval>,
+    /// Why the run failed or was cancelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl RunResult {
+    /// The typed result of one node.
+    pub fn node(&self, id: &str) -> Option<NodeResult> {
+        self.results.get(id).and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+
+    /// Node ids of the trace steps with the given status, in order.
+    pub fn steps_with(&self, status: NodeStatus) -> Vec<&str> {
+        self.trace.steps.iter().filter(|s| s.status == status).map(|s| s.node.as_str()).collect()
+    }
+}

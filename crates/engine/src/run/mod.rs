@@ -1,0 +1,1173 @@
+//! The executor (SEMANTICS §2–§6). One scheduler task owns all run state and makes every routing decision;
+//! agent and script nodes, and model routing calls, run in spawned tasks that report back over a channel. That keeps
+//! the semantics in one place (this file), makes event order deterministic per node, and lets a paused run be
+//! captured as a plain snapshot and resumed later, in this process or another.
+
+mod node;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::document::{handle, ConditionOperator, NodeType, OnError, Workflow, DEFAULT_STEP_BUDGET};
+use crate::events::{Emitter, EventKind, Observer, RunLog, Usage};
+use crate::graph::Topology;
+use crate::model::{Choice, Model, RouteAnswer, RouteRequest, DEFAULT_CHOICE};
+use crate::result::{NodeResult, NodeStatus, PendingApproval, RunResult, RunStatus, Trace, TraceEdge, TraceStep};
+use crate::script::Script;
+use crate::template::{self, Scope};
+
+/// Where a branch ends on a routing decision, in route events and trace edges.
+pub const END: &str = "(end)";
+
+/// How a run is started.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The run input: a string, an object, or nothing (the start node's `initial_input`).
+    pub input: Option<Value>,
+    pub run_id: Option<String>,
+    /// Overrides the workflow's step budget.
+    pub step_budget: Option<u32>,
+    /// Overrides the workflow's default model.
+    pub model: Option<String>,
+    /// Overrides the workflow's concurrency.
+    pub concurrency: Option<u32>,
+}
+
+/// What a run needs besides the workflow: the model, an optional script, the run log and observers.
+#[derive(Clone)]
+pub struct Runtime {
+    pub model: Arc<dyn Model>,
+    /// Answers for script nodes and approvals (and, through `ScriptedModel`, for agents and routes).
+    pub script: Option<Arc<Script>>,
+    pub log: Option<Arc<dyn RunLog>>,
+    pub observers: Vec<Arc<dyn Observer>>,
+}
+
+/// A person's (or a script's) decision on a pending approval, normalized as in seed 002.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub decision: String,
+    pub note: String,
+}
+
+impl Decision {
+    /// A string containing "reject" (any case) rejects; an object's `decision` decides; nothing approves.
+    pub fn normalize(value: &Value) -> Decision {
+        match value {
+            Value::String(s) => Decision {
+                decision: if s.to_lowercase().contains("reject") { "reject" } else { "approve" }.into(),
+                note: String::new(),
+            },
+            Value::Object(o) => {
+                let d = o.get("decision").and_then(Value::as_str).unwrap_or("").to_lowercase();
+                Decision {
+                    decision: if d.contains("reject") { "reject" } else { "approve" }.into(),
+                    note: o.get("note").and_then(Value::as_str).unwrap_or("").to_string(),
+                }
+            }
+            _ => Decision { decision: "approve".into(), note: String::new() },
+        }
+    }
+}
+
+/// The state of a paused run, enough to resume it in another process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    pub run_id: String,
+    pub input: Value,
+    pub dry_run: bool,
+    pub step_budget: u32,
+    pub concurrency: Option<u32>,
+    pub model: Option<String>,
+    pub next_seq: u64,
+    pub steps: u32,
+    /// Per node id: latest result.
+    pub results: HashMap<String, NodeResult>,
+    /// Node ids in first-completion order, for `state`.
+    pub state: serde_json::Map<String, Value>,
+    pub iterations: HashMap<String, u32>,
+    pub model_calls: HashMap<String, u32>,
+    pub route_visits: HashMap<String, u32>,
+    pub approval_visits: HashMap<String, u32>,
+    /// Per edge index: how often it was followed.
+    pub edge_follows: Vec<u32>,
+    /// Per node id: the join slots resolved so far (edge index, and the output it carried when followed).
+    pub joins: HashMap<String, JoinSlots>,
+    pub deferred: Vec<usize>,
+    pub pending: Vec<PendingState>,
+    pub trace: Trace,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JoinSlots {
+    pub followed: Vec<(usize, String)>,
+    pub dead: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingState {
+    pub node: String,
+    pub message: String,
+    pub previous_output: String,
+    /// Unix milliseconds after which the approval times out.
+    pub deadline_ms: Option<i64>,
+}
+
+/// The end of a `run`/`resume` call: the result, and the snapshot when the run paused.
+pub struct Outcome {
+    pub result: RunResult,
+    pub snapshot: Option<Snapshot>,
+    /// The first run-log write failure, if any.
+    pub log_error: Option<String>,
+}
+
+pub enum Command {
+    Decide { node: String, decision: Value, reply: oneshot::Sender<Result<(), String>> },
+    Cancel,
+}
+
+/// A run in progress that waits for decisions while paused (the app's mode).
+pub struct RunHandle {
+    pub run_id: String,
+    commands: mpsc::UnboundedSender<Command>,
+    join: tokio::task::JoinHandle<Outcome>,
+}
+
+impl RunHandle {
+    /// Decides a pending approval; fails when that node is not waiting.
+    pub async fn decide(&self, node: &str, decision: Value) -> Result<(), String> {
+        let (reply, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Decide { node: node.to_string(), decision, reply })
+            .map_err(|_| "the run has ended".to_string())?;
+        rx.await.map_err(|_| "the run has ended".to_string())?
+    }
+
+    pub fn cancel(&self) {
+        let _ = self.commands.send(Command::Cancel);
+    }
+
+    pub async fn finish(self) -> Outcome {
+        self.join.await.expect("the run task does not panic")
+    }
+}
+
+/// Read-only parts shared with node tasks.
+pub(crate) struct Shared {
+    pub workflow: Arc<Workflow>,
+    pub topo: Arc<Topology>,
+    pub model: Arc<dyn Model>,
+    pub script: Option<Arc<Script>>,
+    pub emitter: Emitter,
+    pub default_model: Option<String>,
+    model_calls: Mutex<HashMap<String, u32>>,
+}
+
+impl Shared {
+    /// The index of this call among the node's model calls in this run.
+    pub fn next_call(&self, node: &str) -> u32 {
+        let mut calls = self.model_calls.lock().unwrap();
+        let c = calls.entry(node.to_string()).or_insert(0);
+        *c += 1;
+        *c - 1
+    }
+}
+
+/// Runs a workflow until it completes, fails, is cancelled, or pauses on approvals nobody scripted.
+pub async fn run(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> Outcome {
+    let scheduler = Scheduler::new(workflow, options, runtime);
+    scheduler.drive(None).await
+}
+
+/// Resumes a paused run with decisions, as `run` does: it returns at the next pause or at the end.
+pub async fn resume(
+    workflow: Arc<Workflow>,
+    snapshot: Snapshot,
+    decisions: Vec<(String, Value)>,
+    runtime: Runtime,
+) -> Result<Outcome, String> {
+    let mut scheduler = Scheduler::restore(workflow, snapshot, runtime)?;
+    for (node, decision) in decisions {
+        scheduler.decide(&node, &decision)?;
+    }
+    Ok(scheduler.drive(None).await)
+}
+
+/// Starts a run that stays alive while paused and takes decisions through its handle.
+pub fn start(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> RunHandle {
+    let scheduler = Scheduler::new(workflow, options, runtime);
+    let run_id = scheduler.run_id.clone();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let join = tokio::spawn(scheduler.drive(Some(rx)));
+    RunHandle { run_id, commands: tx, join }
+}
+
+#[derive(Debug, Clone)]
+struct Activation {
+    node: usize,
+    previous_output: Arc<str>,
+}
+
+enum Done {
+    Node { node: usize, iteration: u32, started: Instant, previous_output: Arc<str>, outcome: node::NodeOutcome },
+    Route { node: usize, live: Vec<usize>, answer: Result<RouteAnswer, String>, output: Arc<str> },
+}
+
+struct Scheduler {
+    shared: Arc<Shared>,
+    run_id: String,
+    input: Value,
+    dry_run: bool,
+    step_budget: u32,
+    concurrency: usize,
+    status: RunStatus,
+    error: Option<String>,
+    scope: Scope,
+    results: Vec<Option<NodeResult>>,
+    /// The text each node passes on as `PREVIOUS_OUTPUT`.
+    outputs: Vec<Arc<str>>,
+    iterations: Vec<u32>,
+    steps: u32,
+    route_visits: Vec<u32>,
+    approval_visits: Vec<u32>,
+    edge_follows: Vec<u32>,
+    joins: Vec<JoinSlots>,
+    deferred: BTreeSet<usize>,
+    pending: Vec<PendingState>,
+    ready: VecDeque<Activation>,
+    running: usize,
+    trace: Trace,
+    cancel: CancellationToken,
+    done_tx: mpsc::UnboundedSender<Done>,
+    done_rx: mpsc::UnboundedReceiver<Done>,
+    started: bool,
+    /// `workflow:paused` was emitted and no `workflow:resumed` since.
+    paused: bool,
+}
+
+impl Scheduler {
+    fn new(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> Scheduler {
+        let run_id = options.run_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let input = options.input.clone().unwrap_or(Value::Null);
+        let dry_run = input.get("dryRun").and_then(Value::as_bool).unwrap_or(false);
+        let step_budget = options.step_budget.or(workflow.defaults.step_budget).unwrap_or(DEFAULT_STEP_BUDGET);
+        let concurrency = options.concurrency.or(workflow.defaults.concurrency);
+        let model = options.model.clone().or_else(|| workflow.defaults.model.clone());
+        let emitter = Emitter::new(&run_id, 0, runtime.log.clone(), runtime.observers.clone());
+        let mut s = Scheduler::empty(workflow, runtime, emitter, run_id, input, model);
+        s.dry_run = dry_run;
+        s.step_budget = step_budget;
+        s.concurrency = concurrency.map_or(usize::MAX, |c| c.max(1) as usize);
+        s
+    }
+
+    fn empty(
+        workflow: Arc<Workflow>,
+        runtime: Runtime,
+        emitter: Emitter,
+        run_id: String,
+        input: Value,
+        model: Option<String>,
+    ) -> Scheduler {
+        let topo = Arc::new(Topology::new(&workflow));
+        let n = workflow.nodes.len();
+        let e = workflow.edges.len();
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            workflow,
+            topo,
+            model: runtime.model,
+            script: runtime.script,
+            emitter,
+            default_model: model,
+            model_calls: Mutex::new(HashMap::new()),
+        });
+        Scheduler {
+            shared,
+            run_id,
+            scope: Scope::new(input.clone()),
+            input,
+            dry_run: false,
+            step_budget: DEFAULT_STEP_BUDGET,
+            concurrency: usize::MAX,
+            status: RunStatus::Running,
+            error: None,
+            results: vec![None; n],
+            outputs: vec![Arc::from(""); n],
+            iterations: vec![0; n],
+            steps: 0,
+            route_visits: vec![0; n],
+            approval_visits: vec![0; n],
+            edge_follows: vec![0; e],
+            joins: vec![JoinSlots::default(); n],
+            deferred: BTreeSet::new(),
+            pending: Vec::new(),
+            ready: VecDeque::new(),
+            running: 0,
+            trace: Trace::default(),
+            cancel: CancellationToken::new(),
+            done_tx,
+            done_rx,
+            started: false,
+            paused: false,
+        }
+    }
+
+    fn restore(workflow: Arc<Workflow>, snap: Snapshot, runtime: Runtime) -> Result<Scheduler, String> {
+        if snap.edge_follows.len() != workflow.edges.len() {
+            return Err("the workflow changed since this run paused (its edges differ); it cannot be resumed".into());
+        }
+        let emitter = Emitter::new(&snap.run_id, snap.next_seq - 1, runtime.log.clone(), runtime.observers.clone());
+        let mut s =
+            Scheduler::empty(workflow, runtime, emitter, snap.run_id.clone(), snap.input.clone(), snap.model.clone());
+        let idx = |id: &str| -> Result<usize, String> {
+            s.shared
+                .topo
+                .index
+                .get(id)
+                .copied()
+                .ok_or_else(|| format!("the workflow changed since this run paused: node `{id}` is gone"))
+        };
+        s.dry_run = snap.dry_run;
+        s.step_budget = snap.step_budget;
+        s.concurrency = snap.concurrency.map_or(usize::MAX, |c| c.max(1) as usize);
+        s.steps = snap.steps;
+        s.edge_follows = snap.edge_follows;
+        s.deferred = snap.deferred.into_iter().collect();
+        s.pending = snap.pending;
+        s.trace = snap.trace;
+        s.started = true;
+        s.paused = true;
+        *s.shared.model_calls.lock().unwrap() = snap.model_calls;
+        for (id, r) in snap.results {
+            let i = idx(&id)?;
+            if r.status != NodeStatus::Skipped {
+                s.scope.results.insert(id.clone(), Arc::new(r.data.clone()));
+                s.outputs[i] = Arc::from(output_text(&r.data).as_str());
+            }
+            s.results[i] = Some(r);
+        }
+        for (k, v) in snap.state {
+            s.scope.state.insert(k, v);
+        }
+        for (id, v) in snap.iterations {
+            s.iterations[idx(&id)?] = v;
+        }
+        for (id, v) in snap.route_visits {
+            s.route_visits[idx(&id)?] = v;
+        }
+        for (id, v) in snap.approval_visits {
+            s.approval_visits[idx(&id)?] = v;
+        }
+        for (id, j) in snap.joins {
+            s.joins[idx(&id)?] = j;
+        }
+        for p in &s.pending {
+            idx(&p.node)?;
+        }
+        Ok(s)
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let nodes = &self.shared.workflow.nodes;
+        let by_id = |v: &[u32]| -> HashMap<String, u32> {
+            v.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (nodes[i].id.clone(), *c)).collect()
+        };
+        Snapshot {
+            run_id: self.run_id.clone(),
+            input: self.input.clone(),
+            dry_run: self.dry_run,
+            step_budget: self.step_budget,
+            concurrency: (self.concurrency != usize::MAX).then_some(self.concurrency as u32),
+            model: self.shared.default_model.clone(),
+            next_seq: self.shared.emitter.next_seq(),
+            steps: self.steps,
+            results: self
+                .results
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.clone().map(|r| (nodes[i].id.clone(), r)))
+                .collect(),
+            state: self.scope.state.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            iterations: by_id(&self.iterations),
+            model_calls: self.shared.model_calls.lock().unwrap().clone(),
+            route_visits: by_id(&self.route_visits),
+            approval_visits: by_id(&self.approval_visits),
+            edge_follows: self.edge_follows.clone(),
+            joins: self
+                .joins
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| !j.followed.is_empty() || !j.dead.is_empty())
+                .map(|(i, j)| (nodes[i].id.clone(), j.clone()))
+                .collect(),
+            deferred: self.deferred.iter().copied().collect(),
+            pending: self.pending.clone(),
+            trace: self.trace.clone(),
+        }
+    }
+
+    fn emit(&self, kind: EventKind) {
+        self.shared.emitter.emit(kind);
+    }
+
+    fn id(&self, node: usize) -> &str {
+        &self.shared.workflow.nodes[node].id
+    }
+
+    /// The main loop. With `commands`, it waits for decisions while paused; without, it returns at a pause.
+    async fn drive(mut self, mut commands: Option<mpsc::UnboundedReceiver<Command>>) -> Outcome {
+        if !self.started {
+            self.started = true;
+            self.begin();
+        }
+        loop {
+            if self.status == RunStatus::Running {
+                self.expire_approvals();
+                while self.running < self.concurrency && self.status == RunStatus::Running {
+                    let Some(act) = self.ready.pop_front() else {
+                        break;
+                    };
+                    self.activate(act);
+                }
+            }
+            if self.running == 0 && (self.ready.is_empty() || self.status != RunStatus::Running) {
+                if self.status == RunStatus::Running && self.flush_deferred() {
+                    continue;
+                }
+                if self.status != RunStatus::Running || self.pending.is_empty() {
+                    break;
+                }
+                // Paused: nothing runs and approvals wait.
+                if !self.paused {
+                    self.paused = true;
+                    let pending = self.pending.iter().map(|p| p.node.clone()).collect();
+                    self.emit(EventKind::WorkflowPaused { pending });
+                }
+                let Some(rx) = commands.as_mut() else { break };
+                let deadline = self.next_deadline();
+                tokio::select! {
+                    cmd = rx.recv() => match cmd {
+                        Some(cmd) => self.command(cmd),
+                        None => { commands = None; }
+                    },
+                    _ = sleep_until_ms(deadline) => {}
+                }
+                continue;
+            }
+            let deadline = self.next_deadline();
+            tokio::select! {
+                Some(done) = self.done_rx.recv() => self.finished(done),
+                Some(cmd) = recv_opt(&mut commands) => self.command(cmd),
+                _ = sleep_until_ms(deadline) => {}
+            }
+        }
+        self.end()
+    }
+
+    fn begin(&mut self) {
+        let wf = &self.shared.workflow;
+        self.emit(EventKind::WorkflowStart { workflow: wf.name.clone(), input: self.input.clone() });
+        match self.shared.topo.start {
+            Some(start) => self.ready.push_back(Activation { node: start, previous_output: Arc::from("") }),
+            None => self.fail_run("the workflow has no start node".into()),
+        }
+    }
+
+    fn end(mut self) -> Outcome {
+        let paused = self.status == RunStatus::Running && !self.pending.is_empty();
+        if paused {
+            self.status = RunStatus::Paused;
+        } else if self.status == RunStatus::Running {
+            self.status = RunStatus::Completed;
+        }
+        if matches!(self.status, RunStatus::Failed | RunStatus::Cancelled) {
+            self.pending.clear();
+        }
+        let results = self.results_map();
+        self.emit(EventKind::WorkflowEnd { status: self.status, results: results.clone(), error: self.error.clone() });
+        let result = RunResult {
+            run_id: self.run_id.clone(),
+            status: self.status,
+            results,
+            trace: self.trace.clone(),
+            pending: self
+                .pending
+                .iter()
+                .map(|p| PendingApproval {
+                    node: p.node.clone(),
+                    message: p.message.clone(),
+                    previous_output: p.previous_output.clone(),
+                })
+                .collect(),
+            error: self.error.clone(),
+        };
+        Outcome { result, snapshot: paused.then(|| self.snapshot()), log_error: self.shared.emitter.log_error() }
+    }
+
+    fn results_map(&self) -> serde_json::Map<String, Value> {
+        self.results
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().map(|r| (self.id(i).to_string(), serde_json::to_value(r).unwrap())))
+            .collect()
+    }
+
+    fn fail_run(&mut self, message: String) {
+        if self.status == RunStatus::Running {
+            self.emit(EventKind::log(None, "error", message.clone()));
+            self.status = RunStatus::Failed;
+            self.error = Some(message);
+            self.ready.clear();
+            self.cancel.cancel();
+        }
+    }
+
+    fn command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Cancel => {
+                if self.status == RunStatus::Running {
+                    self.status = RunStatus::Cancelled;
+                    self.error = Some("cancelled".into());
+                    self.ready.clear();
+                    self.cancel.cancel();
+                }
+            }
+            Command::Decide { node, decision, reply } => {
+                let r = if self.status == RunStatus::Running {
+                    self.decide(&node, &decision)
+                } else {
+                    Err("the run has ended".into())
+                };
+                let _ = reply.send(r);
+            }
+        }
+    }
+
+    // ---- starting nodes
+
+    fn activate(&mut self, act: Activation) {
+        let node = act.node;
+        let n = &self.shared.workflow.nodes[node].clone();
+        if self.dry_run && n.node_type == NodeType::Approval {
+            self.route_event(node, END, "dry run");
+            return;
+        }
+        if self.steps >= self.step_budget {
+            self.fail_run(format!(
+                "step budget exceeded: {} node executions ran and `{}` would be the next; raise defaults.step_budget (or --step-budget) if the workflow really needs more",
+                self.steps, n.id
+            ));
+            return;
+        }
+        self.steps += 1;
+        self.iterations[node] += 1;
+        let iteration = self.iterations[node];
+        let started = Instant::now();
+        self.scope.previous_output = act.previous_output.clone();
+        self.emit(EventKind::NodeEnter {
+            node: n.id.clone(),
+            iteration,
+            instruction: node::instruction(n, &self.scope),
+        });
+        self.emit(EventKind::log(Some(&n.id), "step_start", format!("{} node", n.node_type.as_str())));
+
+        if let Some(pinned) = &n.pinned {
+            let outcome = node::NodeOutcome { data: Ok(pinned.clone()), tool_calls: Vec::new(), usage: None };
+            self.node_done(node, iteration, started, act.previous_output, outcome);
+            return;
+        }
+        match n.node_type {
+            NodeType::Start => {
+                let input = if self.input.is_null() {
+                    n.initial_input.clone().unwrap_or(json!(""))
+                } else {
+                    self.input.clone()
+                };
+                let data = match input {
+                    Value::String(s) => json!({ "text": s }),
+                    Value::Object(o) => Value::Object(o),
+                    other => json!({ "text": other.to_string() }),
+                };
+                let outcome = node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None };
+                self.node_done(node, iteration, started, act.previous_output, outcome);
+            }
+            NodeType::If => self.run_if(node, iteration, started, act.previous_output),
+            NodeType::Approval => self.reach_approval(node, act.previous_output),
+            NodeType::Agent | NodeType::Script => {
+                self.running += 1;
+                let shared = self.shared.clone();
+                let scope = self.scope.clone();
+                let tx = self.done_tx.clone();
+                let cancel = self.cancel.clone();
+                let previous_output = act.previous_output;
+                tokio::spawn(async move {
+                    let outcome = tokio::select! {
+                        o = node::execute(shared, node, scope) => o,
+                        _ = cancel.cancelled() => node::NodeOutcome { data: Err("cancelled".into()), tool_calls: Vec::new(), usage: None },
+                    };
+                    let _ = tx.send(Done::Node { node, iteration, started, previous_output, outcome });
+                });
+            }
+        }
+    }
+
+    fn run_if(&mut self, node: usize, iteration: u32, started: Instant, previous_output: Arc<str>) {
+        let n = self.shared.workflow.nodes[node].clone();
+        let subject = previous_output.to_lowercase();
+        let mut chosen: Result<Option<(usize, String)>, String> = Ok(None);
+        for (i, c) in n.conditions.iter().flatten().enumerate() {
+            let value = c.value.trim().to_lowercase();
+            let hit = match c.operator {
+                ConditionOperator::Equal => Ok(!value.is_empty() && subject == value),
+                ConditionOperator::Contains => Ok(!value.is_empty() && subject.contains(&value)),
+                ConditionOperator::Expression => template::is_true(&c.value, &self.scope)
+                    .map_err(|e| format!("condition {i} ({}) could not be evaluated: {e}", c.value)),
+            };
+            match hit {
+                Ok(true) => {
+                    let label = match c.operator {
+                        ConditionOperator::Expression => c.value.clone(),
+                        ConditionOperator::Equal => format!("equal {:?}", c.value.trim()),
+                        ConditionOperator::Contains => format!("contains {:?}", c.value.trim()),
+                    };
+                    chosen = Ok(Some((i, label)));
+                    break;
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    chosen = Err(e);
+                    break;
+                }
+            }
+        }
+        let (data, branch) = match &chosen {
+            Ok(Some((i, label))) => {
+                (json!({ "branch": format!("{}{i}", handle::CONDITION_PREFIX) }), Some((*i, label.clone())))
+            }
+            Ok(None) => (json!({ "branch": handle::FALSE }), None),
+            Err(_) => (Value::Null, None),
+        };
+        let outcome = match chosen {
+            Err(e) => node::NodeOutcome { data: Err(e), tool_calls: Vec::new(), usage: None },
+            Ok(_) => {
+                let msg = match &branch {
+                    Some((i, label)) => format!("condition {i} ({label}) matched"),
+                    None => "no condition matched: taking `false`".into(),
+                };
+                self.emit(EventKind::log(Some(&n.id), "logic_check", msg));
+                node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None }
+            }
+        };
+        self.node_done(node, iteration, started, previous_output, outcome);
+    }
+
+    fn reach_approval(&mut self, node: usize, previous_output: Arc<str>) {
+        let n = self.shared.workflow.nodes[node].clone();
+        let message = n.message.clone().unwrap_or_else(|| "Approve this step?".into());
+        let message = template::render(&message, &self.scope).unwrap_or(message);
+        self.emit(EventKind::ApprovalRequested {
+            node: n.id.clone(),
+            message: message.clone(),
+            previous_output: previous_output.to_string(),
+        });
+        self.emit(EventKind::log(Some(&n.id), "wait_input", "waiting for a decision"));
+        let visit = self.approval_visits[node];
+        self.approval_visits[node] += 1;
+        let deadline_ms = n.timeout_seconds.map(|s| now_ms() + (s as i64) * 1000);
+        self.outputs[node] = previous_output.clone();
+        self.pending.push(PendingState {
+            node: n.id.clone(),
+            message,
+            previous_output: previous_output.to_string(),
+            deadline_ms,
+        });
+        let scripted = self.shared.script.as_ref().and_then(|s| s.approval(&n.id, visit)).cloned();
+        if let Some(decision) = scripted {
+            self.decide(&n.id, &decision).expect("the approval was just added");
+        }
+    }
+
+    /// Applies a decision to a pending approval and routes on from it.
+    fn decide(&mut self, node_id: &str, value: &Value) -> Result<(), String> {
+        let Some(pos) = self.pending.iter().position(|p| p.node == node_id) else {
+            let waiting: Vec<&str> = self.pending.iter().map(|p| p.node.as_str()).collect();
+            return Err(format!(
+                "`{node_id}` is not waiting for a decision (waiting: {})",
+                if waiting.is_empty() { "none".to_string() } else { waiting.join(", ") }
+            ));
+        };
+        let decision = Decision::normalize(value);
+        self.settle_approval(pos, decision);
+        Ok(())
+    }
+
+    fn settle_approval(&mut self, pos: usize, decision: Decision) {
+        if self.paused {
+            self.paused = false;
+            self.emit(EventKind::WorkflowResumed {});
+        }
+        let p = self.pending.remove(pos);
+        let node = self.shared.topo.index[&p.node];
+        self.emit(EventKind::ApprovalReceived {
+            node: p.node.clone(),
+            decision: decision.decision.clone(),
+            note: decision.note.clone(),
+        });
+        let note = if decision.note.is_empty() { String::new() } else { format!(" Feedback: {}", decision.note) };
+        let said = if decision.decision == "approve" {
+            "approved"
+        } else if decision.decision == "reject" {
+            "rejected"
+        } else {
+            "timed out"
+        };
+        self.emit(EventKind::log(Some(&p.node), "input_received", format!("{said}.{note}")));
+        let data = json!({ "decision": decision.decision, "note": decision.note });
+        let outcome = node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None };
+        let previous: Arc<str> = Arc::from(p.previous_output.as_str());
+        self.node_done(node, self.iterations[node], Instant::now(), previous, outcome);
+    }
+
+    fn next_deadline(&self) -> Option<i64> {
+        self.pending.iter().filter_map(|p| p.deadline_ms).min()
+    }
+
+    fn expire_approvals(&mut self) {
+        let now = now_ms();
+        while let Some(pos) = self.pending.iter().position(|p| p.deadline_ms.is_some_and(|d| d <= now)) {
+            let node = self.shared.topo.index[&self.pending[pos].node];
+            let has_timeout_edge =
+                self.shared.topo.out[node].iter().any(|&e| self.shared.workflow.edges[e].handle() == handle::TIMEOUT);
+            let decision = if has_timeout_edge { "timeout" } else { "reject" };
+            self.settle_approval(pos, Decision { decision: decision.into(), note: "timed out".into() });
+        }
+    }
+
+    // ---- finishing nodes
+
+    fn finished(&mut self, done: Done) {
+        self.running -= 1;
+        match done {
+            Done::Node { node, iteration, started, previous_output, outcome } => {
+                self.node_done(node, iteration, started, previous_output, outcome)
+            }
+            Done::Route { node, live, answer, output } => self.apply_route(node, live, answer, output),
+        }
+    }
+
+    fn node_done(
+        &mut self,
+        node: usize,
+        iteration: u32,
+        started: Instant,
+        previous_output: Arc<str>,
+        outcome: node::NodeOutcome,
+    ) {
+        let n = self.shared.workflow.nodes[node].clone();
+        let result = match outcome.data {
+            Ok(data) => NodeResult::success(data, outcome.tool_calls),
+            Err(e) => NodeResult::failed(e, outcome.tool_calls),
+        };
+        let failed = result.status == NodeStatus::Failed;
+        self.scope.results.insert(n.id.clone(), Arc::new(result.data.clone()));
+        if !failed {
+            if let Value::Object(map) = &result.data {
+                for (k, v) in map {
+                    self.scope.state.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        // Transparent nodes pass the output that reached them on; others pass their own.
+        let output: Arc<str> = match n.node_type {
+            NodeType::If | NodeType::Approval => previous_output,
+            _ => Arc::from(output_text(&result.data).as_str()),
+        };
+        self.outputs[node] = output.clone();
+        self.trace.steps.push(TraceStep { node: n.id.clone(), status: result.status, iteration });
+        self.emit(EventKind::NodeExit {
+            node: n.id.clone(),
+            iteration,
+            result: result.clone(),
+            duration_ms: started.elapsed().as_millis() as u64,
+            usage: outcome.usage.filter(|u| *u != Usage::default()),
+        });
+        let error = result.error.clone();
+        self.results[node] = Some(result);
+        if self.status != RunStatus::Running {
+            return;
+        }
+
+        let topo = self.shared.topo.clone();
+        let edges = &self.shared.workflow.edges;
+        if let Some(error) = error {
+            let error_edges: Vec<usize> =
+                topo.out[node].iter().copied().filter(|&e| edges[e].handle() == handle::ERROR).collect();
+            if !error_edges.is_empty() {
+                self.emit(EventKind::log(Some(&n.id), "error", error.clone()));
+                let chosen: Vec<(usize, String)> = error_edges.iter().map(|&e| (e, "error".to_string())).collect();
+                self.follow_and_kill(node, chosen, output);
+                return;
+            }
+            if n.on_error != Some(OnError::Continue) {
+                self.fail_run(format!("node `{}` failed: {error}", n.id));
+                return;
+            }
+            self.emit(EventKind::log(Some(&n.id), "error", format!("{error} (on_error: continue, routing on)")));
+        }
+
+        // Which out-edges are still live (SEMANTICS §3).
+        let live: Vec<usize> = topo.out[node]
+            .iter()
+            .copied()
+            .filter(|&e| edges[e].max_iterations.is_none_or(|m| (self.edge_follows[e] as i64) < m))
+            .collect();
+        match n.node_type {
+            NodeType::If => {
+                let branch = self.results[node]
+                    .as_ref()
+                    .and_then(|r| r.data.get("branch"))
+                    .and_then(Value::as_str)
+                    .unwrap_or(handle::FALSE)
+                    .to_string();
+                let reason = self.if_reason(&n, &branch);
+                let chosen = live
+                    .iter()
+                    .copied()
+                    .filter(|&e| {
+                        edges[e].handle() == branch
+                            || (branch == "condition-0" && edges[e].handle() == handle::TRUE_LEGACY)
+                    })
+                    .map(|e| (e, reason.clone()))
+                    .collect();
+                self.follow_and_kill(node, chosen, output);
+            }
+            NodeType::Approval => {
+                let decision = self.results[node]
+                    .as_ref()
+                    .and_then(|r| r.data.get("decision"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("approve")
+                    .to_string();
+                let chosen = live
+                    .iter()
+                    .copied()
+                    .filter(|&e| edges[e].handle() == decision)
+                    .map(|e| (e, decision.clone()))
+                    .collect();
+                self.follow_and_kill(node, chosen, output);
+            }
+            _ => {
+                let live: Vec<usize> = live.into_iter().filter(|&e| edges[e].handle() == handle::OUTPUT).collect();
+                if live.iter().any(|&e| edges[e].when.is_some()) {
+                    if self.dry_run {
+                        self.route_event(node, END, "dry run");
+                        return;
+                    }
+                    self.ask_route(node, live, output);
+                    return;
+                }
+                let mut chosen = Vec::new();
+                for &e in &live {
+                    match &edges[e].guard {
+                        None => chosen.push((e, String::new())),
+                        Some(guard) => match template::is_true(guard, &self.scope) {
+                            Ok(true) => chosen.push((e, guard.clone())),
+                            Ok(false) => {}
+                            Err(err) => {
+                                self.fail_run(format!(
+                                    "edge {}: `if` {guard:?} could not be evaluated: {err}",
+                                    edges[e].label()
+                                ));
+                                return;
+                            }
+                        },
+                    }
+                }
+                let plural = chosen.len() > 1;
+                for (_, reason) in chosen.iter_mut() {
+                    if reason.is_empty() {
+                        *reason = if plural { "parallel" } else { "only path" }.to_string();
+                    }
+                }
+                self.follow_and_kill(node, chosen, output);
+            }
+        }
+    }
+
+    fn if_reason(&self, n: &crate::document::Node, branch: &str) -> String {
+        if branch == handle::FALSE {
+            return "no condition matched".into();
+        }
+        let i: usize = branch.trim_start_matches(handle::CONDITION_PREFIX).parse().unwrap_or(0);
+        match n.conditions.as_ref().and_then(|c| c.get(i)) {
+            Some(c) => match c.operator {
+                ConditionOperator::Expression => c.value.clone(),
+                ConditionOperator::Equal => format!("equal {:?}", c.value.trim()),
+                ConditionOperator::Contains => format!("contains {:?}", c.value.trim()),
+            },
+            None => branch.to_string(),
+        }
+    }
+
+    /// The route view of SEMANTICS §3: nodes whose output schema declares properties show only those keys.
+    fn route_view(&self, routing_node: usize) -> Value {
+        let mut map = serde_json::Map::new();
+        map.insert("input".into(), self.input.clone());
+        for (i, n) in self.shared.workflow.nodes.iter().enumerate() {
+            let Some(r) = &self.results[i] else { continue };
+            if r.status == NodeStatus::Skipped {
+                continue;
+            }
+            let declared = n
+                .output_schema
+                .as_ref()
+                .and_then(|s| s.get("properties"))
+                .and_then(Value::as_object)
+                .filter(|p| !p.is_empty());
+            let view = match declared {
+                None => r.data.clone(),
+                Some(props) => {
+                    let mut scoped = serde_json::Map::new();
+                    for key in props.keys() {
+                        match r.data.get(key) {
+                            Some(v) => {
+                                scoped.insert(key.clone(), v.clone());
+                            }
+                            None => {
+                                scoped.insert(key.clone(), Value::Null);
+                                self.emit(EventKind::NodeWarning {
+                                    node: self.id(routing_node).to_string(),
+                                    message: format!("`{}` declares `{key}` in its output schema but did not return it; the router sees null", n.id),
+                                });
+                            }
+                        }
+                    }
+                    if let Some(evals) = r.data.get("evals") {
+                        scoped.insert("evals".into(), evals.clone());
+                    }
+                    Value::Object(scoped)
+                }
+            };
+            map.insert(n.id.clone(), view);
+        }
+        Value::Object(map)
+    }
+
+    fn ask_route(&mut self, node: usize, live: Vec<usize>, output: Arc<str>) {
+        let edges = &self.shared.workflow.edges;
+        let mut choices: Vec<Choice> = live
+            .iter()
+            .filter_map(|&e| edges[e].when.as_ref().map(|w| Choice { id: edges[e].to.clone(), description: w.clone() }))
+            .collect();
+        if live.iter().any(|&e| edges[e].when.is_none()) {
+            choices.push(Choice { id: DEFAULT_CHOICE.into(), description: "none of the above / default path".into() });
+        }
+        let context = self.route_view(node);
+        let visit = self.route_visits[node];
+        self.route_visits[node] += 1;
+        self.running += 1;
+        let shared = self.shared.clone();
+        let tx = self.done_tx.clone();
+        let cancel = self.cancel.clone();
+        let model = self.shared.workflow.nodes[node].model.clone().or_else(|| self.shared.default_model.clone());
+        tokio::spawn(async move {
+            let n = &shared.workflow.nodes[node];
+            let request = RouteRequest {
+                node: &n.id,
+                model: model.as_deref(),
+                question: "Based on the results so far, which condition is true?",
+                context: &context,
+                choices: &choices,
+                visit,
+            };
+            let answer = tokio::select! {
+                a = shared.model.route(&request) => a.map_err(|e| e.message),
+                _ = cancel.cancelled() => Err("cancelled".into()),
+            };
+            let _ = tx.send(Done::Route { node, live, answer, output });
+        });
+    }
+
+    fn apply_route(&mut self, node: usize, live: Vec<usize>, answer: Result<RouteAnswer, String>, output: Arc<str>) {
+        if self.status != RunStatus::Running {
+            return;
+        }
+        let edges = &self.shared.workflow.edges;
+        let answer = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                self.fail_run(format!("routing after `{}` failed: {e}", self.id(node)));
+                return;
+            }
+        };
+        let note = answer.note.map(|n| format!(" ({n})")).unwrap_or_default();
+        let defaults: Vec<usize> = live.iter().copied().filter(|&e| edges[e].when.is_none()).collect();
+        let picked = live.iter().copied().find(|&e| edges[e].when.is_some() && edges[e].to == answer.choice);
+        let default_named = answer.choice == DEFAULT_CHOICE || defaults.iter().any(|&e| edges[e].to == answer.choice);
+        let chosen: Vec<(usize, String)> = if let Some(e) = picked {
+            vec![(e, format!("{}{note}", edges[e].when.as_deref().unwrap_or_default()))]
+        } else if default_named {
+            defaults.iter().map(|&e| (e, format!("none of the above{note}"))).collect()
+        } else if !defaults.is_empty() {
+            defaults
+                .iter()
+                .map(|&e| (e, format!("invalid route target {:?}: none of the above{note}", answer.choice)))
+                .collect()
+        } else {
+            self.route_event(node, END, &format!("invalid route target {:?}{note}", answer.choice));
+            Vec::new()
+        };
+        self.follow_and_kill(node, chosen, output);
+    }
+
+    fn route_event(&mut self, node: usize, to: &str, reason: &str) {
+        let from = self.id(node).to_string();
+        self.trace.edges.push(TraceEdge { from: from.clone(), to: to.to_string(), reason: reason.to_string() });
+        self.emit(EventKind::Route { from, to: to.to_string(), reason: reason.to_string() });
+    }
+
+    /// Follows the chosen out-edges of `node` and marks every other out-edge dead.
+    fn follow_and_kill(&mut self, node: usize, chosen: Vec<(usize, String)>, output: Arc<str>) {
+        let topo = self.shared.topo.clone();
+        for (e, reason) in &chosen {
+            let to = self.shared.workflow.edges[*e].to.clone();
+            self.route_event(node, &to, reason);
+        }
+        for (e, _) in &chosen {
+            self.follow(*e, output.clone());
+        }
+        for &e in &topo.out[node] {
+            if !chosen.iter().any(|(c, _)| *c == e) {
+                self.kill(e, false);
+            }
+        }
+    }
+
+    fn follow(&mut self, e: usize, output: Arc<str>) {
+        self.edge_follows[e] += 1;
+        self.deferred.remove(&e);
+        let topo = &self.shared.topo;
+        let target = topo.target(e);
+        if topo.back[e] {
+            self.ready.push_back(Activation { node: target, previous_output: output });
+            return;
+        }
+        let slots = &mut self.joins[target];
+        slots.dead.retain(|&d| d != e);
+        slots.followed.retain(|(f, _)| *f != e);
+        slots.followed.push((e, output.to_string()));
+        self.check_join(target);
+    }
+
+    /// Marks an edge dead. Edges leaving a node on a cycle are deferred: that node may run again and follow them.
+    fn kill(&mut self, e: usize, finalize: bool) {
+        let topo = self.shared.topo.clone();
+        if topo.back[e] {
+            return;
+        }
+        let source = topo.source(e);
+        if !finalize && topo.on_cycle(source) {
+            self.deferred.insert(e);
+            return;
+        }
+        let target = topo.target(e);
+        let slots = &mut self.joins[target];
+        if slots.dead.contains(&e) || slots.followed.iter().any(|(f, _)| *f == e) {
+            return;
+        }
+        slots.dead.push(e);
+        self.check_join(target);
+    }
+
+    /// A node with several forward in-edges waits until each was followed or is dead (SEMANTICS §3 "Joins").
+    fn check_join(&mut self, target: usize) {
+        let topo = self.shared.topo.clone();
+        let slots = &self.joins[target];
+        let resolved = topo.forward_in[target]
+            .iter()
+            .all(|e| slots.dead.contains(e) || slots.followed.iter().any(|(f, _)| f == e));
+        if !resolved {
+            return;
+        }
+        let slots = std::mem::take(&mut self.joins[target]);
+        if slots.followed.is_empty() {
+            self.skip(target);
+        } else {
+            let texts: Vec<&str> = slots.followed.iter().map(|(_, t)| t.as_str()).collect();
+            self.ready.push_back(Activation { node: target, previous_output: Arc::from(texts.join("\n\n").as_str()) });
+        }
+    }
+
+    fn skip(&mut self, node: usize) {
+        if self.results[node].is_none() {
+            let id = self.id(node).to_string();
+            self.results[node] = Some(NodeResult::skipped());
+            self.trace.steps.push(TraceStep {
+                node: id.clone(),
+                status: NodeStatus::Skipped,
+                iteration: self.iterations[node] + 1,
+            });
+            self.emit(EventKind::NodeSkipped { node: id });
+        }
+        let topo = self.shared.topo.clone();
+        for &e in &topo.out[node] {
+            self.kill(e, false);
+        }
+    }
+
+    /// When nothing runs, deferred dead edges are final unless an approval on the same cycle may still revive them.
+    fn flush_deferred(&mut self) -> bool {
+        let topo = self.shared.topo.clone();
+        let waiting: Vec<usize> = self.pending.iter().map(|p| topo.component[topo.index[&p.node]]).collect();
+        let flush: Vec<usize> =
+            self.deferred.iter().copied().filter(|&e| !waiting.contains(&topo.component[topo.source(e)])).collect();
+        if flush.is_empty() {
+            return false;
+        }
+        for e in &flush {
+            self.deferred.remove(e);
+        }
+        for e in flush {
+            self.kill(e, true);
+        }
+        true
+    }
+}
+
+/// The text a node passes on as `PREVIOUS_OUTPUT`: its `text` when its data is `{"text": …}`, else its data as JSON.
+pub fn output_text(data: &Value) -> String {
+    match data {
+        Value::Object(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
+            o["text"].as_str().unwrap().to_string()
+        }
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+async fn sleep_until_ms(deadline: Option<i64>) {
+    match deadline {
+        Some(d) => tokio::time::sleep(std::time::Duration::from_millis((d - now_ms()).max(0) as u64)).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn recv_opt(rx: &mut Option<mpsc::UnboundedReceiver<Command>>) -> Option<Command> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}

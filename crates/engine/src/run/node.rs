@@ -1,0 +1,401 @@
+//! Executing one agent or script node inside its own task: `for_each` items, retries of transient failures, the
+//! output schema check with one repair turn, and subagents offered as tools. The scheduler owns all run state; this
+//! code only reads a snapshot of the context and reports back.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use serde_json::{json, Value};
+
+use super::Shared;
+use crate::document::{Node, NodeType};
+use crate::events::{EventKind, Usage};
+use crate::model::{ExecuteRequest, ModelError, NodeIo, ToolSpec};
+use crate::result::ToolCall;
+use crate::script::AnswerStatus;
+use crate::template::{self, Scope};
+
+/// What a node task reports back to the scheduler.
+pub(super) struct NodeOutcome {
+    pub data: Result<Value, String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+}
+
+/// Runs an agent or script node, with `for_each` when it has one.
+pub(super) async fn execute(shared: Arc<Shared>, node: usize, scope: Scope) -> NodeOutcome {
+    let n = &shared.workflow.nodes[node];
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let usage = Arc::new(Mutex::new(None::<Usage>));
+    let data = match &n.for_each {
+        None => execute_once(&shared, node, &scope, &calls, &usage, 0).await,
+        Some(for_each) => {
+            let items = match template::evaluate(&for_each.items, &scope) {
+                Ok(Value::Array(items)) => Ok(items),
+                Ok(Value::Null) => Ok(Vec::new()),
+                Ok(other) => Err(format!("`for_each.items` ({}) gave {}, not a list", for_each.items, kind_of(&other))),
+                Err(e) => Err(format!("`for_each.items` ({}) could not be evaluated: {e}", for_each.items)),
+            };
+            match items {
+                Err(e) => Err(e),
+                Ok(items) => {
+                    let limit = for_each.concurrency.unwrap_or(1).max(1) as usize;
+                    let runs = futures::stream::iter(items.into_iter().enumerate().map(|(index, item)| {
+                        let mut scope = scope.clone();
+                        scope.item = Some((item, index));
+                        let (shared, calls, usage) = (&shared, &calls, &usage);
+                        async move { execute_once(shared, node, &scope, calls, usage, 0).await }
+                    }))
+                    .buffered(limit)
+                    .collect::<Vec<_>>()
+                    .await;
+                    runs.into_iter().collect::<Result<Vec<Value>, String>>().map(|items| json!({ "items": items }))
+                }
+            }
+        }
+    };
+    let tool_calls = std::mem::take(&mut *calls.lock().unwrap());
+    let usage = usage.lock().unwrap().take();
+    NodeOutcome { data, tool_calls, usage }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+type Calls = Arc<Mutex<Vec<ToolCall>>>;
+type UsageCell = Arc<Mutex<Option<Usage>>>;
+
+/// One execution of a node (one item of a `for_each`), with retries. `depth` > 0 for subagents.
+fn execute_once<'a>(
+    shared: &'a Arc<Shared>,
+    node: usize,
+    scope: &'a Scope,
+    calls: &'a Calls,
+    usage: &'a UsageCell,
+    depth: u32,
+) -> BoxFuture<'a, Result<Value, String>> {
+    async move {
+        let n = &shared.workflow.nodes[node];
+        let retries = n.retry.as_ref().map_or(0, |r| r.max);
+        let mut backoff = n.retry.as_ref().and_then(|r| r.backoff_ms).unwrap_or(0);
+        let mut attempt = 0;
+        loop {
+            let result = match n.node_type {
+                NodeType::Script => run_script(shared, n),
+                _ => run_agent(shared, node, scope, calls, usage, depth).await,
+            };
+            match result {
+                Ok(data) => return Ok(data),
+                Err(e) if e.retryable && attempt < retries => {
+                    attempt += 1;
+                    shared.emitter.emit(EventKind::log(
+                        Some(&n.id),
+                        "llm_error",
+                        format!("attempt {attempt} of {} failed: {}; retrying", retries + 1, e.message),
+                    ));
+                    if backoff > 0 {
+                        tokio::time::sleep(Duration::from_millis(backoff)).await;
+                        backoff = backoff.saturating_mul(2);
+                    }
+                }
+                Err(e) => {
+                    shared.emitter.emit(EventKind::log(Some(&n.id), "llm_error", e.message.clone()));
+                    return Err(e.message);
+                }
+            }
+        }
+    }
+    .boxed()
+}
+
+/// A script node runs only from its pinned output (handled by the scheduler) or a script file's answer.
+fn run_script(shared: &Shared, n: &Node) -> Result<Value, ModelError> {
+    let call_index = shared.next_call(&n.id);
+    let answer = shared.script.as_ref().and_then(|s| s.answer(&n.id, call_index)).ok_or_else(|| {
+        ModelError::fatal(format!(
+            "script node `{}` ({}) has no pinned output and the script file does not supply it; \
+             Switchyard does not run embedded code: pin its output or add it under `nodes:` in the script",
+            n.id,
+            n.language.as_deref().unwrap_or("code")
+        ))
+    })?;
+    if answer.status == AnswerStatus::Failed {
+        return Err(ModelError::retryable(answer.error.clone().unwrap_or_else(|| "scripted failure".into())));
+    }
+    Ok(match (&answer.data, &answer.text) {
+        (Some(d), _) => d.clone(),
+        (None, Some(t)) => json!({ "text": t }),
+        (None, None) => json!({}),
+    })
+}
+
+async fn run_agent(
+    shared: &Arc<Shared>,
+    node: usize,
+    scope: &Scope,
+    calls: &Calls,
+    usage: &UsageCell,
+    depth: u32,
+) -> Result<Value, ModelError> {
+    let n = &shared.workflow.nodes[node];
+    let system_prompt = match &n.system_prompt {
+        Some(t) => template::render(t, scope).map_err(|e| ModelError::fatal(format!("system_prompt: {e}")))?,
+        None => String::new(),
+    };
+    let prompt = render_prompt(n, scope).map_err(ModelError::fatal)?;
+    let tools = tool_specs(shared, node);
+    let io = AgentIo {
+        shared: shared.clone(),
+        node,
+        scope: scope.clone(),
+        calls: calls.clone(),
+        usage: usage.clone(),
+        depth,
+    };
+    let model_ref = n.model.as_deref().or(shared.default_model.as_deref());
+    let mut repair: Option<String> = None;
+    loop {
+        let request = ExecuteRequest {
+            node: &n.id,
+            model: model_ref,
+            system_prompt: &system_prompt,
+            prompt: &prompt,
+            scope,
+            output_schema: n.output_schema.as_ref(),
+            reasoning_effort: n.reasoning_effort,
+            tools: &tools,
+            call_index: shared.next_call(&n.id),
+            repair: repair.as_deref(),
+        };
+        let output = shared.model.execute(&request, &io).await?;
+        if let Some(u) = &output.usage {
+            let mut cell = usage.lock().unwrap();
+            let total = cell.get_or_insert_with(Usage::default);
+            total.input_tokens += u.input_tokens;
+            total.output_tokens += u.output_tokens;
+        }
+        let Some(schema) = &n.output_schema else {
+            if let Some(text) = &output.text {
+                shared.emitter.emit(EventKind::log(Some(&n.id), "llm_response", text.clone()));
+            }
+            return Ok(match (output.data, output.text) {
+                (Some(data), _) => data,
+                (None, text) => json!({ "text": text.unwrap_or_default() }),
+            });
+        };
+        let data = match (output.data, output.text) {
+            (Some(d), _) => Ok(d),
+            (None, Some(t)) => serde_json::from_str::<Value>(&t).map_err(|e| format!("the answer is not JSON: {e}")),
+            (None, None) => Err("the answer is empty".to_string()),
+        };
+        let problem = match data {
+            Ok(data) => match schema_errors(schema, &data) {
+                None => return Ok(data),
+                Some(problem) => problem,
+            },
+            Err(problem) => problem,
+        };
+        if repair.is_some() {
+            return Err(ModelError::fatal(format!(
+                "the answer does not match the output schema, even after one repair turn: {problem}"
+            )));
+        }
+        shared.emitter.emit(EventKind::NodeWarning {
+            node: n.id.clone(),
+            message: format!("the answer does not match the output schema ({problem}); asking the model to repair it"),
+        });
+        repair = Some(problem);
+    }
+}
+
+fn render_prompt(n: &Node, scope: &Scope) -> Result<String, String> {
+    match n.user_prompt.as_deref() {
+        Some(p) if !p.trim().is_empty() => template::render(p, scope).map_err(|e| format!("user_prompt: {e}")),
+        _ => Ok(scope.previous_output.to_string()),
+    }
+}
+
+/// The instruction shown in `node:enter`: the rendered prompt, or the template when it cannot be rendered yet.
+pub(super) fn instruction(n: &Node, scope: &Scope) -> String {
+    match n.node_type {
+        NodeType::Agent if n.for_each.is_none() => {
+            render_prompt(n, scope).unwrap_or_else(|_| n.user_prompt.clone().unwrap_or_default())
+        }
+        NodeType::Agent => n.user_prompt.clone().unwrap_or_default(),
+        NodeType::Approval => n.message.clone().unwrap_or_default(),
+        NodeType::Script => n.code.clone().unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
+fn schema_errors(schema: &Value, data: &Value) -> Option<String> {
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        Err(e) => return Some(format!("the output schema itself is invalid: {e}")),
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(data)
+        .take(3)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("{path}: {e}")
+            }
+        })
+        .collect();
+    (!errors.is_empty()).then(|| errors.join("; "))
+}
+
+fn tool_specs(shared: &Shared, node: usize) -> Vec<ToolSpec> {
+    let n = &shared.workflow.nodes[node];
+    let mut tools = Vec::new();
+    if n.tools.as_ref().is_some_and(|t| t.web_search) {
+        tools.push(ToolSpec {
+            name: "web_search".into(),
+            description: "Search the web (provided by the model's provider).".into(),
+            parameters: json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+        });
+    }
+    if n.subagents_enabled() {
+        for &child in &shared.topo.subagents[node] {
+            let c = &shared.workflow.nodes[child];
+            tools.push(ToolSpec {
+                name: c.id.clone(),
+                description: c
+                    .description
+                    .clone()
+                    .or_else(|| c.name.clone())
+                    .unwrap_or_else(|| format!("Ask the `{}` agent.", c.id)),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"message": {"type": "string", "description": "What to ask the subagent."}},
+                    "required": ["message"]
+                }),
+            });
+        }
+    }
+    tools
+}
+
+static CALL_IDS: AtomicU64 = AtomicU64::new(1);
+
+tokio::task_local! {
+    /// The id of the subagent call the current code runs inside, for `parentCallId`.
+    static PARENT_CALL: Option<String>;
+}
+
+struct AgentIo {
+    shared: Arc<Shared>,
+    node: usize,
+    scope: Scope,
+    calls: Calls,
+    usage: UsageCell,
+    depth: u32,
+}
+
+#[async_trait]
+impl NodeIo for AgentIo {
+    fn progress(&self, text: &str) {
+        self.shared.emitter.emit(EventKind::NodeProgress {
+            node: self.shared.workflow.nodes[self.node].id.clone(),
+            message: text.to_string(),
+        });
+    }
+
+    async fn call_tool(&self, tool: &str, input: Value) -> Result<Value, String> {
+        let shared = &self.shared;
+        let parent = &shared.workflow.nodes[self.node];
+        let call_id = format!("call_{}", CALL_IDS.fetch_add(1, Ordering::Relaxed));
+        shared.emitter.emit(EventKind::ToolCall {
+            node: parent.id.clone(),
+            tool: tool.to_string(),
+            input: input.clone(),
+            call_id: call_id.clone(),
+        });
+        let child = parent
+            .subagents_enabled()
+            .then(|| shared.topo.subagents[self.node].iter().copied().find(|&c| shared.workflow.nodes[c].id == tool))
+            .flatten();
+        let result = match child {
+            None if tool == "web_search" => {
+                Err("web_search is provided by the model's provider; this model has none".to_string())
+            }
+            None => Err(format!("`{}` has no tool named `{tool}`", parent.id)),
+            Some(child) => {
+                let parent_call = PARENT_CALL.try_with(Clone::clone).ok().flatten();
+                let payload = |extra: Option<(&str, Value)>| {
+                    let mut p = json!({
+                        "parent": parent.id, "child": tool, "callId": call_id,
+                        "parentCallId": parent_call, "depth": self.depth + 1,
+                    });
+                    if let Some((k, v)) = extra {
+                        p[k] = v;
+                    }
+                    p
+                };
+                shared.emitter.emit(EventKind::log(Some(&parent.id), "subagent_call_start", payload(None)));
+                let message = input
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| input.to_string());
+                let mut scope = self.scope.clone();
+                scope.previous_output = Arc::from(message.as_str());
+                let result = PARENT_CALL
+                    .scope(
+                        Some(call_id.clone()),
+                        execute_once(shared, child, &scope, &self.calls, &self.usage, self.depth + 1),
+                    )
+                    .await;
+                match &result {
+                    Ok(data) => shared.emitter.emit(EventKind::log(
+                        Some(&parent.id),
+                        "subagent_call_end",
+                        payload(Some(("output", data.clone()))),
+                    )),
+                    Err(e) => shared.emitter.emit(EventKind::log(
+                        Some(&parent.id),
+                        "subagent_call_error",
+                        payload(Some(("error", json!(e)))),
+                    )),
+                }
+                result.map(|data| match data.get("text") {
+                    Some(text) if data.as_object().is_some_and(|o| o.len() == 1) => text.clone(),
+                    _ => data,
+                })
+            }
+        };
+        let (output, error) = match &result {
+            Ok(v) => (v.clone(), None),
+            Err(e) => (Value::Null, Some(e.clone())),
+        };
+        shared.emitter.emit(EventKind::ToolResult {
+            node: parent.id.clone(),
+            tool: tool.to_string(),
+            output: output.clone(),
+            call_id,
+            error: error.clone(),
+        });
+        self.calls.lock().unwrap().push(ToolCall {
+            tool: tool.to_string(),
+            input,
+            output: result.is_ok().then_some(output),
+            error,
+        });
+        result
+    }
+}

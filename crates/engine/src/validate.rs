@@ -1,0 +1,636 @@
+//! Validation (SEMANTICS §7): one function, used before every run, save, import and export and on every edit. Each
+//! finding carries a stable code, a message that says what to do, and the node or edge it concerns, so the editor
+//! can mark it and tools can match on it.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde::Serialize;
+
+use crate::document::{handle, ConditionOperator, Edge, NodeType, Workflow};
+use crate::graph::Topology;
+use crate::template;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    #[serde(skip)]
+    pub severity: Severity,
+    /// Stable SCREAMING_SNAKE code, e.g. `UNBOUNDED_CYCLE`.
+    pub code: &'static str,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edge: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub errors: Vec<Finding>,
+    pub warnings: Vec<Finding>,
+}
+
+impl Report {
+    pub fn is_ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    pub fn codes(&self) -> Vec<&'static str> {
+        self.errors.iter().chain(&self.warnings).map(|f| f.code).collect()
+    }
+
+    fn push(
+        &mut self,
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        node: Option<&str>,
+        edge: Option<String>,
+    ) {
+        let finding = Finding { severity, code, message, node: node.map(str::to_string), edge };
+        match severity {
+            Severity::Error => self.errors.push(finding),
+            Severity::Warning => self.warnings.push(finding),
+        }
+    }
+
+    fn node_error(&mut self, code: &'static str, node: &str, message: String) {
+        self.push(Severity::Error, code, message, Some(node), None);
+    }
+
+    fn node_warning(&mut self, code: &'static str, node: &str, message: String) {
+        self.push(Severity::Warning, code, message, Some(node), None);
+    }
+
+    fn edge_error(&mut self, code: &'static str, edge: String, message: String) {
+        self.push(Severity::Error, code, message, None, Some(edge));
+    }
+}
+
+/// What validation needs to know beyond the document.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Configured provider ids; `None` skips the check (a script file supplies every answer).
+    pub providers: Option<Vec<String>>,
+}
+
+pub fn validate(workflow: &Workflow, options: &Options) -> Report {
+    let mut report = Report::default();
+    let topo = Topology::new(workflow);
+    check_nodes(workflow, options, &mut report);
+    check_edges(workflow, &topo, &mut report);
+    check_cycles(workflow, &topo, &mut report);
+    check_subagents(workflow, &topo, &mut report);
+    check_reachability(workflow, &topo, &mut report);
+    report
+}
+
+fn check_nodes(workflow: &Workflow, options: &Options, report: &mut Report) {
+    let starts: Vec<&str> =
+        workflow.nodes.iter().filter(|n| n.node_type == NodeType::Start).map(|n| n.id.as_str()).collect();
+    match starts.as_slice() {
+        [] => report.push(
+            Severity::Error,
+            "NO_START",
+            "the workflow has no start node; add one node with `type: start`".into(),
+            None,
+            None,
+        ),
+        [_] => {}
+        [_, rest @ ..] => {
+            for id in rest {
+                report.node_error(
+                    "MULTIPLE_START",
+                    id,
+                    format!("`{id}` is a second start node; a workflow has exactly one: delete it or change its type"),
+                );
+            }
+        }
+    }
+    let mut seen = HashSet::with_capacity(workflow.nodes.len());
+    for node in &workflow.nodes {
+        let id = node.id.as_str();
+        if id.trim().is_empty() {
+            report.node_error("EMPTY_NODE_ID", id, "a node has an empty id; give every node a unique id".into());
+        } else if !seen.insert(id) {
+            report.node_error(
+                "DUPLICATE_NODE_ID",
+                id,
+                format!("node id `{id}` is used more than once; rename one of them"),
+            );
+        }
+        for (field, types) in node.type_fields_set() {
+            if !types.contains(&node.node_type) {
+                let allowed: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+                report.node_error(
+                    "FIELD_NOT_FOR_TYPE",
+                    id,
+                    format!(
+                        "`{field}` does nothing on a {} node (it belongs to {} nodes); remove it",
+                        node.node_type.as_str(),
+                        allowed.join(" and ")
+                    ),
+                );
+            }
+        }
+        for (field, text) in
+            [("system_prompt", &node.system_prompt), ("user_prompt", &node.user_prompt), ("message", &node.message)]
+        {
+            if let Some(text) = text {
+                if let Err(e) = template::check_template(text) {
+                    report.node_error("INVALID_TEMPLATE", id, format!("`{field}` is not a valid template: {e}"));
+                }
+            }
+        }
+        for (i, c) in node.conditions.iter().flatten().enumerate() {
+            match c.operator {
+                ConditionOperator::Expression => {
+                    if let Err(e) = template::check_expression(&c.value) {
+                        report.node_error(
+                            "INVALID_EXPRESSION",
+                            id,
+                            format!("condition {i} is not a valid expression: {e}"),
+                        );
+                    }
+                }
+                _ if c.value.trim().is_empty() => report.node_warning(
+                    "EMPTY_CONDITION",
+                    id,
+                    format!("condition {i} has an empty value and never matches; give it a value or remove it"),
+                ),
+                _ => {}
+            }
+        }
+        if node.node_type == NodeType::If && node.conditions.as_ref().is_none_or(Vec::is_empty) {
+            report.node_warning(
+                "NO_CONDITIONS",
+                id,
+                "this if node has no conditions, so it always takes `false`; add a condition".into(),
+            );
+        }
+        if let Some(for_each) = &node.for_each {
+            if let Err(e) = template::check_expression(&for_each.items) {
+                report.node_error("INVALID_EXPRESSION", id, format!("`for_each.items` is not a valid expression: {e}"));
+            }
+            if for_each.concurrency == Some(0) {
+                report.node_error("INVALID_CONCURRENCY", id, "`for_each.concurrency` must be at least 1".into());
+            }
+        }
+        if let Some(schema) = &node.output_schema {
+            if let Err(e) = jsonschema::validator_for(schema) {
+                report.node_error(
+                    "INVALID_OUTPUT_SCHEMA",
+                    id,
+                    format!("`output_schema` is not a valid JSON Schema: {e}"),
+                );
+            }
+        }
+        if node.node_type == NodeType::Agent {
+            if let Some(model) = node.model.as_ref().or(workflow.defaults.model.as_ref()) {
+                check_model_ref(model, id, options, report);
+            }
+        }
+    }
+    if let Some(schema) = &workflow.input_schema {
+        if let Err(e) = jsonschema::validator_for(schema) {
+            report.push(
+                Severity::Error,
+                "INVALID_INPUT_SCHEMA",
+                format!("`input_schema` is not a valid JSON Schema: {e}"),
+                None,
+                None,
+            );
+        }
+    }
+    if workflow.defaults.concurrency == Some(0) {
+        report.push(
+            Severity::Error,
+            "INVALID_CONCURRENCY",
+            "`defaults.concurrency` must be at least 1".into(),
+            None,
+            None,
+        );
+    }
+    if workflow.defaults.step_budget == Some(0) {
+        report.push(
+            Severity::Error,
+            "INVALID_STEP_BUDGET",
+            "`defaults.step_budget` must be at least 1".into(),
+            None,
+            None,
+        );
+    }
+}
+
+fn check_model_ref(model: &str, node: &str, options: &Options, report: &mut Report) {
+    let Some((provider, name)) = model.split_once('/') else {
+        report.node_error(
+            "INVALID_MODEL_REF",
+            node,
+            format!("model `{model}` must be written `provider/model`, e.g. `local/smollm2-135m`"),
+        );
+        return;
+    };
+    if provider.is_empty() || name.is_empty() {
+        report.node_error("INVALID_MODEL_REF", node, format!("model `{model}` must be written `provider/model`"));
+        return;
+    }
+    if let Some(providers) = &options.providers {
+        if !providers.iter().any(|p| p == provider) {
+            report.node_error(
+                "UNKNOWN_PROVIDER",
+                node,
+                format!(
+                    "model `{model}` uses provider `{provider}`, which is not configured (configured: {}); add it in settings or run with a script file",
+                    if providers.is_empty() { "none".to_string() } else { providers.join(", ") }
+                ),
+            );
+        }
+    }
+}
+
+/// The source handles a node type routes out of.
+pub fn handle_allowed(node_type: NodeType, conditions: usize, handle_name: &str) -> bool {
+    match node_type {
+        NodeType::Start => handle_name == handle::OUTPUT,
+        NodeType::Agent => [handle::OUTPUT, handle::ERROR, handle::SUBAGENT].contains(&handle_name),
+        NodeType::Script => [handle::OUTPUT, handle::ERROR].contains(&handle_name),
+        NodeType::Approval => [handle::APPROVE, handle::REJECT, handle::TIMEOUT].contains(&handle_name),
+        NodeType::If => {
+            handle_name == handle::FALSE
+                || (handle_name == handle::TRUE_LEGACY && conditions > 0)
+                || handle_name
+                    .strip_prefix(handle::CONDITION_PREFIX)
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .is_some_and(|i| i < conditions)
+        }
+    }
+}
+
+fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
+    let mut ids = HashSet::new();
+    for (e, edge) in workflow.edges.iter().enumerate() {
+        let label = edge.label();
+        if let Some(id) = &edge.id {
+            if !ids.insert(id.as_str()) {
+                report.edge_error("DUPLICATE_EDGE_ID", label.clone(), format!("edge id `{id}` is used more than once"));
+            }
+        }
+        if !topo.index.contains_key(&edge.from) {
+            report.edge_error(
+                "EDGE_SOURCE_MISSING",
+                label.clone(),
+                format!("edge {label} starts at `{}`, which is not a node; fix `from` or add the node", edge.from),
+            );
+        }
+        if !topo.index.contains_key(&edge.to) {
+            report.edge_error(
+                "EDGE_TARGET_MISSING",
+                label.clone(),
+                format!("edge {label} ends at `{}`, which is not a node; fix `to` or add the node", edge.to),
+            );
+        }
+        if let Some(m) = edge.max_iterations {
+            if m < 1 {
+                report.edge_error(
+                    "MAX_ITERATIONS_BELOW_ONE",
+                    label.clone(),
+                    format!("edge {label} has max_iterations {m}; it must be at least 1 (1 means one retry)"),
+                );
+            }
+        }
+        if let Some(th) = &edge.target_handle {
+            if th != handle::INPUT {
+                report.edge_error(
+                    "UNKNOWN_TARGET_HANDLE",
+                    label.clone(),
+                    format!("edge {label} enters handle `{th}`; the only target handle is `input`"),
+                );
+            }
+        }
+        if let Some(guard) = &edge.guard {
+            if let Err(err) = template::check_expression(guard) {
+                report.edge_error(
+                    "INVALID_EXPRESSION",
+                    label.clone(),
+                    format!("edge {label}: `if` is not a valid expression: {err}"),
+                );
+            }
+        }
+        let Some((from, _)) = topo.ends[e] else {
+            continue;
+        };
+        let source = &workflow.nodes[from];
+        let conditions = source.conditions.as_ref().map_or(0, Vec::len);
+        if !handle_allowed(source.node_type, conditions, edge.handle()) {
+            report.edge_error(
+                "UNKNOWN_HANDLE",
+                label.clone(),
+                format!(
+                    "edge {label} leaves `{}` by handle `{}`, which a {} node does not have (it has: {})",
+                    source.id,
+                    edge.handle(),
+                    source.node_type.as_str(),
+                    handles_of(source.node_type, conditions)
+                ),
+            );
+        }
+        let branching = matches!(source.node_type, NodeType::If | NodeType::Approval);
+        if edge.is_subagent() && (edge.when.is_some() || edge.guard.is_some() || edge.max_iterations.is_some()) {
+            report.edge_error(
+                "CONDITION_ON_SUBAGENT_EDGE",
+                label.clone(),
+                format!("subagent link {label} is not an execution edge; remove its when / if / max_iterations"),
+            );
+        } else if branching && edge.when.is_some() {
+            report.edge_error(
+                "WHEN_ON_BRANCHING_NODE",
+                label.clone(),
+                format!(
+                    "edge {label} has a `when`, but a {} node chooses its branch by handle; remove `when`",
+                    source.node_type.as_str()
+                ),
+            );
+        } else if branching && edge.guard.is_some() {
+            report.edge_error(
+                "GUARD_ON_BRANCHING_NODE",
+                label.clone(),
+                format!(
+                    "edge {label} has an `if` guard, but a {} node chooses its branch by handle; remove it",
+                    source.node_type.as_str()
+                ),
+            );
+        }
+    }
+    for (i, node) in workflow.nodes.iter().enumerate() {
+        if topo.index.get(&node.id) != Some(&i) {
+            continue;
+        }
+        let outs: Vec<&Edge> = topo.out[i].iter().map(|&e| &workflow.edges[e]).collect();
+        if outs.iter().any(|e| e.when.is_some()) && outs.iter().any(|e| e.guard.is_some()) {
+            report.node_error(
+                "MIXED_WHEN_AND_IF",
+                &node.id,
+                "this node has out-edges with `when` (the model decides) and with `if` (an expression decides); use one kind".into(),
+            );
+        }
+        let connected = |h: &str| outs.iter().any(|e| e.handle() == h);
+        match node.node_type {
+            NodeType::If => {
+                let n = node.conditions.as_ref().map_or(0, Vec::len);
+                for c in 0..n {
+                    let h = format!("{}{c}", handle::CONDITION_PREFIX);
+                    if !condition_connected(&outs, c) {
+                        report.node_warning(
+                            "UNCONNECTED_BRANCH",
+                            &node.id,
+                            format!("branch `{h}` is not connected; when it matches, the branch ends here"),
+                        );
+                    }
+                }
+                if !connected(handle::FALSE) {
+                    report.node_warning(
+                        "UNCONNECTED_BRANCH",
+                        &node.id,
+                        "branch `false` is not connected; when nothing matches, the branch ends here".into(),
+                    );
+                }
+            }
+            NodeType::Approval => {
+                for h in [handle::APPROVE, handle::REJECT] {
+                    if !connected(h) {
+                        report.node_warning(
+                            "UNCONNECTED_BRANCH",
+                            &node.id,
+                            format!("branch `{h}` is not connected; that decision ends the branch here"),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether an if node's branch `condition-<c>` (or legacy `true` for 0) has an edge.
+fn condition_connected(outs: &[&Edge], c: usize) -> bool {
+    let h = format!("{}{c}", handle::CONDITION_PREFIX);
+    outs.iter().any(|e| e.handle() == h || (c == 0 && e.handle() == handle::TRUE_LEGACY))
+}
+
+fn handles_of(node_type: NodeType, conditions: usize) -> String {
+    match node_type {
+        NodeType::Start => "output".into(),
+        NodeType::Agent => "output, error, subagent".into(),
+        NodeType::Script => "output, error".into(),
+        NodeType::Approval => "approve, reject, timeout".into(),
+        NodeType::If => {
+            let mut hs: Vec<String> = (0..conditions).map(|i| format!("condition-{i}")).collect();
+            hs.push("false".into());
+            hs.join(", ")
+        }
+    }
+}
+
+/// Seed 000's algorithm: drop edges with `max_iterations` and self-loops; any cycle left is unbounded.
+fn check_cycles(workflow: &Workflow, topo: &Topology, report: &mut Report) {
+    let n = workflow.nodes.len();
+    let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, workflow.edges.len());
+    for _ in 0..n {
+        graph.add_node(());
+    }
+    for (e, edge) in workflow.edges.iter().enumerate() {
+        let Some((f, t)) = topo.ends[e] else { continue };
+        if topo.subagent[e] {
+            continue;
+        }
+        if f == t {
+            if edge.max_iterations.is_none() {
+                report.edge_error(
+                    "SELF_LOOP_UNBOUNDED",
+                    edge.label(),
+                    format!("self-loop on `{}` has no max_iterations; set max_iterations to bound it", edge.from),
+                );
+            }
+            continue;
+        }
+        if edge.max_iterations.is_none() {
+            graph.add_edge(NodeIndex::new(f), NodeIndex::new(t), ());
+        }
+    }
+    for scc in petgraph::algo::tarjan_scc(&graph) {
+        if scc.len() < 2 {
+            continue;
+        }
+        let mut members: Vec<usize> = scc.iter().map(|i| i.index()).collect();
+        members.sort_unstable();
+        let names: Vec<&str> = members.iter().map(|&i| workflow.nodes[i].id.as_str()).collect();
+        report.node_error(
+            "UNBOUNDED_CYCLE",
+            names[0],
+            format!(
+                "nodes {} form a cycle with no max_iterations on any of its edges; set max_iterations on the edge that loops back",
+                names.join(", ")
+            ),
+        );
+    }
+}
+
+fn check_subagents(workflow: &Workflow, topo: &Topology, report: &mut Report) {
+    let mut parents: HashMap<usize, usize> = HashMap::new();
+    let mut links: DiGraph<(), ()> = DiGraph::new();
+    for _ in 0..workflow.nodes.len() {
+        links.add_node(());
+    }
+    for (e, edge) in workflow.edges.iter().enumerate() {
+        if !topo.subagent[e] {
+            continue;
+        }
+        let Some((p, c)) = topo.ends[e] else { continue };
+        let (parent, child) = (&workflow.nodes[p], &workflow.nodes[c]);
+        let label = edge.label();
+        if parent.node_type != NodeType::Agent || child.node_type != NodeType::Agent {
+            report.edge_error(
+                "SUBAGENT_NOT_AGENT",
+                label.clone(),
+                format!("subagent link {label}: both ends must be agent nodes"),
+            );
+        }
+        if parent.node_type == NodeType::Agent && !parent.subagents_enabled() {
+            report.edge_error(
+                "SUBAGENT_DISABLED",
+                label.clone(),
+                format!(
+                    "subagent link {label}: `{}` does not have tools.subagents on; turn it on or remove the link",
+                    parent.id
+                ),
+            );
+        }
+        if edge.target_handle.as_deref().is_some_and(|h| h != handle::INPUT) {
+            report.edge_error(
+                "SUBAGENT_TARGET_HANDLE",
+                label.clone(),
+                format!("subagent link {label} must enter the child's `input` handle"),
+            );
+        }
+        if p == c {
+            report.edge_error("SUBAGENT_SELF", label.clone(), format!("`{}` cannot be its own subagent", parent.id));
+            continue;
+        }
+        if let Some(&first) = parents.get(&c) {
+            report.edge_error(
+                "SUBAGENT_MULTIPLE_PARENTS",
+                label.clone(),
+                format!(
+                    "`{}` is already a subagent of `{}`; a subagent has one parent",
+                    child.id, workflow.nodes[first].id
+                ),
+            );
+        } else {
+            parents.insert(c, p);
+        }
+        if !topo.incoming[c].is_empty() || !topo.out[c].is_empty() {
+            report.node_error(
+                "SUBAGENT_HAS_EXECUTION_EDGES",
+                &child.id,
+                format!("`{}` is a subagent, so it runs only as a tool; remove its execution edges", child.id),
+            );
+        }
+        links.add_edge(NodeIndex::new(p), NodeIndex::new(c), ());
+    }
+    for scc in petgraph::algo::tarjan_scc(&links) {
+        if scc.len() > 1 {
+            let mut names: Vec<&str> = scc.iter().map(|i| workflow.nodes[i.index()].id.as_str()).collect();
+            names.sort_unstable();
+            report.node_error(
+                "SUBAGENT_CYCLE",
+                names[0],
+                format!("subagent links form a cycle through {}; remove one link", names.join(", ")),
+            );
+        }
+    }
+}
+
+/// Unreachable nodes (warning) and nodes from which the run can never end (error).
+fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report) {
+    let Some(start) = topo.start else { return };
+    let n = workflow.nodes.len();
+    let mut reachable = vec![false; n];
+    let mut queue = VecDeque::from([start]);
+    reachable[start] = true;
+    while let Some(v) = queue.pop_front() {
+        for &e in &topo.out[v] {
+            let t = topo.target(e);
+            if !reachable[t] {
+                reachable[t] = true;
+                queue.push_back(t);
+            }
+        }
+    }
+    let is_subagent_child: HashSet<usize> = topo.subagents.iter().flatten().copied().collect();
+    let can_end = |v: usize| {
+        let outs = &topo.out[v];
+        let node = &workflow.nodes[v];
+        let connected = |h: &str| outs.iter().any(|&e| workflow.edges[e].handle() == h);
+        outs.is_empty()
+            || outs.iter().all(|&e| workflow.edges[e].max_iterations.is_some())
+            || match node.node_type {
+                NodeType::If => {
+                    !connected(handle::FALSE)
+                        || (0..node.conditions.as_ref().map_or(0, Vec::len)).any(|c| {
+                            let outs: Vec<&Edge> = outs.iter().map(|&e| &workflow.edges[e]).collect();
+                            !condition_connected(&outs, c)
+                        })
+                }
+                NodeType::Approval => !connected(handle::APPROVE) || !connected(handle::REJECT),
+                _ => false,
+            }
+    };
+    let mut ends = vec![false; n];
+    let mut queue: VecDeque<usize> = (0..n).filter(|&v| can_end(v)).collect();
+    for &v in &queue {
+        ends[v] = true;
+    }
+    while let Some(v) = queue.pop_front() {
+        for &e in &topo.incoming[v] {
+            let s = topo.source(e);
+            if !ends[s] {
+                ends[s] = true;
+                queue.push_back(s);
+            }
+        }
+    }
+    for (v, node) in workflow.nodes.iter().enumerate() {
+        if topo.index.get(&node.id) != Some(&v) {
+            continue;
+        }
+        if !reachable[v] {
+            if !is_subagent_child.contains(&v) {
+                report.node_warning(
+                    "UNREACHABLE_NODE",
+                    &node.id,
+                    format!(
+                        "`{}` cannot be reached from the start node, so it never runs; connect it or delete it",
+                        node.id
+                    ),
+                );
+            }
+        } else if !ends[v] {
+            report.node_error(
+                "NO_TERMINAL_REACHABLE",
+                &node.id,
+                format!(
+                    "from `{}` the run can never end: every path loops forever; add an exit edge or max_iterations",
+                    node.id
+                ),
+            );
+        }
+    }
+}
