@@ -146,7 +146,7 @@ fn components(n: usize, ends: &[Option<(usize, usize)>], subagent: &[bool]) -> (
             }
         }
     }
-    let sccs = petgraph::algo::tarjan_scc(&graph);
+    let sccs = petgraph::algo::kosaraju_scc(&graph);
     let mut component = vec![0; n];
     let mut cyclic = Vec::with_capacity(sccs.len());
     for (c, members) in sccs.iter().enumerate() {

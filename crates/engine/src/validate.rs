@@ -465,7 +465,7 @@ fn check_cycles(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             graph.add_edge(NodeIndex::new(f), NodeIndex::new(t), ());
         }
     }
-    for scc in petgraph::algo::tarjan_scc(&graph) {
+    for scc in petgraph::algo::kosaraju_scc(&graph) {
         if scc.len() < 2 {
             continue;
         }
@@ -545,7 +545,7 @@ fn check_subagents(workflow: &Workflow, topo: &Topology, report: &mut Report) {
         }
         links.add_edge(NodeIndex::new(p), NodeIndex::new(c), ());
     }
-    for scc in petgraph::algo::tarjan_scc(&links) {
+    for scc in petgraph::algo::kosaraju_scc(&links) {
         if scc.len() > 1 {
             let mut names: Vec<&str> = scc.iter().map(|i| workflow.nodes[i.index()].id.as_str()).collect();
             names.sort_unstable();

@@ -251,6 +251,37 @@ struct Scheduler {
     started: bool,
     /// `workflow:paused` was emitted and no `workflow:resumed` since.
     paused: bool,
+    clock: Clock,
+    /// Nodes found skipped, waiting to cascade; a worklist so long dead chains do not recurse.
+    to_skip: VecDeque<usize>,
+}
+
+/// Wall-clock milliseconds (so approval deadlines mean the same in another process) advanced by tokio's clock (so
+/// tests can pause time).
+#[derive(Clone, Copy)]
+struct Clock {
+    wall_ms: i64,
+    at: tokio::time::Instant,
+}
+
+impl Clock {
+    fn new() -> Clock {
+        Clock { wall_ms: chrono::Utc::now().timestamp_millis(), at: tokio::time::Instant::now() }
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.wall_ms + self.at.elapsed().as_millis() as i64
+    }
+
+    async fn sleep_until(self, deadline_ms: Option<i64>) {
+        match deadline_ms {
+            Some(d) => {
+                let wait = std::time::Duration::from_millis((d - self.wall_ms).max(0) as u64);
+                tokio::time::sleep_until(self.at + wait).await
+            }
+            None => std::future::pending().await,
+        }
+    }
 }
 
 impl Scheduler {
@@ -318,6 +349,8 @@ impl Scheduler {
             done_rx,
             started: false,
             paused: false,
+            clock: Clock::new(),
+            to_skip: VecDeque::new(),
         }
     }
 
@@ -459,7 +492,7 @@ impl Scheduler {
                         Some(cmd) => self.command(cmd),
                         None => { commands = None; }
                     },
-                    _ = sleep_until_ms(deadline) => {}
+                    _ = self.clock.sleep_until(deadline) => {}
                 }
                 continue;
             }
@@ -467,7 +500,7 @@ impl Scheduler {
             tokio::select! {
                 Some(done) = self.done_rx.recv() => self.finished(done),
                 Some(cmd) = recv_opt(&mut commands) => self.command(cmd),
-                _ = sleep_until_ms(deadline) => {}
+                _ = self.clock.sleep_until(deadline) => {}
             }
         }
         self.end()
@@ -682,7 +715,7 @@ impl Scheduler {
         self.emit(EventKind::log(Some(&n.id), "wait_input", "waiting for a decision"));
         let visit = self.approval_visits[node];
         self.approval_visits[node] += 1;
-        let deadline_ms = n.timeout_seconds.map(|s| now_ms() + (s as i64) * 1000);
+        let deadline_ms = n.timeout_seconds.map(|s| self.clock.now_ms() + (s as i64) * 1000);
         self.outputs[node] = previous_output.clone();
         self.pending.push(PendingState {
             node: n.id.clone(),
@@ -742,7 +775,7 @@ impl Scheduler {
     }
 
     fn expire_approvals(&mut self) {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         while let Some(pos) = self.pending.iter().position(|p| p.deadline_ms.is_some_and(|d| d <= now)) {
             let node = self.shared.topo.index[&self.pending[pos].node];
             let has_timeout_edge =
@@ -1050,6 +1083,7 @@ impl Scheduler {
                 self.kill(e, false);
             }
         }
+        self.cascade_skips();
     }
 
     fn follow(&mut self, e: usize, output: Arc<str>) {
@@ -1100,10 +1134,17 @@ impl Scheduler {
         }
         let slots = std::mem::take(&mut self.joins[target]);
         if slots.followed.is_empty() {
-            self.skip(target);
+            self.to_skip.push_back(target);
         } else {
             let texts: Vec<&str> = slots.followed.iter().map(|(_, t)| t.as_str()).collect();
             self.ready.push_back(Activation { node: target, previous_output: Arc::from(texts.join("\n\n").as_str()) });
+        }
+    }
+
+    /// Skips the nodes found dead, and what that kills in turn.
+    fn cascade_skips(&mut self) {
+        while let Some(node) = self.to_skip.pop_front() {
+            self.skip(node);
         }
     }
 
@@ -1139,6 +1180,7 @@ impl Scheduler {
         for e in flush {
             self.kill(e, true);
         }
+        self.cascade_skips();
         true
     }
 }
@@ -1151,17 +1193,6 @@ pub fn output_text(data: &Value) -> String {
         }
         Value::String(s) => s.clone(),
         other => other.to_string(),
-    }
-}
-
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-async fn sleep_until_ms(deadline: Option<i64>) {
-    match deadline {
-        Some(d) => tokio::time::sleep(std::time::Duration::from_millis((d - now_ms()).max(0) as u64)).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -355,10 +355,12 @@ impl NodeIo for AgentIo {
                     .unwrap_or_else(|| input.to_string());
                 let mut scope = self.scope.clone();
                 scope.previous_output = Arc::from(message.as_str());
+                // The child's own tool calls are its business: the parent lists only the calls it made.
+                let child_calls = Calls::default();
                 let result = PARENT_CALL
                     .scope(
                         Some(call_id.clone()),
-                        execute_once(shared, child, &scope, &self.calls, &self.usage, self.depth + 1),
+                        execute_once(shared, child, &scope, &child_calls, &self.usage, self.depth + 1),
                     )
                     .await;
                 match &result {

@@ -1,0 +1,236 @@
+//! SEMANTICS §4: approvals pause one branch, several can be pending, decisions resume exactly; cancellation.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use support::*;
+use switchyard_engine::events::{Collector, EventKind};
+use switchyard_engine::result::RunStatus;
+use switchyard_engine::run::{self, Decision, RunOptions};
+
+const TWO_APPROVALS: &str = "nodes:
+  - {id: start, type: start}
+  - {id: legal, type: approval, message: Legal sign-off?}
+  - {id: brand, type: approval, message: Brand sign-off?}
+  - {id: other, type: agent}
+  - {id: ship, type: agent}
+  - {id: hold, type: agent}
+edges:
+  - {from: start, to: legal}
+  - {from: start, to: brand}
+  - {from: start, to: other}
+  - {from: legal, to: ship, handle: approve}
+  - {from: brand, to: ship, handle: approve}
+  - {from: legal, to: hold, handle: reject}
+  - {from: brand, to: hold, handle: reject}";
+
+#[tokio::test]
+async fn an_approval_pauses_only_its_branch_and_several_can_be_pending() {
+    let ran = run(&workflow(TWO_APPROVALS), "nodes: {other: {text: independent work, delay_ms: 10}}").await;
+    assert_eq!(ran.result().status, RunStatus::Paused);
+    let pending: Vec<&str> = ran.result().pending.iter().map(|p| p.node.as_str()).collect();
+    assert_eq!(pending, ["legal", "brand"]);
+    assert!(ran.ran().contains(&"other"), "independent branches keep running");
+    assert!(ran.types().contains(&"workflow:paused"));
+    assert_eq!(ran.types().iter().filter(|t| **t == "approval:requested").count(), 2);
+    assert!(ran.outcome.snapshot.is_some());
+}
+
+#[tokio::test]
+async fn two_pending_approvals_resume_in_either_order_from_a_snapshot() {
+    let wf = workflow(TWO_APPROVALS);
+    for order in [["legal", "brand"], ["brand", "legal"]] {
+        let paused = run(&wf, "nodes: {ship: {text: shipped}}").await;
+        let mut snapshot = paused.outcome.snapshot.clone().unwrap();
+        // Through JSON, as the run store keeps it.
+        snapshot = serde_json::from_str(&serde_json::to_string(&snapshot).unwrap()).unwrap();
+        let script = script("nodes: {ship: {text: shipped}}");
+        let collector = Collector::default();
+        let rt = runtime(script.clone(), Recording::new(script.clone()), vec![Arc::new(collector.clone())]);
+        let first =
+            run::resume(Arc::new(wf.clone()), snapshot, vec![(order[0].into(), json!("approve"))], rt).await.unwrap();
+        assert_eq!(first.result.status, RunStatus::Paused, "the other approval still waits");
+        assert_eq!(first.result.pending.len(), 1);
+        assert_eq!(first.result.pending[0].node, order[1]);
+        assert!(first.result.node("ship").is_none(), "the join waits for the second decision");
+
+        let rt = runtime(script.clone(), Recording::new(script), vec![Arc::new(collector.clone())]);
+        let second = run::resume(
+            Arc::new(wf.clone()),
+            first.snapshot.unwrap(),
+            vec![(order[1].into(), json!({"decision": "approve", "note": "ok"}))],
+            rt,
+        )
+        .await
+        .unwrap();
+        assert_eq!(second.result.status, RunStatus::Completed);
+        assert_eq!(second.result.node("ship").unwrap().data, json!({"text": "shipped"}));
+        assert_eq!(second.result.node(order[1]).unwrap().data, json!({"decision": "approve", "note": "ok"}));
+        // Nothing that completed ran again: each node has one step.
+        for node in ["start", "other", "legal", "brand", "ship"] {
+            assert_eq!(second.result.trace.steps.iter().filter(|s| s.node == node).count(), 1, "{node} in {order:?}");
+        }
+        // Sequence numbers continue across the pause.
+        let seqs: Vec<u64> = collector.events().iter().map(|e| e.seq).collect();
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+        assert_eq!(seqs[0], paused.events.last().unwrap().seq + 1);
+    }
+}
+
+#[tokio::test]
+async fn a_live_run_takes_decisions_while_other_branches_run() {
+    let wf = Arc::new(workflow(TWO_APPROVALS));
+    let script = script("nodes: {other: {text: slow, delay_ms: 50}, hold: {text: held}}");
+    let collector = Collector::default();
+    let rt = runtime(script.clone(), Recording::new(script), vec![Arc::new(collector.clone())]);
+    let handle = run::start(wf, RunOptions::default(), rt);
+    // Wait for both approvals to be requested (observed through events, no sleeps).
+    let mut requested = 0;
+    while requested < 2 {
+        tokio::task::yield_now().await;
+        requested = collector.events().iter().filter(|e| e.kind.type_name() == "approval:requested").count();
+    }
+    handle.decide("brand", json!("I reject this")).await.unwrap();
+    assert!(handle.decide("brand", json!("approve")).await.unwrap_err().contains("not waiting"));
+    assert!(handle.decide("nope", json!("approve")).await.is_err());
+    handle.decide("legal", json!(null)).await.unwrap();
+    let outcome = handle.finish().await;
+    assert_eq!(outcome.result.status, RunStatus::Completed);
+    assert_eq!(outcome.result.node("brand").unwrap().data["decision"], "reject");
+    assert_eq!(outcome.result.node("legal").unwrap().data["decision"], "approve");
+    // ship waits on both approve edges: brand rejected, legal approved → ship runs once; hold runs from brand.
+    let steps: Vec<String> = outcome.result.trace.steps.iter().map(|s| s.node.clone()).collect();
+    assert_eq!(steps.iter().filter(|s| *s == "ship").count(), 1);
+    assert_eq!(steps.iter().filter(|s| *s == "hold").count(), 1);
+}
+
+#[tokio::test]
+async fn decisions_are_normalized_as_agentflow_does() {
+    let cases = [
+        (json!("approve"), "approve", ""),
+        (json!("REJECTED, sorry"), "reject", ""),
+        (json!({"decision": "Reject", "note": "typo"}), "reject", "typo"),
+        (json!({"decision": "approve", "note": 5}), "approve", ""),
+        (json!(null), "approve", ""),
+        (json!({}), "approve", ""),
+    ];
+    for (input, decision, note) in cases {
+        assert_eq!(Decision::normalize(&input), Decision { decision: decision.into(), note: note.into() }, "{input}");
+    }
+}
+
+#[tokio::test]
+async fn after_an_approval_the_previous_output_is_the_one_before_it() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: draft, type: agent}
+  - {id: review, type: approval}
+  - {id: publish, type: agent}
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: review}
+  - {from: review, to: publish, handle: approve}",
+    );
+    let ran = run(&wf, "nodes: {draft: {text: the draft}}\napprovals: {review: {decision: approve, note: fine}}").await;
+    assert_eq!(ran.result().status, RunStatus::Completed);
+    let (_, prompt, _, _) = ran.model.executes().into_iter().find(|e| e.0 == "publish").unwrap();
+    assert_eq!(prompt, "the draft");
+    let requested = ran.events.iter().find_map(|e| match &e.kind {
+        EventKind::ApprovalRequested { previous_output, .. } => Some(previous_output.clone()),
+        _ => None,
+    });
+    assert_eq!(requested.as_deref(), Some("the draft"));
+    assert_eq!(ran.edges().last().copied(), Some(("review", "publish", "approve")));
+}
+
+#[tokio::test]
+async fn a_rejected_approval_follows_reject_and_skips_approve() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: review, type: approval}
+  - {id: publish, type: agent}
+  - {id: revise, type: agent}
+edges:
+  - {from: start, to: review}
+  - {from: review, to: publish, handle: approve}
+  - {from: review, to: revise, handle: reject}",
+    );
+    let ran = run(&wf, "approvals: {review: reject}").await;
+    assert_eq!(ran.ran(), ["start", "review", "revise"]);
+    assert_eq!(ran.skipped(), ["publish"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approval_times_out_through_its_timeout_edge_or_rejects() {
+    for (with_timeout_edge, expect) in [(true, "escalate"), (false, "revise")] {
+        let timeout_edge = if with_timeout_edge { "\n  - {from: review, to: escalate, handle: timeout}" } else { "" };
+        let wf = workflow(&format!(
+            "nodes:
+  - {{id: start, type: start}}
+  - {{id: review, type: approval, timeout_seconds: 1}}
+  - {{id: publish, type: agent}}
+  - {{id: revise, type: agent}}
+  - {{id: escalate, type: agent}}
+edges:
+  - {{from: start, to: review}}
+  - {{from: review, to: publish, handle: approve}}
+  - {{from: review, to: revise, handle: reject}}{timeout_edge}"
+        ));
+        let script = script("");
+        let rt = runtime(script.clone(), Recording::new(script), vec![]);
+        let handle = run::start(Arc::new(wf), RunOptions::default(), rt);
+        let outcome = tokio::time::timeout(Duration::from_secs(3600), handle.finish()).await.unwrap();
+        assert_eq!(outcome.result.status, RunStatus::Completed);
+        assert!(outcome.result.node(expect).is_some(), "{expect} ran");
+        assert_eq!(outcome.result.node("review").unwrap().data["note"], "timed out");
+    }
+}
+
+#[tokio::test]
+async fn cancelling_aborts_in_flight_nodes_and_ends_cancelled() {
+    let wf = Arc::new(workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: slow, type: agent}
+  - {id: after, type: agent}
+edges:
+  - {from: start, to: slow}
+  - {from: slow, to: after}",
+    ));
+    let script = script("nodes: {slow: {text: never, delay_ms: 600000}}");
+    let collector = Collector::default();
+    let rt = runtime(script.clone(), Recording::new(script), vec![Arc::new(collector.clone())]);
+    let handle = run::start(wf, RunOptions::default(), rt);
+    while !collector.events().iter().any(|e| matches!(&e.kind, EventKind::NodeEnter { node, .. } if node == "slow")) {
+        tokio::task::yield_now().await;
+    }
+    handle.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), handle.finish()).await.expect("cancel is prompt");
+    assert_eq!(outcome.result.status, RunStatus::Cancelled);
+    let slow = outcome.result.node("slow").unwrap();
+    assert_eq!(slow.error.as_deref(), Some("cancelled"));
+    assert!(outcome.result.node("after").is_none());
+    assert_eq!(collector.events().last().unwrap().kind.type_name(), "workflow:end");
+}
+
+#[tokio::test]
+async fn a_dry_run_ends_a_branch_at_an_approval() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: review, type: approval}
+  - {id: publish, type: agent}
+edges:
+  - {from: start, to: review}
+  - {from: review, to: publish, handle: approve}",
+    );
+    let ran = run_with(&wf, "", RunOptions { input: Some(json!({"dryRun": true})), ..Default::default() }).await;
+    assert_eq!(ran.result().status, RunStatus::Completed);
+    assert!(ran.result().pending.is_empty());
+    assert_eq!(ran.edges().last().copied(), Some(("review", "(end)", "dry run")));
+}

@@ -1,0 +1,171 @@
+//! Helpers shared by the engine's integration tests: build a workflow and a script from YAML text, run them, and
+//! record what the model was asked.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use switchyard_engine::events::{Collector, Event, EventKind, Observer};
+use switchyard_engine::format::{self, Format};
+use switchyard_engine::model::{
+    Choice, ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest,
+};
+use switchyard_engine::result::NodeStatus;
+use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};
+use switchyard_engine::script::{Script, ScriptedModel};
+use switchyard_engine::validate::{self, Options};
+use switchyard_engine::{RunResult, Workflow};
+
+/// Parses canonical YAML; the `switchyard: 1` and `name` lines are added when missing.
+pub fn workflow(yaml: &str) -> Workflow {
+    let text =
+        if yaml.contains("switchyard:") { yaml.to_string() } else { format!("switchyard: 1\nname: test\n{yaml}") };
+    format::load_str(&text, Some(Format::Switchyard), None)
+        .unwrap_or_else(|e| panic!("test workflow does not load: {e}"))
+        .workflow
+}
+
+pub fn script(yaml: &str) -> Arc<Script> {
+    Arc::new(Script::parse(yaml).unwrap_or_else(|e| panic!("test script does not load: {e}")))
+}
+
+/// What the model was asked, in order.
+#[derive(Debug, Clone)]
+pub enum Asked {
+    Execute { node: String, prompt: String, context: Value, previous_output: String },
+    Route { node: String, choices: Vec<Choice>, context: Value },
+}
+
+/// A scripted model that records every request.
+pub struct Recording {
+    inner: ScriptedModel,
+    pub asked: Mutex<Vec<Asked>>,
+}
+
+impl Recording {
+    pub fn new(script: Arc<Script>) -> Arc<Recording> {
+        Arc::new(Recording { inner: ScriptedModel::new(script), asked: Mutex::new(Vec::new()) })
+    }
+
+    pub fn asked(&self) -> Vec<Asked> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    pub fn routes(&self) -> Vec<(String, Vec<Choice>, Value)> {
+        self.asked()
+            .into_iter()
+            .filter_map(|a| match a {
+                Asked::Route { node, choices, context } => Some((node, choices, context)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn executes(&self) -> Vec<(String, String, Value, String)> {
+        self.asked()
+            .into_iter()
+            .filter_map(|a| match a {
+                Asked::Execute { node, prompt, context, previous_output } => {
+                    Some((node, prompt, context, previous_output))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Model for Recording {
+    async fn execute(&self, r: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError> {
+        self.asked.lock().unwrap().push(Asked::Execute {
+            node: r.node.to_string(),
+            prompt: r.prompt.to_string(),
+            context: r.scope.context_json(),
+            previous_output: r.scope.previous_output.to_string(),
+        });
+        self.inner.execute(r, io).await
+    }
+
+    async fn route(&self, r: &RouteRequest<'_>) -> Result<RouteAnswer, ModelError> {
+        self.asked.lock().unwrap().push(Asked::Route {
+            node: r.node.to_string(),
+            choices: r.choices.to_vec(),
+            context: r.context.clone(),
+        });
+        self.inner.route(r).await
+    }
+}
+
+pub struct Ran {
+    pub outcome: Outcome,
+    pub events: Vec<Event>,
+    pub model: Arc<Recording>,
+}
+
+impl Ran {
+    pub fn result(&self) -> &RunResult {
+        &self.outcome.result
+    }
+
+    /// Node ids of successful trace steps, in order.
+    pub fn ran(&self) -> Vec<&str> {
+        self.result().steps_with(NodeStatus::Success)
+    }
+
+    pub fn skipped(&self) -> Vec<&str> {
+        self.result().steps_with(NodeStatus::Skipped)
+    }
+
+    /// Trace edges as (from, to, reason).
+    pub fn edges(&self) -> Vec<(&str, &str, &str)> {
+        self.result().trace.edges.iter().map(|e| (e.from.as_str(), e.to.as_str(), e.reason.as_str())).collect()
+    }
+
+    pub fn data(&self, node: &str) -> Value {
+        self.result().node(node).unwrap_or_else(|| panic!("no result for {node}")).data
+    }
+
+    pub fn types(&self) -> Vec<&'static str> {
+        self.events.iter().map(|e| e.kind.type_name()).collect()
+    }
+
+    pub fn route_count(&self) -> usize {
+        self.model.routes().len()
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::NodeWarning { message, .. } => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+pub fn runtime(script: Arc<Script>, model: Arc<Recording>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
+    Runtime { model, script: Some(script), log: None, observers }
+}
+
+/// Validates (panicking on errors, so tests never run an invalid graph by accident), then runs.
+pub async fn run_with(wf: &Workflow, script_yaml: &str, options: RunOptions) -> Ran {
+    let report = validate::validate(wf, &Options::default());
+    assert!(report.is_ok(), "test workflow does not validate: {:?}", report.errors);
+    let script = script(script_yaml);
+    let model = Recording::new(script.clone());
+    let collector = Collector::default();
+    let outcome =
+        run::run(Arc::new(wf.clone()), options, runtime(script, model.clone(), vec![Arc::new(collector.clone())]))
+            .await;
+    Ran { outcome, events: collector.events(), model }
+}
+
+pub async fn run(wf: &Workflow, script_yaml: &str) -> Ran {
+    run_with(wf, script_yaml, RunOptions::default()).await
+}
+
+pub fn codes(wf: &Workflow) -> Vec<&'static str> {
+    validate::validate(wf, &Options::default()).codes()
+}

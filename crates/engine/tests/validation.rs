@@ -1,0 +1,126 @@
+//! SEMANTICS §7: each rule, as a table of small documents and the finding they must produce.
+
+mod support;
+
+use support::*;
+use switchyard_engine::validate::{validate, Options, Severity};
+
+const S: &str = "  - {id: start, type: start}\n";
+
+/// (what, nodes and edges after the start node, expected code, expected node or edge, severity)
+fn cases() -> Vec<(&'static str, String, &'static str, &'static str, Severity)> {
+    use Severity::*;
+    vec![
+        ("no start", "nodes:\n  - {id: a, type: agent}".into(), "NO_START", "", Error),
+        ("two starts", format!("nodes:\n{S}  - {{id: s2, type: start}}"), "MULTIPLE_START", "s2", Error),
+        ("duplicate id", format!("nodes:\n{S}  - {{id: a, type: agent}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: a}}"), "DUPLICATE_NODE_ID", "a", Error),
+        ("dangling target", format!("nodes:\n{S}edges:\n  - {{from: start, to: ghost}}"), "EDGE_TARGET_MISSING", "start->ghost", Error),
+        ("dangling source", format!("nodes:\n{S}  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: ghost, to: a}}"), "EDGE_SOURCE_MISSING", "ghost->a", Error),
+        ("unknown handle", format!("nodes:\n{S}  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: a, handle: approve}}"), "UNKNOWN_HANDLE", "start->a", Error),
+        ("condition index out of range", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: contains, value: x}}]}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: c}}\n  - {{from: c, to: a, handle: condition-1}}"), "UNKNOWN_HANDLE", "c->a", Error),
+        ("unknown target handle", format!("nodes:\n{S}  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: a, target_handle: side}}"), "UNKNOWN_TARGET_HANDLE", "start->a", Error),
+        ("unbounded self-loop", format!("nodes:\n{S}  - {{id: a, type: agent}}\n  - {{id: b, type: agent}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: a, to: a, when: again}}\n  - {{from: a, to: b, when: done}}"), "SELF_LOOP_UNBOUNDED", "a->a", Error),
+        ("unbounded cycle", format!("nodes:\n{S}  - {{id: a, type: agent}}\n  - {{id: b, type: agent}}\n  - {{id: c, type: agent}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: a, to: b}}\n  - {{from: b, to: a, when: again}}\n  - {{from: b, to: c, when: done}}"), "UNBOUNDED_CYCLE", "a", Error),
+        ("max_iterations zero", format!("nodes:\n{S}  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: a, to: a, max_iterations: 0}}"), "MAX_ITERATIONS_BELOW_ONE", "a->a", Error),
+        ("can never end", format!("nodes:\n{S}  - {{id: a, type: agent}}\n  - {{id: b, type: agent}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: a, to: b}}\n  - {{from: b, to: a, max_iterations: 2}}\n  - {{from: b, to: a, if: 'true'}}"), "NO_TERMINAL_REACHABLE", "start", Error),
+        ("when on an if node", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: contains, value: x}}]}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: c}}\n  - {{from: c, to: a, handle: 'false', when: maybe}}"), "WHEN_ON_BRANCHING_NODE", "c->a", Error),
+        ("when on an approval", format!("nodes:\n{S}  - {{id: r, type: approval}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: r}}\n  - {{from: r, to: a, handle: approve, when: maybe}}"), "WHEN_ON_BRANCHING_NODE", "r->a", Error),
+        ("when and if mixed", format!("nodes:\n{S}  - {{id: a, type: agent}}\n  - {{id: b, type: agent}}\n  - {{id: c, type: agent}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: a, to: b, when: nl}}\n  - {{from: a, to: c, if: 'true'}}"), "MIXED_WHEN_AND_IF", "a", Error),
+        ("bad guard expression", format!("nodes:\n{S}  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: a, if: 'state.x >'}}"), "INVALID_EXPRESSION", "start->a", Error),
+        ("bad condition expression", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: expression, value: '(('}}]}}\nedges:\n  - {{from: start, to: c}}"), "INVALID_EXPRESSION", "c", Error),
+        ("bad for_each expression", format!("nodes:\n{S}  - {{id: a, type: agent, for_each: {{items: 'a b c'}}}}\nedges:\n  - {{from: start, to: a}}"), "INVALID_EXPRESSION", "a", Error),
+        ("bad template", format!("nodes:\n{S}  - {{id: a, type: agent, user_prompt: 'Hi {{{{ name'}}\nedges:\n  - {{from: start, to: a}}"), "INVALID_TEMPLATE", "a", Error),
+        ("bad output schema", format!("nodes:\n{S}  - {{id: a, type: agent, output_schema: {{type: objekt}}}}\nedges:\n  - {{from: start, to: a}}"), "INVALID_OUTPUT_SCHEMA", "a", Error),
+        ("field for another type", format!("nodes:\n{S}  - {{id: a, type: agent, conditions: []}}\nedges:\n  - {{from: start, to: a}}"), "FIELD_NOT_FOR_TYPE", "a", Error),
+        ("model without provider", format!("nodes:\n{S}  - {{id: a, type: agent, model: gpt-5}}\nedges:\n  - {{from: start, to: a}}"), "INVALID_MODEL_REF", "a", Error),
+        ("subagent from a non-agent", format!("nodes:\n{S}  - {{id: r, type: approval}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: r}}\n  - {{from: r, to: a, handle: subagent}}"), "SUBAGENT_NOT_AGENT", "r->a", Error),
+        ("subagents off", format!("nodes:\n{S}  - {{id: p, type: agent}}\n  - {{id: c, type: agent}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: c, handle: subagent}}"), "SUBAGENT_DISABLED", "p->c", Error),
+        ("subagent target handle", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: c, type: agent}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: c, handle: subagent, target_handle: side}}"), "SUBAGENT_TARGET_HANDLE", "p->c", Error),
+        ("subagent self", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: p, handle: subagent}}"), "SUBAGENT_SELF", "p->p", Error),
+        ("subagent cycle", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: q, type: agent, tools: {{subagents: true}}}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: q, handle: subagent}}\n  - {{from: q, to: p, handle: subagent}}"), "SUBAGENT_CYCLE", "p", Error),
+        ("two parents", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: q, type: agent, tools: {{subagents: true}}}}\n  - {{id: c, type: agent}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: q}}\n  - {{from: p, to: c, handle: subagent}}\n  - {{from: q, to: c, handle: subagent}}"), "SUBAGENT_MULTIPLE_PARENTS", "q->c", Error),
+        ("subagent in the flow", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: c, type: agent}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: c}}\n  - {{from: p, to: c, handle: subagent}}"), "SUBAGENT_HAS_EXECUTION_EDGES", "c", Error),
+        ("unreachable", format!("nodes:\n{S}  - {{id: lost, type: agent}}"), "UNREACHABLE_NODE", "lost", Warning),
+        ("if branch unconnected", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: contains, value: x}}]}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: c}}\n  - {{from: c, to: a, handle: condition-0}}"), "UNCONNECTED_BRANCH", "c", Warning),
+        ("approval branch unconnected", format!("nodes:\n{S}  - {{id: r, type: approval}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: r}}\n  - {{from: r, to: a, handle: approve}}"), "UNCONNECTED_BRANCH", "r", Warning),
+        ("empty condition value", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: equal, value: ''}}]}}\nedges:\n  - {{from: start, to: c}}"), "EMPTY_CONDITION", "c", Warning),
+    ]
+}
+
+#[test]
+fn every_rule_produces_its_located_finding() {
+    for (what, body, code, at, severity) in cases() {
+        let wf = workflow(&body);
+        let report = validate(&wf, &Options::default());
+        let list = match severity {
+            Severity::Error => &report.errors,
+            Severity::Warning => &report.warnings,
+        };
+        let finding =
+            list.iter().find(|f| f.code == code).unwrap_or_else(|| panic!("{what}: no {code} in {:?}", report));
+        let located = finding.node.as_deref().or(finding.edge.as_deref()).unwrap_or("");
+        assert_eq!(located, at, "{what}: {code} names the wrong place: {finding:?}");
+        assert!(finding.message.len() > 20, "{what}: the message should say what to do: {}", finding.message);
+    }
+}
+
+#[test]
+fn bounded_cycles_and_self_loops_are_accepted() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: implement, type: agent}
+  - {id: test, type: agent}
+  - {id: retry, type: agent}
+  - {id: done, type: agent}
+edges:
+  - {from: start, to: implement}
+  - {from: implement, to: test}
+  - {from: test, to: implement, when: tests failed, max_iterations: 3}
+  - {from: test, to: retry, when: flaky}
+  - {from: retry, to: retry, when: again, max_iterations: 2}
+  - {from: retry, to: done}
+  - {from: test, to: done, when: passed}",
+    );
+    let report = validate(&wf, &Options::default());
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+}
+
+#[test]
+fn providers_are_checked_unless_a_script_answers() {
+    let wf = workflow(
+        "defaults: {model: openai/gpt-4.1-mini}
+nodes:
+  - {id: start, type: start}
+  - {id: a, type: agent}
+  - {id: b, type: agent, model: local/smollm2}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: b}",
+    );
+    let configured = Options { providers: Some(vec!["local".into()]) };
+    let report = validate(&wf, &configured);
+    let unknown: Vec<_> =
+        report.errors.iter().filter(|f| f.code == "UNKNOWN_PROVIDER").map(|f| f.node.clone().unwrap()).collect();
+    assert_eq!(unknown, ["a"]);
+    assert!(report.errors[0].message.contains("openai"));
+    assert!(validate(&wf, &Options { providers: None }).is_ok());
+}
+
+#[test]
+fn validating_a_large_graph_is_linear_enough_to_run_on_every_edit() {
+    // Correctness at scale (timing lives in the benchmark): a 20,000-node chain with a bounded loop.
+    let mut body = String::from("nodes:\n  - {id: start, type: start}\n");
+    let mut edges = String::from("edges:\n  - {from: start, to: n0}\n");
+    for i in 0..20_000 {
+        body.push_str(&format!("  - {{id: n{i}, type: agent}}\n"));
+        if i > 0 {
+            edges.push_str(&format!("  - {{from: n{}, to: n{i}}}\n", i - 1));
+        }
+    }
+    edges.push_str("  - {from: n19999, to: n0, max_iterations: 1}\n");
+    let wf = workflow(&format!("{body}{edges}"));
+    let report = validate(&wf, &Options::default());
+    assert!(report.is_ok(), "{:?}", &report.errors[..report.errors.len().min(3)]);
+}
