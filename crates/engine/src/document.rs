@@ -82,8 +82,19 @@ impl NodeType {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Position {
+    #[serde(serialize_with = "whole_if_integral")]
     pub x: f64,
+    #[serde(serialize_with = "whole_if_integral")]
     pub y: f64,
+}
+
+/// Canvas coordinates are usually whole numbers: write `120`, not `120.0`, so exports stay clean.
+fn whole_if_integral<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        s.serialize_i64(*v as i64)
+    } else {
+        s.serialize_f64(*v)
+    }
 }
 
 /// One node. Type-specific fields are optional here and checked against `type` by validation.
