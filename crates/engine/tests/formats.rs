@@ -34,7 +34,10 @@ fn examples() -> Vec<PathBuf> {
 #[test]
 fn canonical_files_round_trip_without_loss() {
     let mut files = examples();
-    files.extend(["sweny/triage.yml", "sweny/implement.yml", "sweny/file-ops.yml", "sweny/seed-content.yml"].map(|f| fixtures().join(f)));
+    files.extend(
+        ["sweny/triage.yml", "sweny/implement.yml", "sweny/file-ops.yml", "sweny/seed-content.yml"]
+            .map(|f| fixtures().join(f)),
+    );
     for file in files {
         let first = format::load_file(&file, None).unwrap().workflow;
         let yaml = format::to_yaml(&first);
@@ -211,7 +214,9 @@ async fn agentflow_files_are_normalized_and_run() {
     assert_eq!(wf.node("node_1").unwrap().position.unwrap().x, 300.0);
     assert_eq!(wf.node("node_1").unwrap().model.as_deref(), Some("openai/gpt-5"));
     assert!(wf.node("done").is_none());
-    for fragment in ["`input` became `approval`", "legacy `condition", "legacy handle `true`", "`end` nodes", "openai/gpt-5"] {
+    for fragment in
+        ["`input` became `approval`", "legacy `condition", "legacy handle `true`", "`end` nodes", "openai/gpt-5"]
+    {
         assert!(loaded.notes.iter().any(|n| n.contains(fragment)), "a note says {fragment}: {:?}", loaded.notes);
     }
     assert!(!loaded.notes.iter().any(|n| n.contains("collapsed")), "editor-only data is not worth a note");
@@ -228,7 +233,8 @@ async fn agentflow_files_are_normalized_and_run() {
 
 #[test]
 fn agentflow_errors_name_the_node() {
-    let err = format::load_str(r#"{"nodes": [{"id": "x", "type": "teleport"}], "connections": []}"#, None, None).unwrap_err();
+    let err =
+        format::load_str(r#"{"nodes": [{"id": "x", "type": "teleport"}], "connections": []}"#, None, None).unwrap_err();
     assert!(err.message.contains("node `x`") && err.message.contains("teleport"), "{err}");
 }
 
@@ -238,7 +244,8 @@ fn sweny_fixture(name: &str) -> PathBuf {
 
 #[test]
 fn sweny_fixtures_are_sweny_valid_import_and_validate_cleanly() {
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(sweny_fixture("workflow.json")).unwrap()).unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(sweny_fixture("workflow.json")).unwrap()).unwrap();
     let sweny_validator = jsonschema::validator_for(&schema).unwrap();
     for name in ["triage.yml", "implement.yml", "seed-content.yml", "file-ops.yml"] {
         let text = std::fs::read_to_string(sweny_fixture(name)).unwrap();
@@ -284,10 +291,14 @@ async fn the_sweny_triage_fixture_runs_under_a_script() {
 #[tokio::test]
 async fn the_linear_sweny_fixtures_run_under_scripts() {
     let wf = format::load_file(&sweny_fixture("seed-content.yml"), None).unwrap().workflow;
-    let script = std::fs::read_to_string(repo().join("crates/engine/tests/scripts/sweny-seed-content.script.yaml")).unwrap();
+    let script =
+        std::fs::read_to_string(repo().join("crates/engine/tests/scripts/sweny-seed-content.script.yaml")).unwrap();
     let ran = run(&wf, &script).await;
     assert_eq!(ran.ran(), ["start", "audit", "generate", "validate", "report"]);
-    assert!(ran.result().trace.steps.iter().all(|s| s.status == NodeStatus::Success), "every output matches its schema");
+    assert!(
+        ran.result().trace.steps.iter().all(|s| s.status == NodeStatus::Success),
+        "every output matches its schema"
+    );
     assert_eq!(ran.route_count(), 0);
     for name in ["implement.yml", "file-ops.yml"] {
         let wf = format::load_file(&sweny_fixture(name), None).unwrap().workflow;
@@ -302,13 +313,15 @@ fn sweny_instructions_load_from_files_and_errors_are_clear() {
     std::fs::create_dir(dir.path().join("prompts")).unwrap();
     std::fs::write(dir.path().join("prompts/a.md"), "Do the {{thing}}.").unwrap();
     let flow = dir.path().join("flow.yml");
-    std::fs::write(&flow, "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: ./prompts/a.md}\nedges: []\n").unwrap();
+    std::fs::write(&flow, "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: ./prompts/a.md}\nedges: []\n")
+        .unwrap();
     let loaded = format::load_file(&flow, None).unwrap();
     let prompt = loaded.workflow.node("a").unwrap().user_prompt.clone().unwrap();
     assert_eq!(prompt, "{% raw %}Do the {{thing}}.{% endraw %}", "SWEny text is not a template: kept verbatim");
     assert!(loaded.notes.iter().any(|n| n.contains("raw")));
 
-    std::fs::write(&flow, "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: ./missing.md}\nedges: []\n").unwrap();
+    std::fs::write(&flow, "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: ./missing.md}\nedges: []\n")
+        .unwrap();
     let err = format::load_file(&flow, None).unwrap_err().to_string();
     assert!(err.contains("flow.yml") && err.contains("node `a`") && err.contains("missing.md"), "{err}");
 
@@ -336,8 +349,12 @@ fn formats_are_detected_from_content_and_can_be_forced() {
     assert_eq!(format::detect(&tea).unwrap(), Format::Tea);
     let oe: Value = serde_yaml::from_str("graph:\n  nodes: []\n").unwrap();
     assert_eq!(format::detect(&oe).unwrap(), Format::OpenExpertise);
-    let err = format::load_str("entry: a\nnodes:\n  a: {instruction: hi}\n", Some(Format::Switchyard), None).unwrap_err();
-    assert!(err.message.contains("missing field") || err.message.contains("unknown field"), "forcing a format parses as it: {err}");
+    let err =
+        format::load_str("entry: a\nnodes:\n  a: {instruction: hi}\n", Some(Format::Switchyard), None).unwrap_err();
+    assert!(
+        err.message.contains("missing field") || err.message.contains("unknown field"),
+        "forcing a format parses as it: {err}"
+    );
 }
 
 #[tokio::test]

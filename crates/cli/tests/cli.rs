@@ -1,0 +1,262 @@
+//! The `switchyard` command-line contract (README "Command line"): arguments, JSON shapes, exit codes. Runs the
+//! real binary against the examples and malformed files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+struct Cli {
+    home: tempfile::TempDir,
+}
+
+impl Cli {
+    fn new() -> Cli {
+        Cli { home: tempfile::tempdir().unwrap() }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args(args)
+            .current_dir(repo())
+            .env("SWITCHYARD_HOME", self.home.path())
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> (i32, Value) {
+        let out = self.run(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!("{args:?}: stdout is not JSON ({e}): {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr))
+        });
+        (out.status.code().unwrap(), value)
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        let path = self.home.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn ran(result: &Value) -> Vec<String> {
+    result["trace"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["status"] == "success")
+        .map(|s| s["node"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn every_example_runs_with_its_script_and_gives_the_documented_result() {
+    let cli = Cli::new();
+    let expected: &[(&str, &str, &[&str])] = &[
+        ("alert-triage", "completed", &["start", "gather", "investigate", "create_issue", "notify"]),
+        ("review-fix-loop", "completed", &["start", "implement", "review", "fix", "review", "fix", "review", "done"]),
+        ("approval-flow", "paused", &["start", "draft"]),
+    ];
+    for (name, status, steps) in expected {
+        let (code, result) = cli.json(&[
+            "run",
+            &format!("examples/{name}.yaml"),
+            "--script",
+            &format!("examples/{name}.script.yaml"),
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{name}");
+        assert_eq!(result["status"], *status, "{name}");
+        assert_eq!(ran(&result), *steps, "{name}");
+    }
+    let (code, result) = cli.json(&[
+        "run",
+        "examples/research-fanout.yaml",
+        "--script",
+        "examples/research-fanout.script.yaml",
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    let steps = ran(&result);
+    assert_eq!(steps.first().map(String::as_str), Some("start"));
+    assert_eq!(steps.last().map(String::as_str), Some("synthesize"), "the join runs last, once");
+    assert_eq!(steps.len(), 6);
+    assert_eq!(
+        result["results"]["synthesize"]["data"]["text"],
+        "Move to self-hosted runners with per-job isolation: cheaper and faster."
+    );
+    // The fan-out trace edges are marked parallel.
+    let parallel = result["trace"]["edges"].as_array().unwrap().iter().filter(|e| e["reason"] == "parallel").count();
+    assert_eq!(parallel, 3);
+}
+
+#[test]
+fn run_json_has_the_documented_shape() {
+    let cli = Cli::new();
+    let (_, r) =
+        cli.json(&["run", "examples/approval-flow.yaml", "--script", "examples/approval-flow.script.yaml", "--json"]);
+    assert!(r["results"]["draft"]["status"].is_string());
+    assert!(r["results"]["draft"]["data"].is_object());
+    assert!(r["results"]["draft"]["toolCalls"].is_array());
+    let step = &r["trace"]["steps"][0];
+    assert!(step["node"].is_string() && step["status"].is_string() && step["iteration"].is_u64());
+    let edge = &r["trace"]["edges"][0];
+    assert!(edge["from"].is_string() && edge["to"].is_string() && edge["reason"].is_string());
+    assert_eq!(r["pending"][0]["node"], "review");
+    assert_eq!(r["pending"][0]["message"], "Publish this announcement?");
+}
+
+#[test]
+fn a_paused_run_is_stored_and_resumed_from_another_process() {
+    let cli = Cli::new();
+    let (code, paused) =
+        cli.json(&["run", "examples/approval-flow.yaml", "--script", "examples/approval-flow.script.yaml", "--json"]);
+    assert_eq!(code, 0);
+    let id = paused["runId"].as_str().unwrap();
+    assert!(cli.home.path().join("runs.sqlite").exists());
+    let list = String::from_utf8(cli.run(&["runs"]).stdout).unwrap();
+    assert!(list.contains(id) && list.contains("paused"), "{list}");
+
+    let bad = cli.run(&["resume", id, "--decide", "draft=approve"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("not waiting"), "{}", stderr(&bad));
+
+    let (code, done) = cli.json(&["resume", id, "--decide", "review=reject:mention the date", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["results"]["review"]["data"]["note"], "mention the date");
+    assert_eq!(ran(&done), ["start", "draft", "review", "revise"]);
+
+    let again = cli.run(&["resume", id, "--decide", "review=approve"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("not paused"));
+    let missing = cli.run(&["resume", "no-such-run", "--decide", "review=approve"]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn events_are_written_as_json_lines() {
+    let cli = Cli::new();
+    let events = cli.home.path().join("events.jsonl");
+    let out = cli.run(&[
+        "run",
+        "examples/alert-triage.yaml",
+        "--script",
+        "examples/alert-triage.script.yaml",
+        "--events",
+        events.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&events).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.first().unwrap()["type"], "workflow:start");
+    assert_eq!(lines.last().unwrap()["type"], "workflow:end");
+    for (i, e) in lines.iter().enumerate() {
+        assert_eq!(e["seq"], i as u64 + 1);
+        assert!(e["run"].is_string() && e["ts"].is_string());
+    }
+    assert!(lines.iter().any(|e| e["type"] == "route" && e["to"] == "create_issue"));
+}
+
+#[test]
+fn exit_codes_follow_the_contract() {
+    let cli = Cli::new();
+    // validate: 0 ok, 1 errors, 2 unreadable.
+    assert_eq!(
+        cli.run(&["validate", "examples/alert-triage.yaml", "--script", "examples/alert-triage.script.yaml"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let cycle = cli.write(
+        "cycle.yaml",
+        "switchyard: 1\nname: c\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\n  - {id: b, type: agent}\nedges:\n  - {from: start, to: a}\n  - {from: a, to: b}\n  - {from: b, to: a}\n",
+    );
+    let (code, report) = cli.json(&["validate", &cycle, "--json"]);
+    assert_eq!(code, 1);
+    let codes: Vec<&str> = report["errors"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"UNBOUNDED_CYCLE"), "{codes:?}");
+    assert!(report["errors"][0]["message"].is_string() && report["warnings"].is_array());
+    let broken = cli.write("broken.yaml", "switchyard: 1\nname: x\nnodes:\n  - id: a\n   type: start\n");
+    let out = cli.run(&["validate", &broken]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("broken.yaml:5:") && err.contains("invalid YAML"), "{err}");
+    assert_eq!(cli.run(&["validate", "no/such/file.yaml"]).status.code(), Some(2));
+
+    // run: 2 when it does not validate, 1 when the run fails, 0 completed or paused.
+    let out = cli.run(&["run", &cycle, "--script", "examples/alert-triage.script.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("UNBOUNDED_CYCLE") && stderr(&out).contains("nothing was run"));
+    let failing = cli.write("fail.script.yaml", "nodes:\n  gather: {status: failed, error: sentry is down}\n");
+    let (code, result) = cli.json(&["run", "examples/alert-triage.yaml", "--script", &failing, "--json"]);
+    assert_eq!(code, 1);
+    assert_eq!(result["status"], "failed");
+    assert!(result["error"].as_str().unwrap().contains("sentry is down"));
+    let bad_script = cli.write("bad.script.yaml", "nodes:\n  gather: {txt: typo}\n");
+    let out = cli.run(&["run", "examples/alert-triage.yaml", "--script", &bad_script]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bad.script.yaml") && stderr(&out).contains("txt"), "{}", stderr(&out));
+    let out = cli.run(&["run", "examples/alert-triage.yaml", "--format", "nonsense"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn without_a_script_or_provider_the_run_says_what_to_do() {
+    let cli = Cli::new();
+    let out = cli.run(&["run", "examples/alert-triage.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "the provider check fails validation");
+    assert!(stderr(&out).contains("UNKNOWN_PROVIDER"), "{}", stderr(&out));
+}
+
+#[test]
+fn input_is_json_text_or_a_file() {
+    let cli = Cli::new();
+    let flow = cli.write("echo.yaml", "switchyard: 1\nname: echo\nnodes:\n  - {id: start, type: start}\n");
+    let (_, r) = cli.json(&["run", &flow, "--input", "{\"a\": 1}", "--json"]);
+    assert_eq!(r["results"]["start"]["data"], serde_json::json!({"a": 1}));
+    let (_, r) = cli.json(&["run", &flow, "--input", "plain words", "--json"]);
+    assert_eq!(r["results"]["start"]["data"], serde_json::json!({"text": "plain words"}));
+    let file = cli.write("input.json", "{\"from\": \"file\"}");
+    let (_, r) = cli.json(&["run", &flow, "--input", &format!("@{file}"), "--json"]);
+    assert_eq!(r["results"]["start"]["data"]["from"], "file");
+
+    let typed = cli.write(
+        "typed.yaml",
+        "switchyard: 1\nname: t\ninput_schema: {type: object, required: [alert]}\nnodes:\n  - {id: start, type: start}\n",
+    );
+    let out = cli.run(&["run", &typed, "--input", "{}"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("input_schema"));
+}
+
+#[test]
+fn export_prints_the_canonical_document_and_imports_report_notes() {
+    let cli = Cli::new();
+    let out = cli.run(&["export", "../shared/fixtures/sweny/triage.yml"]);
+    assert_eq!(out.status.code(), Some(0));
+    let yaml = String::from_utf8(out.stdout.clone()).unwrap();
+    assert!(yaml.starts_with("switchyard: 1\n"));
+    assert!(stderr(&out).contains("note:") && stderr(&out).contains("skills"), "importer notes go to stderr");
+    let exported = cli.write("triage.yaml", &yaml);
+    assert_eq!(cli.run(&["validate", &exported]).status.code(), Some(0));
+    let again = cli.run(&["export", &exported]);
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), yaml, "exporting the export changes nothing");
+
+    let (code, json) = cli.json(&["export", "examples/approval-flow.yaml", "--to", "json"]);
+    assert_eq!(code, 0);
+    assert_eq!(json["switchyard"], 1);
+
+    let out = cli.run(&["export", "examples/approval-flow.yaml", "--format", "sweny"]);
+    assert_eq!(out.status.code(), Some(2), "forcing the wrong format is a clear error");
+}
