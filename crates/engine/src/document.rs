@@ -197,29 +197,25 @@ impl Node {
     }
 
     /// The type-specific fields that are set, by their YAML names: validation checks them against the type.
-    pub fn type_fields_set(&self) -> Vec<(&'static str, &'static [NodeType])> {
+    pub fn type_fields_set(&self) -> impl Iterator<Item = (&'static str, &'static [NodeType])> {
         use NodeType::*;
-        let mut set = Vec::new();
-        let mut check = |present: bool, name: &'static str, types: &'static [NodeType]| {
-            if present {
-                set.push((name, types));
-            }
-        };
-        check(self.initial_input.is_some(), "initial_input", &[Start]);
-        check(self.system_prompt.is_some(), "system_prompt", &[Agent]);
-        check(self.user_prompt.is_some(), "user_prompt", &[Agent]);
-        check(self.model.is_some(), "model", &[Agent]);
-        check(self.reasoning_effort.is_some(), "reasoning_effort", &[Agent]);
-        check(self.tools.is_some(), "tools", &[Agent]);
-        check(self.output_schema.is_some(), "output_schema", &[Agent, Script]);
-        check(self.conditions.is_some(), "conditions", &[If]);
-        check(self.message.is_some(), "message", &[Approval]);
-        check(self.timeout_seconds.is_some(), "timeout_seconds", &[Approval]);
-        check(self.language.is_some(), "language", &[Script]);
-        check(self.code.is_some(), "code", &[Script]);
-        check(self.for_each.is_some(), "for_each", &[Agent, Script]);
-        check(self.retry.is_some(), "retry", &[Agent, Script]);
-        set
+        let fields: [(bool, &'static str, &'static [NodeType]); 14] = [
+            (self.initial_input.is_some(), "initial_input", &[Start]),
+            (self.system_prompt.is_some(), "system_prompt", &[Agent]),
+            (self.user_prompt.is_some(), "user_prompt", &[Agent]),
+            (self.model.is_some(), "model", &[Agent]),
+            (self.reasoning_effort.is_some(), "reasoning_effort", &[Agent]),
+            (self.tools.is_some(), "tools", &[Agent]),
+            (self.output_schema.is_some(), "output_schema", &[Agent, Script]),
+            (self.conditions.is_some(), "conditions", &[If]),
+            (self.message.is_some(), "message", &[Approval]),
+            (self.timeout_seconds.is_some(), "timeout_seconds", &[Approval]),
+            (self.language.is_some(), "language", &[Script]),
+            (self.code.is_some(), "code", &[Script]),
+            (self.for_each.is_some(), "for_each", &[Agent, Script]),
+            (self.retry.is_some(), "retry", &[Agent, Script]),
+        ];
+        fields.into_iter().filter(|(set, _, _)| *set).map(|(_, name, types)| (name, types))
     }
 }
 

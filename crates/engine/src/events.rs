@@ -85,7 +85,7 @@ pub enum EventKind {
     #[serde(rename = "workflow:end")]
     WorkflowEnd {
         status: crate::result::RunStatus,
-        results: serde_json::Map<String, Value>,
+        results: indexmap::IndexMap<String, NodeResult>,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
@@ -193,9 +193,14 @@ impl Emitter {
     }
 
     pub fn emit(&self, kind: EventKind) {
+        self.emit_and_return(kind);
+    }
+
+    /// Emits an event and hands its payload back, so a large payload (the final results) need not be copied.
+    pub fn emit_and_return(&self, kind: EventKind) -> EventKind {
         if self.log.is_none() && self.observers.is_empty() {
             self.state.lock().unwrap().seq += 1;
-            return;
+            return kind;
         }
         // The lock is held while delivering so that every observer sees events in `seq` order.
         let mut state = self.state.lock().unwrap();
@@ -214,5 +219,6 @@ impl Emitter {
         for observer in self.observers.iter() {
             let _ = std::panic::catch_unwind(AssertUnwindSafe(|| observer.on_event(&event)));
         }
+        event.kind
     }
 }

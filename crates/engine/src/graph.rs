@@ -1,17 +1,53 @@
 //! The indexed shape of a workflow that validation and execution both read: which execution edges leave and enter each
 //! node, which edges are back edges (SEMANTICS §3 "Joins"), and which nodes sit on a cycle.
 
-use std::collections::HashMap;
+use std::ops::Index;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::document::{NodeType, Workflow};
 
+/// Per-node lists of edge (or node) indices in one flat array: `adjacency[node]` is a slice. One allocation for
+/// the whole graph instead of one per node keeps large workflows cheap to index.
+#[derive(Debug, Clone, Default)]
+pub struct Adjacency {
+    offsets: Vec<u32>,
+    items: Vec<usize>,
+}
+
+impl Adjacency {
+    /// Groups `(owner, item)` pairs by owner, keeping their order within an owner.
+    fn build(owners: usize, pairs: impl Iterator<Item = (usize, usize)> + Clone) -> Adjacency {
+        let mut offsets = vec![0u32; owners + 1];
+        for (owner, _) in pairs.clone() {
+            offsets[owner + 1] += 1;
+        }
+        for i in 0..owners {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut items = vec![0; offsets[owners] as usize];
+        for (owner, item) in pairs {
+            items[fill[owner] as usize] = item;
+            fill[owner] += 1;
+        }
+        Adjacency { offsets, items }
+    }
+}
+
+impl Index<usize> for Adjacency {
+    type Output = [usize];
+
+    fn index(&self, node: usize) -> &[usize] {
+        &self.items[self.offsets[node] as usize..self.offsets[node + 1] as usize]
+    }
+}
+
 /// Indices into `Workflow::nodes` and `Workflow::edges`.
 #[derive(Debug, Clone)]
 pub struct Topology {
     /// Node id to the index of its first occurrence.
-    pub index: HashMap<String, usize>,
+    pub index: rustc_hash::FxHashMap<String, usize>,
     /// Per document edge: `(from, to)` node indices, or `None` when an end does not exist.
     pub ends: Vec<Option<(usize, usize)>>,
     /// Per document edge: it is a `subagent` link, not an execution edge.
@@ -19,13 +55,13 @@ pub struct Topology {
     /// Per document edge: it closes a cycle in a depth-first search from the start node, in edge order.
     pub back: Vec<bool>,
     /// Per node: outgoing execution edges, in document order.
-    pub out: Vec<Vec<usize>>,
+    pub out: Adjacency,
     /// Per node: incoming execution edges, in document order.
-    pub incoming: Vec<Vec<usize>>,
+    pub incoming: Adjacency,
     /// Per node: incoming execution edges that are not back edges (what a join waits for).
-    pub forward_in: Vec<Vec<usize>>,
+    pub forward_in: Adjacency,
     /// Per node: children linked by `subagent` edges, in document order.
-    pub subagents: Vec<Vec<usize>>,
+    pub subagents: Adjacency,
     /// Per node: the strongly connected component it belongs to.
     pub component: Vec<usize>,
     /// Per component: it contains a cycle (two or more nodes, or a self-loop).
@@ -37,35 +73,31 @@ pub struct Topology {
 impl Topology {
     pub fn new(workflow: &Workflow) -> Topology {
         let n = workflow.nodes.len();
-        let mut index = HashMap::with_capacity(n);
+        let mut index = rustc_hash::FxHashMap::with_capacity_and_hasher(n, Default::default());
         for (i, node) in workflow.nodes.iter().enumerate() {
             index.entry(node.id.clone()).or_insert(i);
         }
         let mut ends = Vec::with_capacity(workflow.edges.len());
         let mut subagent = Vec::with_capacity(workflow.edges.len());
-        let mut out = vec![Vec::new(); n];
-        let mut incoming = vec![Vec::new(); n];
-        let mut subagents = vec![Vec::new(); n];
-        for (e, edge) in workflow.edges.iter().enumerate() {
+        for edge in &workflow.edges {
             let pair = match (index.get(&edge.from), index.get(&edge.to)) {
                 (Some(&f), Some(&t)) => Some((f, t)),
                 _ => None,
             };
             ends.push(pair);
             subagent.push(edge.is_subagent());
-            if let Some((f, t)) = pair {
-                if edge.is_subagent() {
-                    subagents[f].push(t);
-                } else {
-                    out[f].push(e);
-                    incoming[t].push(e);
-                }
-            }
         }
+        let linked = || ends.iter().enumerate().filter_map(|(e, p)| p.map(|(f, t)| (e, f, t)));
+        let execution = || linked().filter(|&(e, _, _)| !subagent[e]);
+        let out = Adjacency::build(n, execution().map(|(e, f, _)| (f, e)));
+        let incoming = Adjacency::build(n, execution().map(|(e, _, t)| (t, e)));
+        let subagents = Adjacency::build(n, linked().filter(|&(e, _, _)| subagent[e]).map(|(_, f, t)| (f, t)));
         let start = workflow.nodes.iter().position(|node| node.node_type == NodeType::Start);
         let back = back_edges(n, &ends, &out, start);
-        let forward_in = incoming.iter().map(|ins| ins.iter().copied().filter(|&e| !back[e]).collect()).collect();
-        let (component, component_cyclic) = components(n, &ends, &subagent);
+        let forward_in = Adjacency::build(n, execution().filter(|&(e, _, _)| !back[e]).map(|(e, _, t)| (t, e)));
+        // Without a back edge the graph is acyclic: every node is its own component, none cyclic.
+        let (component, component_cyclic) =
+            if back.contains(&true) { components(n, &ends, &subagent) } else { ((0..n).collect(), vec![false; n]) };
         Topology {
             index,
             ends,
@@ -95,7 +127,7 @@ impl Topology {
 }
 
 /// Iterative DFS from the start node, then from any node not yet visited, in document order.
-fn back_edges(n: usize, ends: &[Option<(usize, usize)>], out: &[Vec<usize>], start: Option<usize>) -> Vec<bool> {
+fn back_edges(n: usize, ends: &[Option<(usize, usize)>], out: &Adjacency, start: Option<usize>) -> Vec<bool> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,

@@ -117,7 +117,7 @@ pub struct RunResult {
     pub run_id: String,
     pub status: RunStatus,
     /// Final result per node, in document order; the latest when a node ran several times.
-    pub results: serde_json::Map<String, Value>,
+    pub results: indexmap::IndexMap<String, NodeResult>,
     pub trace: Trace,
     pub pending: Vec<PendingApproval>,
     /// Why the run failed or was cancelled.
@@ -128,7 +128,7 @@ pub struct RunResult {
 impl RunResult {
     /// The typed result of one node.
     pub fn node(&self, id: &str) -> Option<NodeResult> {
-        self.results.get(id).and_then(|v| serde_json::from_value(v.clone()).ok())
+        self.results.get(id).cloned()
     }
 
     /// Node ids of the trace steps with the given status, in order.

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::format::LoadError;
+use crate::format::{strip_location, LoadError};
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -29,11 +29,26 @@ pub struct Script {
     pub approvals: BTreeMap<String, OneOrMany<Value>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One entry, or a list of entries used per call/visit in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum OneOrMany<T> {
     Many(Vec<T>),
     One(T),
+}
+
+// Not `#[serde(untagged)]`: its "did not match any variant" hides what is actually wrong with an entry.
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for OneOrMany<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(d)?;
+        let explain = |e: serde_json::Error| D::Error::custom(crate::format::explain(&e.to_string()));
+        if value.is_array() {
+            serde_json::from_value(value).map(OneOrMany::Many).map_err(explain)
+        } else {
+            serde_json::from_value(value).map(OneOrMany::One).map_err(explain)
+        }
+    }
 }
 
 impl<T> OneOrMany<T> {
@@ -101,14 +116,16 @@ impl Script {
 
     pub fn parse(text: &str) -> Result<Script, LoadError> {
         if text.trim_start().starts_with('{') {
-            serde_json::from_str(text)
-                .map_err(|e| LoadError::new(format!("invalid script: {e}")).at(Some(e.line()), Some(e.column())))
+            serde_json::from_str(text).map_err(|e| {
+                LoadError::new(format!("invalid script: {}", strip_location(&e.to_string())))
+                    .at(Some(e.line()), Some(e.column()))
+            })
         } else if text.trim().is_empty() {
             Ok(Script::default())
         } else {
             serde_yaml::from_str(text).map_err(|e| {
                 let loc = e.location();
-                LoadError::new(format!("invalid script: {e}"))
+                LoadError::new(format!("invalid script: {}", strip_location(&e.to_string())))
                     .at(loc.as_ref().map(|l| l.line()), loc.as_ref().map(|l| l.column()))
             })
         }

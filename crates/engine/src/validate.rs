@@ -114,7 +114,7 @@ fn check_nodes(workflow: &Workflow, options: &Options, report: &mut Report) {
             }
         }
     }
-    let mut seen = HashSet::with_capacity(workflow.nodes.len());
+    let mut seen = rustc_hash::FxHashSet::with_capacity_and_hasher(workflow.nodes.len(), Default::default());
     for node in &workflow.nodes {
         let id = node.id.as_str();
         if id.trim().is_empty() {
@@ -283,14 +283,18 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
                 report.edge_error("DUPLICATE_EDGE_ID", label.clone(), format!("edge id `{id}` is used more than once"));
             }
         }
-        if !topo.index.contains_key(&edge.from) {
+        let (from_missing, to_missing) = match topo.ends[e] {
+            Some(_) => (false, false),
+            None => (!topo.index.contains_key(&edge.from), !topo.index.contains_key(&edge.to)),
+        };
+        if from_missing {
             report.edge_error(
                 "EDGE_SOURCE_MISSING",
                 label.clone(),
                 format!("edge {label} starts at `{}`, which is not a node; fix `from` or add the node", edge.from),
             );
         }
-        if !topo.index.contains_key(&edge.to) {
+        if to_missing {
             report.edge_error(
                 "EDGE_TARGET_MISSING",
                 label.clone(),
@@ -441,6 +445,9 @@ fn handles_of(node_type: NodeType, conditions: usize) -> String {
 
 /// Seed 000's algorithm: drop edges with `max_iterations` and self-loops; any cycle left is unbounded.
 fn check_cycles(workflow: &Workflow, topo: &Topology, report: &mut Report) {
+    if !topo.back.contains(&true) {
+        return; // no back edge in a full depth-first search: no cycle, no self-loop
+    }
     let n = workflow.nodes.len();
     let mut graph: DiGraph<(), ()> = DiGraph::with_capacity(n, workflow.edges.len());
     for _ in 0..n {
@@ -484,6 +491,9 @@ fn check_cycles(workflow: &Workflow, topo: &Topology, report: &mut Report) {
 }
 
 fn check_subagents(workflow: &Workflow, topo: &Topology, report: &mut Report) {
+    if !topo.subagent.contains(&true) {
+        return;
+    }
     let mut parents: HashMap<usize, usize> = HashMap::new();
     let mut links: DiGraph<(), ()> = DiGraph::new();
     for _ in 0..workflow.nodes.len() {
@@ -574,7 +584,12 @@ fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report)
             }
         }
     }
-    let is_subagent_child: HashSet<usize> = topo.subagents.iter().flatten().copied().collect();
+    let mut is_subagent_child = vec![false; n];
+    for (e, pair) in topo.ends.iter().enumerate() {
+        if let (true, Some((_, child))) = (topo.subagent[e], pair) {
+            is_subagent_child[*child] = true;
+        }
+    }
     let can_end = |v: usize| {
         let outs = &topo.out[v];
         let node = &workflow.nodes[v];
@@ -612,7 +627,7 @@ fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report)
             continue;
         }
         if !reachable[v] {
-            if !is_subagent_child.contains(&v) {
+            if !is_subagent_child[v] {
                 report.node_warning(
                     "UNREACHABLE_NODE",
                     &node.id,

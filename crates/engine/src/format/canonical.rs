@@ -1,7 +1,7 @@
 //! The canonical format: `Workflow` serialized as YAML (or JSON), field order fixed by the type, so exports are
 //! stable and diff cleanly.
 
-use super::{looks_like_json, strip_location, LoadError};
+use super::{explain, looks_like_json, strip_location, LoadError};
 use crate::document::{Workflow, FORMAT_VERSION};
 
 pub(super) fn from_str(text: &str) -> Result<Workflow, LoadError> {
@@ -38,38 +38,9 @@ pub fn to_json(workflow: &Workflow) -> String {
     text
 }
 
-/// Adds a "did you mean" to serde's unknown-field and unknown-variant messages.
-fn explain(message: &str) -> String {
-    let kind = if message.contains("unknown field `") {
-        "unknown field `"
-    } else if message.contains("unknown variant `") {
-        "unknown variant `"
-    } else {
-        return message.to_string();
-    };
-    let start = message.find(kind).unwrap() + kind.len();
-    let Some(len) = message[start..].find('`') else {
-        return message.to_string();
-    };
-    let got = &message[start..start + len];
-    let expected: Vec<&str> = match message.find("expected one of ") {
-        Some(i) => message[i..].split('`').skip(1).step_by(2).collect(),
-        None => message.split("expected `").nth(1).and_then(|s| s.split('`').next()).into_iter().collect(),
-    };
-    let best = expected
-        .iter()
-        .map(|cand| (strsim::jaro_winkler(got, cand), *cand))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    match best {
-        Some((_, cand)) => format!("{message}; did you mean `{cand}`?"),
-        None => message.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::explain;
+    use crate::format::explain;
 
     #[test]
     fn suggests_the_closest_field() {

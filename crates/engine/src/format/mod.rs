@@ -163,7 +163,7 @@ pub(crate) fn yaml_error(e: serde_yaml::Error) -> LoadError {
 }
 
 /// serde messages end in " at line L column C"; the location is reported separately.
-fn strip_location(message: &str) -> String {
+pub(crate) fn strip_location(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_string(),
         None => message.to_string(),
@@ -240,5 +240,34 @@ pub(crate) fn layered_positions(workflow: &mut Workflow) {
         let row = per_layer.entry(d).or_default();
         node.position = Some(crate::document::Position { x: d as f64 * 280.0, y: *row as f64 * 140.0 });
         *row += 1;
+    }
+}
+
+/// Adds a "did you mean" to serde's unknown-field and unknown-variant messages.
+pub(crate) fn explain(message: &str) -> String {
+    let kind = if message.contains("unknown field `") {
+        "unknown field `"
+    } else if message.contains("unknown variant `") {
+        "unknown variant `"
+    } else {
+        return message.to_string();
+    };
+    let start = message.find(kind).unwrap() + kind.len();
+    let Some(len) = message[start..].find('`') else {
+        return message.to_string();
+    };
+    let got = &message[start..start + len];
+    let expected: Vec<&str> = match message.find("expected one of ") {
+        Some(i) => message[i..].split('`').skip(1).step_by(2).collect(),
+        None => message.split("expected `").nth(1).and_then(|s| s.split('`').next()).into_iter().collect(),
+    };
+    let best = expected
+        .iter()
+        .map(|cand| (strsim::jaro_winkler(got, cand), *cand))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match best {
+        Some((_, cand)) => format!("{message}; did you mean `{cand}`?"),
+        None => message.to_string(),
     }
 }

@@ -98,17 +98,23 @@ pub struct Snapshot {
     pub approval_visits: HashMap<String, u32>,
     /// Per edge index: how often it was followed.
     pub edge_follows: Vec<u32>,
-    /// Per node id: the join slots resolved so far (edge index, and the output it carried when followed).
-    pub joins: HashMap<String, JoinSlots>,
+    /// Per edge index: whether it was followed or is dead since its target last fired.
+    pub edge_marks: Vec<EdgeMark>,
+    /// Per node id: the outputs its followed in-edges carried since it last fired, in follow order.
+    pub join_outputs: HashMap<String, Vec<(usize, String)>>,
     pub deferred: Vec<usize>,
     pub pending: Vec<PendingState>,
     pub trace: Trace,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct JoinSlots {
-    pub followed: Vec<(usize, String)>,
-    pub dead: Vec<usize>,
+/// The state of a forward edge in its target's join.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EdgeMark {
+    #[default]
+    Open,
+    Followed,
+    Dead,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -239,7 +245,11 @@ struct Scheduler {
     route_visits: Vec<u32>,
     approval_visits: Vec<u32>,
     edge_follows: Vec<u32>,
-    joins: Vec<JoinSlots>,
+    edge_marks: Vec<EdgeMark>,
+    /// Per node: how many forward in-edges are resolved (followed or dead) since it last fired.
+    join_resolved: Vec<usize>,
+    /// Per node: the outputs its followed in-edges carried, in follow order.
+    join_outputs: Vec<Vec<(usize, Arc<str>)>>,
     deferred: BTreeSet<usize>,
     pending: Vec<PendingState>,
     ready: VecDeque<Activation>,
@@ -338,7 +348,9 @@ impl Scheduler {
             route_visits: vec![0; n],
             approval_visits: vec![0; n],
             edge_follows: vec![0; e],
-            joins: vec![JoinSlots::default(); n],
+            edge_marks: vec![EdgeMark::Open; e],
+            join_resolved: vec![0; n],
+            join_outputs: vec![Vec::new(); n],
             deferred: BTreeSet::new(),
             pending: Vec::new(),
             ready: VecDeque::new(),
@@ -400,8 +412,17 @@ impl Scheduler {
         for (id, v) in snap.approval_visits {
             s.approval_visits[idx(&id)?] = v;
         }
-        for (id, j) in snap.joins {
-            s.joins[idx(&id)?] = j;
+        if snap.edge_marks.len() != s.edge_marks.len() {
+            return Err("the workflow changed since this run paused (its edges differ); it cannot be resumed".into());
+        }
+        s.edge_marks = snap.edge_marks;
+        for (e, mark) in s.edge_marks.iter().enumerate() {
+            if *mark != EdgeMark::Open {
+                s.join_resolved[s.shared.topo.target(e)] += 1;
+            }
+        }
+        for (id, outputs) in snap.join_outputs {
+            s.join_outputs[idx(&id)?] = outputs.into_iter().map(|(e, t)| (e, Arc::from(t.as_str()))).collect();
         }
         for p in &s.pending {
             idx(&p.node)?;
@@ -435,12 +456,13 @@ impl Scheduler {
             route_visits: by_id(&self.route_visits),
             approval_visits: by_id(&self.approval_visits),
             edge_follows: self.edge_follows.clone(),
-            joins: self
-                .joins
+            edge_marks: self.edge_marks.clone(),
+            join_outputs: self
+                .join_outputs
                 .iter()
                 .enumerate()
-                .filter(|(_, j)| !j.followed.is_empty() || !j.dead.is_empty())
-                .map(|(i, j)| (nodes[i].id.clone(), j.clone()))
+                .filter(|(_, o)| !o.is_empty())
+                .map(|(i, o)| (nodes[i].id.clone(), o.iter().map(|(e, t)| (*e, t.to_string())).collect()))
                 .collect(),
             deferred: self.deferred.iter().copied().collect(),
             pending: self.pending.clone(),
@@ -525,8 +547,15 @@ impl Scheduler {
         if matches!(self.status, RunStatus::Failed | RunStatus::Cancelled) {
             self.pending.clear();
         }
-        let results = self.results_map();
-        self.emit(EventKind::WorkflowEnd { status: self.status, results: results.clone(), error: self.error.clone() });
+        let mut snapshot = paused.then(|| self.snapshot());
+        let results = self.take_results();
+        let end = EventKind::WorkflowEnd { status: self.status, results, error: self.error.clone() };
+        let EventKind::WorkflowEnd { results, .. } = self.shared.emitter.emit_and_return(end) else {
+            unreachable!("the emitter hands back the payload it was given")
+        };
+        if let Some(snapshot) = snapshot.as_mut() {
+            snapshot.next_seq = self.shared.emitter.next_seq(); // after `workflow:end`
+        }
         let result = RunResult {
             run_id: self.run_id.clone(),
             status: self.status,
@@ -543,14 +572,16 @@ impl Scheduler {
                 .collect(),
             error: self.error.clone(),
         };
-        Outcome { result, snapshot: paused.then(|| self.snapshot()), log_error: self.shared.emitter.log_error() }
+        Outcome { result, snapshot, log_error: self.shared.emitter.log_error() }
     }
 
-    fn results_map(&self) -> serde_json::Map<String, Value> {
-        self.results
-            .iter()
+    /// The final results in document order; the run is over, so they are moved out, not copied.
+    fn take_results(&mut self) -> indexmap::IndexMap<String, NodeResult> {
+        let nodes = &self.shared.workflow.nodes;
+        std::mem::take(&mut self.results)
+            .into_iter()
             .enumerate()
-            .filter_map(|(i, r)| r.as_ref().map(|r| (self.id(i).to_string(), serde_json::to_value(r).unwrap())))
+            .filter_map(|(i, r)| r.map(|r| (nodes[i].id.clone(), r)))
             .collect()
     }
 
@@ -589,7 +620,8 @@ impl Scheduler {
 
     fn activate(&mut self, act: Activation) {
         let node = act.node;
-        let n = &self.shared.workflow.nodes[node].clone();
+        let shared = self.shared.clone();
+        let n = &shared.workflow.nodes[node];
         if self.dry_run && n.node_type == NodeType::Approval {
             self.route_event(node, END, "dry run");
             return;
@@ -654,7 +686,8 @@ impl Scheduler {
     }
 
     fn run_if(&mut self, node: usize, iteration: u32, started: Instant, previous_output: Arc<str>) {
-        let n = self.shared.workflow.nodes[node].clone();
+        let shared = self.shared.clone();
+        let n = &shared.workflow.nodes[node];
         let subject = previous_output.to_lowercase();
         let mut chosen: Result<Option<(usize, String)>, String> = Ok(None);
         for (i, c) in n.conditions.iter().flatten().enumerate() {
@@ -704,7 +737,8 @@ impl Scheduler {
     }
 
     fn reach_approval(&mut self, node: usize, previous_output: Arc<str>) {
-        let n = self.shared.workflow.nodes[node].clone();
+        let shared = self.shared.clone();
+        let n = &shared.workflow.nodes[node];
         let message = n.message.clone().unwrap_or_else(|| "Approve this step?".into());
         let message = template::render(&message, &self.scope).unwrap_or(message);
         self.emit(EventKind::ApprovalRequested {
@@ -805,7 +839,8 @@ impl Scheduler {
         previous_output: Arc<str>,
         outcome: node::NodeOutcome,
     ) {
-        let n = self.shared.workflow.nodes[node].clone();
+        let shared = self.shared.clone();
+        let n = &shared.workflow.nodes[node];
         let result = match outcome.data {
             Ok(data) => NodeResult::success(data, outcome.tool_calls),
             Err(e) => NodeResult::failed(e, outcome.tool_calls),
@@ -871,7 +906,7 @@ impl Scheduler {
                     .and_then(Value::as_str)
                     .unwrap_or(handle::FALSE)
                     .to_string();
-                let reason = self.if_reason(&n, &branch);
+                let reason = self.if_reason(n, &branch);
                 let chosen = live
                     .iter()
                     .copied()
@@ -1078,8 +1113,10 @@ impl Scheduler {
         for (e, _) in &chosen {
             self.follow(*e, output.clone());
         }
+        let mut chosen: Vec<usize> = chosen.into_iter().map(|(e, _)| e).collect();
+        chosen.sort_unstable();
         for &e in &topo.out[node] {
-            if !chosen.iter().any(|(c, _)| *c == e) {
+            if chosen.binary_search(&e).is_err() {
                 self.kill(e, false);
             }
         }
@@ -1095,10 +1132,14 @@ impl Scheduler {
             self.ready.push_back(Activation { node: target, previous_output: output });
             return;
         }
-        let slots = &mut self.joins[target];
-        slots.dead.retain(|&d| d != e);
-        slots.followed.retain(|(f, _)| *f != e);
-        slots.followed.push((e, output.to_string()));
+        match self.edge_marks[e] {
+            EdgeMark::Open => self.join_resolved[target] += 1,
+            // Followed again before its target fired (a loop upstream): the newer output replaces the older.
+            EdgeMark::Followed => self.join_outputs[target].retain(|(f, _)| *f != e),
+            EdgeMark::Dead => {}
+        }
+        self.edge_marks[e] = EdgeMark::Followed;
+        self.join_outputs[target].push((e, output));
         self.check_join(target);
     }
 
@@ -1113,32 +1154,36 @@ impl Scheduler {
             self.deferred.insert(e);
             return;
         }
-        let target = topo.target(e);
-        let slots = &mut self.joins[target];
-        if slots.dead.contains(&e) || slots.followed.iter().any(|(f, _)| *f == e) {
+        if self.edge_marks[e] != EdgeMark::Open {
             return;
         }
-        slots.dead.push(e);
+        let target = topo.target(e);
+        self.edge_marks[e] = EdgeMark::Dead;
+        self.join_resolved[target] += 1;
         self.check_join(target);
     }
 
     /// A node with several forward in-edges waits until each was followed or is dead (SEMANTICS §3 "Joins").
     fn check_join(&mut self, target: usize) {
         let topo = self.shared.topo.clone();
-        let slots = &self.joins[target];
-        let resolved = topo.forward_in[target]
-            .iter()
-            .all(|e| slots.dead.contains(e) || slots.followed.iter().any(|(f, _)| f == e));
-        if !resolved {
+        if self.join_resolved[target] < topo.forward_in[target].len() {
             return;
         }
-        let slots = std::mem::take(&mut self.joins[target]);
-        if slots.followed.is_empty() {
-            self.to_skip.push_back(target);
-        } else {
-            let texts: Vec<&str> = slots.followed.iter().map(|(_, t)| t.as_str()).collect();
-            self.ready.push_back(Activation { node: target, previous_output: Arc::from(texts.join("\n\n").as_str()) });
+        // Bookkeeping resets when the node fires, so joins inside loops work per iteration.
+        self.join_resolved[target] = 0;
+        for &e in &topo.forward_in[target] {
+            self.edge_marks[e] = EdgeMark::Open;
         }
+        let outputs = std::mem::take(&mut self.join_outputs[target]);
+        let previous_output = match outputs.as_slice() {
+            [] => {
+                self.to_skip.push_back(target);
+                return;
+            }
+            [(_, only)] => only.clone(),
+            many => Arc::from(many.iter().map(|(_, t)| &**t).collect::<Vec<&str>>().join("\n\n").as_str()),
+        };
+        self.ready.push_back(Activation { node: target, previous_output });
     }
 
     /// Skips the nodes found dead, and what that kills in turn.
