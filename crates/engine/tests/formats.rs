@@ -371,3 +371,16 @@ async fn a_long_dead_chain_is_skipped_without_recursion() {
     let ran = run(&wf, "").await;
     assert_eq!(ran.skipped().len(), 10_000);
 }
+
+#[test]
+fn the_complete_example_in_docs_format_md_is_valid_and_round_trips() {
+    let doc = std::fs::read_to_string(repo().join("docs/format.md")).unwrap();
+    let start = doc.find("```yaml\n").expect("docs/format.md has a yaml example") + "```yaml\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let wf = format::load_str(&doc[start..end], None, None).unwrap().workflow;
+    let report = validate(&wf, &Options::default());
+    assert!(report.is_ok(), "{:?}", report.errors);
+    let warnings: Vec<(&str, Option<&str>)> = report.warnings.iter().map(|w| (w.code, w.node.as_deref())).collect();
+    assert_eq!(warnings, [("UNCONNECTED_BRANCH", Some("page"))], "as the document says");
+    assert_eq!(format::load_str(&format::to_yaml(&wf), None, None).unwrap().workflow, wf);
+}
