@@ -11,7 +11,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use switchyard_engine::events::{Observer, RunLog};
 use switchyard_engine::format::{self, Format, Loaded};
-use switchyard_engine::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
+use switchyard_engine::model::Model;
+use switchyard_engine::providers::{Providers, Settings};
 use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};
 use switchyard_engine::script::{Script, ScriptedModel};
 use switchyard_engine::store::RunStore;
@@ -79,6 +80,8 @@ enum Command {
     },
     /// List the runs in the run store.
     Runs,
+    /// List the configured model providers and whether each answers.
+    Providers,
     /// Print the canonical document.
     Export {
         file: PathBuf,
@@ -123,6 +126,7 @@ fn main() -> ExitCode {
             runtime.block_on(cmd_resume(&run_id, &decisions, json, events))
         }
         Command::Runs => cmd_runs(),
+        Command::Providers => runtime.block_on(cmd_providers()),
     };
     match code {
         Ok(c) => ExitCode::from(c),
@@ -141,9 +145,13 @@ fn load(file: &Path, format: Option<Format>) -> Result<Loaded, Unusable> {
     Ok(loaded)
 }
 
-/// Providers configured for model references. None yet in this version: agents run from a script file.
-fn validation_options(scripted: bool) -> validate::Options {
-    validate::Options { providers: if scripted { None } else { Some(Vec::new()) } }
+fn settings() -> Result<Settings, Unusable> {
+    Settings::load(&Settings::default_path()).map_err(|e| Unusable(e.to_string()))
+}
+
+/// With a script every answer is scripted, so providers are not checked; without, nodes must name configured ones.
+fn validation_options(scripted: bool) -> Result<validate::Options, Unusable> {
+    Ok(validate::Options { providers: if scripted { None } else { Some(settings()?.provider_ids()) } })
 }
 
 fn print_findings(file: &Path, report: &Report) {
@@ -161,7 +169,7 @@ fn print_findings(file: &Path, report: &Report) {
 
 fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted: bool) -> Result<u8, Unusable> {
     let loaded = load(file, format)?;
-    let report = validate::validate(&loaded.workflow, &validation_options(scripted));
+    let report = validate::validate(&loaded.workflow, &validation_options(scripted)?);
     if json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
     } else {
@@ -181,7 +189,7 @@ fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted: bool)
 
 fn cmd_export(file: &Path, to: ExportFormat, format: Option<Format>) -> Result<u8, Unusable> {
     let loaded = load(file, format)?;
-    let report = validate::validate(&loaded.workflow, &validation_options(true));
+    let report = validate::validate(&loaded.workflow, &validation_options(true)?);
     print_findings(file, &report);
     match to {
         ExportFormat::Yaml => print!("{}", format::to_yaml(&loaded.workflow)),
@@ -229,32 +237,12 @@ fn load_script(path: &Option<PathBuf>) -> Result<Option<Arc<Script>>, Unusable> 
     path.as_ref().map(|p| Script::load(p).map(Arc::new).map_err(|e| Unusable(e.to_string()))).transpose()
 }
 
-fn model_for(script: &Option<Arc<Script>>) -> Arc<dyn Model> {
-    match script {
+/// The scripted model for an offline run, else the configured providers.
+fn model_for(script: &Option<Arc<Script>>) -> Result<Arc<dyn Model>, Unusable> {
+    Ok(match script {
         Some(s) => Arc::new(ScriptedModel::new(s.clone())),
-        None => Arc::new(NoProvider),
-    }
-}
-
-/// The model used when no script is given and no provider is configured: says so on the first call.
-struct NoProvider;
-
-#[async_trait::async_trait]
-impl Model for NoProvider {
-    async fn execute(&self, r: &ExecuteRequest<'_>, _: &dyn NodeIo) -> Result<ModelOutput, ModelError> {
-        Err(ModelError::fatal(format!(
-            "no model provider is configured for `{}` (model {}): run with --script FILE for an offline run",
-            r.node,
-            r.model.unwrap_or("none")
-        )))
-    }
-
-    async fn route(&self, r: &RouteRequest<'_>) -> Result<RouteAnswer, ModelError> {
-        Err(ModelError::fatal(format!(
-            "no model provider is configured to route after `{}`: run with --script FILE",
-            r.node
-        )))
-    }
+        None => Arc::new(Providers::new(&settings()?)),
+    })
 }
 
 fn store_path() -> PathBuf {
@@ -296,7 +284,22 @@ fn sinks(store: Option<Arc<RunStore>>, events: &Option<PathBuf>, json: bool) -> 
 async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let loaded = load(&args.file, args.format)?;
     let script = load_script(&args.script)?;
-    let report = validate::validate(&loaded.workflow, &validation_options(script.is_some()));
+    let options = validation_options(script.is_some())?;
+    if let (Some(model), Some(providers)) = (&args.model, options.providers.as_ref()) {
+        let provider = model.split_once('/').map_or(model.as_str(), |(p, _)| p);
+        if !providers.iter().any(|p| p == provider) {
+            return Err(Unusable(format!(
+                "--model {model}: provider `{provider}` is not configured (configured: {})",
+                providers.join(", ")
+            )));
+        }
+    }
+    let mut workflow_for_check = loaded.workflow.clone();
+    if args.model.is_some() {
+        // --model replaces the workflow's default, so check the references as they will be resolved.
+        workflow_for_check.defaults.model = args.model.clone();
+    }
+    let report = validate::validate(&workflow_for_check, &options);
     if !report.is_ok() {
         print_findings(&args.file, &report);
         return Err(Unusable(format!(
@@ -316,8 +319,11 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let store = if args.no_store { None } else { Some(open_store()?) };
     let (log, observers) = sinks(store.clone(), &args.events, args.json)?;
     let workflow = Arc::new(loaded.workflow);
-    let options = RunOptions { input, step_budget: args.step_budget, model: args.model, ..RunOptions::default() };
-    let runtime = Runtime { model: model_for(&script), script, log, observers };
+    // A node's model, else --model, else the workflow's default, else the settings' default.
+    let fallback = if workflow.defaults.model.is_none() && script.is_none() { settings()?.default_model } else { None };
+    let options =
+        RunOptions { input, step_budget: args.step_budget, model: args.model.or(fallback), ..RunOptions::default() };
+    let runtime = Runtime { model: model_for(&script)?, script, log, observers };
     let outcome = run::run(workflow, options, runtime).await;
     let workflow_path = std::fs::canonicalize(&args.file).unwrap_or(args.file.clone());
     let script_path = args.script.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone()));
@@ -404,9 +410,28 @@ async fn cmd_resume(run_id: &str, raw: &[String], json: bool, events: Option<Pat
     let script_path = stored.script_path.as_ref().map(PathBuf::from);
     let script = load_script(&script_path)?;
     let (log, observers) = sinks(Some(store.clone()), &events, json)?;
-    let runtime = Runtime { model: model_for(&script), script, log, observers };
+    let runtime = Runtime { model: model_for(&script)?, script, log, observers };
     let outcome = run::resume(Arc::new(loaded.workflow), snapshot, decisions, runtime).await.map_err(Unusable)?;
     finish(outcome, Some(&store), &path, script_path.as_deref(), format, json)
+}
+
+async fn cmd_providers() -> Result<u8, Unusable> {
+    let settings = settings()?;
+    println!("settings: {}", Settings::default_path().display());
+    let mut all_ok = true;
+    for (id, status) in Providers::check(&settings).await {
+        match status {
+            Ok(detail) => println!("{id:<12} ok       {detail}"),
+            Err(why) => {
+                all_ok = false;
+                println!("{id:<12} no       {why}");
+            }
+        }
+    }
+    if let Some(model) = &settings.default_model {
+        println!("default model: {model}");
+    }
+    Ok(if all_ok { 0 } else { 1 })
 }
 
 fn cmd_runs() -> Result<u8, Unusable> {

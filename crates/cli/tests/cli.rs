@@ -212,11 +212,40 @@ fn exit_codes_follow_the_contract() {
 }
 
 #[test]
-fn without_a_script_or_provider_the_run_says_what_to_do() {
+fn without_a_script_the_run_uses_providers_and_says_what_is_missing() {
     let cli = Cli::new();
-    let out = cli.run(&["run", "examples/alert-triage.yaml"]);
-    assert_eq!(out.status.code(), Some(2), "the provider check fails validation");
-    assert!(stderr(&out).contains("UNKNOWN_PROVIDER"), "{}", stderr(&out));
+    // `local` exists with no settings; here it points at a closed port, so the first agent fails clearly.
+    cli.write(
+        "settings.yaml",
+        "providers:\n  - {id: local, kind: openai, base_url: 'http://127.0.0.1:9/v1'}\nlimits: {retries: 0}\n",
+    );
+    let (code, result) = cli.json(&["run", "examples/alert-triage.yaml", "--json"]);
+    assert_eq!(code, 1);
+    let error = result["error"].as_str().unwrap();
+    assert!(error.contains("`gather` failed") && error.contains("local") && error.contains("connect"), "{error}");
+
+    // A provider nobody configured is a validation error naming the node.
+    let flow = cli.write(
+        "hosted.yaml",
+        "switchyard: 1\nname: h\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent, model: openai/gpt-4.1-mini}\nedges:\n  - {from: start, to: a}\n",
+    );
+    let out = cli.run(&["run", &flow]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("UNKNOWN_PROVIDER") && stderr(&out).contains("node `a`"), "{}", stderr(&out));
+    let out = cli.run(&["run", "examples/alert-triage.yaml", "--model", "nowhere/x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--model nowhere/x"));
+
+    // `providers` lists what is configured and whether it answers.
+    let out = cli.run(&["providers"]);
+    assert_eq!(out.status.code(), Some(1), "the local provider does not answer here");
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(listing.contains("local") && listing.contains("no"), "{listing}");
+
+    let bad = cli.write("settings.yaml", "providers:\n  - {id: local, kind: openai, base_ur: x}\n");
+    let out = cli.run(&["validate", "examples/alert-triage.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&bad) && stderr(&out).contains("did you mean `base_url`"), "{}", stderr(&out));
 }
 
 #[test]

@@ -31,6 +31,8 @@ pub struct ExecuteRequest<'a> {
     pub output_schema: Option<&'a Value>,
     pub reasoning_effort: Option<ReasoningEffort>,
     pub tools: &'a [ToolSpec],
+    /// Whether the prompt came from a template (else providers append the context, as SWEny prompts expect).
+    pub prompt_is_template: bool,
     /// How many times this node's model was called before in this run (scripts key answers on it).
     pub call_index: u32,
     /// Set on the repair turn: why the previous answer did not match the output schema.
@@ -101,10 +103,12 @@ pub trait NodeIo: Send + Sync {
     fn progress(&self, text: &str);
     /// Calls a tool; an error is returned to the model as the tool's result and does not fail the node.
     async fn call_tool(&self, tool: &str, input: Value) -> Result<Value, String>;
+    /// A transient failure is being retried (shown as an `llm_error` log event).
+    fn retry_notice(&self, message: &str);
 }
 
 #[async_trait]
 pub trait Model: Send + Sync {
     async fn execute(&self, request: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError>;
-    async fn route(&self, request: &RouteRequest<'_>) -> Result<RouteAnswer, ModelError>;
+    async fn route(&self, request: &RouteRequest<'_>, io: &dyn NodeIo) -> Result<RouteAnswer, ModelError>;
 }

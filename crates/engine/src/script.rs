@@ -192,7 +192,7 @@ impl Model for ScriptedModel {
         }
     }
 
-    async fn route(&self, request: &RouteRequest<'_>) -> Result<RouteAnswer, ModelError> {
+    async fn route(&self, request: &RouteRequest<'_>, _io: &dyn NodeIo) -> Result<RouteAnswer, ModelError> {
         match self.script.routes.get(request.node).and_then(|r| r.at(request.visit)) {
             Some(choice) => Ok(RouteAnswer { choice: choice.clone(), note: None }),
             None => {

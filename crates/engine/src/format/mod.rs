@@ -74,6 +74,12 @@ impl LoadError {
         self
     }
 
+    /// Names the file the error is in.
+    pub fn at_file(mut self, file: &Path) -> LoadError {
+        self.file = Some(file.to_path_buf());
+        self
+    }
+
     fn in_file(mut self, file: Option<&Path>) -> LoadError {
         if self.file.is_none() {
             self.file = file.map(Path::to_path_buf);

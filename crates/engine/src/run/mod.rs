@@ -1057,8 +1057,9 @@ impl Scheduler {
                 choices: &choices,
                 visit,
             };
+            let io = RouteIo { shared: shared.clone(), node };
             let answer = tokio::select! {
-                a = shared.model.route(&request) => a.map_err(|e| e.message),
+                a = shared.model.route(&request, &io) => a.map_err(|e| e.message),
                 _ = cancel.cancelled() => Err("cancelled".into()),
             };
             let _ = tx.send(Done::Route { node, live, answer, output });
@@ -1227,6 +1228,26 @@ impl Scheduler {
         }
         self.cascade_skips();
         true
+    }
+}
+
+/// What a routing call may do besides answering: report retries. It has no tools and streams nothing.
+struct RouteIo {
+    shared: Arc<Shared>,
+    node: usize,
+}
+
+#[async_trait::async_trait]
+impl crate::model::NodeIo for RouteIo {
+    fn progress(&self, _: &str) {}
+
+    async fn call_tool(&self, tool: &str, _: Value) -> Result<Value, String> {
+        Err(format!("no tools while routing (asked for `{tool}`)"))
+    }
+
+    fn retry_notice(&self, message: &str) {
+        let node = &self.shared.workflow.nodes[self.node].id;
+        self.shared.emitter.emit(EventKind::log(Some(node), "llm_error", message.to_string()));
     }
 }
 

@@ -176,6 +176,7 @@ async fn run_agent(
             output_schema: n.output_schema.as_ref(),
             reasoning_effort: n.reasoning_effort,
             tools: &tools,
+            prompt_is_template: n.user_prompt.as_deref().is_some_and(template::is_template),
             call_index: shared.next_call(&n.id),
             repair: repair.as_deref(),
         };
@@ -314,6 +315,11 @@ impl NodeIo for AgentIo {
             node: self.shared.workflow.nodes[self.node].id.clone(),
             message: text.to_string(),
         });
+    }
+
+    fn retry_notice(&self, message: &str) {
+        let node = &self.shared.workflow.nodes[self.node].id;
+        self.shared.emitter.emit(EventKind::log(Some(node), "llm_error", message.to_string()));
     }
 
     async fn call_tool(&self, tool: &str, input: Value) -> Result<Value, String> {

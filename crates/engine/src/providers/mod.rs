@@ -1,0 +1,287 @@
+//! Real model providers behind the model interface: an OpenAI-compatible client (OpenAI, Ollama, llama.cpp, vLLM,
+//! LM Studio…) and an Anthropic Messages client. Providers are configured outside workflow files, in a settings file
+//! in the user's config directory; a node names `provider/model`. Keys are read from the environment at call time and
+//! never written to files, logs or events.
+
+mod anthropic;
+mod http;
+mod openai;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::format::{strip_location, LoadError};
+use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
+
+pub use anthropic::Anthropic;
+pub use http::Limits;
+pub use openai::{OpenAi, StructuredMode};
+
+/// The id of the provider that exists with no settings at all: an OpenAI-compatible server on this machine.
+pub const LOCAL: &str = "local";
+
+/// Where a local server is looked for when `local` is not configured: Ollama, then llama.cpp's server.
+pub const LOCAL_CANDIDATES: [&str; 2] = ["http://127.0.0.1:11434/v1", "http://127.0.0.1:8080/v1"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Chat completions at `{base_url}/chat/completions`.
+    Openai,
+    /// Messages at `{base_url}/v1/messages`.
+    Anthropic,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// What nodes write before the slash: `openai/gpt-4.1-mini`.
+    pub id: String,
+    pub kind: ProviderKind,
+    /// The API root, e.g. `https://api.openai.com/v1`; each kind has a default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (never the key itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Model used when a node names only the provider's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    /// How to ask for structured output; adapted automatically when the server refuses one (OpenAI-compatible).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<StructuredMode>,
+}
+
+/// The user's settings: providers, the default model, and call limits.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    #[serde(default)]
+    pub providers: Vec<ProviderConfig>,
+    /// `provider/model` used when neither the node nor the workflow names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+impl Settings {
+    /// `$SWITCHYARD_HOME/settings.yaml`, else `$XDG_CONFIG_HOME/switchyard/settings.yaml`, else `~/.config/…`.
+    pub fn default_path() -> PathBuf {
+        if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
+            return PathBuf::from(home).join("settings.yaml");
+        }
+        let config = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+            .unwrap_or_else(|| PathBuf::from("."));
+        config.join("switchyard").join("settings.yaml")
+    }
+
+    /// Reads settings; a missing file is the empty default (the built-in `local` provider only).
+    pub fn load(path: &Path) -> Result<Settings, LoadError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
+            Err(e) => return Err(LoadError::new(format!("cannot read settings: {e}")).at_file(path)),
+        };
+        let settings: Settings = serde_yaml::from_str(&text).map_err(|e| {
+            let loc = e.location();
+            LoadError::new(format!("invalid settings: {}", crate::format::explain(&strip_location(&e.to_string()))))
+                .at(loc.as_ref().map(|l| l.line()), loc.as_ref().map(|l| l.column()))
+                .at_file(path)
+        })?;
+        let mut seen = std::collections::HashSet::new();
+        for p in &settings.providers {
+            if p.id.is_empty() || p.id.contains('/') {
+                return Err(LoadError::new(format!("provider id `{}` must be non-empty and contain no `/`", p.id))
+                    .at_file(path));
+            }
+            if !seen.insert(p.id.as_str()) {
+                return Err(LoadError::new(format!("provider `{}` is configured twice", p.id)).at_file(path));
+            }
+        }
+        Ok(settings)
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), String> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let text = serde_yaml::to_string(self).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    }
+
+    /// The providers nodes may name: the configured ones plus the built-in `local`.
+    pub fn provider_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.providers.iter().map(|p| p.id.clone()).collect();
+        if !ids.iter().any(|i| i == LOCAL) {
+            ids.push(LOCAL.into());
+        }
+        ids
+    }
+
+    /// The configured providers with the built-in `local` added when it is not configured.
+    pub fn effective_providers(&self) -> Vec<ProviderConfig> {
+        let mut all = self.providers.clone();
+        if !all.iter().any(|p| p.id == LOCAL) {
+            all.push(ProviderConfig {
+                id: LOCAL.into(),
+                kind: ProviderKind::Openai,
+                base_url: None,
+                api_key_env: None,
+                default_model: None,
+                structured_output: None,
+            });
+        }
+        all
+    }
+}
+
+/// All configured providers as one model: a request goes to the provider its `provider/model` names.
+pub struct Providers {
+    clients: BTreeMap<String, Arc<dyn Model>>,
+}
+
+impl Providers {
+    pub fn new(settings: &Settings) -> Providers {
+        let mut clients: BTreeMap<String, Arc<dyn Model>> = BTreeMap::new();
+        for p in settings.effective_providers() {
+            let client: Arc<dyn Model> = match p.kind {
+                ProviderKind::Openai => Arc::new(OpenAi::new(&p, settings.limits.clone())),
+                ProviderKind::Anthropic => Arc::new(Anthropic::new(&p, settings.limits.clone())),
+            };
+            clients.insert(p.id.clone(), client);
+        }
+        Providers { clients }
+    }
+
+    fn client(&self, model: Option<&str>, node: &str) -> Result<&Arc<dyn Model>, ModelError> {
+        let model = model.ok_or_else(|| {
+            ModelError::fatal(format!(
+                "`{node}` names no model and there is no default: set `model` on the node, `defaults.model` on the workflow, or pass --model"
+            ))
+        })?;
+        let provider = model.split_once('/').map_or(model, |(p, _)| p);
+        self.clients.get(provider).ok_or_else(|| {
+            ModelError::fatal(format!(
+                "provider `{provider}` (model `{model}`) is not configured; add it to the settings"
+            ))
+        })
+    }
+
+    /// Asks each provider whether it answers: `(id, Ok(detail) | Err(why))`.
+    pub async fn check(settings: &Settings) -> Vec<(String, Result<String, String>)> {
+        let mut out = Vec::new();
+        for p in settings.effective_providers() {
+            let status = match p.kind {
+                ProviderKind::Openai => OpenAi::new(&p, settings.limits.clone()).check().await,
+                ProviderKind::Anthropic => Anthropic::new(&p, settings.limits.clone()).check().await,
+            };
+            out.push((p.id, status));
+        }
+        out
+    }
+}
+
+#[async_trait]
+impl Model for Providers {
+    async fn execute(&self, request: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError> {
+        self.client(request.model, request.node)?.execute(request, io).await
+    }
+
+    async fn route(&self, request: &RouteRequest<'_>, io: &dyn NodeIo) -> Result<RouteAnswer, ModelError> {
+        self.client(request.model, request.node)?.route(request, io).await
+    }
+}
+
+/// The model name after the provider id (`openai/gpt-4.1-mini` → `gpt-4.1-mini`), or the provider's default.
+pub(crate) fn model_name(model: Option<&str>, default: Option<&str>, provider: &str) -> Result<String, ModelError> {
+    match model.and_then(|m| m.split_once('/')).map(|(_, name)| name) {
+        Some(name) if !name.is_empty() => Ok(name.to_string()),
+        _ => default.map(str::to_string).ok_or_else(|| {
+            ModelError::fatal(format!("no model named for provider `{provider}` and it has no default_model"))
+        }),
+    }
+}
+
+/// The user message: the rendered prompt, with the context appended when the prompt is not a template (so prompts
+/// written for SWEny, which reads the context implicitly, work as they do there).
+pub(crate) fn user_message(request: &ExecuteRequest<'_>, template_used: bool) -> String {
+    let mut text = request.prompt.to_string();
+    if !template_used {
+        let context = request.scope.context_json();
+        if context.as_object().is_some_and(|o| o.len() > 1 || o.get("input").is_some_and(|i| !i.is_null())) {
+            text.push_str("\n\nContext (the workflow input and earlier results):\n```json\n");
+            text.push_str(&serde_json::to_string_pretty(&context).unwrap_or_default());
+            text.push_str("\n```");
+        }
+    }
+    if let Some(problem) = request.repair {
+        text.push_str(&format!(
+            "\n\nYour previous answer did not match the required JSON Schema ({problem}). Answer again with only a JSON object that matches it."
+        ));
+    }
+    text
+}
+
+/// The question put to the model when it routes, with the choices spelled out.
+pub(crate) fn route_prompt(request: &RouteRequest<'_>) -> String {
+    let mut text = format!(
+        "{}\n\nContext:\n```json\n{}\n```\n\nChoices:\n",
+        request.question,
+        serde_json::to_string_pretty(request.context).unwrap_or_default()
+    );
+    for c in request.choices {
+        text.push_str(&format!("- {}: {}\n", c.id, c.description));
+    }
+    text.push_str("\nAnswer with a JSON object {\"choice\": \"<one of the choice ids>\"}.");
+    text
+}
+
+pub(crate) fn route_schema(request: &RouteRequest<'_>) -> serde_json::Value {
+    let ids: Vec<&str> = request.choices.iter().map(|c| c.id.as_str()).collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": {"choice": {"type": "string", "enum": ids}},
+        "required": ["choice"],
+        "additionalProperties": false
+    })
+}
+
+/// Reads a routing answer strictly: a JSON `{"choice": id}` naming a valid id; else exactly one valid id mentioned
+/// in the text; else the answer as given, which the executor reports as an invalid route target. Never the first.
+pub(crate) fn parse_route_answer(text: &str, request: &RouteRequest<'_>) -> RouteAnswer {
+    let ids: Vec<&str> = request.choices.iter().map(|c| c.id.as_str()).collect();
+    let trimmed = text.trim();
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(trimmed) {
+        if let Some(choice) = value.get("choice").and_then(|c| c.as_str()) {
+            if ids.contains(&choice) {
+                return RouteAnswer { choice: choice.to_string(), note: None };
+            }
+        }
+    }
+    if ids.contains(&trimmed) {
+        return RouteAnswer { choice: trimmed.to_string(), note: None };
+    }
+    let mentioned: Vec<&str> = ids.iter().copied().filter(|id| mentions(trimmed, id)).collect();
+    if let [only] = mentioned.as_slice() {
+        return RouteAnswer { choice: only.to_string(), note: Some("read from the model's free-text answer".into()) };
+    }
+    let shown: String = trimmed.chars().take(80).collect();
+    RouteAnswer { choice: shown, note: Some("the model named no single valid choice".into()) }
+}
+
+/// Whether `id` appears in `text` as a whole word.
+fn mentions(text: &str, id: &str) -> bool {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(id).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + id.len()..].chars().next();
+        !before.is_some_and(is_word) && !after.is_some_and(is_word)
+    })
+}
