@@ -31,8 +31,9 @@ pub struct ExecuteRequest<'a> {
     pub output_schema: Option<&'a Value>,
     pub reasoning_effort: Option<ReasoningEffort>,
     pub tools: &'a [ToolSpec],
-    /// Whether the prompt came from a template (else providers append the context, as SWEny prompts expect).
-    pub prompt_is_template: bool,
+    /// The prompt is instruction text that uses no template (as in SWEny files): providers append the context to
+    /// it, as SWEny does. Not set for templates or when the prompt is the previous output.
+    pub plain_instruction: bool,
     /// How many times this node's model was called before in this run (scripts key answers on it).
     pub call_index: u32,
     /// Set on the repair turn: why the previous answer did not match the output schema.

@@ -24,6 +24,7 @@ pub struct Anthropic {
     base: String,
     key_env: String,
     default_model: Option<String>,
+    max_tokens: u32,
 }
 
 impl Anthropic {
@@ -39,6 +40,7 @@ impl Anthropic {
                 .to_string(),
             key_env: config.api_key_env.clone().unwrap_or_else(|| "ANTHROPIC_API_KEY".into()),
             default_model: config.default_model.clone(),
+            max_tokens: config.max_tokens.unwrap_or(MAX_TOKENS),
         }
     }
 
@@ -176,7 +178,7 @@ impl Block {
 impl Model for Anthropic {
     async fn execute(&self, request: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError> {
         let model = model_name(request.model, self.default_model.as_deref(), &self.id)?;
-        let mut messages = vec![json!({"role": "user", "content": user_message(request, request.prompt_is_template)})];
+        let mut messages = vec![json!({"role": "user", "content": user_message(request)})];
         let mut tools: Vec<Value> = request
             .tools
             .iter()
@@ -191,7 +193,7 @@ impl Model for Anthropic {
         let mut usage = Usage::default();
         let max_turns = self.http.limits.max_tool_turns.max(1);
         for turn_index in 0..max_turns {
-            let mut body = json!({"model": model, "max_tokens": MAX_TOKENS, "messages": messages, "stream": true});
+            let mut body = json!({"model": model, "max_tokens": self.max_tokens, "messages": messages, "stream": true});
             if !request.system_prompt.trim().is_empty() {
                 body["system"] = json!(request.system_prompt);
             }

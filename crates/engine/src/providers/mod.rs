@@ -54,6 +54,9 @@ pub struct ProviderConfig {
     /// How to ask for structured output; adapted automatically when the server refuses one (OpenAI-compatible).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<StructuredMode>,
+    /// Most tokens per answer (OpenAI-compatible: sent as `max_tokens`; Anthropic: default 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 /// The user's settings: providers, the default model, and call limits.
@@ -136,6 +139,7 @@ impl Settings {
                 api_key_env: None,
                 default_model: None,
                 structured_output: None,
+                max_tokens: None,
             });
         }
         all
@@ -209,11 +213,11 @@ pub(crate) fn model_name(model: Option<&str>, default: Option<&str>, provider: &
     }
 }
 
-/// The user message: the rendered prompt, with the context appended when the prompt is not a template (so prompts
-/// written for SWEny, which reads the context implicitly, work as they do there).
-pub(crate) fn user_message(request: &ExecuteRequest<'_>, template_used: bool) -> String {
+/// The user message: the rendered prompt, with the context appended to plain instructions (so prompts written for
+/// SWEny, which gives the model the context implicitly, work as they do there).
+pub(crate) fn user_message(request: &ExecuteRequest<'_>) -> String {
     let mut text = request.prompt.to_string();
-    if !template_used {
+    if request.plain_instruction {
         let context = request.scope.context_json();
         if context.as_object().is_some_and(|o| o.len() > 1 || o.get("input").is_some_and(|i| !i.is_null())) {
             text.push_str("\n\nContext (the workflow input and earlier results):\n```json\n");

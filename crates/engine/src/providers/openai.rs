@@ -59,6 +59,7 @@ pub struct OpenAi {
     base: OnceCell<String>,
     key_env: Option<String>,
     default_model: Option<String>,
+    max_tokens: Option<u32>,
     mode: AtomicU8,
 }
 
@@ -76,6 +77,7 @@ impl OpenAi {
             base: OnceCell::new(),
             key_env: config.api_key_env.clone(),
             default_model: config.default_model.clone(),
+            max_tokens: config.max_tokens,
             mode: AtomicU8::new(config.structured_output.unwrap_or(StructuredMode::JsonSchema) as u8),
         }
     }
@@ -310,7 +312,7 @@ impl Model for OpenAi {
         if !request.system_prompt.trim().is_empty() {
             messages.push(json!({"role": "system", "content": request.system_prompt}));
         }
-        messages.push(json!({"role": "user", "content": user_message(request, request.prompt_is_template)}));
+        messages.push(json!({"role": "user", "content": user_message(request)}));
         // Web search is not part of chat completions; subagents are offered as functions.
         let tools: Vec<Value> = request
             .tools
@@ -325,6 +327,9 @@ impl Model for OpenAi {
                 let mut body = json!({"model": model, "messages": messages, "stream": true, "stream_options": {"include_usage": true}});
                 if let Some(effort) = request.reasoning_effort {
                     body["reasoning_effort"] = serde_json::to_value(effort).unwrap();
+                }
+                if let Some(max) = self.max_tokens {
+                    body["max_tokens"] = json!(max);
                 }
                 if !tools.is_empty() {
                     body["tools"] = Value::Array(tools.clone());
@@ -411,6 +416,7 @@ impl Model for OpenAi {
                 ],
                 "temperature": 0,
                 "stream": false,
+                "max_tokens": 64,
             });
             structured_fields(&mut body, mode, &schema, CHOOSE);
             body

@@ -176,7 +176,10 @@ async fn run_agent(
             output_schema: n.output_schema.as_ref(),
             reasoning_effort: n.reasoning_effort,
             tools: &tools,
-            prompt_is_template: n.user_prompt.as_deref().is_some_and(template::is_template),
+            plain_instruction: n
+                .user_prompt
+                .as_deref()
+                .is_some_and(|p| !p.trim().is_empty() && !template::is_template(p)),
             call_index: shared.next_call(&n.id),
             repair: repair.as_deref(),
         };

@@ -2,6 +2,8 @@
 //! record what the model was asked.
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -87,13 +89,13 @@ impl Model for Recording {
         self.inner.execute(r, io).await
     }
 
-    async fn route(&self, r: &RouteRequest<'_>) -> Result<RouteAnswer, ModelError> {
+    async fn route(&self, r: &RouteRequest<'_>, io: &dyn NodeIo) -> Result<RouteAnswer, ModelError> {
         self.asked.lock().unwrap().push(Asked::Route {
             node: r.node.to_string(),
             choices: r.choices.to_vec(),
             context: r.context.clone(),
         });
-        self.inner.route(r).await
+        self.inner.route(r, io).await
     }
 }
 

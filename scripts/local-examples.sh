@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every example against the real local model at $SWITCHYARD_TEST_LLM_URL through the CLI, checks each ends as
+# documented (approval-flow pauses, the others complete), and prints the latency of each node.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${SWITCHYARD_TEST_LLM_URL:?point it at an OpenAI-compatible server}"
+home=$(mktemp -d)
+trap 'rm -rf "$home"' EXIT
+cat > "$home/settings.yaml" <<YAML
+providers:
+  - {id: local, kind: openai, base_url: "$SWITCHYARD_TEST_LLM_URL", max_tokens: 64}
+YAML
+cargo build -q -p switchyard-cli
+mkdir -p target/local-runs
+passed=0
+failed=0
+for example in alert-triage review-fix-loop research-fanout approval-flow; do
+  expected=completed
+  [ "$example" = approval-flow ] && expected=paused
+  events="target/local-runs/$example.events.jsonl"
+  status=$(SWITCHYARD_HOME="$home" target/debug/switchyard run "examples/$example.yaml" --model local/smollm2-135m \
+    --json --events "$events" | python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])') || true
+  python3 - "$events" "$example" <<'PY'
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1])]
+ms = [f'{e["node"]} {e["durationMs"]} ms' for e in events if e["type"] == "node:exit" and e["node"] != "start"]
+print(f"  {sys.argv[2]}: " + ", ".join(ms))
+PY
+  if [ "$status" = "$expected" ]; then
+    echo "ok: $example ended $status"
+    passed=$((passed + 1))
+  else
+    echo "FAILED: $example ended ${status:-with an error}, expected $expected"
+    failed=$((failed + 1))
+  fi
+done
+echo "examples: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
