@@ -39,7 +39,7 @@ PY
 serve() {
   local port="$1"
   exec "$venv/bin/python" -m llama_cpp.server --model "$model" --model_alias smollm2-135m --host 127.0.0.1 --port "$port" \
-    --n_ctx 2048 --n_threads 1 --n_threads_batch 1
+    --n_ctx 2048 --n_threads 1 --n_threads_batch 1 --interrupt_requests false
 }
 
 case "${1:-}" in

@@ -310,6 +310,21 @@ edges:
 }
 
 #[tokio::test]
+async fn a_tool_name_repeated_in_every_chunk_is_read_once() {
+    // llama-cpp-python repeats `function.name` in each streamed chunk of a forced call.
+    let chunk = |args: &str| {
+        let c = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_0", "type": "function", "function": {"name": "respond", "arguments": args}}]}, "finish_reason": null}]});
+        format!("data: {c}\n\n")
+    };
+    let done = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]});
+    let events = vec![chunk("{\"label\""), chunk(": \"bug\"}"), format!("data: {done}\n\n"), "data: [DONE]\n\n".into()];
+    let server = TestServer::start(vec![Reply::Sse { events, cut_after: None }]).await;
+    let s = settings(ProviderKind::Openai, &server.url, fast_limits(), Some(StructuredMode::Tool));
+    let (outcome, _) = run_with(&s, TYPED_AGENT, json!({})).await;
+    assert_eq!(outcome.result.node("a").unwrap().data, json!({"label": "bug"}));
+}
+
+#[tokio::test]
 async fn routing_is_strict_and_never_takes_the_first_choice_silently() {
     let routing = "nodes:
   - {id: start, type: start}

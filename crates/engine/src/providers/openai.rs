@@ -239,8 +239,9 @@ impl OpenAi {
                 if let Some(id) = call["id"].as_str() {
                     slot.id = id.to_string();
                 }
-                if let Some(name) = call["function"]["name"].as_str() {
-                    slot.name.push_str(name);
+                // OpenAI sends the name once; llama-cpp-python repeats it in every chunk. Either way, the first wins.
+                if let Some(name) = call["function"]["name"].as_str().filter(|_| slot.name.is_empty()) {
+                    slot.name = name.to_string();
                 }
                 if let Some(args) = call["function"]["arguments"].as_str() {
                     slot.arguments.push_str(args);
