@@ -245,19 +245,8 @@ fn model_for(script: &Option<Arc<Script>>) -> Result<Arc<dyn Model>, Unusable> {
     })
 }
 
-fn store_path() -> PathBuf {
-    if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
-        return PathBuf::from(home).join("runs.sqlite");
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    data.join("switchyard").join("runs.sqlite")
-}
-
 fn open_store() -> Result<Arc<RunStore>, Unusable> {
-    RunStore::open(&store_path()).map(Arc::new).map_err(Unusable)
+    RunStore::open(&switchyard_engine::store::default_path()).map(Arc::new).map_err(Unusable)
 }
 
 /// Run logs and observers for one CLI run: the store, an --events file, and the live log.
@@ -323,7 +312,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let fallback = if workflow.defaults.model.is_none() && script.is_none() { settings()?.default_model } else { None };
     let options =
         RunOptions { input, step_budget: args.step_budget, model: args.model.or(fallback), ..RunOptions::default() };
-    let runtime = Runtime { model: model_for(&script)?, script, log, observers };
+    let runtime = Runtime { model: model_for(&script)?, script, log, observers, on_pause: None };
     let outcome = run::run(workflow, options, runtime).await;
     let workflow_path = std::fs::canonicalize(&args.file).unwrap_or(args.file.clone());
     let script_path = args.script.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone()));
@@ -410,7 +399,7 @@ async fn cmd_resume(run_id: &str, raw: &[String], json: bool, events: Option<Pat
     let script_path = stored.script_path.as_ref().map(PathBuf::from);
     let script = load_script(&script_path)?;
     let (log, observers) = sinks(Some(store.clone()), &events, json)?;
-    let runtime = Runtime { model: model_for(&script)?, script, log, observers };
+    let runtime = Runtime { model: model_for(&script)?, script, log, observers, on_pause: None };
     let outcome = run::resume(Arc::new(loaded.workflow), snapshot, decisions, runtime).await.map_err(Unusable)?;
     finish(outcome, Some(&store), &path, script_path.as_deref(), format, json)
 }

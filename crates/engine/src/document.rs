@@ -14,6 +14,7 @@ use serde_json::Value;
 pub const FORMAT_VERSION: u32 = 1;
 
 /// A workflow: nodes, edges and run defaults.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Workflow {
@@ -25,6 +26,7 @@ pub struct Workflow {
     pub description: Option<String>,
     /// JSON Schema the run input must satisfy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
     pub input_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Defaults::is_empty")]
     pub defaults: Defaults,
@@ -34,6 +36,7 @@ pub struct Workflow {
 }
 
 /// Run defaults a workflow carries; a run may override them.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Defaults {
@@ -57,6 +60,7 @@ impl Defaults {
 /// The default step budget of SEMANTICS §3.
 pub const DEFAULT_STEP_BUDGET: u32 = 1000;
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NodeType {
@@ -79,12 +83,15 @@ impl NodeType {
     }
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Position {
     #[serde(serialize_with = "whole_if_integral")]
+    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub x: f64,
     #[serde(serialize_with = "whole_if_integral")]
+    #[cfg_attr(feature = "specta", specta(type = f64))]
     pub y: f64,
 }
 
@@ -98,6 +105,7 @@ fn whole_if_integral<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Er
 }
 
 /// One node. Type-specific fields are optional here and checked against `type` by validation.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Node {
@@ -115,6 +123,7 @@ pub struct Node {
     // --- start
     /// Output of a start node when the run is given no input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
     pub initial_input: Option<Value>,
 
     // --- agent
@@ -132,6 +141,7 @@ pub struct Node {
     pub tools: Option<AgentTools>,
     /// JSON Schema the agent's answer must satisfy; its data is then the parsed object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
     pub output_schema: Option<Value>,
 
     // --- if
@@ -144,6 +154,7 @@ pub struct Node {
     pub message: Option<String>,
     /// Seconds after which the `timeout` edges are followed (or the approval rejects).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
     pub timeout_seconds: Option<u64>,
 
     // --- script
@@ -155,6 +166,7 @@ pub struct Node {
     // --- any executing node
     /// Output data that replaces execution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
     pub pinned: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_error: Option<OnError>,
@@ -219,6 +231,7 @@ impl Node {
     }
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReasoningEffort {
@@ -228,6 +241,7 @@ pub enum ReasoningEffort {
     High,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentTools {
@@ -238,6 +252,7 @@ pub struct AgentTools {
     pub subagents: bool,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Condition {
@@ -246,6 +261,7 @@ pub struct Condition {
     pub value: String,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConditionOperator {
@@ -257,6 +273,7 @@ pub enum ConditionOperator {
     Expression,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnError {
@@ -268,6 +285,7 @@ pub enum OnError {
 }
 
 /// Retries of transient model failures.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Retry {
@@ -275,10 +293,12 @@ pub struct Retry {
     pub max: u32,
     /// Delay before the first retry; doubled for each further one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
     pub backoff_ms: Option<u64>,
 }
 
 /// Run the node once per item of a list.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForEach {
@@ -303,6 +323,7 @@ pub mod handle {
     pub const CONDITION_PREFIX: &str = "condition-";
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Edge {
@@ -325,6 +346,7 @@ pub struct Edge {
     pub guard: Option<String>,
     /// Most times this edge may be followed in one run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
     pub max_iterations: Option<i64>,
 }
 

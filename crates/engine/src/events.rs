@@ -10,9 +10,11 @@ use serde_json::Value;
 use crate::result::NodeResult;
 
 /// One event as observers and the run log see it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// Increases by one per event of a run, from 1.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub seq: u64,
     /// The run id.
     pub run: String,
@@ -23,28 +25,43 @@ pub struct Event {
 }
 
 /// Token counts of one model call, where the provider reports them.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub input_tokens: u64,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub output_tokens: u64,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum EventKind {
     #[serde(rename = "workflow:start")]
-    WorkflowStart { workflow: String, input: Value },
+    WorkflowStart {
+        workflow: String,
+        #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
+        input: Value,
+    },
     #[serde(rename = "node:enter")]
     NodeEnter { node: String, iteration: u32, instruction: String },
     #[serde(rename = "node:progress")]
     NodeProgress { node: String, message: String },
     #[serde(rename = "tool:call", rename_all = "camelCase")]
-    ToolCall { node: String, tool: String, input: Value, call_id: String },
+    ToolCall {
+        node: String,
+        tool: String,
+        #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
+        input: Value,
+        call_id: String,
+    },
     #[serde(rename = "tool:result", rename_all = "camelCase")]
     ToolResult {
         node: String,
         tool: String,
+        #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
         output: Value,
         call_id: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -55,6 +72,7 @@ pub enum EventKind {
         node: String,
         iteration: u32,
         result: NodeResult,
+        #[cfg_attr(feature = "specta", specta(type = u32))]
         duration_ms: u64,
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
@@ -80,6 +98,7 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         node: Option<String>,
         log_type: String,
+        #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
         content: Value,
     },
     #[serde(rename = "workflow:end")]

@@ -19,6 +19,18 @@ pub struct StoredRun {
     pub snapshot: Option<Snapshot>,
 }
 
+/// `$SWITCHYARD_HOME/runs.sqlite`, else `$XDG_DATA_HOME/switchyard/runs.sqlite`, else `~/.local/share/…`.
+pub fn default_path() -> PathBuf {
+    if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
+        return PathBuf::from(home).join("runs.sqlite");
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    data.join("switchyard").join("runs.sqlite")
+}
+
 pub struct RunStore {
     conn: Mutex<Connection>,
     path: PathBuf,

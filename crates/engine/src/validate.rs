@@ -11,6 +11,7 @@ use crate::document::{handle, ConditionOperator, Edge, NodeType, Workflow};
 use crate::graph::Topology;
 use crate::template;
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -18,6 +19,7 @@ pub enum Severity {
     Warning,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     #[serde(skip)]
@@ -31,6 +33,7 @@ pub struct Finding {
     pub edge: Option<String>,
 }
 
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Report {
     pub errors: Vec<Finding>,

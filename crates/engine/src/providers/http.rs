@@ -12,17 +12,22 @@ use serde_json::Value;
 use crate::model::{ModelError, NodeIo};
 
 /// Limits on each model call, from the settings file.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub connect_timeout_ms: u64,
     /// The whole call, streaming included.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub timeout_ms: u64,
     /// Longest silence while a response streams.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub read_timeout_ms: u64,
     /// Retries of a transient failure (so `retries + 1` attempts).
     pub retries: u32,
     /// First backoff; doubled per retry, with up to 50% jitter.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub backoff_ms: u64,
     /// Most model turns in one tool-calling loop.
     pub max_tool_turns: u32,

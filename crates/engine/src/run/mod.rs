@@ -47,7 +47,12 @@ pub struct Runtime {
     pub script: Option<Arc<Script>>,
     pub log: Option<Arc<dyn RunLog>>,
     pub observers: Vec<Arc<dyn Observer>>,
+    /// Called with the run's snapshot each time a live run (`start`) pauses, so it can be kept durably.
+    pub on_pause: Option<PauseHook>,
 }
+
+/// See `Runtime::on_pause`.
+pub type PauseHook = Arc<dyn Fn(&Snapshot) + Send + Sync>;
 
 /// A person's (or a script's) decision on a pending approval, normalized as in seed 002.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -147,7 +152,13 @@ pub struct RunHandle {
     join: tokio::task::JoinHandle<Outcome>,
 }
 
-impl RunHandle {
+/// A cheap, clonable way to decide approvals and cancel a live run from anywhere (the app keeps one per run).
+#[derive(Clone)]
+pub struct RunController {
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl RunController {
     /// Decides a pending approval; fails when that node is not waiting.
     pub async fn decide(&self, node: &str, decision: Value) -> Result<(), String> {
         let (reply, rx) = oneshot::channel();
@@ -159,6 +170,21 @@ impl RunHandle {
 
     pub fn cancel(&self) {
         let _ = self.commands.send(Command::Cancel);
+    }
+}
+
+impl RunHandle {
+    pub fn controller(&self) -> RunController {
+        RunController { commands: self.commands.clone() }
+    }
+
+    /// Decides a pending approval; fails when that node is not waiting.
+    pub async fn decide(&self, node: &str, decision: Value) -> Result<(), String> {
+        self.controller().decide(node, decision).await
+    }
+
+    pub fn cancel(&self) {
+        self.controller().cancel()
     }
 
     pub async fn finish(self) -> Outcome {
@@ -209,7 +235,15 @@ pub async fn resume(
 
 /// Starts a run that stays alive while paused and takes decisions through its handle.
 pub fn start(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> RunHandle {
-    let scheduler = Scheduler::new(workflow, options, runtime);
+    handle(Scheduler::new(workflow, options, runtime))
+}
+
+/// Continues a stored paused run as a live run (the app, after a restart).
+pub fn start_from(workflow: Arc<Workflow>, snapshot: Snapshot, runtime: Runtime) -> Result<RunHandle, String> {
+    Ok(handle(Scheduler::restore(workflow, snapshot, runtime)?))
+}
+
+fn handle(scheduler: Scheduler) -> RunHandle {
     let run_id = scheduler.run_id.clone();
     let (tx, rx) = mpsc::unbounded_channel();
     let join = tokio::spawn(scheduler.drive(Some(rx)));
@@ -229,6 +263,7 @@ enum Done {
 
 struct Scheduler {
     shared: Arc<Shared>,
+    on_pause: Option<PauseHook>,
     run_id: String,
     input: Value,
     dry_run: bool,
@@ -322,6 +357,7 @@ impl Scheduler {
         let n = workflow.nodes.len();
         let e = workflow.edges.len();
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let on_pause = runtime.on_pause.clone();
         let shared = Arc::new(Shared {
             workflow,
             topo,
@@ -333,6 +369,7 @@ impl Scheduler {
         });
         Scheduler {
             shared,
+            on_pause,
             run_id,
             scope: Scope::new(input.clone()),
             input,
@@ -506,6 +543,9 @@ impl Scheduler {
                     self.paused = true;
                     let pending = self.pending.iter().map(|p| p.node.clone()).collect();
                     self.emit(EventKind::WorkflowPaused { pending });
+                    if let (Some(hook), true) = (&self.on_pause, commands.is_some()) {
+                        hook(&self.snapshot());
+                    }
                 }
                 let Some(rx) = commands.as_mut() else { break };
                 let deadline = self.next_deadline();

@@ -148,7 +148,7 @@ impl Ran {
 }
 
 pub fn runtime(script: Arc<Script>, model: Arc<Recording>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
-    Runtime { model, script: Some(script), log: None, observers }
+    Runtime { model, script: Some(script), log: None, observers, on_pause: None }
 }
 
 /// Validates (panicking on errors, so tests never run an invalid graph by accident), then runs.

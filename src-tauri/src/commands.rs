@@ -1,0 +1,314 @@
+//! The commands the window calls. Each is a thin adapter: arguments in, one engine call, a result out.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use specta::Type;
+use switchyard_engine::events::{Event, Observer, RunLog};
+use switchyard_engine::format::{self, Format};
+use switchyard_engine::model::Model;
+use switchyard_engine::providers::{Providers, Settings};
+use switchyard_engine::run::{self, RunController, RunHandle, RunOptions, Runtime};
+use switchyard_engine::script::{Script, ScriptedModel};
+use switchyard_engine::store::{self, RunStore};
+use switchyard_engine::validate::{self, Report};
+use switchyard_engine::Workflow;
+use tauri::ipc::Channel;
+use tauri::State;
+
+use crate::forward::Forwarder;
+
+/// Live runs by id, and the durable run store.
+pub struct AppState {
+    runs: Arc<Mutex<HashMap<String, RunController>>>,
+    store: Result<Arc<RunStore>, String>,
+}
+
+impl AppState {
+    pub fn open() -> AppState {
+        AppState { runs: Arc::default(), store: RunStore::open(&store::default_path()).map(Arc::new) }
+    }
+
+    fn store(&self) -> Result<&Arc<RunStore>, String> {
+        self.store.as_ref().map_err(Clone::clone)
+    }
+
+    fn controller(&self, run_id: &str) -> Result<RunController, String> {
+        self.runs.lock().unwrap().get(run_id).cloned().ok_or_else(|| format!("run {run_id} is not running"))
+    }
+}
+
+/// A document as the window receives it.
+#[derive(Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct Opened {
+    pub workflow: Workflow,
+    /// The format it was read as: switchyard, agentflow, sweny, …
+    pub format: String,
+    /// What an importer approximated.
+    pub notes: Vec<String>,
+    pub path: Option<String>,
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn open_file(path: String) -> Result<Opened, String> {
+    let loaded = format::load_file(Path::new(&path), None).map_err(|e| e.to_string())?;
+    Ok(Opened { workflow: loaded.workflow, format: loaded.format.name().into(), notes: loaded.notes, path: Some(path) })
+}
+
+/// Reads pasted or dropped text; `format` forces one (`switchyard`, `agentflow`, `sweny`).
+#[tauri::command]
+#[specta::specta]
+pub fn parse_document(text: String, format: Option<String>) -> Result<Opened, String> {
+    let forced = match format {
+        Some(name) => Some(Format::from_name(&name).ok_or_else(|| format!("unknown format `{name}`"))?),
+        None => None,
+    };
+    let loaded = format::load_str(&text, forced, None).map_err(|e| e.to_string())?;
+    Ok(Opened { workflow: loaded.workflow, format: loaded.format.name().into(), notes: loaded.notes, path: None })
+}
+
+/// Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half a file.
+#[tauri::command]
+#[specta::specta]
+pub fn save_file(path: String, workflow: Workflow) -> Result<(), String> {
+    let path = PathBuf::from(path);
+    let text = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+        format::to_json(&workflow)
+    } else {
+        format::to_yaml(&workflow)
+    };
+    let tmp = path.with_extension("switchyard-tmp");
+    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn to_yaml(workflow: Workflow) -> String {
+    format::to_yaml(&workflow)
+}
+
+/// The one validator, with providers checked unless the run will be scripted.
+#[tauri::command]
+#[specta::specta]
+pub fn validate(workflow: Workflow, scripted: bool) -> Result<Report, String> {
+    let providers = if scripted { None } else { Some(settings()?.provider_ids()) };
+    Ok(validate::validate(&workflow, &validate::Options { providers }))
+}
+
+fn settings() -> Result<Settings, String> {
+    Settings::load(&Settings::default_path()).map_err(|e| e.to_string())
+}
+
+#[derive(Deserialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRequest {
+    /// The graph as it is now: later edits on the canvas do not change this run.
+    pub workflow: Workflow,
+    /// Where the document lives, so a paused run can be resumed after a restart.
+    pub workflow_path: Option<String>,
+    #[specta(type = Option<specta_typescript::Any>)]
+    pub input: Option<serde_json::Value>,
+    /// An offline run: answers, decisions and approvals from this script file.
+    pub script_path: Option<String>,
+    /// `provider/model` overriding the workflow's default.
+    pub model: Option<String>,
+}
+
+/// Starts a run; its events arrive on `on_events` in batches, in order.
+#[tauri::command]
+#[specta::specta]
+pub async fn start_run(
+    state: State<'_, AppState>,
+    request: RunRequest,
+    on_events: Channel<Vec<Event>>,
+) -> Result<String, String> {
+    let report = validate(request.workflow.clone(), request.script_path.is_some())?;
+    if let Some(first) = report.errors.first() {
+        return Err(format!("the workflow does not validate: {} ({} errors)", first.message, report.errors.len()));
+    }
+    let script = load_script(request.script_path.as_deref())?;
+    let runtime = runtime(&state, &script, request.workflow_path.clone(), request.script_path.clone(), &on_events)?;
+    let model =
+        request.model.or(if request.workflow.defaults.model.is_none() { settings()?.default_model } else { None });
+    let handle = run::start(
+        Arc::new(request.workflow),
+        RunOptions { input: request.input, model, ..Default::default() },
+        runtime.0,
+    );
+    Ok(track(&state, handle, runtime.1, request.workflow_path, request.script_path))
+}
+
+#[derive(Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct Resumed {
+    pub run_id: String,
+    pub document: Opened,
+}
+
+/// Continues a paused run stored by an earlier session (or this one), streaming its events like `start_run`.
+#[tauri::command]
+#[specta::specta]
+pub async fn resume_run(
+    state: State<'_, AppState>,
+    run_id: String,
+    on_events: Channel<Vec<Event>>,
+) -> Result<Resumed, String> {
+    if state.runs.lock().unwrap().contains_key(&run_id) {
+        return Err(format!("run {run_id} is already live"));
+    }
+    let stored = state.store()?.load(&run_id)?.ok_or_else(|| format!("no stored run {run_id}"))?;
+    let snapshot = stored.snapshot.ok_or_else(|| format!("run {run_id} is {}, not paused", stored.status))?;
+    let document = open_file(stored.workflow_path.clone())?;
+    let script = load_script(stored.script_path.as_deref())?;
+    let runtime = runtime(&state, &script, Some(stored.workflow_path.clone()), stored.script_path.clone(), &on_events)?;
+    let handle = run::start_from(Arc::new(document.workflow.clone()), snapshot, runtime.0)?;
+    let run_id = track(&state, handle, runtime.1, Some(stored.workflow_path), stored.script_path);
+    Ok(Resumed { run_id, document })
+}
+
+fn load_script(path: Option<&str>) -> Result<Option<Arc<Script>>, String> {
+    path.map(|p| Script::load(Path::new(p)).map(Arc::new).map_err(|e| e.to_string())).transpose()
+}
+
+fn runtime(
+    state: &AppState,
+    script: &Option<Arc<Script>>,
+    workflow_path: Option<String>,
+    script_path: Option<String>,
+    on_events: &Channel<Vec<Event>>,
+) -> Result<(Runtime, Forwarder), String> {
+    let model: Arc<dyn Model> = match script {
+        Some(s) => Arc::new(ScriptedModel::new(s.clone())),
+        None => Arc::new(Providers::new(&settings()?)),
+    };
+    let forwarder = Forwarder::spawn(on_events.clone());
+    let store = state.store().ok().cloned();
+    let on_pause: Option<run::PauseHook> = match (&store, workflow_path) {
+        (Some(store), Some(path)) => {
+            let store = store.clone();
+            Some(Arc::new(move |snapshot: &run::Snapshot| {
+                let _ = store.save(&snapshot.run_id, &path, script_path.as_deref(), "paused", Some(snapshot));
+            }))
+        }
+        _ => None,
+    };
+    let runtime = Runtime {
+        model,
+        script: script.clone(),
+        log: store.map(|s| s as Arc<dyn RunLog>),
+        observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
+        on_pause,
+    };
+    Ok((runtime, forwarder))
+}
+
+/// Keeps the run's controller while it lives; records how it ended.
+fn track(
+    state: &State<'_, AppState>,
+    handle: RunHandle,
+    forwarder: Forwarder,
+    path: Option<String>,
+    script: Option<String>,
+) -> String {
+    let run_id = handle.run_id.clone();
+    state.runs.lock().unwrap().insert(run_id.clone(), handle.controller());
+    let store = state.store().ok().cloned();
+    let runs = state.runs.clone();
+    let id = run_id.clone();
+    tauri::async_runtime::spawn(async move {
+        let outcome = handle.finish().await;
+        forwarder.close();
+        if let (Some(store), Some(path)) = (store, path) {
+            let _ =
+                store.save(&id, &path, script.as_deref(), outcome.result.status.as_str(), outcome.snapshot.as_ref());
+        }
+        runs.lock().unwrap().remove(&id);
+    });
+    run_id
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn decide(
+    state: State<'_, AppState>,
+    run_id: String,
+    node: String,
+    decision: String,
+    note: String,
+) -> Result<(), String> {
+    let controller = state.controller(&run_id)?;
+    controller.decide(&node, serde_json::json!({ "decision": decision, "note": note })).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), String> {
+    state.controller(&run_id)?.cancel();
+    Ok(())
+}
+
+#[derive(Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub id: String,
+    pub status: String,
+    pub workflow_path: String,
+    pub live: bool,
+}
+
+/// Stored runs, newest first; paused ones can be resumed.
+#[tauri::command]
+#[specta::specta]
+pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, String> {
+    let live = state.runs.lock().unwrap().keys().cloned().collect::<Vec<_>>();
+    Ok(state
+        .store()?
+        .list()?
+        .into_iter()
+        .map(|(id, status, workflow_path)| RunSummary { live: live.contains(&id), id, status, workflow_path })
+        .collect())
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Event>, String> {
+    state.store()?.events(&run_id)
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn get_settings() -> Result<Settings, String> {
+    settings()
+}
+
+#[tauri::command]
+#[specta::specta]
+pub fn save_settings(settings: Settings) -> Result<(), String> {
+    settings.save(&Settings::default_path())
+}
+
+#[derive(Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct Startup {
+    pub path: String,
+    /// The example's script file, so it runs offline with no account.
+    pub script_path: Option<String>,
+}
+
+/// What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the bundled alert-triage example.
+#[tauri::command]
+#[specta::specta]
+pub fn startup_file() -> Option<Startup> {
+    let path = std::env::var("SWITCHYARD_OPEN").ok().or_else(|| std::env::args().nth(1)).or_else(|| {
+        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/alert-triage.yaml");
+        example.exists().then(|| example.to_string_lossy().into_owned())
+    })?;
+    let path = std::fs::canonicalize(&path).map(|p| p.to_string_lossy().into_owned()).unwrap_or(path);
+    let script = Path::new(&path).with_extension("script.yaml");
+    Some(Startup { script_path: script.exists().then(|| script.to_string_lossy().into_owned()), path })
+}

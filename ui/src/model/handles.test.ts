@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import type { Edge, Node } from "../types";
+import { connectionProblem, sourceHandles } from "./handles";
+
+const node = (id: string, type: Node["type"], extra: Partial<Node> = {}) => ({ id, type, ...extra }) as Node;
+const edge = (from: string, to: string, handle?: string) => ({ from, to, handle }) as Edge;
+
+describe("handles", () => {
+  it("follows the handle table of SEMANTICS §1", () => {
+    const ids = (n: Node) => sourceHandles(n).map((h) => h.id);
+    expect(ids(node("s", "start"))).toEqual(["output"]);
+    expect(ids(node("a", "agent"))).toEqual(["output", "error", "subagent"]);
+    expect(ids(node("x", "script"))).toEqual(["output", "error"]);
+    expect(ids(node("r", "approval"))).toEqual(["approve", "reject", "timeout"]);
+    const conditions = [{ operator: "contains", value: "a" }, { operator: "expression", value: "b" }] as Node["conditions"];
+    expect(ids(node("c", "if", { conditions }))).toEqual(["condition-0", "condition-1", "false"]);
+  });
+
+  it("refuses connections that break a rule, saying why", () => {
+    const nodes = [
+      node("start", "start"),
+      node("p", "agent", { tools: { subagents: true, web_search: false } }),
+      node("q", "agent"),
+      node("kid", "agent"),
+      node("r", "approval"),
+    ];
+    const edges = [edge("start", "p"), edge("p", "kid", "subagent")];
+    const cases: [string, string, string, string | null][] = [
+      ["p", "output", "q", null],
+      ["p", "output", "start", "nothing can lead into the start node"],
+      ["start", "output", "p", "these nodes are already connected this way"],
+      ["r", "output", "q", 'a approval node has no "output" handle'],
+      ["p", "subagent", "r", "a subagent must be an agent"],
+      ["q", "subagent", "start", "nothing can lead into the start node"],
+      ["p", "subagent", "p", "an agent cannot be its own subagent"],
+      ["q", "subagent", "p", `turn on "subagents" in q's tools first`],
+      ["p", "subagent", "q", null],
+      ["p", "output", "kid", "subagents run only as tools: they take no execution edges"],
+      ["kid", "output", "q", "subagents run only as tools: they take no execution edges"],
+    ];
+    for (const [from, handle, to, problem] of cases) {
+      expect(connectionProblem(nodes, edges, from, handle, to), `${from}:${handle} -> ${to}`).toBe(problem);
+    }
+    const withQ = [...edges, edge("p", "q", "subagent")];
+    const nodesQ = nodes.map((n) => (n.id === "q" ? { ...n, tools: { subagents: true, web_search: false } } : n));
+    expect(connectionProblem(nodesQ, withQ, "q", "subagent", "p")).toBe("p is in the flow; a subagent runs only as a tool");
+    expect(connectionProblem(nodesQ, [...withQ, edge("q", "kid", "subagent")].slice(1), "kid", "subagent", "q")).not.toBeNull();
+  });
+});

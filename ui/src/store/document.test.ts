@@ -1,0 +1,81 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import type { Workflow } from "../types";
+import { edgeKey, emptyWorkflow, useDocument } from "./document";
+
+const doc = () => useDocument.getState();
+
+describe("document editing", () => {
+  beforeEach(() => doc().load(emptyWorkflow(), null));
+
+  it("undoes and redoes every edit", () => {
+    const a = doc().addNode("agent", { x: 10, y: 20 });
+    doc().connect({ from: "start", to: a } as Workflow["edges"][number]);
+    doc().updateNode(a, { user_prompt: "hi" });
+    expect(doc().workflow.nodes[1]).toMatchObject({ id: "agent", type: "agent", user_prompt: "hi", position: { x: 10, y: 20 } });
+    doc().undo();
+    expect(doc().workflow.nodes[1].user_prompt).toBeUndefined();
+    doc().undo();
+    expect(doc().workflow.edges).toEqual([]);
+    doc().undo();
+    expect(doc().workflow.nodes.map((n) => n.id)).toEqual(["start"]);
+    doc().undo(); // nothing left: no change
+    expect(doc().workflow.nodes).toHaveLength(1);
+    doc().redo();
+    doc().redo();
+    doc().redo();
+    expect(doc().workflow.nodes[1].user_prompt).toBe("hi");
+    expect(doc().dirty).toBe(true);
+  });
+
+  it("folds drag frames into one undo step", () => {
+    const a = doc().addNode("agent", { x: 0, y: 0 });
+    const move = (x: number) => (w: Workflow) => ({ ...w, nodes: w.nodes.map((n) => (n.id === a ? { ...n, position: { x, y: 0 } } : n)) });
+    doc().edit(move(5));
+    doc().editQuietly(move(10));
+    doc().editQuietly(move(15));
+    expect(doc().workflow.nodes[1].position).toEqual({ x: 15, y: 0 });
+    doc().undo();
+    expect(doc().workflow.nodes[1].position).toEqual({ x: 0, y: 0 });
+  });
+
+  it("renaming a node renames its edges", () => {
+    const a = doc().addNode("agent", { x: 0, y: 0 });
+    doc().connect({ from: "start", to: a } as Workflow["edges"][number]);
+    doc().updateNode(a, { id: "writer" });
+    expect(doc().workflow.edges[0]).toMatchObject({ from: "start", to: "writer" });
+  });
+
+  it("deletes the selection with its edges", () => {
+    const a = doc().addNode("agent", { x: 0, y: 0 });
+    const b = doc().addNode("agent", { x: 0, y: 0 });
+    doc().connect({ from: "start", to: a } as Workflow["edges"][number]);
+    doc().connect({ from: a, to: b } as Workflow["edges"][number]);
+    doc().select({ nodes: [a], edges: [] });
+    doc().deleteSelection();
+    expect(doc().workflow.nodes.map((n) => n.id)).toEqual(["start", b]);
+    expect(doc().workflow.edges).toEqual([]);
+    doc().select({ nodes: [], edges: [] });
+    doc().connect({ from: "start", to: b, handle: "output" } as Workflow["edges"][number]);
+    doc().select({ nodes: [], edges: [edgeKey(doc().workflow.edges[0])] });
+    doc().deleteSelection();
+    expect(doc().workflow.edges).toEqual([]);
+  });
+
+  it("copies, pastes and duplicates with fresh ids and internal edges", () => {
+    const a = doc().addNode("agent", { x: 0, y: 0 });
+    const b = doc().addNode("agent", { x: 100, y: 0 });
+    doc().connect({ from: a, to: b } as Workflow["edges"][number]);
+    doc().connect({ from: "start", to: a } as Workflow["edges"][number]);
+    doc().select({ nodes: [a, b, "start"], edges: [] });
+    doc().copySelection();
+    doc().paste();
+    const ids = doc().workflow.nodes.map((n) => n.id);
+    expect(ids).toEqual(["start", "agent", "agent_2", "agent_3", "agent_2_2"]);
+    const pasted = doc().workflow.edges.slice(2);
+    expect(pasted).toEqual([expect.objectContaining({ from: "agent_3", to: "agent_2_2" })]);
+    expect(doc().selection.nodes).toEqual(["agent_3", "agent_2_2"]);
+    expect(doc().workflow.nodes[3].position).toEqual({ x: 40, y: 40 });
+    doc().duplicateSelection();
+    expect(doc().workflow.nodes).toHaveLength(7);
+  });
+});

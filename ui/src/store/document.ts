@@ -1,0 +1,145 @@
+// The document being edited: the canonical workflow (the same type the engine saves), the selection, and an
+// undo/redo history of whole documents (cheap: edits share unchanged nodes).
+import { create } from "zustand";
+import type { Edge, Node, NodeType, Workflow } from "../types";
+
+const HISTORY = 200;
+
+export type Selection = { nodes: string[]; edges: string[] };
+
+type DocumentState = {
+  workflow: Workflow;
+  path: string | null;
+  format: string;
+  notes: string[];
+  dirty: boolean;
+  selection: Selection;
+  past: Workflow[];
+  future: Workflow[];
+  clipboard: { nodes: Node[]; edges: Edge[] } | null;
+  load: (workflow: Workflow, path: string | null, format?: string, notes?: string[]) => void;
+  /** One undoable edit. */
+  edit: (change: (w: Workflow) => Workflow) => void;
+  /** A change merged into the last history entry (drag frames after the first). */
+  editQuietly: (change: (w: Workflow) => Workflow) => void;
+  undo: () => void;
+  redo: () => void;
+  select: (selection: Selection) => void;
+  markSaved: (path: string) => void;
+  addNode: (type: NodeType, position: { x: number; y: number }) => string;
+  updateNode: (id: string, patch: Partial<Node>) => void;
+  updateEdge: (key: string, patch: Partial<Edge>) => void;
+  connect: (edge: Edge) => void;
+  deleteSelection: () => void;
+  copySelection: () => void;
+  paste: (offset?: number) => void;
+  duplicateSelection: () => void;
+};
+
+export const emptyWorkflow = (): Workflow => ({
+  switchyard: 1,
+  name: "Untitled workflow",
+  nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } } as Node],
+  edges: [],
+});
+
+/** The key an edge is known by on the canvas: its id, or from->to plus handle. */
+export const edgeKey = (e: Edge): string => e.id ?? `${e.from}->${e.to}${e.handle && e.handle !== "output" ? `:${e.handle}` : ""}`;
+
+export function uniqueId(workflow: Workflow, base: string): string {
+  const taken = new Set(workflow.nodes.map((n) => n.id));
+  if (!taken.has(base)) return base;
+  for (let i = 2; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
+}
+
+export const useDocument = create<DocumentState>((set, get) => ({
+  workflow: emptyWorkflow(),
+  path: null,
+  format: "switchyard",
+  notes: [],
+  dirty: false,
+  selection: { nodes: [], edges: [] },
+  past: [],
+  future: [],
+  clipboard: null,
+  load: (workflow, path, format = "switchyard", notes = []) =>
+    set({ workflow, path, format, notes, dirty: false, past: [], future: [], selection: { nodes: [], edges: [] } }),
+  edit: (change) =>
+    set((s) => {
+      const next = change(s.workflow);
+      if (next === s.workflow) return s;
+      return { workflow: next, past: [...s.past.slice(-HISTORY + 1), s.workflow], future: [], dirty: true };
+    }),
+  editQuietly: (change) => set((s) => ({ workflow: change(s.workflow), dirty: true })),
+  undo: () =>
+    set((s) => {
+      const previous = s.past[s.past.length - 1];
+      if (!previous) return s;
+      return { workflow: previous, past: s.past.slice(0, -1), future: [s.workflow, ...s.future], dirty: true };
+    }),
+  redo: () =>
+    set((s) => {
+      const [next, ...rest] = s.future;
+      if (!next) return s;
+      return { workflow: next, past: [...s.past, s.workflow], future: rest, dirty: true };
+    }),
+  select: (selection) => set({ selection }),
+  markSaved: (path) => set({ path, dirty: false }),
+  addNode: (type, position) => {
+    const id = uniqueId(get().workflow, type === "if" ? "check" : type);
+    const node = { id, type, position } as Node;
+    if (type === "if") node.conditions = [{ operator: "contains", value: "" }];
+    if (type === "approval") node.message = "Approve this step?";
+    get().edit((w) => ({ ...w, nodes: [...w.nodes, node] }));
+    set({ selection: { nodes: [id], edges: [] } });
+    return id;
+  },
+  updateNode: (id, patch) =>
+    get().edit((w) => {
+      const renamed = patch.id !== undefined && patch.id !== id ? patch.id : null;
+      return {
+        ...w,
+        nodes: w.nodes.map((n) => (n.id === id ? { ...n, ...patch } : n)),
+        edges: renamed
+          ? w.edges.map((e) => ({ ...e, from: e.from === id ? renamed : e.from, to: e.to === id ? renamed : e.to }))
+          : w.edges,
+      };
+    }),
+  updateEdge: (key, patch) => get().edit((w) => ({ ...w, edges: w.edges.map((e) => (edgeKey(e) === key ? { ...e, ...patch } : e)) })),
+  connect: (edge) => get().edit((w) => ({ ...w, edges: [...w.edges, edge] })),
+  deleteSelection: () => {
+    const { nodes, edges } = get().selection;
+    if (!nodes.length && !edges.length) return;
+    get().edit((w) => ({
+      ...w,
+      nodes: w.nodes.filter((n) => !nodes.includes(n.id)),
+      edges: w.edges.filter((e) => !edges.includes(edgeKey(e)) && !nodes.includes(e.from) && !nodes.includes(e.to)),
+    }));
+    set({ selection: { nodes: [], edges: [] } });
+  },
+  copySelection: () => {
+    const { workflow, selection } = get();
+    const nodes = workflow.nodes.filter((n) => selection.nodes.includes(n.id) && n.type !== "start");
+    const ids = new Set(nodes.map((n) => n.id));
+    set({ clipboard: { nodes, edges: workflow.edges.filter((e) => ids.has(e.from) && ids.has(e.to)) } });
+  },
+  paste: (offset = 40) => {
+    const clip = get().clipboard;
+    if (!clip || !clip.nodes.length) return;
+    const renames = new Map<string, string>();
+    let draft = get().workflow;
+    const nodes = clip.nodes.map((n) => {
+      const id = uniqueId({ ...draft, nodes: [...draft.nodes, ...[...renames.values()].map((v) => ({ id: v }) as Node)] }, n.id);
+      renames.set(n.id, id);
+      return { ...n, id, position: { x: (n.position?.x ?? 0) + offset, y: (n.position?.y ?? 0) + offset } };
+    });
+    const edges = clip.edges.map((e) => ({ ...e, id: undefined, from: renames.get(e.from)!, to: renames.get(e.to)! }));
+    draft = { ...draft, nodes: [...draft.nodes, ...nodes], edges: [...draft.edges, ...edges] };
+    get().edit(() => draft);
+    set({ selection: { nodes: nodes.map((n) => n.id), edges: [] } });
+  },
+  duplicateSelection: () => {
+    get().copySelection();
+    get().paste(30);
+  },
+}));

@@ -1,0 +1,94 @@
+import { describe, expect, it, vi } from "vitest";
+import type { Event } from "../types";
+import { frameBatcher, reduce, useRun } from "./run";
+
+const ev = (seq: number, body: Record<string, unknown>): Event => ({ seq, run: "r", ts: "", ...body }) as Event;
+const empty = { status: "idle" as const, error: null, nodes: {}, followed: {}, pending: [] };
+
+describe("run events", () => {
+  it("moves nodes through running, final states and iterations", () => {
+    const s = reduce(empty, [
+      ev(1, { type: "workflow:start", workflow: "w", input: null }),
+      ev(2, { type: "node:enter", node: "a", iteration: 1, instruction: "do it" }),
+      ev(3, { type: "node:progress", node: "a", message: "Hel" }),
+      ev(4, { type: "node:progress", node: "a", message: "lo" }),
+    ]);
+    expect(s.status).toBe("running");
+    expect(s.nodes.a.status).toBe("running");
+    expect(s.nodes.a.streamed).toBe("Hello");
+    const t = reduce(s, [
+      ev(5, { type: "node:exit", node: "a", iteration: 1, durationMs: 7, result: { status: "success", data: { text: "Hello" }, toolCalls: [] } }),
+      ev(6, { type: "route", from: "a", to: "b", reason: "only path" }),
+      ev(7, { type: "node:skipped", node: "c" }),
+      ev(8, { type: "node:enter", node: "a", iteration: 2, instruction: "again" }),
+      ev(9, { type: "node:exit", node: "a", iteration: 2, durationMs: 3, result: { status: "failed", data: { error: "x" }, toolCalls: [], error: "x" } }),
+      ev(10, { type: "route", from: "a", to: "(end)", reason: "invalid route target" }),
+    ]);
+    expect(t.nodes.a.status).toBe("failed");
+    expect(t.nodes.a.iterations.map((i) => [i.iteration, i.instruction, i.durationMs])).toEqual([[1, "do it", 7], [2, "again", 3]]);
+    expect(t.nodes.c.status).toBe("skipped");
+    expect(t.followed).toEqual({ "a->b": true });
+    expect(s.nodes.a.status).toBe("running"); // the earlier state was not mutated
+  });
+
+  it("tracks several pending approvals and the run's pause and end", () => {
+    let s = reduce(empty, [
+      ev(1, { type: "approval:requested", node: "legal", message: "ok?", previousOutput: "draft" }),
+      ev(2, { type: "approval:requested", node: "brand", message: "ok?", previousOutput: "draft" }),
+      ev(3, { type: "workflow:paused", pending: ["legal", "brand"] }),
+    ]);
+    expect(s.status).toBe("paused");
+    expect(s.pending.map((p) => p.node)).toEqual(["legal", "brand"]);
+    expect(s.nodes.legal.status).toBe("waiting");
+    s = reduce(s, [ev(4, { type: "workflow:resumed" }), ev(5, { type: "approval:received", node: "brand", decision: "reject", note: "" })]);
+    expect(s.status).toBe("running");
+    expect(s.pending.map((p) => p.node)).toEqual(["legal"]);
+    s = reduce(s, [ev(6, { type: "workflow:end", status: "failed", results: {}, error: "boom" })]);
+    expect([s.status, s.error]).toEqual(["failed", "boom"]);
+  });
+
+  it("applies every queued batch once per frame, in order, losing nothing", () => {
+    const frames: (() => void)[] = [];
+    const applied: number[][] = [];
+    const batch = frameBatcher((events) => applied.push(events.map((e) => e.seq)), (cb) => frames.push(cb));
+    batch([ev(1, { type: "node:skipped", node: "a" })]);
+    batch([ev(2, { type: "node:skipped", node: "b" }), ev(3, { type: "node:skipped", node: "c" })]);
+    expect(frames).toHaveLength(1);
+    frames.shift()!();
+    expect(applied).toEqual([[1, 2, 3]]);
+    batch([ev(4, { type: "node:skipped", node: "d" })]);
+    frames.shift()!();
+    expect(applied).toEqual([[1, 2, 3], [4]]);
+  });
+
+  it("keeps every final status through a burst of 10,000 events", () => {
+    useRun.getState().begin("r", []);
+    const frames: (() => void)[] = [];
+    const batch = frameBatcher((events) => useRun.getState().apply(events), (cb) => frames.push(cb));
+    const expected: Record<string, string> = {};
+    for (let i = 0; i < 10_000; i += 2) {
+      const node = `n${(i / 2) % 500}`;
+      const status = i % 6 === 0 ? "failed" : "success";
+      batch([
+        ev(i, { type: "node:enter", node, iteration: 1, instruction: "" }),
+        ev(i + 1, { type: "node:exit", node, iteration: 1, durationMs: 1, result: { status, data: {}, toolCalls: [] } }),
+      ]);
+      expected[node] = status === "success" ? "succeeded" : "failed";
+      if (i % 1000 === 0) frames.splice(0).forEach((f) => f());
+    }
+    frames.splice(0).forEach((f) => f());
+    const nodes = useRun.getState().nodes;
+    const lost = Object.entries(expected).filter(([n, s]) => nodes[n]?.status !== s);
+    expect(lost).toEqual([]);
+    expect(useRun.getState().events.length).toBe(5000); // the panel keeps the latest 5,000
+  });
+
+  it("uses requestAnimationFrame by default", () => {
+    const raf = vi.spyOn(window, "requestAnimationFrame").mockImplementation((cb) => (cb(0), 0));
+    const seen: number[] = [];
+    frameBatcher((events) => seen.push(...events.map((e) => e.seq)))([ev(1, { type: "node:skipped", node: "a" })]);
+    expect(raf).toHaveBeenCalledTimes(1);
+    expect(seen).toEqual([1]);
+    raf.mockRestore();
+  });
+});

@@ -1,0 +1,145 @@
+// Run state, kept apart from the document and keyed by node id: a status change re-renders one node, not the
+// canvas. Events arrive in batches and are applied once per animation frame.
+import { create } from "zustand";
+import type { Event, NodeResult } from "../types";
+
+export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting";
+
+export type Iteration = { iteration: number; instruction: string; result: NodeResult | null; durationMs: number | null };
+
+export type NodeRun = {
+  status: NodeRunStatus;
+  iteration: number;
+  /** Text streamed so far by the running iteration. */
+  streamed: string;
+  iterations: Iteration[];
+};
+
+export type PendingApproval = { node: string; message: string; previousOutput: string };
+
+type RunState = {
+  runId: string | null;
+  status: "idle" | "running" | "paused" | "completed" | "failed" | "cancelled";
+  error: string | null;
+  nodes: Record<string, NodeRun>;
+  /** Edges followed, as "from->to". */
+  followed: Record<string, true>;
+  pending: PendingApproval[];
+  events: Event[];
+  begin: (runId: string, nodeIds: string[]) => void;
+  apply: (events: Event[]) => void;
+  reset: () => void;
+};
+
+const MAX_EVENTS = 5000;
+
+/** Applies events to a copy of the state's maps; pure except for the copies it makes. */
+export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "followed" | "pending">, events: Event[]) {
+  let { status, error } = state;
+  const nodes = { ...state.nodes };
+  const followed = { ...state.followed };
+  let pending = state.pending;
+  const node = (id: string): NodeRun => (nodes[id] = { ...(nodes[id] ?? { status: "pending", iteration: 0, streamed: "", iterations: [] }) });
+  for (const e of events) {
+    switch (e.type) {
+      case "workflow:start":
+        status = "running";
+        break;
+      case "node:enter": {
+        const n = node(e.node);
+        n.status = "running";
+        n.iteration = e.iteration;
+        n.streamed = "";
+        n.iterations = [...n.iterations, { iteration: e.iteration, instruction: e.instruction, result: null, durationMs: null }];
+        break;
+      }
+      case "node:progress": {
+        const n = node(e.node);
+        n.streamed += e.message;
+        break;
+      }
+      case "node:exit": {
+        const n = node(e.node);
+        n.status = e.result.status === "success" ? "succeeded" : e.result.status === "failed" ? "failed" : "skipped";
+        const its = [...n.iterations];
+        const last = its.findIndex((it) => it.iteration === e.iteration);
+        const entry = { iteration: e.iteration, instruction: last >= 0 ? its[last].instruction : "", result: e.result, durationMs: e.durationMs ?? null };
+        if (last >= 0) its[last] = entry;
+        else its.push(entry);
+        n.iterations = its;
+        break;
+      }
+      case "node:skipped":
+        node(e.node).status = "skipped";
+        break;
+      case "approval:requested":
+        node(e.node).status = "waiting";
+        pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "" }];
+        break;
+      case "approval:received":
+        pending = pending.filter((p) => p.node !== e.node);
+        break;
+      case "route":
+        if (e.to !== "(end)") followed[`${e.from}->${e.to}`] = true;
+        break;
+      case "workflow:paused":
+        status = "paused";
+        break;
+      case "workflow:resumed":
+        status = "running";
+        break;
+      case "workflow:end":
+        status = e.status === "running" ? "running" : e.status;
+        error = e.error ?? null;
+        break;
+    }
+  }
+  return { status, error, nodes, followed, pending };
+}
+
+export const useRun = create<RunState>((set) => ({
+  runId: null,
+  status: "idle",
+  error: null,
+  nodes: {},
+  followed: {},
+  pending: [],
+  events: [],
+  begin: (runId, nodeIds) =>
+    set({
+      runId,
+      status: "running",
+      error: null,
+      nodes: Object.fromEntries(nodeIds.map((id) => [id, { status: "pending" as const, iteration: 0, streamed: "", iterations: [] }])),
+      followed: {},
+      pending: [],
+      events: [],
+    }),
+  apply: (events) =>
+    set((s) => {
+      const next = reduce(s, events);
+      const all = s.events.length + events.length > MAX_EVENTS ? [...s.events, ...events].slice(-MAX_EVENTS) : [...s.events, ...events];
+      return { ...next, events: all };
+    }),
+  reset: () => set({ runId: null, status: "idle", error: null, nodes: {}, followed: {}, pending: [], events: [] }),
+}));
+
+/** One node's run state; components subscribe per node id. */
+export const useNodeRun = (id: string) => useRun((s) => s.nodes[id]);
+
+/** Queues event batches and applies everything queued once per animation frame. */
+export function frameBatcher(apply: (events: Event[]) => void, schedule: (cb: () => void) => void = (cb) => requestAnimationFrame(cb)) {
+  let queue: Event[] = [];
+  let scheduled = false;
+  return (batch: Event[]) => {
+    queue.push(...batch);
+    if (scheduled) return;
+    scheduled = true;
+    schedule(() => {
+      scheduled = false;
+      const events = queue;
+      queue = [];
+      apply(events);
+    });
+  };
+}

@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { mockIPC } from "@tauri-apps/api/mocks";
+import type { Workflow } from "../types";
+import { index, scheduleValidation, useValidation } from "./validation";
+
+describe("validation display", () => {
+  it("indexes findings by node and edge with their level", () => {
+    const { byNode, byEdge } = index({
+      errors: [{ code: "UNBOUNDED_CYCLE", message: "loop", node: "a" }, { code: "EDGE_TARGET_MISSING", message: "x", edge: "a->ghost" }],
+      warnings: [{ code: "UNREACHABLE_NODE", message: "lost", node: "a" }],
+    });
+    expect(byNode.a.map((f) => [f.code, f.level])).toEqual([["UNBOUNDED_CYCLE", "error"], ["UNREACHABLE_NODE", "warning"]]);
+    expect(byEdge["a->ghost"][0].level).toBe("error");
+  });
+
+  it("asks the engine on edits and keeps only the latest answer", async () => {
+    const asked: unknown[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd !== "validate") return null;
+      asked.push(args);
+      const wf = (args as { workflow: Workflow }).workflow;
+      return { errors: wf.nodes.length > 1 ? [] : [{ code: "NO_START", message: "add a start", node: null }], warnings: [] };
+    });
+    const one: Workflow = { switchyard: 1, name: "w", nodes: [{ id: "a", type: "agent" } as Workflow["nodes"][number]], edges: [] };
+    const two: Workflow = { ...one, nodes: [...one.nodes, { id: "start", type: "start" } as Workflow["nodes"][number]] };
+    scheduleValidation(one, true, 0);
+    scheduleValidation(two, true, 0); // supersedes the first before it runs
+    await new Promise((r) => setTimeout(r, 20));
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toMatchObject({ scripted: true });
+    expect(useValidation.getState().report.errors).toEqual([]);
+    scheduleValidation(one, false, 0);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(useValidation.getState().report.errors[0].code).toBe("NO_START");
+  });
+});
