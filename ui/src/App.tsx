@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { ReactFlowProvider, useReactFlow } from "@xyflow/react";
 import { Channel } from "@tauri-apps/api/core";
-import { ask, open as openDialog, save as saveDialog } from "@tauri-apps/plugin-dialog";
+import { ask, open as nativeOpen, save as nativeSave } from "@tauri-apps/plugin-dialog";
 import type { Event_Deserialize } from "./bindings";
 import type { Event, NodeType, Settings } from "./types";
 import { commands, unwrap } from "./api";
@@ -16,6 +16,13 @@ import { frameBatcher, useRun } from "./store/run";
 import { scheduleValidation, useValidation } from "./store/validation";
 
 const FILTERS = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
+
+// End-to-end tests cannot click in the OS file picker, so they may name the path it would return. Only the picker is
+// replaced; opening and saving still go through the real commands.
+type DialogOverride = { open?: string; save?: string };
+const dialogOverride = () => (window as unknown as { __switchyardDialog?: DialogOverride }).__switchyardDialog;
+const openDialog: typeof nativeOpen = (async (options) => dialogOverride()?.open ?? nativeOpen(options)) as typeof nativeOpen;
+const saveDialog: typeof nativeSave = async (options) => dialogOverride()?.save ?? nativeSave(options);
 const RECENT_KEY = "switchyard.recent";
 
 function recentFiles(): string[] {
@@ -34,7 +41,7 @@ const PALETTE: { type: NodeType; label: string }[] = [
   { type: "start", label: "▶ Start" },
   { type: "agent", label: "✦ Agent" },
   { type: "if", label: "◇ If" },
-  { type: "approval", label: "⏸ Approval" },
+  { type: "approval", label: "‖ Approval" },
   { type: "script", label: "{} Script" },
 ];
 

@@ -26,7 +26,7 @@ export function BottomPanel({ onDecide }: { onDecide: (node: string) => void }) 
         <button className={tab === "events" ? "on" : ""} onClick={() => setTab("events")}>Run {run.status !== "idle" ? `· ${run.status}` : ""}</button>
         {notes.length > 0 && <button className={tab === "notes" ? "on" : ""} onClick={() => setTab("notes")}>Import notes ({notes.length})</button>}
         {pending.map((p) => (
-          <button key={p.node} className="pending" onClick={() => onDecide(p.node)}>⏸ {p.node} waits</button>
+          <button key={p.node} className="pending" onClick={() => onDecide(p.node)}>‖ {p.node} waits</button>
         ))}
       </nav>
       <div className="bottom-body">

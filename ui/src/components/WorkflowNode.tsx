@@ -9,7 +9,7 @@ import { useValidation } from "../store/validation";
 
 export type CanvasNodeData = { node: WorkflowNodeData };
 
-const ICON: Record<string, string> = { start: "▶", agent: "✦", if: "◇", approval: "⏸", script: "{}" };
+const ICON: Record<string, string> = { start: "▶", agent: "✦", if: "◇", approval: "‖", script: "{}" };
 
 function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData }) {
   const node = data.node;
@@ -25,6 +25,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
       className={`wf-node wf-${node.type} ${status ? `run-${status}` : ""} ${selected ? "selected" : ""} ${level ? `has-${level}` : ""}`}
       data-testid={`node-${node.id}`}
       data-status={status ?? ""}
+      data-finished={run?.finishedSeq ?? ""}
       title={findings?.map((f) => `${f.code}: ${f.message}`).join("\n")}
     >
       {hasInput(node.type) && <Handle type="target" position={Position.Left} id="input" />}

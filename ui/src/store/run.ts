@@ -12,6 +12,8 @@ export type NodeRun = {
   iteration: number;
   /** Text streamed so far by the running iteration. */
   streamed: string;
+  /** Sequence number of the event that last gave this node a final state (orders completions). */
+  finishedSeq: number | null;
   iterations: Iteration[];
 };
 
@@ -39,7 +41,7 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
   const nodes = { ...state.nodes };
   const followed = { ...state.followed };
   let pending = state.pending;
-  const node = (id: string): NodeRun => (nodes[id] = { ...(nodes[id] ?? { status: "pending", iteration: 0, streamed: "", iterations: [] }) });
+  const node = (id: string): NodeRun => (nodes[id] = { ...(nodes[id] ?? { status: "pending", iteration: 0, streamed: "", finishedSeq: null, iterations: [] }) });
   for (const e of events) {
     switch (e.type) {
       case "workflow:start":
@@ -61,6 +63,7 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
       case "node:exit": {
         const n = node(e.node);
         n.status = e.result.status === "success" ? "succeeded" : e.result.status === "failed" ? "failed" : "skipped";
+        n.finishedSeq = e.seq;
         const its = [...n.iterations];
         const last = its.findIndex((it) => it.iteration === e.iteration);
         const entry = { iteration: e.iteration, instruction: last >= 0 ? its[last].instruction : "", result: e.result, durationMs: e.durationMs ?? null };
@@ -69,9 +72,12 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
         n.iterations = its;
         break;
       }
-      case "node:skipped":
-        node(e.node).status = "skipped";
+      case "node:skipped": {
+        const n = node(e.node);
+        n.status = "skipped";
+        n.finishedSeq = e.seq;
         break;
+      }
       case "approval:requested":
         node(e.node).status = "waiting";
         pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "" }];
@@ -110,7 +116,7 @@ export const useRun = create<RunState>((set) => ({
       runId,
       status: "running",
       error: null,
-      nodes: Object.fromEntries(nodeIds.map((id) => [id, { status: "pending" as const, iteration: 0, streamed: "", iterations: [] }])),
+      nodes: Object.fromEntries(nodeIds.map((id) => [id, { status: "pending" as const, iteration: 0, streamed: "", finishedSeq: null, iterations: [] }])),
       followed: {},
       pending: [],
       events: [],

@@ -1,0 +1,131 @@
+// The real app, end to end: the Tauri binary with the embedded UI, driven through tauri-driver and WebKitWebDriver
+// under Xvfb (scripts/e2e.sh starts them). Each test opens a fresh app window.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { remote } from "webdriverio";
+
+const root = resolve(import.meta.dirname, "..");
+const app = join(root, "target/debug/switchyard-app");
+const work = mkdtempSync(join(tmpdir(), "switchyard-e2e-"));
+let browser;
+
+async function open() {
+  browser = await remote({
+    hostname: "127.0.0.1",
+    port: 4444,
+    logLevel: "error",
+    capabilities: { "tauri:options": { application: app }, "wdio:enforceWebDriverClassic": true },
+  });
+  await node("start").waitForExist({ timeout: 20000 });
+}
+
+const node = (id) => browser.$(`[data-testid="node-${id}"]`);
+const status = async (id) => (await node(id)).getAttribute("data-status");
+async function waitStatus(id, wanted, timeout = 15000) {
+  await browser.waitUntil(async () => (await status(id)) === wanted, { timeout, timeoutMsg: `${id} never became ${wanted} (is ${await status(id)})` });
+}
+async function finalOrder(ids) {
+  // The order nodes reached their final state: each node carries the sequence number of that event.
+  const seqs = await Promise.all(ids.map(async (id) => [id, Number(await (await node(id)).getAttribute("data-finished"))]));
+  return seqs.sort((a, b) => a[1] - b[1]).map(([id]) => id);
+}
+async function problemsText() {
+  await (await browser.$('[data-testid="tab-problems"]')).click();
+  return (await browser.$('[data-testid="problems"]')).getText();
+}
+
+before(async () => {
+  await open();
+});
+
+after(async () => {
+  await browser?.deleteSession();
+});
+
+test("the example opens, runs with its script, pauses for approval, and continues after Approve", async () => {
+  assert.match(await (await browser.$('[data-testid="script-path"]')).getText(), /approval-flow\.script\.yaml/);
+  await (await browser.$('[data-testid="run"]')).click();
+  await waitStatus("review", "waiting");
+  assert.equal(await status("draft"), "succeeded");
+  const dialog = await browser.$('[data-testid="approval-dialog"]');
+  await dialog.waitForDisplayed();
+  assert.match(await (await browser.$('[data-testid="approval-previous"]')).getText(), /Dark mode arrives next week/);
+  if (process.env.SCREENSHOT) {
+    await (await browser.$("button=Later")).click();
+    await browser.pause(300); // let the canvas repaint without the dialog; a picture, not a race
+    await browser.saveScreenshot(process.env.SCREENSHOT);
+    await (await browser.$('[data-testid="review-review"]')).click();
+  }
+  await (await browser.$('[data-testid="approval-note"]')).setValue("ship it");
+  await (await browser.$('[data-testid="approval-approve"]')).click();
+  await waitStatus("publish", "succeeded");
+  await waitStatus("revise", "skipped");
+  assert.equal(await status("review"), "succeeded");
+  assert.deepEqual(await finalOrder(["publish", "review", "draft", "start"]), ["start", "draft", "review", "publish"]);
+});
+
+test("a second run is rejected in the dialog and takes the reject branch", async () => {
+  await (await browser.$('[data-testid="run"]')).waitForClickable({ timeout: 10000 });
+  await (await browser.$('[data-testid="run"]')).click();
+  await waitStatus("review", "waiting");
+  await (await browser.$('[data-testid="approval-reject"]')).click();
+  await waitStatus("revise", "succeeded");
+  await waitStatus("publish", "skipped");
+});
+
+test("a validation error appears on the canvas, blocks Run, and clears on undo", async () => {
+  await (await browser.$('[data-testid="add-agent"]')).click();
+  await node("agent").waitForExist();
+  const id = await browser.$('[data-testid="inspector-id"]');
+  await id.setValue("draft"); // a duplicate id
+  await browser.keys("Enter");
+  await browser.waitUntil(async () => (await problemsText()).includes("DUPLICATE_NODE_ID"), { timeout: 5000 });
+  assert.equal(await (await browser.$('[data-testid="run"]')).isEnabled(), false);
+  assert.match(await (await browser.$('[data-testid="run-blocked"]')).getProperty("textContent"), /used more than once/);
+  await (await browser.$('[data-testid="canvas"]')).click({ x: 5, y: 5 });
+  await browser.keys(["Control", "z"]);
+  await browser.waitUntil(async () => !(await problemsText()).includes("DUPLICATE_NODE_ID"), { timeout: 5000 });
+  assert.equal(await (await browser.$('[data-testid="run"]')).isEnabled(), true);
+});
+
+test("Export YAML writes the canonical document, identical to the command line's", async () => {
+  const target = join(work, "exported.yaml");
+  const example = join(root, "examples/approval-flow.yaml");
+  await browser.execute((path) => (window.__switchyardDialog = { open: path }), example);
+  await (await browser.$('[data-testid="open"]')).click();
+  await browser.waitUntil(async () => (await (await browser.$('[data-testid="message"]')).getText()).includes("Opened"), { timeout: 5000 });
+  await browser.execute((path) => (window.__switchyardDialog = { save: path }), target);
+  await (await browser.$('[data-testid="export"]')).click();
+  await browser.waitUntil(async () => (await (await browser.$('[data-testid="message"]')).getText()).includes("Saved"), { timeout: 5000 });
+  const expected = execFileSync(join(root, "target/debug/switchyard"), ["export", join(root, "examples/approval-flow.yaml")], { encoding: "utf8" });
+  assert.equal(readFileSync(target, "utf8"), expected);
+});
+
+test("an AgentFlow file with legacy data imports, with its notes shown", async () => {
+  const file = join(work, "legacy.json");
+  writeFileSync(
+    file,
+    JSON.stringify({
+      nodes: [
+        { id: "s", type: "start", x: 0, y: 0, data: { initialInput: "hello" } },
+        { id: "ask", type: "input", x: 250, y: 0, data: { prompt: "OK?" } },
+        { id: "gate", type: "if", x: 500, y: 0, data: { condition: "yes", conditions: [] } },
+      ],
+      connections: [
+        { source: "s", target: "ask", sourceHandle: "output", targetHandle: "input" },
+        { source: "ask", target: "gate", sourceHandle: "approve" },
+      ],
+    }),
+  );
+  await browser.execute((path) => (window.__switchyardDialog = { open: path }), file);
+  await (await browser.$('[data-testid="open"]')).click();
+  await node("ask").waitForExist({ timeout: 5000 });
+  assert.match(await (await node("ask")).getText(), /approval/);
+  assert.match(await (await browser.$('[data-testid="message"]')).getText(), /Imported agentflow/);
+  await (await browser.$("button*=Import notes")).click();
+  assert.match(await (await browser.$(".bottom-body")).getText(), /legacy type `input` became `approval`/);
+});

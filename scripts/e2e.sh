@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `npm run e2e`: the real app under Xvfb, driven by tauri-driver + WebKitWebDriver. Builds the UI and the app with
+# the UI embedded first. SCREENSHOT=path also saves a picture mid-run (see scripts/screenshot.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+npx vite build --logLevel warn
+cargo build -q -p switchyard-cli
+cargo build -q -p switchyard-app --features tauri/custom-protocol
+home=$(mktemp -d)
+trap 'rm -rf "$home"; kill "${driver:-0}" 2>/dev/null || true' EXIT
+export SWITCHYARD_HOME="$home" SWITCHYARD_OPEN="$PWD/examples/approval-flow.yaml"
+xvfb-run -a -s "-screen 0 1400x900x24" bash -c '
+  tauri-driver --port 4444 > target/tauri-driver.log 2>&1 &
+  driver=$!
+  for i in $(seq 1 50); do (echo > /dev/tcp/127.0.0.1/4444) 2>/dev/null && break; sleep 0.2; done
+  node --test --test-reporter=spec e2e/; status=$?
+  kill $driver
+  exit $status'
