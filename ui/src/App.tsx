@@ -7,7 +7,7 @@ import { ask, open as nativeOpen, save as nativeSave } from "@tauri-apps/plugin-
 import type { Event_Deserialize } from "./bindings";
 import type { Event, NodeType, Settings } from "./types";
 import { commands, unwrap } from "./api";
-import { Canvas } from "./components/Canvas";
+import { Canvas, openFitOptions } from "./components/Canvas";
 import { Inspector } from "./components/Inspector";
 import { ApprovalDialog, BottomPanel, HelpPanel } from "./components/Panels";
 import { layout } from "./model/layout";
@@ -83,7 +83,14 @@ function Workbench() {
         useRun.getState().reset();
         remember(file);
         setMessage(opened.format === "switchyard" ? `Opened ${file}` : `Imported ${opened.format} file ${file}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}`);
-        setTimeout(() => flow.fitView({ padding: 0.2 }), 50);
+        // Fit once the canvas has the new nodes (two frames); React Flow's `fitView` prop would mount every node
+        // of a large graph just to measure it.
+        requestAnimationFrame(() =>
+          requestAnimationFrame(async () => {
+            await flow.fitView(openFitOptions(opened.workflow.nodes.map((n) => n.id)));
+            window.dispatchEvent(new CustomEvent("switchyard:opened", { detail: file }));
+          }),
+        );
       } catch (e) {
         setMessage(`Could not open ${file}: ${e instanceof Error ? e.message : e}`);
       }

@@ -1,6 +1,6 @@
 // The React Flow canvas: the document's nodes and edges as a controlled graph. Positions, selection and removals
 // flow back into the document store; run state is read by each node and edge on its own.
-import { useCallback, useMemo, useState } from "react";
+import { useCallback, useMemo, useRef, useState } from "react";
 import {
   Background,
   Controls,
@@ -14,8 +14,8 @@ import {
   type NodeChange,
   type OnSelectionChangeParams,
 } from "@xyflow/react";
-import type { Edge } from "../types";
-import { connectionProblem, edgeHandle } from "../model/handles";
+import type { Edge, Node as DocumentNode } from "../types";
+import { connectionProblem, edgeHandle, handleLayout, NODE_WIDTH } from "../model/handles";
 import { edgeKey, useDocument } from "../store/document";
 import { useRun } from "../store/run";
 import { useValidation } from "../store/validation";
@@ -33,6 +33,15 @@ export function edgeLabel(e: Edge): string {
   return parts.join(" · ");
 }
 
+/**
+ * Large workflows open at readable zoom around their first nodes (only what is on screen is rendered, so they open
+ * and pan fast); the Fit button still shows everything.
+ */
+export const OPEN_FIT_LIMIT = 300;
+export function openFitOptions(nodeIds: string[]) {
+  return nodeIds.length > OPEN_FIT_LIMIT ? { padding: 0.2, nodes: nodeIds.slice(0, 12).map((id) => ({ id })), minZoom: 0.8 } : { padding: 0.2 };
+}
+
 export function Canvas({ onProblem, colorMode }: { onProblem: (message: string | null) => void; colorMode: "light" | "dark" }) {
   const workflow = useDocument((s) => s.workflow);
   const selection = useDocument((s) => s.selection);
@@ -40,17 +49,30 @@ export function Canvas({ onProblem, colorMode }: { onProblem: (message: string |
   const byEdge = useValidation((s) => s.byEdge);
   const [dragging, setDragging] = useState(false);
 
-  const nodes: FlowNode<CanvasNodeData>[] = useMemo(
-    () =>
-      workflow.nodes.map((n) => ({
+  // Canvas nodes keep their identity while their document node is unchanged, so an edit re-adopts one node, not
+  // all; each carries its last measured size (an estimate before the first measurement), so nodes off screen are
+  // never mounted just to be measured.
+  const measured = useRef(new Map<string, { width: number; height: number }>());
+  const cache = useRef(new WeakMap<DocumentNode, FlowNode<CanvasNodeData>>());
+  const nodes: FlowNode<CanvasNodeData>[] = useMemo(() => {
+    const selected = new Set(selection.nodes);
+    return workflow.nodes.map((n) => {
+      const hit = cache.current.get(n);
+      if (hit && hit.selected === selected.has(n.id)) return hit;
+      const size = measured.current.get(n.id) ?? { width: NODE_WIDTH, height: 64 };
+      const node: FlowNode<CanvasNodeData> = {
         id: n.id,
         type: "workflow",
         position: { x: n.position?.x ?? 0, y: n.position?.y ?? 0 },
         data: { node: n },
-        selected: selection.nodes.includes(n.id),
-      })),
-    [workflow.nodes, selection.nodes],
-  );
+        selected: selected.has(n.id),
+        measured: size,
+        handles: handleLayout(n, size.height) as FlowNode["handles"],
+      };
+      cache.current.set(n, node);
+      return node;
+    });
+  }, [workflow.nodes, selection.nodes]);
 
   const edges: FlowEdge[] = useMemo(
     () =>
@@ -77,6 +99,7 @@ export function Canvas({ onProblem, colorMode }: { onProblem: (message: string |
 
   const onNodesChange = useCallback(
     (changes: NodeChange[]) => {
+      for (const c of changes) if (c.type === "dimensions" && c.dimensions) measured.current.set(c.id, c.dimensions);
       const doc = useDocument.getState();
       const moves = changes.filter((c) => c.type === "position" && c.position) as Extract<NodeChange, { type: "position" }>[];
       if (moves.length) {
@@ -159,7 +182,6 @@ export function Canvas({ onProblem, colorMode }: { onProblem: (message: string |
       multiSelectionKeyCode={["Meta", "Control"]}
       colorMode={colorMode}
       onlyRenderVisibleElements
-      fitView
       minZoom={0.05}
       proOptions={{ hideAttribution: true }}
     >

@@ -3,7 +3,7 @@
 import { memo } from "react";
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import type { Node as WorkflowNodeData } from "../types";
-import { hasInput, sourceHandles } from "../model/handles";
+import { HANDLE_STEP, HANDLE_TOP, hasInput, sourceHandles } from "../model/handles";
 import { useNodeRun, useRun } from "../store/run";
 import { useValidation } from "../store/validation";
 
@@ -45,20 +45,15 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
           Review…
         </button>
       ) : null}
-      <div className="wf-handles">
-        {handles.map((h, i) => (
-          <div key={h.id} className={`wf-out wf-out-${h.kind}`} style={{ top: 18 + i * 18 }}>
-            {h.label ? <span className="wf-out-label">{h.label}</span> : null}
-            <Handle
-              type="source"
-              position={h.kind === "subagent" ? Position.Bottom : Position.Right}
-              id={h.id}
-              className={`h-${h.kind}`}
-              style={h.kind === "subagent" ? { left: "50%", top: "auto" } : { top: 8 }}
-            />
+      {handles
+        .filter((h) => h.kind !== "subagent")
+        .map((h, i) => (
+          <div key={h.id}>
+            {h.label ? <span className="wf-out-label" style={{ top: HANDLE_TOP + i * HANDLE_STEP - 7 }}>{h.label}</span> : null}
+            <Handle type="source" position={Position.Right} id={h.id} className={`h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP }} />
           </div>
         ))}
-      </div>
+      {node.type === "agent" && <Handle type="source" position={Position.Bottom} id="subagent" className="h-subagent" title="subagent: link an agent offered as a tool" />}
     </div>
   );
 }

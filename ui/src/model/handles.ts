@@ -36,6 +36,24 @@ export function sourceHandles(node: Node): HandleSpec[] {
   }
 }
 
+/** Every node is this wide on the canvas (styles.css `.wf-node`), so handle positions are known before measuring. */
+export const NODE_WIDTH = 200;
+/** Source handles of one kind stack down the right edge from this offset, this far apart (see WorkflowNode). */
+export const HANDLE_TOP = 26;
+export const HANDLE_STEP = 18;
+
+/** Where each handle sits on a node of the given height: React Flow uses this until it has measured the node. */
+export function handleLayout(node: Node, height: number) {
+  const size = 6;
+  const handles: { id: string; type: "source" | "target"; position: "left" | "right" | "bottom"; x: number; y: number; width: number; height: number }[] = [];
+  if (hasInput(node.type)) handles.push({ id: "input", type: "target", position: "left", x: -size / 2, y: height / 2 - size / 2, width: size, height: size });
+  sourceHandles(node)
+    .filter((h) => h.kind !== "subagent")
+    .forEach((h, i) => handles.push({ id: h.id, type: "source", position: "right", x: NODE_WIDTH - size / 2, y: HANDLE_TOP + i * HANDLE_STEP - size / 2, width: size, height: size }));
+  if (node.type === "agent") handles.push({ id: "subagent", type: "source", position: "bottom", x: NODE_WIDTH / 2 - size / 2, y: height - size / 2, width: size, height: size });
+  return handles;
+}
+
 export function hasInput(type: NodeType): boolean {
   return type !== "start";
 }
