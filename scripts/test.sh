@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# `npm test`: every check CI runs. Formatting and lints first (fast failures), then the whole test suite, then the
-# provider tests and the examples against a real local model server.
+# `npm test`: every check CI runs. Fast checks first (formatting, lints, types), then the Rust and UI test suites,
+# the provider tests and examples against a real local model, and the real app end to end under Xvfb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/setup.sh
 mkdir -p target
 out=target/test-output.txt
 : > "$out"
 
 step() { printf '\n== %s\n' "$*"; }
+
+step "build the UI (the app crate embeds dist/)"
+npx vite build --logLevel warn
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -15,12 +19,20 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -q -- -D warnings
 
+step "TypeScript (tsc --noEmit)"
+npx tsc --noEmit -p ui
+
 step "cargo test"
 cargo test --workspace -q 2>&1 | tee -a "$out"
 
-step "JSON Schema is current"
+step "generated files are current (JSON Schema, TypeScript bindings)"
 cargo run -q -p switchyard-cli -- schema | diff -u schema/workflow.schema.json - \
   || { echo "schema/workflow.schema.json is stale: regenerate it with 'cargo run -p switchyard-cli -- schema'"; exit 1; }
+git diff --exit-code -- ui/src/bindings.ts \
+  || { echo "ui/src/bindings.ts is stale: 'cargo test -p switchyard-app' regenerated it; commit it"; exit 1; }
+
+step "UI unit tests (vitest)"
+npx vitest run 2>&1 | tee -a "$out"
 
 step "local model server (llama.cpp serving SmolLM2-135M)"
 bash scripts/local-model.sh install
@@ -47,8 +59,15 @@ SWITCHYARD_TEST_LLM_URL="$url" cargo test -q -p switchyard-engine --test local_m
 
 step "examples against the real local model (switchyard run --model local/smollm2-135m)"
 SWITCHYARD_TEST_LLM_URL="$url" bash scripts/local-examples.sh | tee -a "$out"
+kill "$server" 2>/dev/null || true
 
-passed=$(grep -Eo '[0-9]+ passed' "$out" | awk '{s+=$1} END {print s+0}')
-failed=$(grep -Eo '[0-9]+ failed' "$out" | awk '{s+=$1} END {print s+0}')
+step "the desktop app, end to end (tauri-driver + WebKitWebDriver under Xvfb)"
+bash scripts/e2e.sh 2>&1 | tee target/e2e-output.txt
+grep -Eo '^ℹ (pass|fail) [0-9]+' target/e2e-output.txt | awk '{print $3, ($2 == "pass" ? "passed" : "failed")}' >> "$out"
+
+counted() { grep -v 'Test Files' "$out" | grep -Eo "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'; }
+passed=$(counted passed)
+failed=$(counted failed)
 echo
 echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

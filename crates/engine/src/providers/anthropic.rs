@@ -8,7 +8,9 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::http::{excerpt, Failure, Http, Limits};
-use super::{model_name, parse_route_answer, route_prompt, route_schema, user_message, ProviderConfig};
+use super::{
+    model_name, parse_model_json, parse_route_answer, route_prompt, route_schema, user_message, ProviderConfig,
+};
 use crate::events::Usage;
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
 
@@ -228,10 +230,11 @@ impl Model for Anthropic {
             if let Some(Block::Tool { json, .. }) =
                 turn.blocks.iter().find(|b| matches!(b, Block::Tool { name, .. } if name == RESPOND))
             {
-                let data = serde_json::from_str(json).map_err(|e| {
-                    self.http.error(format!("the forced `respond` call has malformed JSON input ({e})"))
-                })?;
-                return Ok(ModelOutput { data: Some(data), text: None, usage: Some(usage) });
+                // Input that does not parse goes back as text, so the engine's schema repair turn can ask again.
+                return Ok(match parse_model_json(json) {
+                    Ok(data) => ModelOutput { data: Some(data), text: None, usage: Some(usage) },
+                    Err(_) => ModelOutput { data: None, text: Some(json.clone()), usage: Some(usage) },
+                });
             }
             let calls: Vec<(&str, &str, &str)> = turn
                 .blocks
@@ -249,7 +252,7 @@ impl Model for Anthropic {
                     .iter()
                     .filter_map(|b| if let Block::Text(t) = b { Some(t.as_str()) } else { None })
                     .collect();
-                let data = request.output_schema.and_then(|_| serde_json::from_str::<Value>(text.trim()).ok());
+                let data = request.output_schema.and_then(|_| parse_model_json(&text).ok());
                 return Ok(ModelOutput { text: data.is_none().then_some(text), data, usage: Some(usage) });
             }
             messages.push(

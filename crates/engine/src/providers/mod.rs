@@ -236,6 +236,37 @@ pub(crate) fn user_message(request: &ExecuteRequest<'_>) -> String {
     text
 }
 
+/// Parses JSON from a model, tolerating what small models often emit: raw control characters (newlines, tabs)
+/// inside strings, which strict JSON forbids. Anything else must be valid JSON.
+pub(crate) fn parse_model_json(text: &str) -> Result<serde_json::Value, serde_json::Error> {
+    serde_json::from_str(text.trim()).or_else(|first| {
+        let mut fixed = String::with_capacity(text.len() + 16);
+        let (mut in_string, mut escaped) = (false, false);
+        for c in text.trim().chars() {
+            match c {
+                _ if escaped => {
+                    escaped = false;
+                    fixed.push(c);
+                }
+                '\\' if in_string => {
+                    escaped = true;
+                    fixed.push(c);
+                }
+                '"' => {
+                    in_string = !in_string;
+                    fixed.push(c);
+                }
+                '\n' if in_string => fixed.push_str("\\n"),
+                '\r' if in_string => fixed.push_str("\\r"),
+                '\t' if in_string => fixed.push_str("\\t"),
+                c if in_string && (c as u32) < 0x20 => fixed.push_str(&format!("\\u{:04x}", c as u32)),
+                c => fixed.push(c),
+            }
+        }
+        serde_json::from_str(&fixed).map_err(|_| first)
+    })
+}
+
 /// The question put to the model when it routes, with the choices spelled out.
 pub(crate) fn route_prompt(request: &RouteRequest<'_>) -> String {
     let mut text = format!(
@@ -291,4 +322,19 @@ fn mentions(text: &str, id: &str) -> bool {
         let after = text[i + id.len()..].chars().next();
         !before.is_some_and(is_word) && !after.is_some_and(is_word)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_model_json;
+    use serde_json::json;
+
+    #[test]
+    fn model_json_tolerates_raw_control_characters_inside_strings_only() {
+        assert_eq!(parse_model_json("{\"a\": \"line one\nline\ttwo\"}").unwrap(), json!({"a": "line one\nline\ttwo"}));
+        assert_eq!(parse_model_json(" {\"q\": \"say \\\"hi\\\"\n\"}\n").unwrap(), json!({"q": "say \"hi\"\n"}));
+        assert_eq!(parse_model_json("{\n  \"ok\": true\n}").unwrap(), json!({"ok": true}));
+        assert!(parse_model_json("{\"a\": }").is_err());
+        assert!(parse_model_json("not json").is_err());
+    }
 }

@@ -14,7 +14,8 @@ use tokio::sync::OnceCell;
 
 use super::http::{excerpt, Failure, Http, Limits, Refused};
 use super::{
-    model_name, parse_route_answer, route_prompt, route_schema, user_message, ProviderConfig, LOCAL, LOCAL_CANDIDATES,
+    model_name, parse_model_json, parse_route_answer, route_prompt, route_schema, user_message, ProviderConfig, LOCAL,
+    LOCAL_CANDIDATES,
 };
 use crate::events::Usage;
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
@@ -368,14 +369,15 @@ impl Model for OpenAi {
                 total.output_tokens += u.output_tokens;
             }
             if let Some(respond) = turn.calls.iter().find(|c| c.name == RESPOND) {
-                let data = serde_json::from_str(&respond.arguments).map_err(|e| {
-                    self.http.error(format!("the forced `respond` call has malformed JSON arguments ({e})"))
-                })?;
-                return Ok(ModelOutput { data: Some(data), text: None, usage });
+                // Arguments that do not parse go back as text, so the engine's schema repair turn can ask again.
+                return Ok(match parse_model_json(&respond.arguments) {
+                    Ok(data) => ModelOutput { data: Some(data), text: None, usage },
+                    Err(_) => ModelOutput { data: None, text: Some(respond.arguments.clone()), usage },
+                });
             }
             if turn.calls.is_empty() {
                 let data = match request.output_schema {
-                    Some(_) => serde_json::from_str::<Value>(turn.text.trim()).ok(),
+                    Some(_) => parse_model_json(&turn.text).ok(),
                     None => None,
                 };
                 let text = data.is_none().then_some(turn.text);
