@@ -7,7 +7,7 @@ npx vite build --logLevel warn
 cargo build -q -p switchyard-cli
 cargo build -q -p switchyard-app --features tauri/custom-protocol
 home=$(mktemp -d)
-trap 'rm -rf "$home"; kill "${driver:-0}" 2>/dev/null || true' EXIT
+trap 'rm -rf "$home"' EXIT
 export SWITCHYARD_HOME="$home" SWITCHYARD_OPEN="$PWD/examples/approval-flow.yaml"
 xvfb-run -a -s "-screen 0 1400x900x24" bash -c '
   tauri-driver --port 4444 > target/tauri-driver.log 2>&1 &
