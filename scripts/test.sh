@@ -22,6 +22,9 @@ cargo clippy --workspace --all-targets -q -- -D warnings
 step "TypeScript (tsc --noEmit)"
 npx tsc --noEmit -p ui
 
+step "ESLint"
+npx eslint . --max-warnings 0
+
 step "cargo test"
 cargo test --workspace -q 2>&1 | tee -a "$out"
 
