@@ -232,6 +232,13 @@ export type Limits_Serialize = {
 	max_tool_turns: number,
 };
 
+/**  How a value written to a `state` key combines with what is there (OpenExpertise's merge strategies). */
+export type Merge = "last_wins" | 
+/**  The first value written stays. */
+"set_once" | 
+/**  Values (or the items of list values) are appended to a list. */
+"array_append";
+
 /**  One node. Type-specific fields are optional here and checked against `type` by validation. */
 export type Node = Node_Serialize | Node_Deserialize;
 
@@ -275,6 +282,11 @@ export type Node_Deserialize = {
 	/**  JSON Schema the agent's answer must satisfy; its data is then the parsed object. */
 	output_schema?: any | null,
 	conditions?: Condition_Deserialize[] | null,
+	/**
+	 *  When set, an `if` node whose conditions all fail fails with this message instead of taking `false`
+	 *  (TEA: a conditional `goto` with no matching rule and no fallback is an error).
+	 */
+	no_match_error?: string | null,
 	/**  What the person deciding is asked. */
 	message?: string | null,
 	/**  Seconds after which the `timeout` edges are followed (or the approval rejects). */
@@ -308,6 +320,11 @@ export type Node_Serialize = {
 	/**  JSON Schema the agent's answer must satisfy; its data is then the parsed object. */
 	output_schema?: any,
 	conditions?: Condition_Serialize[],
+	/**
+	 *  When set, an `if` node whose conditions all fail fails with this message instead of taking `false`
+	 *  (TEA: a conditional `goto` with no matching rule and no fallback is an error).
+	 */
+	no_match_error?: string,
 	/**  What the person deciding is asked. */
 	message?: string,
 	/**  Seconds after which the `timeout` edges are followed (or the approval rejects). */
@@ -515,6 +532,10 @@ export type Startup_Serialize = {
 	scriptPath: string | null,
 };
 
+export type StateField = {
+	merge: Merge,
+};
+
 /**  How structured output is requested. */
 export type StructuredMode = 
 /**  `response_format: {type: json_schema}` (OpenAI, vLLM, recent llama.cpp). */
@@ -564,6 +585,8 @@ export type Workflow_Deserialize = {
 	/**  JSON Schema the run input must satisfy. */
 	input_schema?: any | null,
 	defaults?: Defaults_Deserialize,
+	/**  How results merge into `state`, per key (default: the latest value wins). */
+	state?: { [key in string]: StateField },
 	nodes: Node_Deserialize[],
 	edges?: Edge_Deserialize[],
 };
@@ -578,6 +601,8 @@ export type Workflow_Serialize = {
 	/**  JSON Schema the run input must satisfy. */
 	input_schema?: any,
 	defaults?: Defaults_Serialize,
+	/**  How results merge into `state`, per key (default: the latest value wins). */
+	state?: { [key in string]: StateField },
 	nodes: Node_Serialize[],
 	edges: Edge_Serialize[],
 };

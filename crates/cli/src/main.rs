@@ -350,6 +350,7 @@ fn finish(
             "results": r.results,
             "trace": r.trace,
             "pending": r.pending.iter().map(|p| json!({"node": p.node, "message": p.message})).collect::<Vec<_>>(),
+            "state": r.state,
             "error": r.error,
         });
         println!("{}", serde_json::to_string_pretty(&out).unwrap());

@@ -289,3 +289,49 @@ fn export_prints_the_canonical_document_and_imports_report_notes() {
     let out = cli.run(&["export", "examples/approval-flow.yaml", "--format", "sweny"]);
     assert_eq!(out.status.code(), Some(2), "forcing the wrong format is a clear error");
 }
+
+#[test]
+fn tea_and_openexpertise_files_run_from_the_command_line() {
+    let cli = Cli::new();
+    let fixture = |p: &str| repo().join("../shared/fixtures").join(p).to_string_lossy().into_owned();
+    let script = |p: &str| repo().join("crates/engine/tests/scripts").join(p).to_string_lossy().into_owned();
+    let (code, r) = cli.json(&[
+        "run",
+        &fixture("the_edge_agent/parallel_fanout.yaml"),
+        "--script",
+        &script("tea-parallel-fanout.script.yaml"),
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(r["state"]["count"], 6);
+    let out = cli.run(&[
+        "run",
+        &fixture("the_edge_agent/parallel_fanout.yaml"),
+        "--script",
+        &script("tea-parallel-fanout.script.yaml"),
+    ]);
+    assert!(stderr(&out).contains("note:"), "importer notes on stderr");
+
+    let (code, r) = cli.json(&[
+        "run",
+        &fixture("openexpertise/oncall-runbook/experience.yaml"),
+        "--script",
+        &script("oe-oncall-runbook.script.yaml"),
+        "--json",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(r["state"]["findings"].as_array().unwrap().len(), 3);
+
+    let out = cli.run(&["validate", &fixture("the_edge_agent/invalid_workflow.yaml")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("node `node_a`") && stderr(&out).contains("[TEA_GOTO_UNKNOWN_TARGET]"),
+        "{}",
+        stderr(&out)
+    );
+
+    // --format overrides detection.
+    let out = cli.run(&["export", &fixture("the_edge_agent/simple_workflow.yaml"), "--format", "tea"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("switchyard: 1"));
+}

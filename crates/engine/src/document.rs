@@ -30,6 +30,9 @@ pub struct Workflow {
     pub input_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Defaults::is_empty")]
     pub defaults: Defaults,
+    /// How results merge into `state`, per key (default: the latest value wins).
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub state: indexmap::IndexMap<String, StateField>,
     pub nodes: Vec<Node>,
     #[serde(default)]
     pub edges: Vec<Edge>,
@@ -49,6 +52,26 @@ pub struct Defaults {
     /// Most nodes executing at once (default: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,
+}
+
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateField {
+    pub merge: Merge,
+}
+
+/// How a value written to a `state` key combines with what is there (OpenExpertise's merge strategies).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Merge {
+    #[default]
+    LastWins,
+    /// The first value written stays.
+    SetOnce,
+    /// Values (or the items of list values) are appended to a list.
+    ArrayAppend,
 }
 
 impl Defaults {
@@ -147,6 +170,10 @@ pub struct Node {
     // --- if
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
+    /// When set, an `if` node whose conditions all fail fails with this message instead of taking `false`
+    /// (TEA: a conditional `goto` with no matching rule and no fallback is an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_match_error: Option<String>,
 
     // --- approval
     /// What the person deciding is asked.
@@ -193,6 +220,7 @@ impl Node {
             tools: None,
             output_schema: None,
             conditions: None,
+            no_match_error: None,
             message: None,
             timeout_seconds: None,
             language: None,
@@ -211,7 +239,7 @@ impl Node {
     /// The type-specific fields that are set, by their YAML names: validation checks them against the type.
     pub fn type_fields_set(&self) -> impl Iterator<Item = (&'static str, &'static [NodeType])> {
         use NodeType::*;
-        let fields: [(bool, &'static str, &'static [NodeType]); 14] = [
+        let fields: [(bool, &'static str, &'static [NodeType]); 15] = [
             (self.initial_input.is_some(), "initial_input", &[Start]),
             (self.system_prompt.is_some(), "system_prompt", &[Agent]),
             (self.user_prompt.is_some(), "user_prompt", &[Agent]),
@@ -220,6 +248,7 @@ impl Node {
             (self.tools.is_some(), "tools", &[Agent]),
             (self.output_schema.is_some(), "output_schema", &[Agent, Script]),
             (self.conditions.is_some(), "conditions", &[If]),
+            (self.no_match_error.is_some(), "no_match_error", &[If]),
             (self.message.is_some(), "message", &[Approval]),
             (self.timeout_seconds.is_some(), "timeout_seconds", &[Approval]),
             (self.language.is_some(), "language", &[Script]),
@@ -389,6 +418,7 @@ impl Workflow {
             description: None,
             input_schema: None,
             defaults: Defaults::default(),
+            state: indexmap::IndexMap::new(),
             nodes: Vec::new(),
             edges: Vec::new(),
         }

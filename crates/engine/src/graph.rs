@@ -68,6 +68,9 @@ pub struct Topology {
     pub component_cyclic: Vec<bool>,
     /// The first start node, if any.
     pub start: Option<usize>,
+    /// Per document edge: an execution edge out of a node the start node cannot reach. It can never be followed,
+    /// so joins do not wait for it.
+    pub never_followed: Vec<bool>,
 }
 
 impl Topology {
@@ -96,6 +99,7 @@ impl Topology {
         let back = back_edges(n, &ends, &out, start);
         let forward_in = Adjacency::build(n, execution().filter(|&(e, _, _)| !back[e]).map(|(e, _, t)| (t, e)));
         // Without a back edge the graph is acyclic: every node is its own component, none cyclic.
+        let never_followed = unreachable_edges(n, &ends, &subagent, &out, start);
         let (component, component_cyclic) =
             if back.contains(&true) { components(n, &ends, &subagent) } else { ((0..n).collect(), vec![false; n]) };
         Topology {
@@ -109,6 +113,7 @@ impl Topology {
             subagents,
             component,
             component_cyclic,
+            never_followed,
             start,
         }
     }
@@ -124,6 +129,30 @@ impl Topology {
     pub fn on_cycle(&self, node: usize) -> bool {
         self.component_cyclic[self.component[node]]
     }
+}
+
+fn unreachable_edges(
+    n: usize,
+    ends: &[Option<(usize, usize)>],
+    subagent: &[bool],
+    out: &Adjacency,
+    start: Option<usize>,
+) -> Vec<bool> {
+    let mut reachable = vec![false; n];
+    if let Some(s) = start {
+        let mut stack = vec![s];
+        reachable[s] = true;
+        while let Some(v) = stack.pop() {
+            for &e in &out[v] {
+                let t = ends[e].expect("execution edges have both ends").1;
+                if !reachable[t] {
+                    reachable[t] = true;
+                    stack.push(t);
+                }
+            }
+        }
+    }
+    ends.iter().enumerate().map(|(e, p)| !subagent[e] && p.is_some_and(|(f, _)| !reachable[f])).collect()
 }
 
 /// Iterative DFS from the start node, then from any node not yet visited, in document order.

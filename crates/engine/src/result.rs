@@ -132,6 +132,9 @@ pub struct RunResult {
     pub results: indexmap::IndexMap<String, NodeResult>,
     pub trace: Trace,
     pub pending: Vec<PendingApproval>,
+    /// The merged `state` at the end (SEMANTICS §2): all results' data, in completion order.
+    #[cfg_attr(feature = "specta", specta(type = std::collections::BTreeMap<String, specta_typescript::Any>))]
+    pub state: serde_json::Map<String, Value>,
     /// Why the run failed or was cancelled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

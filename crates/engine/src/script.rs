@@ -103,6 +103,7 @@ pub struct ScriptedToolCall {
 impl Script {
     pub fn load(path: &Path) -> Result<Script, LoadError> {
         let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+            code: "INVALID_FILE",
             file: Some(path.into()),
             line: None,
             column: None,

@@ -86,6 +86,8 @@ pub struct Scope {
     pub state: imbl::HashMap<String, Value>,
     pub previous_output: Arc<str>,
     pub item: Option<(Value, usize)>,
+    /// The iteration of the node being run or routed (1 for its first run).
+    pub iteration: Option<u32>,
 }
 
 impl Scope {
@@ -96,6 +98,7 @@ impl Scope {
             state: imbl::HashMap::new(),
             previous_output: Arc::from(""),
             item: None,
+            iteration: None,
         }
     }
 
@@ -111,8 +114,11 @@ impl Scope {
         Value::Object(map)
     }
 
+    /// `state` as JSON, keys sorted so output is stable.
     pub fn state_json(&self) -> Value {
-        Value::Object(self.state.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        let mut entries: Vec<(&String, &Value)> = self.state.iter().collect();
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), v.clone())).collect())
     }
 }
 
@@ -139,6 +145,7 @@ impl Object for Scope {
             PREVIOUS_OUTPUT => Some(JValue::from(&*self.previous_output)),
             "item" => self.item.as_ref().map(|(item, _)| JValue::from_serialize(item)),
             "index" => self.item.as_ref().map(|(_, index)| JValue::from(*index)),
+            "iteration" => self.iteration.map(JValue::from),
             _ => self.results.get(key).map(|v| JValue::from_serialize(&**v)),
         }
     }

@@ -305,3 +305,21 @@ edges:
     assert!(ran.skipped().is_empty(), "fix ran, so it is not reported skipped when the loop exits");
     assert_eq!(ran.result().node("fix").unwrap().status, NodeStatus::Success);
 }
+
+#[tokio::test]
+async fn a_join_does_not_wait_for_an_input_from_a_node_nothing_reaches() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: a, type: agent}
+  - {id: orphan, type: agent}
+  - {id: join, type: agent}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: join}
+  - {from: orphan, to: join}",
+    );
+    let ran = run(&wf, "").await;
+    assert_eq!(ran.ran(), ["start", "a", "join"]);
+    assert!(ran.result().node("orphan").is_none(), "an unreachable node neither runs nor is skipped");
+}

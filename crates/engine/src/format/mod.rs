@@ -3,7 +3,9 @@
 
 mod agentflow;
 mod canonical;
+mod openexpertise;
 mod sweny;
+mod tea;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,8 @@ impl fmt::Display for Format {
 /// A file that could not be loaded: where, and what to do about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadError {
+    /// Stable SCREAMING_SNAKE code, e.g. `PARSE_ERROR`, `UNKNOWN_FIELD`, `TEA_GOTO_UNKNOWN_TARGET`.
+    pub code: &'static str,
     pub file: Option<PathBuf>,
     pub line: Option<usize>,
     pub column: Option<usize>,
@@ -65,7 +69,12 @@ pub struct LoadError {
 
 impl LoadError {
     pub fn new(message: impl Into<String>) -> LoadError {
-        LoadError { file: None, line: None, column: None, message: message.into() }
+        LoadError { code: "INVALID_FILE", file: None, line: None, column: None, message: message.into() }
+    }
+
+    pub fn with_code(mut self, code: &'static str) -> LoadError {
+        self.code = code;
+        self
     }
 
     pub fn at(mut self, line: Option<usize>, column: Option<usize>) -> LoadError {
@@ -92,9 +101,9 @@ impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let file = self.file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "<input>".into());
         match (self.line, self.column) {
-            (Some(l), Some(c)) => write!(f, "{file}:{l}:{c}: {}", self.message),
-            (Some(l), None) => write!(f, "{file}:{l}: {}", self.message),
-            _ => write!(f, "{file}: {}", self.message),
+            (Some(l), Some(c)) => write!(f, "{file}:{l}:{c}: {} [{}]", self.message, self.code),
+            (Some(l), None) => write!(f, "{file}:{l}: {} [{}]", self.message, self.code),
+            _ => write!(f, "{file}: {} [{}]", self.message, self.code),
         }
     }
 }
@@ -135,10 +144,10 @@ pub fn load_str(text: &str, format: Option<Format>, origin: Option<&Path>) -> Re
             Format::Sweny => {
                 sweny::import(&value, &base_dir).map(|(workflow, notes)| Loaded { workflow, format, notes })
             }
-            Format::Tea | Format::OpenExpertise => Err(LoadError::new(format!(
-                "this is a {format} file; Switchyard cannot open {format} files yet (see issue 5). \
-                 Convert it to Switchyard YAML, or pass --format to read it as another format"
-            ))),
+            Format::Tea => tea::import(&value).map(|(workflow, notes)| Loaded { workflow, format, notes }),
+            Format::OpenExpertise => {
+                openexpertise::import(&value, &base_dir).map(|(workflow, notes)| Loaded { workflow, format, notes })
+            }
         }
     })();
     result.map_err(|e| e.in_file(origin))
@@ -153,6 +162,7 @@ pub(crate) fn parse_value(text: &str) -> Result<Value, LoadError> {
         return serde_json::from_str(text).map_err(|e| {
             LoadError::new(format!("invalid JSON: {}", strip_location(&e.to_string())))
                 .at(Some(e.line()), Some(e.column()))
+                .with_code("PARSE_ERROR")
         });
     }
     serde_yaml::from_str(text).map_err(yaml_error)
@@ -166,6 +176,7 @@ pub(crate) fn yaml_error(e: serde_yaml::Error) -> LoadError {
     let location = e.location();
     LoadError::new(format!("invalid YAML: {}", strip_location(&e.to_string())))
         .at(location.as_ref().map(|l| l.line()), location.as_ref().map(|l| l.column()))
+        .with_code("PARSE_ERROR")
 }
 
 /// serde messages end in " at line L column C"; the location is reported separately.
@@ -218,7 +229,8 @@ pub fn detect(value: &Value) -> Result<Format, LoadError> {
     }
     Err(LoadError::new(
         "not a workflow: no `nodes` found. A Switchyard file starts with `switchyard: 1`, `name:` and `nodes:`",
-    ))
+    )
+    .with_code("NO_NODES"))
 }
 
 /// A simple left-to-right layout by depth from the first node, for importers whose files carry no positions.

@@ -356,6 +356,9 @@ impl Scheduler {
         let topo = Arc::new(Topology::new(&workflow));
         let n = workflow.nodes.len();
         let e = workflow.edges.len();
+        let never_followed = topo.never_followed.clone();
+        let forward_in_unreachable: Vec<usize> =
+            (0..n).map(|v| topo.forward_in[v].iter().filter(|&&i| never_followed[i]).count()).collect();
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let on_pause = runtime.on_pause.clone();
         let shared = Arc::new(Shared {
@@ -385,8 +388,12 @@ impl Scheduler {
             route_visits: vec![0; n],
             approval_visits: vec![0; n],
             edge_follows: vec![0; e],
-            edge_marks: vec![EdgeMark::Open; e],
-            join_resolved: vec![0; n],
+            // Edges out of nodes nothing can reach are resolved from the start: no join waits for them.
+            edge_marks: never_followed
+                .iter()
+                .map(|&never| if never { EdgeMark::Dead } else { EdgeMark::Open })
+                .collect(),
+            join_resolved: forward_in_unreachable,
             join_outputs: vec![Vec::new(); n],
             deferred: BTreeSet::new(),
             pending: Vec::new(),
@@ -601,6 +608,10 @@ impl Scheduler {
             status: self.status,
             results,
             trace: self.trace.clone(),
+            state: match self.scope.state_json() {
+                Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            },
             pending: self
                 .pending
                 .iter()
@@ -678,6 +689,7 @@ impl Scheduler {
         let iteration = self.iterations[node];
         let started = Instant::now();
         self.scope.previous_output = act.previous_output.clone();
+        self.scope.iteration = Some(iteration);
         self.emit(EventKind::NodeEnter {
             node: n.id.clone(),
             iteration,
@@ -764,6 +776,11 @@ impl Scheduler {
         };
         let outcome = match chosen {
             Err(e) => node::NodeOutcome { data: Err(e), tool_calls: Vec::new(), usage: None },
+            Ok(None) if n.no_match_error.is_some() => node::NodeOutcome {
+                data: Err(n.no_match_error.clone().unwrap_or_default()),
+                tool_calls: Vec::new(),
+                usage: None,
+            },
             Ok(_) => {
                 let msg = match &branch {
                     Some((i, label)) => format!("condition {i} ({label}) matched"),
@@ -887,12 +904,9 @@ impl Scheduler {
         };
         let failed = result.status == NodeStatus::Failed;
         self.scope.results.insert(n.id.clone(), Arc::new(result.data.clone()));
+        self.scope.iteration = Some(iteration);
         if !failed {
-            if let Value::Object(map) = &result.data {
-                for (k, v) in map {
-                    self.scope.state.insert(k.clone(), v.clone());
-                }
-            }
+            self.merge_state(n, &result.data);
         }
         // Transparent nodes pass the output that reached them on; others pass their own.
         let output: Arc<str> = match n.node_type {
@@ -1007,6 +1021,45 @@ impl Scheduler {
                     }
                 }
                 self.follow_and_kill(node, chosen, output);
+            }
+        }
+    }
+
+    /// Merges a result into `state`: shallowly, latest wins (SEMANTICS §2), unless the workflow declares a merge
+    /// strategy for a key. With strategies declared, a `for_each` node's items are merged one by one, in item order
+    /// (OpenExpertise writes accumulate per iteration).
+    fn merge_state(&mut self, node: &crate::document::Node, data: &Value) {
+        let strategies = &self.shared.workflow.state;
+        let items = match (strategies.is_empty(), node.for_each.is_some(), data.get("items").and_then(Value::as_array))
+        {
+            (false, true, Some(items)) => items.iter().collect(),
+            _ => vec![data],
+        };
+        for item in items {
+            let Value::Object(map) = item else { continue };
+            for (k, v) in map {
+                match strategies.get(k).map(|f| f.merge) {
+                    None | Some(crate::document::Merge::LastWins) => {
+                        self.scope.state.insert(k.clone(), v.clone());
+                    }
+                    Some(crate::document::Merge::SetOnce) => {
+                        if !self.scope.state.contains_key(k) {
+                            self.scope.state.insert(k.clone(), v.clone());
+                        }
+                    }
+                    Some(crate::document::Merge::ArrayAppend) => {
+                        let mut list = match self.scope.state.get(k) {
+                            Some(Value::Array(existing)) => existing.clone(),
+                            Some(other) if !other.is_null() => vec![other.clone()],
+                            _ => Vec::new(),
+                        };
+                        match v {
+                            Value::Array(more) => list.extend(more.iter().cloned()),
+                            other => list.push(other.clone()),
+                        }
+                        self.scope.state.insert(k.clone(), Value::Array(list));
+                    }
+                }
             }
         }
     }
@@ -1210,10 +1263,12 @@ impl Scheduler {
         if self.join_resolved[target] < topo.forward_in[target].len() {
             return;
         }
-        // Bookkeeping resets when the node fires, so joins inside loops work per iteration.
+        // Bookkeeping resets when the node fires, so joins inside loops work per iteration; edges that can never be
+        // followed stay resolved.
         self.join_resolved[target] = 0;
         for &e in &topo.forward_in[target] {
-            self.edge_marks[e] = EdgeMark::Open;
+            self.edge_marks[e] = if topo.never_followed[e] { EdgeMark::Dead } else { EdgeMark::Open };
+            self.join_resolved[target] += usize::from(topo.never_followed[e]);
         }
         let outputs = std::mem::take(&mut self.join_outputs[target]);
         let previous_output = match outputs.as_slice() {

@@ -1,0 +1,454 @@
+//! OpenExpertise `experience.yaml` (seed 001): `graph.nodes` (agents and tools), dependency `graph.edges` gated by
+//! `when` expressions in its small DSL, `for_each` fan-out, `loops`, `pipelines`, and `state.schema` merge
+//! strategies. Agents become agent nodes, tools become script nodes. `when` expressions are parsed (not rewritten
+//! as strings) and translated into this engine's expression language.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::LoadError;
+use crate::document::{Edge, ForEach, Merge, Node, NodeType, OnError, Retry, StateField, Workflow};
+
+const NODE_KEYS: &[&str] =
+    &["id", "kind", "prompt", "impl", "reads", "writes", "schema", "for_each", "on_error", "phase", "description"];
+
+pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<String>), LoadError> {
+    let mut notes = Vec::new();
+    let top = value.as_object().expect("detect() checked the top level is a map");
+    let mut workflow =
+        Workflow::new(top.get("name").and_then(Value::as_str).unwrap_or("Imported OpenExpertise workflow"));
+    workflow.description = top.get("description").and_then(Value::as_str).map(str::to_string);
+    for key in
+        top.keys().filter(|k| !["name", "description", "graph", "state", "runtime", "version"].contains(&k.as_str()))
+    {
+        notes.push(format!("top-level `{key}` has no Switchyard equivalent and was left out"));
+    }
+    if let Some(c) = top.get("runtime").and_then(|r| r.get("concurrency")).and_then(Value::as_u64) {
+        workflow.defaults.concurrency = Some(c as u32);
+    }
+    for (key, field) in top.get("state").and_then(|s| s.get("schema")).and_then(Value::as_object).into_iter().flatten()
+    {
+        let merge = match field.get("merge").and_then(Value::as_str) {
+            None | Some("last_wins") => continue,
+            Some("set_once") => Merge::SetOnce,
+            Some("array_append") => Merge::ArrayAppend,
+            Some(other) => {
+                return Err(LoadError::new(format!(
+                    "state.schema.{key}: unknown merge `{other}`; expected last_wins, set_once or array_append"
+                ))
+                .with_code("OE_UNKNOWN_MERGE"))
+            }
+        };
+        workflow.state.insert(key.clone(), StateField { merge });
+    }
+
+    let graph = &top["graph"];
+    let raw_nodes = graph["nodes"].as_array().cloned().unwrap_or_default();
+    if raw_nodes.is_empty() {
+        return Err(LoadError::new("`graph.nodes` is empty: an experience lists its nodes").with_code("NO_NODES"));
+    }
+    let mut start_id = "start".to_string();
+    while raw_nodes.iter().any(|n| n["id"] == start_id.as_str()) {
+        start_id.insert(0, '_');
+    }
+    workflow.nodes.push(Node::new(start_id.clone(), NodeType::Start));
+    let mut reads_writes = false;
+    for (i, raw) in raw_nodes.iter().enumerate() {
+        let id = raw["id"].as_str().ok_or_else(|| {
+            LoadError::new(format!("graph.nodes[{i}]: every node needs an `id`")).with_code("OE_NODE_WITHOUT_ID")
+        })?;
+        if workflow.node(id).is_some() {
+            return Err(LoadError::new(format!("graph.nodes[{i}]: node `{id}` is defined twice"))
+                .with_code("DUPLICATE_NODE_ID"));
+        }
+        reads_writes |= raw.get("reads").is_some() || raw.get("writes").is_some();
+        workflow.nodes.push(node(id, raw, base_dir, &mut notes)?);
+    }
+    if reads_writes {
+        notes.push("`reads` and `writes` are not enforced: every node sees the whole context, and its output merges into state by key".into());
+    }
+
+    for (i, raw) in graph["edges"].as_array().into_iter().flatten().enumerate() {
+        let (Some(from), Some(to)) = (raw["from"].as_str(), raw["to"].as_str()) else {
+            return Err(LoadError::new(format!("graph.edges[{i}]: needs `from` and `to`")).with_code("INVALID_EDGE"));
+        };
+        let mut edge = Edge::new(from, to);
+        if let Some(when) = raw.get("when").and_then(Value::as_str) {
+            edge.guard = Some(translate(when).map_err(|e| {
+                LoadError::new(format!("graph.edges[{i}] ({from} -> {to}): `when: {when}` does not parse: {e}"))
+                    .with_code("INVALID_EXPRESSION")
+            })?);
+        }
+        workflow.edges.push(edge);
+    }
+    // Nodes nothing leads to start the run, in parallel.
+    let roots: Vec<String> = workflow.nodes[1..]
+        .iter()
+        .filter(|n| !workflow.edges.iter().any(|e| e.to == n.id && e.from != n.id))
+        .map(|n| n.id.clone())
+        .collect();
+    for root in roots {
+        workflow.edges.push(Edge::new(&start_id, root));
+    }
+
+    for (i, raw) in graph["loops"].as_array().into_iter().flatten().enumerate() {
+        add_loop(&mut workflow, i, raw)?;
+    }
+    for (i, raw) in graph["pipelines"].as_array().into_iter().flatten().enumerate() {
+        add_pipeline(&mut workflow, i, raw, &mut notes)?;
+    }
+    super::layered_positions(&mut workflow);
+    Ok((workflow, notes))
+}
+
+fn node(id: &str, raw: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Result<Node, LoadError> {
+    let kind = raw["kind"].as_str().unwrap_or("agent");
+    let mut node = match kind {
+        "agent" => {
+            let mut n = Node::new(id, NodeType::Agent);
+            n.user_prompt = raw["prompt"].as_str().map(|p| prompt(id, p, base_dir, notes));
+            n
+        }
+        _ => {
+            let mut n = Node::new(id, NodeType::Script);
+            let implementation = raw["impl"].as_str().unwrap_or("");
+            n.language = Some(
+                match Path::new(implementation).extension().and_then(|e| e.to_str()) {
+                    Some("py") => "python",
+                    Some("ts") => "typescript",
+                    _ => "javascript",
+                }
+                .to_string(),
+            );
+            n.code = Some(format!("// {kind}: {implementation}"));
+            if kind != "tool" {
+                notes.push(format!("node `{id}`: kind `{kind}` runs as a script node"));
+            }
+            n
+        }
+    };
+    node.description = raw["description"].as_str().map(str::to_string);
+    node.output_schema = raw.get("schema").cloned();
+    if let Some(fe) = raw.get("for_each") {
+        let source = fe["source"].as_str().ok_or_else(|| {
+            LoadError::new(format!("node `{id}`: `for_each.source` must be a path like $.items"))
+                .with_code("OE_INVALID_FOR_EACH")
+        })?;
+        let items = translate(source).map_err(|e| {
+            LoadError::new(format!("node `{id}`: `for_each.source: {source}` does not parse: {e}"))
+                .with_code("INVALID_EXPRESSION")
+        })?;
+        node.for_each = Some(ForEach { items, concurrency: fe["concurrency"].as_u64().map(|c| c as u32) });
+    }
+    match raw["on_error"].as_str() {
+        None | Some("fail") | Some("stop") => {}
+        Some("continue") | Some("skip") => node.on_error = Some(OnError::Continue),
+        Some("retry") => node.retry = Some(Retry { max: 2, backoff_ms: Some(500) }),
+        Some(other) => {
+            notes.push(format!("node `{id}`: on_error `{other}` is not known; the node stops the run on failure"))
+        }
+    }
+    if let Some(map) = raw.as_object() {
+        for key in map.keys().filter(|k| !NODE_KEYS.contains(&k.as_str())) {
+            notes.push(format!("node `{id}`: field `{key}` has no Switchyard equivalent and was left out"));
+        }
+    }
+    Ok(node)
+}
+
+/// A prompt: a `./file.md` read next to the experience when it is there (its `{{$item…}}` references translated),
+/// else the reference itself, with a note.
+fn prompt(id: &str, prompt: &str, base_dir: &Path, notes: &mut Vec<String>) -> String {
+    if !(prompt.starts_with("./") || prompt.starts_with("../")) {
+        return template(prompt);
+    }
+    match std::fs::read_to_string(base_dir.join(prompt)) {
+        Ok(text) => template(&text),
+        Err(_) => {
+            notes.push(format!(
+                "node `{id}`: prompt file {prompt} is not next to the experience; its path is the prompt"
+            ));
+            format!("(prompt file {prompt})")
+        }
+    }
+}
+
+/// `{{$item.key}}`, `{{$index}}` and `{{$.x}}` in OpenExpertise prompts, as this engine's template names.
+fn template(text: &str) -> String {
+    text.replace("{{$item", "{{ item")
+        .replace("{{ $item", "{{ item")
+        .replace("{{$index", "{{ index")
+        .replace("{{$.", "{{ state.")
+}
+
+/// A loop repeats its body until `until` holds or `max_iters` runs; the body's other edges run after it.
+fn add_loop(workflow: &mut Workflow, i: usize, raw: &Value) -> Result<(), LoadError> {
+    let body = raw["body"].as_str().filter(|b| workflow.node(b).is_some()).ok_or_else(|| {
+        LoadError::new(format!("graph.loops[{i}]: `body` must name a node")).with_code("OE_LOOP_UNKNOWN_BODY")
+    })?;
+    let until = raw["until"].as_str().ok_or_else(|| {
+        LoadError::new(format!("graph.loops[{i}]: `until` is required")).with_code("OE_LOOP_WITHOUT_UNTIL")
+    })?;
+    let until = translate(until).map_err(|e| {
+        LoadError::new(format!("graph.loops[{i}]: `until` does not parse: {e}")).with_code("INVALID_EXPRESSION")
+    })?;
+    let max = raw["max_iters"].as_u64().unwrap_or(10).max(1);
+    let done = format!("({until}) or iteration >= {max}");
+    for e in workflow.edges.iter_mut().filter(|e| e.from == body) {
+        e.guard = Some(match &e.guard {
+            Some(g) => format!("({g}) and ({done})"),
+            None => done.clone(),
+        });
+    }
+    if max > 1 {
+        let mut again = Edge::new(body, body);
+        again.guard = Some(format!("not ({until}) and iteration < {max}"));
+        again.max_iterations = Some(max as i64 - 1);
+        workflow.edges.push(again);
+    }
+    Ok(())
+}
+
+/// Pipelines run their stages over each item; here each stage runs over all items in order before the next stage.
+fn add_pipeline(workflow: &mut Workflow, i: usize, raw: &Value, notes: &mut Vec<String>) -> Result<(), LoadError> {
+    let items = raw["items"].as_str().ok_or_else(|| {
+        LoadError::new(format!("graph.pipelines[{i}]: `items` must be a path like $.rows"))
+            .with_code("OE_INVALID_PIPELINE")
+    })?;
+    let items = translate(items).map_err(|e| {
+        LoadError::new(format!("graph.pipelines[{i}]: `items` does not parse: {e}")).with_code("INVALID_EXPRESSION")
+    })?;
+    for stage in raw["stages"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        let node = workflow.nodes.iter_mut().find(|n| n.id == stage).ok_or_else(|| {
+            LoadError::new(format!("graph.pipelines[{i}]: stage `{stage}` names no node"))
+                .with_code("OE_PIPELINE_UNKNOWN_STAGE")
+        })?;
+        node.for_each.get_or_insert(ForEach { items: items.clone(), concurrency: Some(1) });
+    }
+    notes.push(format!(
+        "pipeline {}: each stage runs over all items, in item order, before the next stage (OpenExpertise runs each item through all stages first)",
+        raw["id"].as_str().unwrap_or("?")
+    ));
+    Ok(())
+}
+
+/// Translates OpenExpertise's `when` DSL (`$.a.b`, `length(x)`, `!`, comparisons, `&&`, `||`, literals, parentheses)
+/// into a Jinja expression, through a parse so that precedence and errors are exact.
+pub(crate) fn translate(source: &str) -> Result<String, String> {
+    let tokens = lex(source)?;
+    let mut parser = Parser { tokens, at: 0 };
+    let expr = parser.or()?;
+    match parser.tokens.get(parser.at) {
+        None => Ok(expr),
+        Some(t) => Err(format!("unexpected `{}` at position {}", t.text, t.position)),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Path,
+    Number,
+    Str,
+    Ident,
+    Op,
+}
+
+#[derive(Debug, Clone)]
+struct Token {
+    kind: Kind,
+    text: String,
+    position: usize,
+}
+
+fn lex(source: &str) -> Result<Vec<Token>, String> {
+    let chars: Vec<char> = source.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let start = i;
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let word = |i: &mut usize, extra: &dyn Fn(char) -> bool| {
+            while *i < chars.len() && (chars[*i].is_alphanumeric() || chars[*i] == '_' || extra(chars[*i])) {
+                *i += 1;
+            }
+        };
+        let (kind, text) = if c == '$' {
+            i += 1;
+            word(&mut i, &|c| c == '.');
+            (Kind::Path, chars[start..i].iter().collect::<String>())
+        } else if c.is_ascii_digit() {
+            word(&mut i, &|c| c == '.');
+            (Kind::Number, chars[start..i].iter().collect())
+        } else if c.is_alphabetic() || c == '_' {
+            word(&mut i, &|_| false);
+            (Kind::Ident, chars[start..i].iter().collect())
+        } else if c == '\'' || c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != c {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            if i >= chars.len() {
+                return Err(format!("unterminated string at position {start}"));
+            }
+            i += 1;
+            (Kind::Str, chars[start + 1..i - 1].iter().collect())
+        } else {
+            let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+            if ["==", "!=", "<=", ">=", "&&", "||"].contains(&two.as_str()) {
+                i += 2;
+                (Kind::Op, two)
+            } else if "!<>(),".contains(c) {
+                i += 1;
+                (Kind::Op, c.to_string())
+            } else {
+                return Err(format!("unexpected `{c}` at position {start}"));
+            }
+        };
+        tokens.push(Token { kind, text, position: start });
+    }
+    Ok(tokens)
+}
+
+struct Parser {
+    tokens: Vec<Token>,
+    at: usize,
+}
+
+impl Parser {
+    fn peek(&self, op: &str) -> bool {
+        self.tokens.get(self.at).is_some_and(|t| t.kind == Kind::Op && t.text == op)
+    }
+
+    fn expect(&mut self, op: &str) -> Result<(), String> {
+        if self.peek(op) {
+            self.at += 1;
+            Ok(())
+        } else {
+            Err(match self.tokens.get(self.at) {
+                Some(t) => format!("expected `{op}` at position {}, found `{}`", t.position, t.text),
+                None => format!("expected `{op}` at the end"),
+            })
+        }
+    }
+
+    fn or(&mut self) -> Result<String, String> {
+        let mut left = self.and()?;
+        while self.peek("||") {
+            self.at += 1;
+            left = format!("({left} or {})", self.and()?);
+        }
+        Ok(left)
+    }
+
+    fn and(&mut self) -> Result<String, String> {
+        let mut left = self.not()?;
+        while self.peek("&&") {
+            self.at += 1;
+            left = format!("({left} and {})", self.not()?);
+        }
+        Ok(left)
+    }
+
+    fn not(&mut self) -> Result<String, String> {
+        if self.peek("!") {
+            self.at += 1;
+            return Ok(format!("(not {})", self.not()?));
+        }
+        self.comparison()
+    }
+
+    fn comparison(&mut self) -> Result<String, String> {
+        let left = self.primary()?;
+        for op in ["==", "!=", "<=", ">=", "<", ">"] {
+            if self.peek(op) {
+                self.at += 1;
+                return Ok(format!("({left} {op} {})", self.primary()?));
+            }
+        }
+        Ok(left)
+    }
+
+    fn primary(&mut self) -> Result<String, String> {
+        let Some(token) = self.tokens.get(self.at).cloned() else {
+            return Err("the expression ends too early".into());
+        };
+        self.at += 1;
+        match token.kind {
+            Kind::Path => path(&token.text)
+                .ok_or_else(|| format!("`{}` at position {} is not a path", token.text, token.position)),
+            Kind::Number => Ok(token.text),
+            Kind::Str => Ok(serde_json::to_string(&token.text).unwrap()),
+            Kind::Ident => match token.text.as_str() {
+                "true" | "false" => Ok(token.text),
+                "null" => Ok("none".into()),
+                "length" => {
+                    self.expect("(")?;
+                    let inner = self.or()?;
+                    self.expect(")")?;
+                    Ok(format!("({inner} | length)"))
+                }
+                other => Err(format!("unknown name `{other}` at position {} (paths start with `$.`)", token.position)),
+            },
+            Kind::Op if token.text == "(" => {
+                let inner = self.or()?;
+                self.expect(")")?;
+                Ok(inner)
+            }
+            Kind::Op => Err(format!("unexpected `{}` at position {}", token.text, token.position)),
+        }
+    }
+}
+
+/// `$.a.b` → `state.a.b`, `$item.x` → `item.x`, `$index` → `index`.
+fn path(text: &str) -> Option<String> {
+    let rest = text.strip_prefix('$')?;
+    if let Some(fields) = rest.strip_prefix('.') {
+        if fields.is_empty() || fields.split('.').any(str::is_empty) {
+            return None;
+        }
+        return Some(format!("state.{fields}"));
+    }
+    if rest.is_empty() {
+        return Some("state".into());
+    }
+    match rest.split_once('.') {
+        Some(("item", fields)) if !fields.is_empty() => Some(format!("item.{fields}")),
+        None if rest == "item" || rest == "index" => Some(rest.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::translate;
+
+    #[test]
+    fn the_when_dsl_translates_with_precedence() {
+        let cases = [
+            ("length($.similar_issues) > 0", "(($.similar_issues | length) > 0)"),
+            ("$.is_duplicate == true", "(state.is_duplicate == true)"),
+            (
+                "length($.findings) > 0 && $.risk_score > 0.5",
+                "((($.findings | length) > 0) and (state.risk_score > 0.5))",
+            ),
+            ("!$.skipped_by_user", "(not state.skipped_by_user)"),
+            ("$.a || $.b && !$.c", "(state.a or (state.b and (not state.c)))"),
+            ("($.a || $.b) && $.c != 'x'", "((state.a or state.b) and (state.c != \"x\"))"),
+            ("$.summary.flags == null", "(state.summary.flags == none)"),
+            ("$item.key <= $index", "(item.key <= index)"),
+        ];
+        for (source, expected) in cases {
+            let expected =
+                expected.replace("$.similar_issues", "state.similar_issues").replace("$.findings", "state.findings");
+            assert_eq!(translate(source).unwrap(), expected, "{source}");
+        }
+        for bad in ["$.a >", "length $.a", "$.a && || $.b", "foo($.a)", "$.a == 'x", "$. > 1", "($.a"] {
+            assert!(translate(bad).is_err(), "{bad} should not parse");
+        }
+    }
+}
