@@ -71,6 +71,8 @@ pub struct Topology {
     /// Per document edge: an execution edge out of a node the start node cannot reach. It can never be followed,
     /// so joins do not wait for it.
     pub never_followed: Vec<bool>,
+    /// Per node: the start node reaches it through execution edges.
+    pub reachable: Vec<bool>,
 }
 
 impl Topology {
@@ -99,7 +101,9 @@ impl Topology {
         let back = back_edges(n, &ends, &out, start);
         let forward_in = Adjacency::build(n, execution().filter(|&(e, _, _)| !back[e]).map(|(e, _, t)| (t, e)));
         // Without a back edge the graph is acyclic: every node is its own component, none cyclic.
-        let never_followed = unreachable_edges(n, &ends, &subagent, &out, start);
+        let reachable = reachable_from(n, &ends, &out, start);
+        let never_followed =
+            ends.iter().enumerate().map(|(e, p)| !subagent[e] && p.is_some_and(|(f, _)| !reachable[f])).collect();
         let (component, component_cyclic) =
             if back.contains(&true) { components(n, &ends, &subagent) } else { ((0..n).collect(), vec![false; n]) };
         Topology {
@@ -114,6 +118,7 @@ impl Topology {
             component,
             component_cyclic,
             never_followed,
+            reachable,
             start,
         }
     }
@@ -131,13 +136,7 @@ impl Topology {
     }
 }
 
-fn unreachable_edges(
-    n: usize,
-    ends: &[Option<(usize, usize)>],
-    subagent: &[bool],
-    out: &Adjacency,
-    start: Option<usize>,
-) -> Vec<bool> {
+fn reachable_from(n: usize, ends: &[Option<(usize, usize)>], out: &Adjacency, start: Option<usize>) -> Vec<bool> {
     let mut reachable = vec![false; n];
     if let Some(s) = start {
         let mut stack = vec![s];
@@ -152,7 +151,7 @@ fn unreachable_edges(
             }
         }
     }
-    ends.iter().enumerate().map(|(e, p)| !subagent[e] && p.is_some_and(|(f, _)| !reachable[f])).collect()
+    reachable
 }
 
 /// Iterative DFS from the start node, then from any node not yet visited, in document order.

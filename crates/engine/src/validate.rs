@@ -87,7 +87,7 @@ pub struct Options {
 pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     let mut report = Report::default();
     let topo = Topology::new(workflow);
-    check_nodes(workflow, options, &mut report);
+    check_nodes(workflow, &topo, options, &mut report);
     check_edges(workflow, &topo, &mut report);
     check_cycles(workflow, &topo, &mut report);
     check_subagents(workflow, &topo, &mut report);
@@ -95,7 +95,7 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     report
 }
 
-fn check_nodes(workflow: &Workflow, options: &Options, report: &mut Report) {
+fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: &mut Report) {
     let starts: Vec<&str> =
         workflow.nodes.iter().filter(|n| n.node_type == NodeType::Start).map(|n| n.id.as_str()).collect();
     match starts.as_slice() {
@@ -117,12 +117,11 @@ fn check_nodes(workflow: &Workflow, options: &Options, report: &mut Report) {
             }
         }
     }
-    let mut seen = rustc_hash::FxHashSet::with_capacity_and_hasher(workflow.nodes.len(), Default::default());
-    for node in &workflow.nodes {
+    for (i, node) in workflow.nodes.iter().enumerate() {
         let id = node.id.as_str();
         if id.trim().is_empty() {
             report.node_error("EMPTY_NODE_ID", id, "a node has an empty id; give every node a unique id".into());
-        } else if !seen.insert(id) {
+        } else if topo.index.get(id) != Some(&i) {
             report.node_error(
                 "DUPLICATE_NODE_ID",
                 id,
@@ -573,20 +572,11 @@ fn check_subagents(workflow: &Workflow, topo: &Topology, report: &mut Report) {
 
 /// Unreachable nodes (warning) and nodes from which the run can never end (error).
 fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report) {
-    let Some(start) = topo.start else { return };
-    let n = workflow.nodes.len();
-    let mut reachable = vec![false; n];
-    let mut queue = VecDeque::from([start]);
-    reachable[start] = true;
-    while let Some(v) = queue.pop_front() {
-        for &e in &topo.out[v] {
-            let t = topo.target(e);
-            if !reachable[t] {
-                reachable[t] = true;
-                queue.push_back(t);
-            }
-        }
+    if topo.start.is_none() {
+        return;
     }
+    let n = workflow.nodes.len();
+    let reachable = &topo.reachable;
     let mut is_subagent_child = vec![false; n];
     for (e, pair) in topo.ends.iter().enumerate() {
         if let (true, Some((_, child))) = (topo.subagent[e], pair) {
