@@ -167,18 +167,9 @@ async fn a_401_fails_at_once_and_says_which_key() {
 
 #[tokio::test]
 async fn malformed_json_is_a_clear_error_naming_the_provider() {
-    let routing = "nodes:
-  - {id: start, type: start}
-  - {id: a, type: agent, model: p/m1, pinned: {x: 1}}
-  - {id: b, type: agent}
-  - {id: c, type: agent}
-edges:
-  - {from: start, to: a}
-  - {from: a, to: b, when: go b}
-  - {from: a, to: c, when: go c}";
     let server = TestServer::start(vec![Reply::text(200, "{\"choices\": [oops")]).await;
     let (outcome, _) =
-        run_with(&settings(ProviderKind::Openai, &server.url, fast_limits(), None), routing, json!({})).await;
+        run_with(&settings(ProviderKind::Openai, &server.url, fast_limits(), None), ROUTING, json!({})).await;
     let error = outcome.result.error.unwrap();
     assert!(error.contains("p: malformed JSON"), "{error}");
 
@@ -326,9 +317,8 @@ async fn a_tool_name_repeated_in_every_chunk_is_read_once() {
     assert_eq!(outcome.result.node("a").unwrap().data, json!({"label": "bug"}));
 }
 
-#[tokio::test]
-async fn routing_is_strict_and_never_takes_the_first_choice_silently() {
-    let routing = "nodes:
+/// `a` is pinned; only the routing decision after it calls the provider.
+const ROUTING: &str = "nodes:
   - {id: start, type: start}
   - {id: a, type: agent, model: p/m1, pinned: {x: 1}}
   - {id: b, type: agent, pinned: {}}
@@ -337,6 +327,9 @@ edges:
   - {from: start, to: a}
   - {from: a, to: b, when: go b}
   - {from: a, to: c, when: go c}";
+
+#[tokio::test]
+async fn routing_is_strict_and_never_takes_the_first_choice_silently() {
     let answer =
         |content: &str| Reply::json(200, &json!({"choices": [{"message": {"role": "assistant", "content": content}}]}));
     let cases = [
@@ -348,7 +341,7 @@ edges:
     for (content, expected) in cases {
         let server = TestServer::start(vec![answer(content)]).await;
         let (outcome, _) =
-            run_with(&settings(ProviderKind::Openai, &server.url, fast_limits(), None), routing, json!({})).await;
+            run_with(&settings(ProviderKind::Openai, &server.url, fast_limits(), None), ROUTING, json!({})).await;
         let edge = outcome.result.trace.edges.iter().find(|e| e.from == "a").unwrap();
         match expected {
             Some(target) => assert_eq!(edge.to, target, "{content}"),
@@ -485,22 +478,13 @@ edges:
 
 #[tokio::test]
 async fn anthropic_routes_through_a_forced_choice_and_reports_stream_errors() {
-    let routing = "nodes:
-  - {id: start, type: start}
-  - {id: a, type: agent, model: p/m1, pinned: {x: 1}}
-  - {id: b, type: agent, pinned: {}}
-  - {id: c, type: agent, pinned: {}}
-edges:
-  - {from: start, to: a}
-  - {from: a, to: b, when: go b}
-  - {from: a, to: c, when: go c}";
     let reply = Reply::json(
         200,
         &json!({"content": [{"type": "tool_use", "id": "t", "name": "choose", "input": {"choice": "b"}}], "stop_reason": "tool_use"}),
     );
     let server = TestServer::start(vec![reply]).await;
     let (outcome, _) =
-        run_with(&settings(ProviderKind::Anthropic, &server.url, fast_limits(), None), routing, json!({})).await;
+        run_with(&settings(ProviderKind::Anthropic, &server.url, fast_limits(), None), ROUTING, json!({})).await;
     assert_eq!(outcome.result.trace.edges[1].to, "b");
     assert_eq!(server.requests()[0].body["tool_choice"], json!({"type": "tool", "name": "choose"}));
 

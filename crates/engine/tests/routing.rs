@@ -70,10 +70,8 @@ async fn conditional_routing_runs_only_the_chosen_branch_and_converges() {
     }
 }
 
-#[tokio::test]
-async fn an_unconditional_edge_beside_when_edges_is_the_default_path() {
-    let wf = workflow(
-        "nodes:
+/// A natural-language branch beside an unconditional (default) edge.
+const DEFAULT_PATH: &str = "nodes:
   - {id: start, type: start}
   - {id: check, type: agent}
   - {id: urgent, type: agent}
@@ -81,8 +79,11 @@ async fn an_unconditional_edge_beside_when_edges_is_the_default_path() {
 edges:
   - {from: start, to: check}
   - {from: check, to: urgent, when: the alert is critical}
-  - {from: check, to: normal}",
-    );
+  - {from: check, to: normal}";
+
+#[tokio::test]
+async fn an_unconditional_edge_beside_when_edges_is_the_default_path() {
+    let wf = workflow(DEFAULT_PATH);
     let ran = run(&wf, &format!("routes: {{check: {DEFAULT_CHOICE}}}")).await;
     assert_eq!(ran.ran(), ["start", "check", "normal"]);
     assert!(ran.edges().contains(&("check", "normal", "none of the above")));
@@ -107,17 +108,7 @@ async fn an_invalid_route_target_follows_the_default_or_ends_the_branch() {
     assert!(!ran.ran().contains(&"create_issue"), "never silently takes the first edge");
 
     // With a default path: it is followed, and the reason still says the answer was invalid.
-    let wf = workflow(
-        "nodes:
-  - {id: start, type: start}
-  - {id: check, type: agent}
-  - {id: urgent, type: agent}
-  - {id: normal, type: agent}
-edges:
-  - {from: start, to: check}
-  - {from: check, to: urgent, when: the alert is critical}
-  - {from: check, to: normal}",
-    );
+    let wf = workflow(DEFAULT_PATH);
     let ran = run(&wf, "routes: {check: bogus}").await;
     assert_eq!(ran.ran(), ["start", "check", "normal"]);
     let (_, _, reason) = *ran.edges().iter().find(|e| e.1 == "normal").unwrap();
