@@ -10,6 +10,7 @@ import { commands, unwrap } from "./api";
 import { Canvas, openFitOptions } from "./components/Canvas";
 import { Inspector } from "./components/Inspector";
 import { ApprovalDialog, BottomPanel, HelpPanel } from "./components/Panels";
+import { SettingsDialog } from "./components/SettingsDialog";
 import { layout } from "./model/layout";
 import { emptyWorkflow, useDocument } from "./store/document";
 import { frameBatcher, useRun } from "./store/run";
@@ -63,6 +64,7 @@ function Workbench() {
   const [reviewing, setReviewing] = useState<string | null>(null);
   const [dismissed, setDismissed] = useState<string[]>([]);
   const [help, setHelp] = useState(false);
+  const [showSettings, setShowSettings] = useState(false);
   const [find, setFind] = useState<string | null>(null);
   const [theme, setTheme] = useState<"light" | "dark">(() => (localStorage.getItem("switchyard.theme") as "light" | "dark") ?? "light");
   const findInput = useRef<HTMLInputElement>(null);
@@ -284,6 +286,7 @@ function Workbench() {
         )}
         {blocked && !running && <span className="blocked" data-testid="run-blocked">{blocked}</span>}
         <span className="grow" />
+        <button onClick={() => setShowSettings(true)} disabled={!settings} data-testid="settings-button">Settings</button>
         <button onClick={() => setTheme(theme === "light" ? "dark" : "light")}>{theme === "light" ? "Dark" : "Light"}</button>
         <button onClick={() => setHelp(true)} title="F1">?</button>
       </header>
@@ -329,6 +332,7 @@ function Workbench() {
         />
       )}
       {help && <HelpPanel onClose={() => setHelp(false)} />}
+      {showSettings && settings && <SettingsDialog initial={settings} onClose={() => setShowSettings(false)} onSaved={setSettings} />}
     </div>
   );
 }
