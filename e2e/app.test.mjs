@@ -129,3 +129,22 @@ test("an AgentFlow file with legacy data imports, with its notes shown", async (
   await (await browser.$("button*=Import notes")).click();
   assert.match(await (await browser.$(".bottom-body")).getText(), /legacy type `input` became `approval`/);
 });
+
+test("a paused run survives quitting the app and continues after a restart", async () => {
+  const example = join(root, "examples/approval-flow.yaml");
+  await browser.execute((path) => (window.__switchyardDialog = { open: path }), example);
+  await (await browser.$('[data-testid="open"]')).click();
+  await browser.waitUntil(async () => (await (await browser.$('[data-testid="message"]')).getText()).includes("Opened"), { timeout: 5000 });
+  await (await browser.$('[data-testid="run"]')).click();
+  await waitStatus("review", "waiting");
+  await browser.deleteSession(); // quits the app with the run paused
+  await open();
+  const paused = await browser.$('[data-testid="paused-runs"]');
+  await paused.waitForExist({ timeout: 10000 });
+  await paused.selectByIndex(1);
+  await (await browser.$('[data-testid="approval-dialog"]')).waitForDisplayed({ timeout: 10000 });
+  assert.equal(await status("draft"), "succeeded", "what ran before the pause is shown again");
+  await (await browser.$('[data-testid="approval-approve"]')).click();
+  await waitStatus("publish", "succeeded");
+  assert.equal(await status("revise"), "skipped");
+});

@@ -65,6 +65,7 @@ function Workbench() {
   const [dismissed, setDismissed] = useState<string[]>([]);
   const [help, setHelp] = useState(false);
   const [showSettings, setShowSettings] = useState(false);
+  const [pausedRuns, setPausedRuns] = useState<{ id: string; workflowPath: string }[]>([]);
   const [find, setFind] = useState<string | null>(null);
   const [theme, setTheme] = useState<"light" | "dark">(() => (localStorage.getItem("switchyard.theme") as "light" | "dark") ?? "light");
   const findInput = useRef<HTMLInputElement>(null);
@@ -109,8 +110,35 @@ function Workbench() {
       }
       const s = await commands.getSettings();
       if (s.status === "ok") setSettings(s.data);
+      await refreshPaused();
     })();
   }, [load]);
+
+  /** Runs paused in this or an earlier session, which can be continued. */
+  const refreshPaused = async () => {
+    const runs = await commands.listRuns();
+    if (runs.status === "ok") setPausedRuns(runs.data.filter((r) => r.status === "paused" && !r.live).map((r) => ({ id: r.id, workflowPath: r.workflowPath })));
+  };
+
+  const resumeStored = async (id: string) => {
+    const channel = new Channel<Event_Deserialize[]>();
+    const batch = frameBatcher((events) => useRun.getState().apply(events));
+    channel.onmessage = (events) => batch(events as unknown as Event[]);
+    try {
+      const history = await unwrap(commands.runEvents(id));
+      const resumed = await unwrap(commands.resumeRun(id, channel));
+      const doc = resumed.document;
+      useDocument.getState().load(doc.workflow, doc.path, doc.format, doc.notes);
+      useRun.getState().begin(resumed.runId, doc.workflow.nodes.map((n) => n.id));
+      useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
+      setDismissed([]);
+      setMessage(`Resumed run ${id.slice(0, 8)} of ${doc.path}`);
+      requestAnimationFrame(() => flow.fitView(openFitOptions(doc.workflow.nodes.map((n) => n.id))));
+    } catch (e) {
+      setMessage(`Could not resume: ${e instanceof Error ? e.message : e}`);
+    }
+    await refreshPaused();
+  };
 
   const models = useMemo(() => {
     const refs = new Set<string>();
@@ -285,6 +313,12 @@ function Workbench() {
           <button className="primary" onClick={run} disabled={Boolean(blocked)} title={blocked ?? "Ctrl+Enter"} data-testid="run">Run</button>
         )}
         {blocked && !running && <span className="blocked" data-testid="run-blocked">{blocked}</span>}
+        {pausedRuns.length > 0 && (
+          <select value="" onChange={(e) => e.target.value && resumeStored(e.target.value)} data-testid="paused-runs" title="Runs paused earlier: choose one to continue it">
+            <option value="">Paused runs ({pausedRuns.length})</option>
+            {pausedRuns.map((r) => <option key={r.id} value={r.id}>{r.workflowPath.split("/").pop()} · {r.id.slice(0, 8)}</option>)}
+          </select>
+        )}
         <span className="grow" />
         <button onClick={() => setShowSettings(true)} disabled={!settings} data-testid="settings-button">Settings</button>
         <button onClick={() => setTheme(theme === "light" ? "dark" : "light")}>{theme === "light" ? "Dark" : "Light"}</button>
