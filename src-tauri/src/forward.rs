@@ -16,6 +16,8 @@ struct Queue {
     events: Mutex<Vec<Event>>,
     ready: Notify,
     closed: std::sync::atomic::AtomicBool,
+    /// The window stopped listening: queueing more would only grow memory.
+    gone: std::sync::atomic::AtomicBool,
 }
 
 /// The observer half: cheap to call from the engine.
@@ -24,6 +26,9 @@ pub struct Forwarder(Arc<Queue>);
 
 impl Observer for Forwarder {
     fn on_event(&self, event: &Event) -> Result<(), String> {
+        if self.0.gone.load(std::sync::atomic::Ordering::Acquire) {
+            return Err("the window is gone".into());
+        }
         self.0.events.lock().map_err(|_| "poisoned".to_string())?.push(event.clone());
         self.0.ready.notify_one();
         Ok(())
@@ -41,7 +46,9 @@ impl Forwarder {
                 tokio::time::sleep(FRAME).await;
                 let batch = std::mem::take(&mut *q.events.lock().unwrap());
                 if !batch.is_empty() && channel.send(batch).is_err() {
-                    return; // the window is gone
+                    q.gone.store(true, std::sync::atomic::Ordering::Release);
+                    q.events.lock().unwrap().clear();
+                    return;
                 }
                 if q.closed.load(std::sync::atomic::Ordering::Acquire) && q.events.lock().unwrap().is_empty() {
                     return;
