@@ -149,9 +149,18 @@ fn settings() -> Result<Settings, Unusable> {
     Settings::load(&Settings::default_path()).map_err(|e| Unusable(e.to_string()))
 }
 
+/// The provider settings a run needs: none when a script answers everything.
+fn settings_unless_scripted(scripted: bool) -> Result<Option<Settings>, Unusable> {
+    if scripted {
+        Ok(None)
+    } else {
+        settings().map(Some)
+    }
+}
+
 /// With a script every answer is scripted, so providers are not checked; without, nodes must name configured ones.
-fn validation_options(scripted: bool) -> Result<validate::Options, Unusable> {
-    Ok(validate::Options { providers: if scripted { None } else { Some(settings()?.provider_ids()) } })
+fn validation_options(settings: Option<&Settings>) -> validate::Options {
+    validate::Options { providers: settings.map(Settings::provider_ids) }
 }
 
 fn print_findings(file: &Path, report: &Report) {
@@ -169,7 +178,8 @@ fn print_findings(file: &Path, report: &Report) {
 
 fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted: bool) -> Result<u8, Unusable> {
     let loaded = load(file, format)?;
-    let report = validate::validate(&loaded.workflow, &validation_options(scripted)?);
+    let report =
+        validate::validate(&loaded.workflow, &validation_options(settings_unless_scripted(scripted)?.as_ref()));
     if json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
     } else {
@@ -189,7 +199,7 @@ fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted: bool)
 
 fn cmd_export(file: &Path, to: ExportFormat, format: Option<Format>) -> Result<u8, Unusable> {
     let loaded = load(file, format)?;
-    let report = validate::validate(&loaded.workflow, &validation_options(true)?);
+    let report = validate::validate(&loaded.workflow, &validation_options(None));
     print_findings(file, &report);
     match to {
         ExportFormat::Yaml => print!("{}", format::to_yaml(&loaded.workflow)),
@@ -238,11 +248,12 @@ fn load_script(path: &Option<PathBuf>) -> Result<Option<Arc<Script>>, Unusable> 
 }
 
 /// The scripted model for an offline run, else the configured providers.
-fn model_for(script: &Option<Arc<Script>>) -> Result<Arc<dyn Model>, Unusable> {
-    Ok(match script {
-        Some(s) => Arc::new(ScriptedModel::new(s.clone())),
-        None => Arc::new(Providers::new(&settings()?)),
-    })
+fn model_for(script: &Option<Arc<Script>>, settings: Option<&Settings>) -> Arc<dyn Model> {
+    match (script, settings) {
+        (Some(s), _) => Arc::new(ScriptedModel::new(s.clone())),
+        (None, Some(settings)) => Arc::new(Providers::new(settings)),
+        (None, None) => Arc::new(Providers::new(&Settings::default())),
+    }
 }
 
 fn open_store() -> Result<Arc<RunStore>, Unusable> {
@@ -273,7 +284,8 @@ fn sinks(store: Option<Arc<RunStore>>, events: &Option<PathBuf>, json: bool) -> 
 async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let loaded = load(&args.file, args.format)?;
     let script = load_script(&args.script)?;
-    let options = validation_options(script.is_some())?;
+    let settings = settings_unless_scripted(script.is_some())?;
+    let options = validation_options(settings.as_ref());
     if let (Some(model), Some(providers)) = (&args.model, options.providers.as_ref()) {
         let provider = model.split_once('/').map_or(model.as_str(), |(p, _)| p);
         if !providers.iter().any(|p| p == provider) {
@@ -309,10 +321,11 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let (log, observers) = sinks(store.clone(), &args.events, args.json)?;
     let workflow = Arc::new(loaded.workflow);
     // A node's model, else --model, else the workflow's default, else the settings' default.
-    let fallback = if workflow.defaults.model.is_none() && script.is_none() { settings()?.default_model } else { None };
+    let fallback =
+        settings.as_ref().filter(|_| workflow.defaults.model.is_none()).and_then(|s| s.default_model.clone());
     let options =
         RunOptions { input, step_budget: args.step_budget, model: args.model.or(fallback), ..RunOptions::default() };
-    let runtime = Runtime { model: model_for(&script)?, script, log, observers, on_pause: None };
+    let runtime = Runtime { model: model_for(&script, settings.as_ref()), script, log, observers, on_pause: None };
     let outcome = run::run(workflow, options, runtime).await;
     let workflow_path = std::fs::canonicalize(&args.file).unwrap_or(args.file.clone());
     let script_path = args.script.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone()));
@@ -400,7 +413,8 @@ async fn cmd_resume(run_id: &str, raw: &[String], json: bool, events: Option<Pat
     let script_path = stored.script_path.as_ref().map(PathBuf::from);
     let script = load_script(&script_path)?;
     let (log, observers) = sinks(Some(store.clone()), &events, json)?;
-    let runtime = Runtime { model: model_for(&script)?, script, log, observers, on_pause: None };
+    let settings = settings_unless_scripted(script.is_some())?;
+    let runtime = Runtime { model: model_for(&script, settings.as_ref()), script, log, observers, on_pause: None };
     let outcome = run::resume(Arc::new(loaded.workflow), snapshot, decisions, runtime).await.map_err(Unusable)?;
     finish(outcome, Some(&store), &path, script_path.as_deref(), format, json)
 }
