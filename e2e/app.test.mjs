@@ -81,8 +81,10 @@ test("a validation error appears on the canvas, blocks Run, and clears on undo",
   await (await browser.$('[data-testid="add-agent"]')).click();
   await node("agent").waitForExist();
   const id = await browser.$('[data-testid="inspector-id"]');
+  await browser.waitUntil(async () => (await id.getValue()) === "agent", { timeout: 5000, timeoutMsg: "the inspector does not show the new node" });
   await id.setValue("draft"); // a duplicate id
-  await browser.keys("Enter");
+  await browser.keys("Tab"); // the field commits when it loses focus
+  await browser.waitUntil(async () => !(await node("agent").isExisting()), { timeout: 5000, timeoutMsg: "the rename was not applied" });
   await browser.waitUntil(async () => (await problemsText()).includes("DUPLICATE_NODE_ID"), { timeout: 5000 });
   assert.equal(await (await browser.$('[data-testid="run"]')).isEnabled(), false);
   assert.match(await (await browser.$('[data-testid="run-blocked"]')).getProperty("textContent"), /used more than once/);
