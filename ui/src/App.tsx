@@ -121,9 +121,7 @@ function Workbench() {
   };
 
   const resumeStored = async (id: string) => {
-    const channel = new Channel<Event_Deserialize[]>();
-    const batch = frameBatcher((events) => useRun.getState().apply(events));
-    channel.onmessage = (events) => batch(events as unknown as Event[]);
+    const channel = runEventChannel();
     try {
       const history = await unwrap(commands.runEvents(id));
       const resumed = await unwrap(commands.resumeRun(id, channel));
@@ -189,10 +187,7 @@ function Workbench() {
   const run = async () => {
     if (blocked || running) return;
     const wf = useDocument.getState().workflow; // the graph as it is now; later edits do not change this run
-    // The generated channel type names the deserialize side; what arrives is what Rust serialized (`Event`).
-    const channel = new Channel<Event_Deserialize[]>();
-    const batch = frameBatcher((events) => useRun.getState().apply(events));
-    channel.onmessage = (events) => batch(events as unknown as Event[]);
+    const channel = runEventChannel();
     setDismissed([]);
     try {
       useRun.getState().begin("", wf.nodes.map((n) => n.id));
@@ -369,6 +364,15 @@ function Workbench() {
       {showSettings && settings && <SettingsDialog initial={settings} onClose={() => setShowSettings(false)} onSaved={setSettings} />}
     </div>
   );
+}
+
+/** A channel for a run's events, applied to the run store once per animation frame. */
+function runEventChannel(): Channel<Event_Deserialize[]> {
+  // The generated channel type names the deserialize side; what arrives is what Rust serialized (`Event`).
+  const channel = new Channel<Event_Deserialize[]>();
+  const batch = frameBatcher((events) => useRun.getState().apply(events));
+  channel.onmessage = (events) => batch(events as unknown as Event[]);
+  return channel;
 }
 
 async function confirmDiscard(): Promise<boolean> {

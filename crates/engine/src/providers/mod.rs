@@ -124,11 +124,7 @@ impl Settings {
 
     /// The providers nodes may name: the configured ones plus the built-in `local`.
     pub fn provider_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.providers.iter().map(|p| p.id.clone()).collect();
-        if !ids.iter().any(|i| i == LOCAL) {
-            ids.push(LOCAL.into());
-        }
-        ids
+        self.effective_providers().into_iter().map(|p| p.id).collect()
     }
 
     /// The configured providers with the built-in `local` added when it is not configured.

@@ -204,6 +204,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// A model-call problem of `node` as AgentFlow's `llm_error` log event (retries, fallbacks).
+    pub fn llm_error(&self, node: usize, message: &str) {
+        self.emitter.emit(EventKind::log(Some(&self.workflow.nodes[node].id), "llm_error", message.to_string()));
+    }
+
     /// The index of this call among the node's model calls in this run.
     pub fn next_call(&self, node: &str) -> u32 {
         let mut calls = self.model_calls.lock().unwrap();
@@ -752,12 +757,7 @@ impl Scheduler {
             };
             match hit {
                 Ok(true) => {
-                    let label = match c.operator {
-                        ConditionOperator::Expression => c.value.clone(),
-                        ConditionOperator::Equal => format!("equal {:?}", c.value.trim()),
-                        ConditionOperator::Contains => format!("contains {:?}", c.value.trim()),
-                    };
-                    chosen = Ok(Some((i, label)));
+                    chosen = Ok(Some((i, condition_label(c))));
                     break;
                 }
                 Ok(false) => {}
@@ -1070,11 +1070,7 @@ impl Scheduler {
         }
         let i: usize = branch.trim_start_matches(handle::CONDITION_PREFIX).parse().unwrap_or(0);
         match n.conditions.as_ref().and_then(|c| c.get(i)) {
-            Some(c) => match c.operator {
-                ConditionOperator::Expression => c.value.clone(),
-                ConditionOperator::Equal => format!("equal {:?}", c.value.trim()),
-                ConditionOperator::Contains => format!("contains {:?}", c.value.trim()),
-            },
+            Some(c) => condition_label(c),
             None => branch.to_string(),
         }
     }
@@ -1341,8 +1337,16 @@ impl crate::model::NodeIo for RouteIo {
     }
 
     fn retry_notice(&self, message: &str) {
-        let node = &self.shared.workflow.nodes[self.node].id;
-        self.shared.emitter.emit(EventKind::log(Some(node), "llm_error", message.to_string()));
+        self.shared.llm_error(self.node, message);
+    }
+}
+
+/// How a matched `if` condition is named in logs and trace reasons.
+fn condition_label(c: &crate::document::Condition) -> String {
+    match c.operator {
+        ConditionOperator::Expression => c.value.clone(),
+        ConditionOperator::Equal => format!("equal {:?}", c.value.trim()),
+        ConditionOperator::Contains => format!("contains {:?}", c.value.trim()),
     }
 }
 

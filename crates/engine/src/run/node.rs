@@ -100,18 +100,17 @@ fn execute_once<'a>(
                 Ok(data) => return Ok(data),
                 Err(e) if e.retryable && attempt < retries => {
                     attempt += 1;
-                    shared.emitter.emit(EventKind::log(
-                        Some(&n.id),
-                        "llm_error",
-                        format!("attempt {attempt} of {} failed: {}; retrying", retries + 1, e.message),
-                    ));
+                    shared.llm_error(
+                        node,
+                        &format!("attempt {attempt} of {} failed: {}; retrying", retries + 1, e.message),
+                    );
                     if backoff > 0 {
                         tokio::time::sleep(Duration::from_millis(backoff)).await;
                         backoff = backoff.saturating_mul(2);
                     }
                 }
                 Err(e) => {
-                    shared.emitter.emit(EventKind::log(Some(&n.id), "llm_error", e.message.clone()));
+                    shared.llm_error(node, &e.message);
                     return Err(e.message);
                 }
             }
@@ -321,8 +320,7 @@ impl NodeIo for AgentIo {
     }
 
     fn retry_notice(&self, message: &str) {
-        let node = &self.shared.workflow.nodes[self.node].id;
-        self.shared.emitter.emit(EventKind::log(Some(node), "llm_error", message.to_string()));
+        self.shared.llm_error(self.node, message);
     }
 
     async fn call_tool(&self, tool: &str, input: Value) -> Result<Value, String> {
