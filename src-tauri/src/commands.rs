@@ -9,6 +9,7 @@ use specta::Type;
 use switchyard_engine::events::{Event, Observer, RunLog};
 use switchyard_engine::format::{self, Format};
 use switchyard_engine::model::Model;
+use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{Providers, Settings};
 use switchyard_engine::run::{self, RunController, RunHandle, RunOptions, Runtime};
 use switchyard_engine::script::{Script, ScriptedModel};
@@ -84,6 +85,13 @@ pub fn save_file(path: String, workflow: Workflow) -> Result<(), String> {
     let tmp = path.with_extension("switchyard-tmp");
     std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, &path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+}
+
+/// Every node type as the engine defines it (handles, fields, labels): the palette, canvas and inspector read this.
+#[tauri::command]
+#[specta::specta]
+pub fn node_types() -> Vec<NodeTypeSpec> {
+    node_types::specs().to_vec()
 }
 
 #[tauri::command]

@@ -26,6 +26,7 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::get_settings,
         commands::save_settings,
         commands::startup_file,
+        commands::node_types,
     ])
 }
 

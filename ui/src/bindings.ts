@@ -27,6 +27,8 @@ export const commands = {
 	saveSettings: (settings: Settings_Deserialize) => typedError<null, string>(__TAURI_INVOKE("save_settings", { settings })),
 	/**  What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the bundled alert-triage example. */
 	startupFile: () => __TAURI_INVOKE<Startup_Serialize | null>("startup_file"),
+	/**  Every node type as the engine defines it (handles, fields, labels): the palette, canvas and inspector read this. */
+	nodeTypes: () => __TAURI_INVOKE<NodeTypeSpec_Serialize[]>("node_types"),
 };
 
 /* Types */
@@ -162,6 +164,50 @@ export type Event_Serialize = {
 	ts: string,
 } & EventKind_Serialize;
 
+/**  How the editor edits a field. */
+export type FieldKind = 
+/**  One line of text. */
+"text" | 
+/**  Several lines of text, used as is. */
+"multiline" | 
+/**  A Jinja template over the run's context. */
+"template" | 
+/**  Any JSON value. */
+"json" | "number" | 
+/**  One of `options`. */
+"select" | "checkbox" | 
+/**  A `provider/model` reference. */
+"model" | 
+/**  An `if` node's ordered conditions. */
+"conditions";
+
+/**  One document field of a node type, as the editor shows it. */
+export type FieldSpec = FieldSpec_Serialize | FieldSpec_Deserialize;
+
+/**  One document field of a node type, as the editor shows it. */
+export type FieldSpec_Deserialize = {
+	/**  The field's name in the document; nested fields with dots (`retry.max`). */
+	key: string,
+	label: string,
+	kind: FieldKind,
+	/**  The choices of a `select` field, as written in the document. */
+	options: string[],
+	placeholder?: string | null,
+	help?: string | null,
+};
+
+/**  One document field of a node type, as the editor shows it. */
+export type FieldSpec_Serialize = {
+	/**  The field's name in the document; nested fields with dots (`retry.max`). */
+	key: string,
+	label: string,
+	kind: FieldKind,
+	/**  The choices of a `select` field, as written in the document. */
+	options: string[],
+	placeholder: string | null,
+	help: string | null,
+};
+
 export type Finding = Finding_Serialize | Finding_Deserialize;
 
 export type Finding_Deserialize = {
@@ -197,6 +243,25 @@ export type ForEach_Serialize = {
 	items: string,
 	/**  Most items in flight at once (default 1: in order). */
 	concurrency?: number,
+};
+
+/**  What leaving a node by a handle means. */
+export type HandleKind = 
+/**  The run continues along the edge. */
+"execution" | 
+/**  Taken when the node fails. */
+"error" | 
+/**  Not an execution edge: links an agent to an agent it may call as a tool. */
+"subagent";
+
+/**  One handle a node type routes out of. */
+export type HandleSpec = {
+	/**  The handle as edges name it; with `perCondition`, `{i}` stands for the condition's index. */
+	id: string,
+	label: string,
+	kind: HandleKind,
+	/**  One handle per condition of the node (an `if` node's `condition-{i}`). */
+	perCondition: boolean,
 };
 
 /**  Limits on each model call, from the settings file. */
@@ -261,6 +326,39 @@ export type NodeResult_Serialize = {
 export type NodeStatus = "success" | "failed" | "skipped";
 
 export type NodeType = "start" | "agent" | "if" | "approval" | "script";
+
+/**  Everything the engine and the editor know about one node type. */
+export type NodeTypeSpec = NodeTypeSpec_Serialize | NodeTypeSpec_Deserialize;
+
+/**  Everything the engine and the editor know about one node type. */
+export type NodeTypeSpec_Deserialize = {
+	type: NodeType,
+	/**  The palette's name for it, e.g. `Agent`. */
+	label: string,
+	icon: string,
+	/**  One sentence for the palette's tooltip. */
+	description: string,
+	/**  Whether execution edges may lead into it (every type but `start`). */
+	hasInput: boolean,
+	handles: HandleSpec[],
+	/**  Every document field valid for the type except `id`, `type` and `position`, in editing order. */
+	fields: FieldSpec_Deserialize[],
+};
+
+/**  Everything the engine and the editor know about one node type. */
+export type NodeTypeSpec_Serialize = {
+	type: NodeType,
+	/**  The palette's name for it, e.g. `Agent`. */
+	label: string,
+	icon: string,
+	/**  One sentence for the palette's tooltip. */
+	description: string,
+	/**  Whether execution edges may lead into it (every type but `start`). */
+	hasInput: boolean,
+	handles: HandleSpec[],
+	/**  Every document field valid for the type except `id`, `type` and `position`, in editing order. */
+	fields: FieldSpec_Serialize[],
+};
 
 /**  One node. Type-specific fields are optional here and checked against `type` by validation. */
 export type Node_Deserialize = {

@@ -236,27 +236,31 @@ impl Node {
         self.tools.as_ref().is_some_and(|t| t.subagents)
     }
 
-    /// The type-specific fields that are set, by their YAML names: validation checks them against the type.
-    pub fn type_fields_set(&self) -> impl Iterator<Item = (&'static str, &'static [NodeType])> {
-        use NodeType::*;
-        let fields: [(bool, &'static str, &'static [NodeType]); 15] = [
-            (self.initial_input.is_some(), "initial_input", &[Start]),
-            (self.system_prompt.is_some(), "system_prompt", &[Agent]),
-            (self.user_prompt.is_some(), "user_prompt", &[Agent]),
-            (self.model.is_some(), "model", &[Agent]),
-            (self.reasoning_effort.is_some(), "reasoning_effort", &[Agent]),
-            (self.tools.is_some(), "tools", &[Agent]),
-            (self.output_schema.is_some(), "output_schema", &[Agent, Script]),
-            (self.conditions.is_some(), "conditions", &[If]),
-            (self.no_match_error.is_some(), "no_match_error", &[If]),
-            (self.message.is_some(), "message", &[Approval]),
-            (self.timeout_seconds.is_some(), "timeout_seconds", &[Approval]),
-            (self.language.is_some(), "language", &[Script]),
-            (self.code.is_some(), "code", &[Script]),
-            (self.for_each.is_some(), "for_each", &[Agent, Script]),
-            (self.retry.is_some(), "retry", &[Agent, Script]),
+    /// The document fields that are set, by their YAML names, apart from `id`, `type` and `position`. Validation
+    /// checks them against the type's definition (`node_types`), so a half-edited node still loads.
+    pub fn fields_set(&self) -> impl Iterator<Item = &'static str> {
+        let fields: [(bool, &'static str); 19] = [
+            (self.name.is_some(), "name"),
+            (self.description.is_some(), "description"),
+            (self.initial_input.is_some(), "initial_input"),
+            (self.system_prompt.is_some(), "system_prompt"),
+            (self.user_prompt.is_some(), "user_prompt"),
+            (self.model.is_some(), "model"),
+            (self.reasoning_effort.is_some(), "reasoning_effort"),
+            (self.tools.is_some(), "tools"),
+            (self.output_schema.is_some(), "output_schema"),
+            (self.conditions.is_some(), "conditions"),
+            (self.no_match_error.is_some(), "no_match_error"),
+            (self.message.is_some(), "message"),
+            (self.timeout_seconds.is_some(), "timeout_seconds"),
+            (self.language.is_some(), "language"),
+            (self.code.is_some(), "code"),
+            (self.pinned.is_some(), "pinned"),
+            (self.on_error.is_some(), "on_error"),
+            (self.retry.is_some(), "retry"),
+            (self.for_each.is_some(), "for_each"),
         ];
-        fields.into_iter().filter(|(set, _, _)| *set).map(|(_, name, types)| (name, types))
+        fields.into_iter().filter(|(set, _)| *set).map(|(_, name)| name)
     }
 }
 

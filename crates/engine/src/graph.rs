@@ -6,6 +6,7 @@ use std::ops::Index;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::document::{NodeType, Workflow};
+use crate::node_types::{self, ResolvedHandle};
 
 /// Per-node lists of edge (or node) indices in one flat array: `adjacency[node]` is a slice. One allocation for
 /// the whole graph instead of one per node keeps large workflows cheap to index.
@@ -50,6 +51,9 @@ pub struct Topology {
     pub index: rustc_hash::FxHashMap<String, usize>,
     /// Per document edge: `(from, to)` node indices, or `None` when an end does not exist.
     pub ends: Vec<Option<(usize, usize)>>,
+    /// Per document edge: the source handle it leaves by, resolved against its source's type (`node_types`);
+    /// `None` when an end is missing or the source has no such handle.
+    pub handles: Vec<Option<ResolvedHandle>>,
     /// Per document edge: it is a `subagent` link, not an execution edge.
     pub subagent: Vec<bool>,
     /// Per document edge: it closes a cycle in a depth-first search from the start node, in edge order.
@@ -84,6 +88,7 @@ impl Topology {
         }
         let mut ends = Vec::with_capacity(workflow.edges.len());
         let mut subagent = Vec::with_capacity(workflow.edges.len());
+        let mut handles = Vec::with_capacity(workflow.edges.len());
         for edge in &workflow.edges {
             let pair = match (index.get(&edge.from), index.get(&edge.to)) {
                 (Some(&f), Some(&t)) => Some((f, t)),
@@ -91,6 +96,7 @@ impl Topology {
             };
             ends.push(pair);
             subagent.push(edge.is_subagent());
+            handles.push(pair.and_then(|(f, _)| node_types::resolve_handle(&workflow.nodes[f], edge.handle())));
         }
         let linked = || ends.iter().enumerate().filter_map(|(e, p)| p.map(|(f, t)| (e, f, t)));
         let execution = || linked().filter(|&(e, _, _)| !subagent[e]);
@@ -109,6 +115,7 @@ impl Topology {
         Topology {
             index,
             ends,
+            handles,
             subagent,
             back,
             out,
@@ -133,6 +140,16 @@ impl Topology {
 
     pub fn on_cycle(&self, node: usize) -> bool {
         self.component_cyclic[self.component[node]]
+    }
+
+    /// The position of the handle `edge` leaves by among its source's handles (`node_types::source_handles`).
+    pub fn handle_position(&self, edge: usize) -> Option<u32> {
+        self.handles[edge].map(|h| h.position)
+    }
+
+    /// The kind of the handle `edge` leaves by; `None` when its source has no such handle.
+    pub fn handle_kind(&self, edge: usize) -> Option<node_types::HandleKind> {
+        self.handles[edge].map(|h| h.kind)
     }
 }
 

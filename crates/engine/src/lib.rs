@@ -7,6 +7,7 @@ pub mod events;
 pub mod format;
 pub mod graph;
 pub mod model;
+pub mod node_types;
 pub mod providers;
 pub mod result;
 pub mod run;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::document::{handle, ConditionOperator, Edge, NodeType, Workflow};
 use crate::graph::Topology;
+use crate::node_types;
 use crate::template;
 
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -128,19 +129,19 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
                 format!("node id `{id}` is used more than once; rename one of them"),
             );
         }
-        for (field, types) in node.type_fields_set() {
-            if !types.contains(&node.node_type) {
-                let allowed: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
-                report.node_error(
-                    "FIELD_NOT_FOR_TYPE",
-                    id,
-                    format!(
-                        "`{field}` does nothing on a {} node (it belongs to {} nodes); remove it",
-                        node.node_type.as_str(),
-                        allowed.join(" and ")
-                    ),
-                );
-            }
+        let spec = node_types::spec(node.node_type);
+        for field in node.fields_set().filter(|f| !spec.has_field(f)) {
+            let owners: Vec<&str> =
+                node_types::specs().iter().filter(|s| s.has_field(field)).map(|s| s.node_type.as_str()).collect();
+            report.node_error(
+                "FIELD_NOT_FOR_TYPE",
+                id,
+                format!(
+                    "`{field}` does nothing on a {} node (it belongs to {} nodes); remove it",
+                    node.node_type.as_str(),
+                    owners.join(" and ")
+                ),
+            );
         }
         for (field, text) in
             [("system_prompt", &node.system_prompt), ("user_prompt", &node.user_prompt), ("message", &node.message)]
@@ -258,24 +259,6 @@ fn check_model_ref(model: &str, node: &str, options: &Options, report: &mut Repo
     }
 }
 
-/// The source handles a node type routes out of.
-pub fn handle_allowed(node_type: NodeType, conditions: usize, handle_name: &str) -> bool {
-    match node_type {
-        NodeType::Start => handle_name == handle::OUTPUT,
-        NodeType::Agent => [handle::OUTPUT, handle::ERROR, handle::SUBAGENT].contains(&handle_name),
-        NodeType::Script => [handle::OUTPUT, handle::ERROR].contains(&handle_name),
-        NodeType::Approval => [handle::APPROVE, handle::REJECT, handle::TIMEOUT].contains(&handle_name),
-        NodeType::If => {
-            handle_name == handle::FALSE
-                || (handle_name == handle::TRUE_LEGACY && conditions > 0)
-                || handle_name
-                    .strip_prefix(handle::CONDITION_PREFIX)
-                    .and_then(|i| i.parse::<usize>().ok())
-                    .is_some_and(|i| i < conditions)
-        }
-    }
-}
-
 fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
     let mut ids = HashSet::new();
     for (e, edge) in workflow.edges.iter().enumerate() {
@@ -334,8 +317,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             continue;
         };
         let source = &workflow.nodes[from];
-        let conditions = source.conditions.as_ref().map_or(0, Vec::len);
-        if !handle_allowed(source.node_type, conditions, edge.handle()) {
+        if topo.handles[e].is_none() {
             report.edge_error(
                 "UNKNOWN_HANDLE",
                 label.clone(),
@@ -344,11 +326,11 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
                     source.id,
                     edge.handle(),
                     source.node_type.as_str(),
-                    handles_of(source.node_type, conditions)
+                    handles_of(source)
                 ),
             );
         }
-        let branching = matches!(source.node_type, NodeType::If | NodeType::Approval);
+        let branching = node_types::spec(source.node_type).chooses_branch();
         if edge.is_subagent() && (edge.when.is_some() || edge.guard.is_some() || edge.max_iterations.is_some()) {
             report.edge_error(
                 "CONDITION_ON_SUBAGENT_EDGE",
@@ -387,62 +369,32 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
                 "this node has out-edges with `when` (the model decides) and with `if` (an expression decides); use one kind".into(),
             );
         }
-        let connected = |h: &str| outs.iter().any(|e| e.handle() == h);
-        match node.node_type {
-            NodeType::If => {
-                let n = node.conditions.as_ref().map_or(0, Vec::len);
-                for c in 0..n {
-                    let h = format!("{}{c}", handle::CONDITION_PREFIX);
-                    if !condition_connected(&outs, c) {
-                        report.node_warning(
-                            "UNCONNECTED_BRANCH",
-                            &node.id,
-                            format!("branch `{h}` is not connected; when it matches, the branch ends here"),
-                        );
-                    }
-                }
-                if !connected(handle::FALSE) {
-                    report.node_warning(
-                        "UNCONNECTED_BRANCH",
-                        &node.id,
-                        "branch `false` is not connected; when nothing matches, the branch ends here".into(),
-                    );
-                }
-            }
-            NodeType::Approval => {
-                for h in [handle::APPROVE, handle::REJECT] {
-                    if !connected(h) {
-                        report.node_warning(
-                            "UNCONNECTED_BRANCH",
-                            &node.id,
-                            format!("branch `{h}` is not connected; that decision ends the branch here"),
-                        );
-                    }
-                }
-            }
-            _ => {}
+        for (_, h) in unconnected_branches(workflow, topo, i) {
+            let consequence = match node.node_type {
+                NodeType::If if h == handle::FALSE => "when nothing matches, the branch ends here",
+                NodeType::If => "when it matches, the branch ends here",
+                _ => "that decision ends the branch here",
+            };
+            report.node_warning(
+                "UNCONNECTED_BRANCH",
+                &node.id,
+                format!("branch `{h}` is not connected; {consequence}"),
+            );
         }
     }
 }
 
-/// Whether an if node's branch `condition-<c>` (or legacy `true` for 0) has an edge.
-fn condition_connected(outs: &[&Edge], c: usize) -> bool {
-    let h = format!("{}{c}", handle::CONDITION_PREFIX);
-    outs.iter().any(|e| e.handle() == h || (c == 0 && e.handle() == handle::TRUE_LEGACY))
+/// The branches of node `v` (`node_types::branches`) that no execution edge leaves by.
+fn unconnected_branches(workflow: &Workflow, topo: &Topology, v: usize) -> Vec<(u32, String)> {
+    let mut branches = node_types::branches(&workflow.nodes[v]);
+    branches.retain(|(position, _)| !topo.out[v].iter().any(|&e| topo.handle_position(e) == Some(*position)));
+    branches
 }
 
-fn handles_of(node_type: NodeType, conditions: usize) -> String {
-    match node_type {
-        NodeType::Start => "output".into(),
-        NodeType::Agent => "output, error, subagent".into(),
-        NodeType::Script => "output, error".into(),
-        NodeType::Approval => "approve, reject, timeout".into(),
-        NodeType::If => {
-            let mut hs: Vec<String> = (0..conditions).map(|i| format!("condition-{i}")).collect();
-            hs.push("false".into());
-            hs.join(", ")
-        }
-    }
+/// The handles a node has, for messages: `output, error, subagent`.
+fn handles_of(node: &crate::document::Node) -> String {
+    let ids: Vec<String> = node_types::source_handles(node).into_iter().map(|(id, _)| id).collect();
+    ids.join(", ")
 }
 
 /// Seed 000's algorithm: drop edges with `max_iterations` and self-loops; any cycle left is unbounded.
@@ -583,23 +535,14 @@ fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report)
             is_subagent_child[*child] = true;
         }
     }
+    // A node can end the run when nothing leaves it, when all it has are bounded loops, or when it can choose a
+    // branch nothing leaves by.
     let can_end = |v: usize| {
         let outs = &topo.out[v];
-        let node = &workflow.nodes[v];
-        let connected = |h: &str| outs.iter().any(|&e| workflow.edges[e].handle() == h);
         outs.is_empty()
             || outs.iter().all(|&e| workflow.edges[e].max_iterations.is_some())
-            || match node.node_type {
-                NodeType::If => {
-                    !connected(handle::FALSE)
-                        || (0..node.conditions.as_ref().map_or(0, Vec::len)).any(|c| {
-                            let outs: Vec<&Edge> = outs.iter().map(|&e| &workflow.edges[e]).collect();
-                            !condition_connected(&outs, c)
-                        })
-                }
-                NodeType::Approval => !connected(handle::APPROVE) || !connected(handle::REJECT),
-                _ => false,
-            }
+            || (node_types::spec(workflow.nodes[v].node_type).chooses_branch()
+                && !unconnected_branches(workflow, topo, v).is_empty())
     };
     let mut ends = vec![false; n];
     let mut queue: VecDeque<usize> = (0..n).filter(|&v| can_end(v)).collect();

@@ -18,6 +18,7 @@ use crate::document::{handle, ConditionOperator, NodeType, OnError, Workflow, DE
 use crate::events::{Emitter, EventKind, Observer, RunLog, Usage};
 use crate::graph::Topology;
 use crate::model::{Choice, Model, RouteAnswer, RouteRequest, DEFAULT_CHOICE};
+use crate::node_types::{self, HandleKind};
 use crate::result::{NodeResult, NodeStatus, PendingApproval, RunResult, RunStatus, Trace, TraceEdge, TraceStep};
 use crate::script::Script;
 use crate::template::{self, Scope};
@@ -767,11 +768,12 @@ impl Scheduler {
                 }
             }
         }
+        // The handle taken: condition `i`'s, or the one after the conditions (`false`) when none matched.
+        let handles = node_types::source_handles(n);
+        let conditions = n.conditions.as_ref().map_or(0, Vec::len);
         let (data, branch) = match &chosen {
-            Ok(Some((i, label))) => {
-                (json!({ "branch": format!("{}{i}", handle::CONDITION_PREFIX) }), Some((*i, label.clone())))
-            }
-            Ok(None) => (json!({ "branch": handle::FALSE }), None),
+            Ok(Some((i, label))) => (json!({ "branch": handles[*i].0 }), Some((*i, label.clone()))),
+            Ok(None) => (json!({ "branch": handles[conditions].0 }), None),
             Err(_) => (Value::Null, None),
         };
         let outcome = match chosen {
@@ -869,8 +871,9 @@ impl Scheduler {
         let now = self.clock.now_ms();
         while let Some(pos) = self.pending.iter().position(|p| p.deadline_ms.is_some_and(|d| d <= now)) {
             let node = self.shared.topo.index[&self.pending[pos].node];
-            let has_timeout_edge =
-                self.shared.topo.out[node].iter().any(|&e| self.shared.workflow.edges[e].handle() == handle::TIMEOUT);
+            let timeout = node_types::resolve_handle(&self.shared.workflow.nodes[node], handle::TIMEOUT);
+            let topo = &self.shared.topo;
+            let has_timeout_edge = timeout.is_some_and(|t| topo.out[node].iter().any(|&e| topo.handles[e] == Some(t)));
             let decision = if has_timeout_edge { "timeout" } else { "reject" };
             self.settle_approval(pos, Decision { decision: decision.into(), note: "timed out".into() });
         }
@@ -932,7 +935,7 @@ impl Scheduler {
         let edges = &self.shared.workflow.edges;
         if let Some(error) = error {
             let error_edges: Vec<usize> =
-                topo.out[node].iter().copied().filter(|&e| edges[e].handle() == handle::ERROR).collect();
+                topo.out[node].iter().copied().filter(|&e| topo.handle_kind(e) == Some(HandleKind::Error)).collect();
             if !error_edges.is_empty() {
                 self.emit(EventKind::log(Some(&n.id), "error", error.clone()));
                 let chosen: Vec<(usize, String)> = error_edges.iter().map(|&e| (e, "error".to_string())).collect();
@@ -952,43 +955,38 @@ impl Scheduler {
             .copied()
             .filter(|&e| edges[e].max_iterations.is_none_or(|m| (self.edge_follows[e] as i64) < m))
             .collect();
+        // A node that chooses a branch follows the edges leaving by the chosen handle; others follow their
+        // execution handles (guards and `when` permitting).
+        let chosen_handle = |key: &str, default: &str| {
+            let name = self.results[node].as_ref().and_then(|r| r.data.get(key)).and_then(Value::as_str);
+            let name = name.unwrap_or(default).to_string();
+            (node_types::resolve_handle(n, &name), name)
+        };
         match n.node_type {
             NodeType::If => {
-                let branch = self.results[node]
-                    .as_ref()
-                    .and_then(|r| r.data.get("branch"))
-                    .and_then(Value::as_str)
-                    .unwrap_or(handle::FALSE)
-                    .to_string();
+                let (taken, branch) = chosen_handle("branch", handle::FALSE);
                 let reason = self.if_reason(n, &branch);
                 let chosen = live
                     .iter()
                     .copied()
-                    .filter(|&e| {
-                        edges[e].handle() == branch
-                            || (branch == "condition-0" && edges[e].handle() == handle::TRUE_LEGACY)
-                    })
+                    .filter(|&e| taken.is_some() && topo.handles[e] == taken)
                     .map(|e| (e, reason.clone()))
                     .collect();
                 self.follow_and_kill(node, chosen, output);
             }
             NodeType::Approval => {
-                let decision = self.results[node]
-                    .as_ref()
-                    .and_then(|r| r.data.get("decision"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("approve")
-                    .to_string();
+                let (taken, decision) = chosen_handle("decision", handle::APPROVE);
                 let chosen = live
                     .iter()
                     .copied()
-                    .filter(|&e| edges[e].handle() == decision)
+                    .filter(|&e| taken.is_some() && topo.handles[e] == taken)
                     .map(|e| (e, decision.clone()))
                     .collect();
                 self.follow_and_kill(node, chosen, output);
             }
             _ => {
-                let live: Vec<usize> = live.into_iter().filter(|&e| edges[e].handle() == handle::OUTPUT).collect();
+                let live: Vec<usize> =
+                    live.into_iter().filter(|&e| topo.handle_kind(e) == Some(HandleKind::Execution)).collect();
                 if live.iter().any(|&e| edges[e].when.is_some()) {
                     if self.dry_run {
                         self.route_event(node, END, "dry run");
@@ -1065,12 +1063,11 @@ impl Scheduler {
     }
 
     fn if_reason(&self, n: &crate::document::Node, branch: &str) -> String {
-        if branch == handle::FALSE {
-            return "no condition matched".into();
-        }
-        let i: usize = branch.trim_start_matches(handle::CONDITION_PREFIX).parse().unwrap_or(0);
-        match n.conditions.as_ref().and_then(|c| c.get(i)) {
+        // Positions below the condition count are the conditions' own handles (node_types' expansion order).
+        let position = node_types::resolve_handle(n, branch).map(|h| h.position as usize);
+        match position.and_then(|i| n.conditions.as_ref()?.get(i)) {
             Some(c) => condition_label(c),
+            None if position.is_some() => "no condition matched".into(),
             None => branch.to_string(),
         }
     }

@@ -1,0 +1,629 @@
+//! The one definition of each node type (SEMANTICS §1): its label and icon, whether it has an input, the handles it
+//! routes out of and the document fields it takes, in the order a person edits them. Validation, the scheduler and
+//! the editor (through the app's `node_types` command) all read it; nothing else lists a type's handles or fields.
+//!
+//! Invariants the rest of the engine relies on:
+//! - a node's source handles, expanded for its conditions ([`source_handles`]), are the spec's handles in order,
+//!   each per-condition handle replaced by one handle per condition, in condition order;
+//! - a handle's *position* ([`ResolvedHandle::position`]) is its index in that expanded list;
+//! - every field key names a document field of `Node` (nested keys with dots), and a top-level field a node sets is
+//!   valid for its type exactly when some field key of the type's spec is that field or starts with `field.`.
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::document::{handle, Node, NodeType};
+
+/// What leaving a node by a handle means.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandleKind {
+    /// The run continues along the edge.
+    Execution,
+    /// Taken when the node fails.
+    Error,
+    /// Not an execution edge: links an agent to an agent it may call as a tool.
+    Subagent,
+}
+
+/// How the editor edits a field.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldKind {
+    /// One line of text.
+    Text,
+    /// Several lines of text, used as is.
+    Multiline,
+    /// A Jinja template over the run's context.
+    Template,
+    /// Any JSON value.
+    Json,
+    Number,
+    /// One of `options`.
+    Select,
+    Checkbox,
+    /// A `provider/model` reference.
+    Model,
+    /// An `if` node's ordered conditions.
+    Conditions,
+}
+
+/// One handle a node type routes out of.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandleSpec {
+    /// The handle as edges name it; with `perCondition`, `{i}` stands for the condition's index.
+    pub id: String,
+    pub label: String,
+    pub kind: HandleKind,
+    /// One handle per condition of the node (an `if` node's `condition-{i}`).
+    pub per_condition: bool,
+    /// A decision the node makes (a condition, `else`, approve, reject): validation warns when nothing leaves by it,
+    /// and a run may end there.
+    #[serde(skip)]
+    #[cfg_attr(feature = "specta", specta(skip))]
+    pub branch: bool,
+}
+
+/// One document field of a node type, as the editor shows it.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldSpec {
+    /// The field's name in the document; nested fields with dots (`retry.max`).
+    pub key: String,
+    pub label: String,
+    pub kind: FieldKind,
+    /// The choices of a `select` field, as written in the document.
+    pub options: Vec<String>,
+    pub placeholder: Option<String>,
+    pub help: Option<String>,
+}
+
+/// Everything the engine and the editor know about one node type.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeTypeSpec {
+    #[serde(rename = "type")]
+    pub node_type: NodeType,
+    /// The palette's name for it, e.g. `Agent`.
+    pub label: String,
+    pub icon: String,
+    /// One sentence for the palette's tooltip.
+    pub description: String,
+    /// Whether execution edges may lead into it (every type but `start`).
+    pub has_input: bool,
+    pub handles: Vec<HandleSpec>,
+    /// Every document field valid for the type except `id`, `type` and `position`, in editing order.
+    pub fields: Vec<FieldSpec>,
+}
+
+impl NodeTypeSpec {
+    /// Whether the node chooses which of its handles to leave by (`if`, `approval`) rather than following all.
+    pub fn chooses_branch(&self) -> bool {
+        self.handles.iter().any(|h| h.branch)
+    }
+
+    /// Whether `field`, a top-level document field, belongs to this type.
+    pub fn has_field(&self, field: &str) -> bool {
+        self.fields
+            .iter()
+            .any(|f| f.key == field || f.key.strip_prefix(field).is_some_and(|rest| rest.starts_with('.')))
+    }
+}
+
+/// Every node type, in palette order.
+pub const ALL: [NodeType; 5] = [NodeType::Start, NodeType::Agent, NodeType::If, NodeType::Approval, NodeType::Script];
+
+/// Old handle names still accepted on edges, and the handle each stands for (AgentFlow's `true` is condition 0).
+const LEGACY_ALIASES: [(NodeType, &str, &str); 1] = [(NodeType::If, handle::TRUE_LEGACY, "condition-0")];
+
+/// The definitions of all node types, in palette order.
+pub fn specs() -> &'static [NodeTypeSpec] {
+    static SPECS: OnceLock<Vec<NodeTypeSpec>> = OnceLock::new();
+    SPECS.get_or_init(|| ALL.into_iter().map(define).collect())
+}
+
+/// The definition of one node type.
+pub fn spec(node_type: NodeType) -> &'static NodeTypeSpec {
+    let i = ALL.iter().position(|&t| t == node_type).expect("ALL lists every node type");
+    &specs()[i]
+}
+
+/// A handle an edge names, resolved against its source node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedHandle {
+    /// Index into [`source_handles`] of the node.
+    pub position: u32,
+    pub kind: HandleKind,
+}
+
+/// The handles `node` routes out of, per-condition handles expanded for its conditions: `(id, kind)`.
+pub fn source_handles(node: &Node) -> Vec<(String, HandleKind)> {
+    let conditions = condition_count(node);
+    let mut out = Vec::new();
+    for h in &spec(node.node_type).handles {
+        if h.per_condition {
+            out.extend((0..conditions).map(|i| (h.id.replace("{i}", &i.to_string()), h.kind)));
+        } else {
+            out.push((h.id.clone(), h.kind));
+        }
+    }
+    out
+}
+
+/// The positions and ids of the handles `node` chooses between (see [`HandleSpec::branch`]).
+pub fn branches(node: &Node) -> Vec<(u32, String)> {
+    let conditions = condition_count(node);
+    let mut out = Vec::new();
+    let mut position = 0;
+    for h in &spec(node.node_type).handles {
+        let count = if h.per_condition { conditions } else { 1 };
+        if h.branch {
+            for i in 0..count {
+                let id = if h.per_condition { h.id.replace("{i}", &i.to_string()) } else { h.id.clone() };
+                out.push((position + i as u32, id));
+            }
+        }
+        position += count as u32;
+    }
+    out
+}
+
+/// Which of `node`'s handles an edge leaving by `name` uses, or `None` when the node has no such handle. Accepts
+/// legacy aliases; allocates nothing, so validation and the scheduler can call it per edge.
+pub fn resolve_handle(node: &Node, name: &str) -> Option<ResolvedHandle> {
+    let name = LEGACY_ALIASES
+        .iter()
+        .find(|(t, alias, _)| *t == node.node_type && *alias == name)
+        .map_or(name, |(_, _, canonical)| canonical);
+    let conditions = condition_count(node);
+    let mut position = 0u32;
+    for h in &spec(node.node_type).handles {
+        if h.per_condition {
+            let (prefix, suffix) = h.id.split_once("{i}").expect("a per-condition handle id contains `{i}`");
+            let index = name.strip_prefix(prefix).and_then(|rest| rest.strip_suffix(suffix)).and_then(parse_index);
+            if let Some(i) = index.filter(|&i| i < conditions) {
+                return Some(ResolvedHandle { position: position + i as u32, kind: h.kind });
+            }
+            position += conditions as u32;
+        } else {
+            if h.id == name {
+                return Some(ResolvedHandle { position, kind: h.kind });
+            }
+            position += 1;
+        }
+    }
+    None
+}
+
+fn condition_count(node: &Node) -> usize {
+    node.conditions.as_ref().map_or(0, Vec::len)
+}
+
+/// A condition index as handles write it: decimal digits, no sign, no leading zero.
+fn parse_index(text: &str) -> Option<usize> {
+    let canonical =
+        !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) && (text == "0" || !text.starts_with('0'));
+    canonical.then(|| text.parse().ok()).flatten()
+}
+
+// ---- the definitions
+
+fn define(node_type: NodeType) -> NodeTypeSpec {
+    use HandleKind::*;
+    let (label, icon, description, handles, fields): (&str, &str, &str, Vec<HandleSpec>, Vec<FieldSpec>) =
+        match node_type {
+            NodeType::Start => (
+                "Start",
+                "▶",
+                "Where a run begins; its output is the run's input, or its initial input when the run is given none.",
+                vec![out(handle::OUTPUT, "", Execution)],
+                vec![
+                    field("initial_input", "initial input (JSON or text)", FieldKind::Json)
+                        .help("Used when the run is started without an input."),
+                    pinned(),
+                ],
+            ),
+            NodeType::Agent => (
+                "Agent",
+                "✦",
+                "Asks an AI model, with a system and a user prompt; may call web search and subagents as tools.",
+                vec![
+                    out(handle::OUTPUT, "", Execution),
+                    out(handle::ERROR, "error", Error),
+                    out(handle::SUBAGENT, "subagent", Subagent),
+                ],
+                vec![
+                    field("system_prompt", "system prompt", FieldKind::Template),
+                    field("user_prompt", "user prompt", FieldKind::Template)
+                        .placeholder("{{ PREVIOUS_OUTPUT }}")
+                        .help("Jinja over the context (node ids, input, state, PREVIOUS_OUTPUT); empty = the previous output."),
+                    field("model", "model", FieldKind::Model)
+                        .placeholder("workflow default")
+                        .help("provider/model, e.g. openai/gpt-4.1-mini"),
+                    select("reasoning_effort", "reasoning effort", &["minimal", "low", "medium", "high"]),
+                    field("tools.web_search", "web search", FieldKind::Checkbox),
+                    field("tools.subagents", "subagents", FieldKind::Checkbox)
+                        .help("Offer the agents linked by subagent edges as tools."),
+                    output_schema(),
+                    for_each_items(),
+                    for_each_concurrency(),
+                    retry_max(),
+                    retry_backoff(),
+                    on_error(),
+                    pinned(),
+                ],
+            ),
+            NodeType::If => (
+                "If",
+                "◇",
+                "Takes the first of its conditions that holds, or else when none does.",
+                vec![
+                    HandleSpec {
+                        id: format!("{}{{i}}", handle::CONDITION_PREFIX),
+                        label: "condition {i}".into(),
+                        kind: Execution,
+                        per_condition: true,
+                        branch: true,
+                    },
+                    HandleSpec { branch: true, ..out(handle::FALSE, "else", Execution) },
+                ],
+                vec![
+                    field("conditions", "conditions (first true wins; none → else)", FieldKind::Conditions),
+                    field("no_match_error", "fail when nothing matches (message)", FieldKind::Text)
+                        .help("When set, the node fails with this message instead of taking else."),
+                    on_error(),
+                    pinned(),
+                ],
+            ),
+            NodeType::Approval => (
+                "Approval",
+                "‖",
+                "Pauses its branch until a person approves or rejects, or until it times out.",
+                vec![
+                    HandleSpec { branch: true, ..out(handle::APPROVE, "approve", Execution) },
+                    HandleSpec { branch: true, ..out(handle::REJECT, "reject", Execution) },
+                    out(handle::TIMEOUT, "timeout", Execution),
+                ],
+                vec![
+                    field("message", "message", FieldKind::Template)
+                        .placeholder("Approve this step?")
+                        .help("What the person deciding is asked; Jinja over the context."),
+                    field("timeout_seconds", "timeout (seconds)", FieldKind::Number)
+                        .help("After this long the timeout edges are followed, or the approval rejects."),
+                    pinned(),
+                ],
+            ),
+            NodeType::Script => (
+                "Script",
+                "{}",
+                "A code step from an imported file; it runs from its pinned output or a script file's answer.",
+                vec![out(handle::OUTPUT, "", Execution), out(handle::ERROR, "error", Error)],
+                vec![
+                    field("language", "language", FieldKind::Text).placeholder("python"),
+                    field("code", "code", FieldKind::Multiline)
+                        .help("Runs only from a pinned output or a script file."),
+                    output_schema(),
+                    for_each_items(),
+                    for_each_concurrency(),
+                    retry_max(),
+                    retry_backoff(),
+                    on_error(),
+                    pinned(),
+                ],
+            ),
+        };
+    let mut all = vec![field("name", "name", FieldKind::Text), field("description", "description", FieldKind::Text)];
+    all.extend(fields);
+    NodeTypeSpec {
+        node_type,
+        label: label.into(),
+        icon: icon.into(),
+        description: description.into(),
+        has_input: node_type != NodeType::Start,
+        handles,
+        fields: all,
+    }
+}
+
+fn out(id: &str, label: &str, kind: HandleKind) -> HandleSpec {
+    HandleSpec { id: id.into(), label: label.into(), kind, per_condition: false, branch: false }
+}
+
+fn field(key: &str, label: &str, kind: FieldKind) -> FieldSpec {
+    FieldSpec { key: key.into(), label: label.into(), kind, options: Vec::new(), placeholder: None, help: None }
+}
+
+fn select(key: &str, label: &str, options: &[&str]) -> FieldSpec {
+    FieldSpec { options: options.iter().map(|o| o.to_string()).collect(), ..field(key, label, FieldKind::Select) }
+}
+
+impl FieldSpec {
+    fn placeholder(mut self, text: &str) -> FieldSpec {
+        self.placeholder = Some(text.into());
+        self
+    }
+
+    fn help(mut self, text: &str) -> FieldSpec {
+        self.help = Some(text.into());
+        self
+    }
+}
+
+fn output_schema() -> FieldSpec {
+    field("output_schema", "output schema (JSON Schema)", FieldKind::Json)
+        .help("The answer must match it; the node's data is then the parsed object.")
+}
+
+fn for_each_items() -> FieldSpec {
+    field("for_each.items", "for each (expression yielding a list)", FieldKind::Text)
+        .placeholder("state.items")
+        .help("Runs the node once per item, with `item` and `index` in its context.")
+}
+
+fn for_each_concurrency() -> FieldSpec {
+    field("for_each.concurrency", "for each: concurrency", FieldKind::Number)
+        .help("Items in flight at once (default 1).")
+}
+
+fn retry_max() -> FieldSpec {
+    field("retry.max", "retries of transient failures", FieldKind::Number)
+}
+
+fn retry_backoff() -> FieldSpec {
+    field("retry.backoff_ms", "retry backoff (ms)", FieldKind::Number).help("Doubled for each further retry.")
+}
+
+fn on_error() -> FieldSpec {
+    select("on_error", "on error", &["stop", "continue"])
+        .help("continue: a failure routes on as if the node had succeeded (error edges still win).")
+}
+
+fn pinned() -> FieldSpec {
+    field("pinned", "pinned output (replaces execution)", FieldKind::Json)
+        .help("The node does not run; it completes at once with this data.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::document::Workflow;
+    use crate::validate::{validate, Options};
+    use serde_json::{json, Map, Value};
+
+    /// A value of the field's kind that the document accepts.
+    fn sample(field: &FieldSpec) -> Value {
+        match field.kind {
+            FieldKind::Text | FieldKind::Multiline | FieldKind::Template => json!("x"),
+            FieldKind::Json => json!({"type": "object"}),
+            FieldKind::Number => json!(2),
+            FieldKind::Select => json!(field.options[0]),
+            FieldKind::Checkbox => json!(true),
+            FieldKind::Model => json!("local/m"),
+            FieldKind::Conditions => json!([{"operator": "contains", "value": "x"}]),
+        }
+    }
+
+    fn set_path(object: &mut Map<String, Value>, key: &str, value: Value) {
+        match key.split_once('.') {
+            None => {
+                object.insert(key.into(), value);
+            }
+            Some((head, rest)) => {
+                let inner = object.entry(head).or_insert_with(|| json!({}));
+                set_path(inner.as_object_mut().unwrap(), rest, value);
+            }
+        }
+    }
+
+    fn get_path<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+        key.split('.').try_fold(value, |v, k| v.get(k))
+    }
+
+    /// A node of `node_type` with `fields` set to their samples, parsed as the document parses it.
+    fn node_with(node_type: NodeType, fields: &[&FieldSpec]) -> Result<Node, serde_json::Error> {
+        let mut object = Map::new();
+        object.insert("id".into(), json!("n"));
+        object.insert("type".into(), json!(node_type.as_str()));
+        for f in fields {
+            set_path(&mut object, &f.key, sample(f));
+        }
+        serde_json::from_value(Value::Object(object))
+    }
+
+    /// The findings of the given code for a workflow holding `node` (after a start node, unless it is one).
+    fn codes_for(node: Node, code: &str) -> Vec<String> {
+        let mut wf = Workflow::new("t");
+        if node.node_type != NodeType::Start {
+            wf.nodes.push(Node::new("start", NodeType::Start));
+        }
+        wf.nodes.push(node);
+        let report = validate(&wf, &Options::default());
+        report.errors.iter().chain(&report.warnings).filter(|f| f.code == code).map(|f| f.message.clone()).collect()
+    }
+
+    /// `Node`'s properties in the published JSON Schema, with the properties of nested objects: `(field, [sub])`.
+    fn document_fields() -> Vec<(String, Vec<String>)> {
+        let schema = serde_json::to_value(schemars::schema_for!(Node)).unwrap();
+        let defs = &schema["$defs"];
+        let mut fields = Vec::new();
+        for (name, property) in schema["properties"].as_object().unwrap() {
+            if ["id", "type", "position"].contains(&name.as_str()) {
+                continue;
+            }
+            let target = property["anyOf"].as_array().into_iter().flatten().find_map(|s| s["$ref"].as_str());
+            let subfields = target
+                .and_then(|r| defs[r.trim_start_matches("#/$defs/")]["properties"].as_object())
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            fields.push((name.clone(), subfields));
+        }
+        fields
+    }
+
+    #[test]
+    fn every_field_of_every_spec_is_a_document_field_valid_for_its_type() {
+        for spec in specs() {
+            let fields: Vec<&FieldSpec> = spec.fields.iter().collect();
+            let node = node_with(spec.node_type, &fields)
+                .unwrap_or_else(|e| panic!("{}: a field is not a document field: {e}", spec.label));
+            let written = serde_json::to_value(&node).unwrap();
+            for f in &fields {
+                assert_eq!(
+                    get_path(&written, &f.key),
+                    Some(&sample(f)),
+                    "{}: `{}` does not round-trip",
+                    spec.label,
+                    f.key
+                );
+            }
+            let wrong = codes_for(node, "FIELD_NOT_FOR_TYPE");
+            assert!(wrong.is_empty(), "{}: {wrong:?}", spec.label);
+        }
+    }
+
+    #[test]
+    fn every_document_field_valid_for_a_type_is_in_its_spec() {
+        // One spec field per top-level document field, from whichever type has it.
+        let any_spec_field = |name: &str| {
+            specs().iter().flat_map(|s| &s.fields).find(|f| f.key == name || f.key.starts_with(&format!("{name}.")))
+        };
+        let fields = document_fields();
+        assert!(
+            fields.iter().any(|(name, subs)| name == "retry" && subs.len() == 2),
+            "schema read wrongly: {fields:?}"
+        );
+        for (name, subfields) in fields {
+            let field = any_spec_field(&name).unwrap_or_else(|| panic!("`{name}` is in no node type's fields"));
+            for spec in specs() {
+                let node = node_with(spec.node_type, &[field]).unwrap();
+                let rejected = !codes_for(node, "FIELD_NOT_FOR_TYPE").is_empty();
+                assert_eq!(rejected, !spec.has_field(&name), "{}: `{name}`", spec.label);
+                if spec.has_field(&name) {
+                    for sub in &subfields {
+                        let key = format!("{name}.{sub}");
+                        assert!(spec.fields.iter().any(|f| f.key == key), "{}: `{key}` is missing", spec.label);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn select_options_are_exactly_the_values_the_document_accepts() {
+        for spec in specs() {
+            for f in spec.fields.iter().filter(|f| f.kind == FieldKind::Select) {
+                for option in &f.options {
+                    let mut node = node_with(spec.node_type, &[]).unwrap();
+                    let mut value = serde_json::to_value(&node).unwrap();
+                    set_path(value.as_object_mut().unwrap(), &f.key, json!(option));
+                    node = serde_json::from_value(value).unwrap_or_else(|e| panic!("`{}: {option}`: {e}", f.key));
+                    assert!(node.fields_set().any(|k| k == f.key));
+                }
+                let schema = serde_json::to_value(schemars::schema_for!(Node)).unwrap();
+                let target = schema["properties"][&f.key]["anyOf"][0]["$ref"].as_str().unwrap().to_string();
+                let choices: Vec<&str> = schema["$defs"][target.trim_start_matches("#/$defs/")]["oneOf"]
+                    .as_array()
+                    .or(schema["$defs"][target.trim_start_matches("#/$defs/")]["enum"].as_array())
+                    .unwrap()
+                    .iter()
+                    .filter_map(|v| v["const"].as_str().or(v.as_str()))
+                    .collect();
+                assert_eq!(f.options, choices, "{}: `{}`", spec.label, f.key);
+            }
+        }
+    }
+
+    #[test]
+    fn validation_accepts_exactly_the_handles_of_the_spec() {
+        let mut candidates: Vec<String> = ["true", "condition-2", "condition-01", "condition-", "bogus", "input"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let node_of = |t: NodeType| {
+            let mut node = Node::new("n", t);
+            if t == NodeType::If {
+                node.conditions = serde_json::from_value(json!([
+                    {"operator": "contains", "value": "a"},
+                    {"operator": "contains", "value": "b"}
+                ]))
+                .unwrap();
+            }
+            node
+        };
+        for t in ALL {
+            candidates.extend(source_handles(&node_of(t)).into_iter().map(|(id, _)| id));
+        }
+        for t in ALL {
+            let source = node_of(t);
+            let handles = source_handles(&source);
+            for name in &candidates {
+                let mut wf = Workflow::new("t");
+                let from = if t == NodeType::Start { "n" } else { "start" };
+                if t != NodeType::Start {
+                    wf.nodes.push(Node::new("start", NodeType::Start));
+                    wf.edges.push(crate::document::Edge::new("start", "n"));
+                }
+                wf.nodes.push(source.clone());
+                wf.nodes.push(Node::new("sink", NodeType::Agent));
+                let mut edge = crate::document::Edge::new("n", "sink");
+                edge.handle = Some(name.clone());
+                wf.edges.push(edge);
+                let report = validate(&wf, &Options::default());
+                let refused = report.errors.iter().any(|f| f.code == "UNKNOWN_HANDLE");
+                let legacy = t == NodeType::If && name == "true";
+                let in_spec = handles.iter().any(|(id, _)| id == name);
+                assert_eq!(refused, !(in_spec || legacy), "{} node, handle `{name}` (from {from})", t.as_str());
+                let resolved = resolve_handle(&source, name);
+                assert_eq!(resolved.is_some(), in_spec || legacy, "{} `{name}`", t.as_str());
+                if let (Some(r), Some(i)) = (resolved, handles.iter().position(|(id, _)| id == name)) {
+                    assert_eq!((r.position as usize, r.kind), (i, handles[i].1), "{} `{name}`", t.as_str());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_if_nodes_handles_expand_per_condition_with_else_last_and_true_as_the_first_condition() {
+        let mut node = Node::new("c", NodeType::If);
+        node.conditions = serde_json::from_value(json!([
+            {"operator": "contains", "value": "a"},
+            {"operator": "equal", "value": "b"}
+        ]))
+        .unwrap();
+        let ids: Vec<String> = source_handles(&node).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, ["condition-0", "condition-1", "false"]);
+        assert_eq!(resolve_handle(&node, "true").map(|h| h.position), Some(0));
+        assert_eq!(branches(&node).into_iter().map(|(p, _)| p).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(resolve_handle(&Node::new("c", NodeType::If), "true"), None, "no conditions, no condition 0");
+    }
+
+    #[test]
+    fn the_spec_serializes_in_the_shape_the_editor_reads() {
+        let value = serde_json::to_value(spec(NodeType::If)).unwrap();
+        assert_eq!(value["type"], "if");
+        assert_eq!(value["hasInput"], true);
+        assert_eq!(
+            value["handles"][0],
+            json!({"id": "condition-{i}", "label": "condition {i}", "kind": "execution", "perCondition": true})
+        );
+        assert_eq!(
+            value["handles"][1],
+            json!({"id": "false", "label": "else", "kind": "execution", "perCondition": false})
+        );
+        let name = &value["fields"][0];
+        assert_eq!(
+            name,
+            &json!({"key": "name", "label": "name", "kind": "text", "options": [], "placeholder": null, "help": null})
+        );
+        let icons: Vec<&str> = specs().iter().map(|s| s.icon.as_str()).collect();
+        assert_eq!(icons, ["▶", "✦", "◇", "‖", "{}"]);
+        assert!(!spec(NodeType::Start).has_input);
+    }
+}
