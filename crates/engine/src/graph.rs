@@ -234,3 +234,92 @@ fn components(n: usize, ends: &[Option<(usize, usize)>], subagent: &[bool]) -> (
     }
     (component, cyclic)
 }
+
+/// Answers "can node `u` have completed before node `v` starts?" in batches: `u` reaches `v` through execution edges
+/// (back edges included, subagent links not), or `u` is `v` on a cycle. Built in O(nodes + edges) from the
+/// topology; each batch costs one forward search per distinct `u`, bounded by the topological rank of the furthest
+/// `v` asked about, so a chain of nodes each reading its predecessor costs O(1) per query.
+pub struct Ancestry<'a> {
+    topo: &'a Topology,
+    /// Per node: the topological rank of its strongly connected component (edges between components go up).
+    rank: Vec<u32>,
+    /// Per node: the search that last visited it (0: none yet).
+    seen: Vec<u32>,
+    search: u32,
+}
+
+impl<'a> Ancestry<'a> {
+    pub fn new(topo: &'a Topology) -> Ancestry<'a> {
+        let n = topo.component.len();
+        let components = topo.component_cyclic.len();
+        let mut indegree = vec![0u32; components];
+        let between = |e: usize| {
+            topo.ends[e]
+                .filter(|_| !topo.subagent[e])
+                .map(|(f, t)| (topo.component[f], topo.component[t]))
+                .filter(|(a, b)| a != b)
+        };
+        for e in 0..topo.ends.len() {
+            if let Some((_, b)) = between(e) {
+                indegree[b] += 1;
+            }
+        }
+        let members = Adjacency::build(components, (0..n).map(|v| (topo.component[v], v)));
+        let mut comp_rank = vec![0u32; components];
+        let mut queue: Vec<usize> = (0..components).filter(|&c| indegree[c] == 0).collect();
+        let mut next = 0u32;
+        while let Some(c) = queue.pop() {
+            comp_rank[c] = next;
+            next += 1;
+            for &v in &members[c] {
+                for &e in &topo.out[v] {
+                    if let Some((_, b)) = between(e) {
+                        indegree[b] -= 1;
+                        if indegree[b] == 0 {
+                            queue.push(b);
+                        }
+                    }
+                }
+            }
+        }
+        let rank = (0..n).map(|v| comp_rank[topo.component[v]]).collect();
+        Ancestry { topo, rank, seen: vec![0; n], search: 0 }
+    }
+
+    /// For each `(u, v)`: whether `u` can have completed before `v` starts.
+    pub fn precedes(&mut self, queries: &[(usize, usize)]) -> Vec<bool> {
+        let topo = self.topo;
+        let mut answers = vec![false; queries.len()];
+        // Queries settled by the components alone; the rest grouped by `u` for one search each.
+        let mut open: Vec<(usize, usize, usize)> = Vec::new();
+        for (q, &(u, v)) in queries.iter().enumerate() {
+            if topo.component[u] == topo.component[v] {
+                answers[q] = u != v || topo.on_cycle(v);
+            } else if self.rank[u] < self.rank[v] {
+                open.push((u, v, q));
+            }
+        }
+        open.sort_unstable();
+        let mut stack = Vec::new();
+        for group in open.chunk_by(|a, b| a.0 == b.0) {
+            let u = group[0].0;
+            let limit = group.iter().map(|&(_, v, _)| self.rank[v]).max().unwrap_or(0);
+            self.search += 1;
+            stack.push(u);
+            self.seen[u] = self.search;
+            while let Some(x) = stack.pop() {
+                for &e in &topo.out[x] {
+                    let t = topo.target(e);
+                    if self.seen[t] != self.search && self.rank[t] <= limit {
+                        self.seen[t] = self.search;
+                        stack.push(t);
+                    }
+                }
+            }
+            for &(_, v, q) in group {
+                answers[q] = self.seen[v] == self.search;
+            }
+        }
+        answers
+    }
+}

@@ -41,6 +41,43 @@ pub fn check_expression(source: &str) -> Result<(), String> {
     env().compile_expression(source).map(|_| ()).map_err(describe)
 }
 
+/// The names the engine puts in every context besides node ids (SEMANTICS §2). `item` and `index` are set only
+/// inside a `for_each` node's run ([`ITEM_NAMES`]).
+pub const CONTEXT_NAMES: [&str; 4] = ["input", "state", PREVIOUS_OUTPUT, "iteration"];
+
+/// The names a `for_each` node's templates see for the current item.
+pub const ITEM_NAMES: [&str; 2] = ["item", "index"];
+
+/// Parses a template and returns what it reads from the context: the dotted paths of the names it does not define
+/// itself (`draft.text`, `input`), sorted, leaving out the environment's globals (`range`, `dict`, …). Plain text
+/// reads nothing and is not parsed.
+pub fn template_reads(source: &str) -> Result<Vec<String>, String> {
+    if !is_template(source) {
+        return Ok(Vec::new());
+    }
+    let template = env().template_from_str(source).map_err(describe)?;
+    Ok(without_globals(template.undeclared_variables(true)))
+}
+
+/// Parses an expression and returns what it reads from the context, like [`template_reads`].
+pub fn expression_reads(source: &str) -> Result<Vec<String>, String> {
+    check_expression(source)?;
+    let expression = env().compile_expression(source).map_err(describe)?;
+    Ok(without_globals(expression.undeclared_variables(true)))
+}
+
+fn without_globals(names: std::collections::HashSet<String>) -> Vec<String> {
+    static GLOBALS: OnceLock<Vec<String>> = OnceLock::new();
+    let globals = GLOBALS.get_or_init(|| env().globals().map(|(name, _)| name.to_string()).collect());
+    let is_global = |path: &str| {
+        let root = path.split('.').next().unwrap_or(path);
+        globals.iter().any(|g| g == root)
+    };
+    let mut names: Vec<String> = names.into_iter().filter(|n| !is_global(n)).collect();
+    names.sort();
+    names
+}
+
 /// Renders a template over a scope.
 pub fn render(source: &str, scope: &Scope) -> Result<String, String> {
     if !is_template(source) {
@@ -184,6 +221,28 @@ mod tests {
         assert!(is_true("state[\"score\"] > 0.9 and investigate.novel_count == 2", &s).unwrap());
         assert!(!is_true("state.missing", &s).unwrap());
         assert!(is_true("not state.missing", &s).unwrap());
+    }
+
+    #[test]
+    fn reads_are_the_undeclared_names_with_their_paths_without_globals_or_local_names() {
+        let reads =
+            template_reads("{% for x in range(3) %}{{ x }}{{ loop.index }}{% endfor %}{{ draft.text }} {{ input }}");
+        assert_eq!(reads.unwrap(), ["draft.text", "input"]);
+        assert_eq!(expression_reads("state[\"k\"] > 1 and review.data.score").unwrap(), ["review.data.score", "state"]);
+        assert!(template_reads("plain {{ text").is_err());
+        assert_eq!(template_reads("no template here").unwrap(), Vec::<String>::new());
+        assert!(expression_reads("").is_err());
+    }
+
+    #[test]
+    fn every_context_name_validation_accepts_is_one_the_scope_provides() {
+        let mut s = scope();
+        s.item = Some((json!("x"), 0));
+        s.iteration = Some(1);
+        let s = Arc::new(s);
+        for name in CONTEXT_NAMES.iter().chain(&ITEM_NAMES) {
+            assert!(s.get_value(&JValue::from(*name)).is_some(), "`{name}` is not in the scope");
+        }
     }
 
     #[test]

@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::document::{handle, ConditionOperator, Edge, NodeType, Workflow};
 use crate::graph::Topology;
 use crate::node_types;
-use crate::template;
+
+mod templates;
 
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -76,6 +77,10 @@ impl Report {
     fn edge_error(&mut self, code: &'static str, edge: String, message: String) {
         self.push(Severity::Error, code, message, None, Some(edge));
     }
+
+    fn edge_warning(&mut self, code: &'static str, edge: String, message: String) {
+        self.push(Severity::Warning, code, message, None, Some(edge));
+    }
 }
 
 /// What validation needs to know beyond the document.
@@ -93,6 +98,7 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     check_cycles(workflow, &topo, &mut report);
     check_subagents(workflow, &topo, &mut report);
     check_reachability(workflow, &topo, &mut report);
+    templates::check(workflow, &topo, &mut report);
     report
 }
 
@@ -143,32 +149,13 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
                 ),
             );
         }
-        for (field, text) in
-            [("system_prompt", &node.system_prompt), ("user_prompt", &node.user_prompt), ("message", &node.message)]
-        {
-            if let Some(text) = text {
-                if let Err(e) = template::check_template(text) {
-                    report.node_error("INVALID_TEMPLATE", id, format!("`{field}` is not a valid template: {e}"));
-                }
-            }
-        }
         for (i, c) in node.conditions.iter().flatten().enumerate() {
-            match c.operator {
-                ConditionOperator::Expression => {
-                    if let Err(e) = template::check_expression(&c.value) {
-                        report.node_error(
-                            "INVALID_EXPRESSION",
-                            id,
-                            format!("condition {i} is not a valid expression: {e}"),
-                        );
-                    }
-                }
-                _ if c.value.trim().is_empty() => report.node_warning(
+            if c.operator != ConditionOperator::Expression && c.value.trim().is_empty() {
+                report.node_warning(
                     "EMPTY_CONDITION",
                     id,
                     format!("condition {i} has an empty value and never matches; give it a value or remove it"),
-                ),
-                _ => {}
+                );
             }
         }
         if node.node_type == NodeType::If && node.conditions.as_ref().is_none_or(Vec::is_empty) {
@@ -179,9 +166,6 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
             );
         }
         if let Some(for_each) = &node.for_each {
-            if let Err(e) = template::check_expression(&for_each.items) {
-                report.node_error("INVALID_EXPRESSION", id, format!("`for_each.items` is not a valid expression: {e}"));
-            }
             if for_each.concurrency == Some(0) {
                 report.node_error("INVALID_CONCURRENCY", id, "`for_each.concurrency` must be at least 1".into());
             }
@@ -259,13 +243,27 @@ fn check_model_ref(model: &str, node: &str, options: &Options, report: &mut Repo
     }
 }
 
+/// An edge's label for messages, formatted only when a finding needs it: validation runs on every edit, and most
+/// edges have nothing to report.
+struct Label<'a>(&'a Edge);
+
+impl std::fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.label())
+    }
+}
+
 fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
     let mut ids = HashSet::new();
     for (e, edge) in workflow.edges.iter().enumerate() {
-        let label = edge.label();
+        let label = Label(edge);
         if let Some(id) = &edge.id {
             if !ids.insert(id.as_str()) {
-                report.edge_error("DUPLICATE_EDGE_ID", label.clone(), format!("edge id `{id}` is used more than once"));
+                report.edge_error(
+                    "DUPLICATE_EDGE_ID",
+                    label.to_string(),
+                    format!("edge id `{id}` is used more than once"),
+                );
             }
         }
         let (from_missing, to_missing) = match topo.ends[e] {
@@ -275,14 +273,14 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
         if from_missing {
             report.edge_error(
                 "EDGE_SOURCE_MISSING",
-                label.clone(),
+                label.to_string(),
                 format!("edge {label} starts at `{}`, which is not a node; fix `from` or add the node", edge.from),
             );
         }
         if to_missing {
             report.edge_error(
                 "EDGE_TARGET_MISSING",
-                label.clone(),
+                label.to_string(),
                 format!("edge {label} ends at `{}`, which is not a node; fix `to` or add the node", edge.to),
             );
         }
@@ -290,7 +288,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             if m < 1 {
                 report.edge_error(
                     "MAX_ITERATIONS_BELOW_ONE",
-                    label.clone(),
+                    label.to_string(),
                     format!("edge {label} has max_iterations {m}; it must be at least 1 (1 means one retry)"),
                 );
             }
@@ -299,17 +297,8 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             if th != handle::INPUT {
                 report.edge_error(
                     "UNKNOWN_TARGET_HANDLE",
-                    label.clone(),
+                    label.to_string(),
                     format!("edge {label} enters handle `{th}`; the only target handle is `input`"),
-                );
-            }
-        }
-        if let Some(guard) = &edge.guard {
-            if let Err(err) = template::check_expression(guard) {
-                report.edge_error(
-                    "INVALID_EXPRESSION",
-                    label.clone(),
-                    format!("edge {label}: `if` is not a valid expression: {err}"),
                 );
             }
         }
@@ -320,7 +309,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
         if topo.handles[e].is_none() {
             report.edge_error(
                 "UNKNOWN_HANDLE",
-                label.clone(),
+                label.to_string(),
                 format!(
                     "edge {label} leaves `{}` by handle `{}`, which a {} node does not have (it has: {})",
                     source.id,
@@ -334,13 +323,13 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
         if edge.is_subagent() && (edge.when.is_some() || edge.guard.is_some() || edge.max_iterations.is_some()) {
             report.edge_error(
                 "CONDITION_ON_SUBAGENT_EDGE",
-                label.clone(),
+                label.to_string(),
                 format!("subagent link {label} is not an execution edge; remove its when / if / max_iterations"),
             );
         } else if branching && edge.when.is_some() {
             report.edge_error(
                 "WHEN_ON_BRANCHING_NODE",
-                label.clone(),
+                label.to_string(),
                 format!(
                     "edge {label} has a `when`, but a {} node chooses its branch by handle; remove `when`",
                     source.node_type.as_str()
@@ -349,7 +338,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
         } else if branching && edge.guard.is_some() {
             report.edge_error(
                 "GUARD_ON_BRANCHING_NODE",
-                label.clone(),
+                label.to_string(),
                 format!(
                     "edge {label} has an `if` guard, but a {} node chooses its branch by handle; remove it",
                     source.node_type.as_str()
@@ -361,13 +350,16 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
         if topo.index.get(&node.id) != Some(&i) {
             continue;
         }
-        let outs: Vec<&Edge> = topo.out[i].iter().map(|&e| &workflow.edges[e]).collect();
-        if outs.iter().any(|e| e.when.is_some()) && outs.iter().any(|e| e.guard.is_some()) {
+        let mut outs = topo.out[i].iter().map(|&e| &workflow.edges[e]);
+        if outs.clone().any(|e| e.when.is_some()) && outs.any(|e| e.guard.is_some()) {
             report.node_error(
                 "MIXED_WHEN_AND_IF",
                 &node.id,
                 "this node has out-edges with `when` (the model decides) and with `if` (an expression decides); use one kind".into(),
             );
+        }
+        if !node_types::spec(node.node_type).chooses_branch() {
+            continue;
         }
         for (_, h) in unconnected_branches(workflow, topo, i) {
             let consequence = match node.node_type {

@@ -44,6 +44,21 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str, Severity)> 
         ("if branch unconnected", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: contains, value: x}}]}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: c}}\n  - {{from: c, to: a, handle: condition-0}}"), "UNCONNECTED_BRANCH", "c", Warning),
         ("approval branch unconnected", format!("nodes:\n{S}  - {{id: r, type: approval}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: r}}\n  - {{from: r, to: a, handle: approve}}"), "UNCONNECTED_BRANCH", "r", Warning),
         ("empty condition value", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: equal, value: ''}}]}}\nedges:\n  - {{from: start, to: c}}"), "EMPTY_CONDITION", "c", Warning),
+        ("unknown name in a prompt", format!("nodes:\n{S}  - {{id: a, type: agent, user_prompt: '{{{{ nosuchnode.text }}}}'}}\nedges:\n  - {{from: start, to: a}}"), "UNKNOWN_REFERENCE", "a", Warning),
+        ("unknown name in a system prompt", format!("nodes:\n{S}  - {{id: a, type: agent, system_prompt: 'You are {{{{ persona }}}}'}}\nedges:\n  - {{from: start, to: a}}"), "UNKNOWN_REFERENCE", "a", Warning),
+        ("unknown name in an approval message", format!("nodes:\n{S}  - {{id: r, type: approval, message: 'Ship {{{{ relase.text }}}}?'}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: r}}\n  - {{from: r, to: a, handle: approve}}\n  - {{from: r, to: a, handle: reject}}"), "UNKNOWN_REFERENCE", "r", Warning),
+        ("unknown name in a condition", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: expression, value: 'scores.total > 3'}}]}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: c}}\n  - {{from: c, to: a, handle: condition-0}}\n  - {{from: c, to: a, handle: 'false'}}"), "UNKNOWN_REFERENCE", "c", Warning),
+        ("unknown name in for_each", format!("nodes:\n{S}  - {{id: a, type: agent, for_each: {{items: 'dimensions'}}}}\nedges:\n  - {{from: start, to: a}}"), "UNKNOWN_REFERENCE", "a", Warning),
+        ("unknown name in an edge guard", format!("nodes:\n{S}  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: a, if: 'ready'}}"), "UNKNOWN_REFERENCE", "start->a", Warning),
+        ("item outside for_each", format!("nodes:\n{S}  - {{id: a, type: agent, user_prompt: 'Look at {{{{ item }}}}'}}\nedges:\n  - {{from: start, to: a}}"), "UNKNOWN_REFERENCE", "a", Warning),
+        ("item in the for_each list itself", format!("nodes:\n{S}  - {{id: a, type: agent, for_each: {{items: 'item.parts'}}}}\nedges:\n  - {{from: start, to: a}}"), "UNKNOWN_REFERENCE", "a", Warning),
+        ("reading a parallel branch", format!("nodes:\n{S}  - {{id: a, type: agent}}\n  - {{id: b, type: agent, user_prompt: '{{{{ a.text }}}}'}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: start, to: b}}"), "REFERENCE_NOT_UPSTREAM", "b", Warning),
+        ("reading a later node", format!("nodes:\n{S}  - {{id: a, type: agent, user_prompt: '{{{{ b.text }}}}'}}\n  - {{id: b, type: agent}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: a, to: b}}"), "REFERENCE_NOT_UPSTREAM", "a", Warning),
+        ("reading itself off a loop", format!("nodes:\n{S}  - {{id: a, type: agent, user_prompt: 'again: {{{{ a.text }}}}'}}\nedges:\n  - {{from: start, to: a}}"), "REFERENCE_NOT_UPSTREAM", "a", Warning),
+        ("a condition reading a later node", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: expression, value: 'a.data.ok'}}]}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: c}}\n  - {{from: c, to: a, handle: condition-0}}\n  - {{from: c, to: a, handle: 'false'}}"), "REFERENCE_NOT_UPSTREAM", "c", Warning),
+        ("a guard reading a later node", format!("nodes:\n{S}  - {{id: a, type: agent}}\n  - {{id: b, type: agent}}\nedges:\n  - {{from: start, to: a, if: 'b.text'}}\n  - {{from: a, to: b}}"), "REFERENCE_NOT_UPSTREAM", "start->a", Warning),
+        ("a subagent reading past its caller", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: c, type: agent, user_prompt: '{{{{ after.text }}}}'}}\n  - {{id: after, type: agent}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: after}}\n  - {{from: p, to: c, handle: subagent}}"), "REFERENCE_NOT_UPSTREAM", "c", Warning),
+        ("reading a subagent, which never stores a result", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: c, type: agent}}\n  - {{id: after, type: agent, user_prompt: '{{{{ c.text }}}}'}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: after}}\n  - {{from: p, to: c, handle: subagent}}"), "REFERENCE_NOT_UPSTREAM", "after", Warning),
     ]
 }
 
@@ -123,4 +138,114 @@ fn validating_a_large_graph_is_linear_enough_to_run_on_every_edit() {
     let wf = workflow(&format!("{body}{edges}"));
     let report = validate(&wf, &Options::default());
     assert!(report.is_ok(), "{:?}", &report.errors[..report.errors.len().min(3)]);
+}
+
+#[test]
+fn an_unknown_reference_says_what_it_names_where_and_what_to_use_instead() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: draft, type: agent}
+  - {id: polish, type: agent, user_prompt: 'Polish {{ nosuchnode.text }} and {{ nosuchnode.title }}'}
+  - {id: check, type: agent, user_prompt: 'Check {{ draf.text }}'}
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: polish}
+  - {from: polish, to: check}",
+    );
+    let report = validate(&wf, &Options::default());
+    let unknown: Vec<_> = report.warnings.iter().filter(|f| f.code == "UNKNOWN_REFERENCE").collect();
+    assert_eq!(unknown.len(), 2, "one finding per name and field: {unknown:?}");
+    assert_eq!(
+        unknown[0].message,
+        "`{{ nosuchnode.text }}` in user_prompt names no node or context variable; use a node id such as `draft`, or PREVIOUS_OUTPUT"
+    );
+    assert!(unknown[1].message.contains("did you mean `draft`?"), "{}", unknown[1].message);
+    assert!(report.is_ok(), "references are warnings, not errors");
+}
+
+#[test]
+fn a_reference_not_upstream_names_both_nodes_and_the_fix() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: draft, type: agent, user_prompt: 'Use {{ review.text }}'}
+  - {id: review, type: agent}
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: review}",
+    );
+    let report = validate(&wf, &Options::default());
+    let finding = report.warnings.iter().find(|f| f.code == "REFERENCE_NOT_UPSTREAM").unwrap();
+    assert_eq!(finding.node.as_deref(), Some("draft"));
+    assert!(finding.message.contains("`{{ review.text }}` in user_prompt reads `review`"), "{}", finding.message);
+    assert!(finding.message.contains("before `draft` runs"), "{}", finding.message);
+}
+
+#[test]
+fn references_that_hold_a_value_when_evaluated_pass() {
+    // Ancestors one and two hops up, built-in context names, Jinja globals and local names, `item` inside for_each,
+    // a loop reading its later nodes through the back edge and itself, a guard reading its source, and a subagent
+    // reading its caller's ancestors.
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - id: implement
+    type: agent
+    user_prompt: |
+      {{ start.text }} {{ input.topic }} {{ state.score }} {{ PREVIOUS_OUTPUT }} {{ iteration }}
+      {% set n = namespace(k=1) %}{% for x in range(2) %}{{ x }}{{ loop.index }}{{ n.k }}{% endfor %}
+      {{ fix.text }} {{ implement.text }}
+  - {id: review, type: agent, user_prompt: '{{ implement.text }}'}
+  - {id: fix, type: agent, system_prompt: '{{ review.text }}', tools: {subagents: true}}
+  - {id: helper, type: agent, user_prompt: '{{ implement.text }} {{ review.text }}'}
+  - id: gate
+    type: if
+    conditions: [{operator: expression, value: 'review.data.ok and start.text'}]
+  - id: fan
+    type: agent
+    for_each: {items: 'state.parts'}
+    user_prompt: '{{ item }} #{{ index }} of {{ implement.text }}'
+  - {id: done, type: approval, message: 'Ship {{ fan.items }}?'}
+edges:
+  - {from: start, to: implement}
+  - {from: implement, to: review}
+  - {from: review, to: fix, if: 'not review.data.ok'}
+  - {from: review, to: gate, if: 'review.data.ok'}
+  - {from: fix, to: implement, max_iterations: 3}
+  - {from: fix, to: helper, handle: subagent}
+  - {from: gate, to: fan, handle: condition-0}
+  - {from: gate, to: fan, handle: 'false'}
+  - {from: fan, to: done}",
+    );
+    let report = validate(&wf, &Options::default());
+    let found: Vec<_> = report.warnings.iter().filter(|f| f.code.contains("REFERENCE")).collect();
+    assert!(found.is_empty(), "{found:#?}");
+    assert!(report.is_ok(), "{:?}", report.errors);
+}
+
+#[test]
+fn references_are_checked_in_one_pass_on_large_graphs() {
+    // Correctness at scale (timing lives in the benchmark): every node reads its predecessor and the start node,
+    // and the last one reads a node that comes after it.
+    let mut body = String::from("nodes:\n  - {id: start, type: start}\n");
+    let mut edges = String::from("edges:\n  - {from: start, to: n0}\n");
+    for i in 0..20_000 {
+        let previous = if i == 0 { "start".to_string() } else { format!("n{}", i - 1) };
+        body.push_str(&format!(
+            "  - {{id: n{i}, type: agent, user_prompt: '{{{{ {previous}.text }}}} {{{{ start.text }}}}'}}\n"
+        ));
+        if i > 0 {
+            edges.push_str(&format!("  - {{from: n{}, to: n{i}}}\n", i - 1));
+        }
+    }
+    body.push_str(
+        "  - {id: last, type: agent, user_prompt: '{{ n19999.text }} {{ tail.text }}'}\n  - {id: tail, type: agent}\n",
+    );
+    edges.push_str("  - {from: n19999, to: last}\n  - {from: last, to: tail}\n");
+    let wf = workflow(&format!("{body}{edges}"));
+    let report = validate(&wf, &Options::default());
+    let found: Vec<_> = report.warnings.iter().filter(|f| f.code.contains("REFERENCE")).collect();
+    assert_eq!(found.len(), 1, "{:?}", &found[..found.len().min(3)]);
+    assert_eq!((found[0].code, found[0].node.as_deref()), ("REFERENCE_NOT_UPSTREAM", Some("last")));
 }
