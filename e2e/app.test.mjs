@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { remote } from "webdriverio";
+import { waitMessage } from "./harness.mjs";
 
 const root = resolve(import.meta.dirname, "..");
 const app = join(root, "target/debug/switchyard-app");
@@ -54,12 +55,6 @@ test("the example opens, runs with its script, pauses for approval, and continue
   const dialog = await browser.$('[data-testid="approval-dialog"]');
   await dialog.waitForDisplayed();
   assert.match(await (await browser.$('[data-testid="approval-previous"]')).getText(), /Dark mode arrives next week/);
-  if (process.env.SCREENSHOT) {
-    await (await browser.$("button=Later")).click();
-    await browser.pause(300); // let the canvas repaint without the dialog; a picture, not a race
-    await browser.saveScreenshot(process.env.SCREENSHOT);
-    await (await browser.$('[data-testid="review-review"]')).click();
-  }
   await (await browser.$('[data-testid="approval-note"]')).setValue("ship it");
   await (await browser.$('[data-testid="approval-approve"]')).click();
   await waitStatus("publish", "succeeded");
@@ -99,10 +94,10 @@ test("Export YAML writes the canonical document, identical to the command line's
   const example = join(root, "examples/approval-flow.yaml");
   await browser.execute((path) => (window.__switchyardDialog = { open: path }), example);
   await (await browser.$('[data-testid="open"]')).click();
-  await browser.waitUntil(async () => (await (await browser.$('[data-testid="message"]')).getText()).includes("Opened"), { timeout: 5000 });
+  await waitMessage(browser, /Opened/);
   await browser.execute((path) => (window.__switchyardDialog = { save: path }), target);
   await (await browser.$('[data-testid="export"]')).click();
-  await browser.waitUntil(async () => (await (await browser.$('[data-testid="message"]')).getText()).includes("Saved"), { timeout: 5000 });
+  await waitMessage(browser, /Saved/);
   const expected = execFileSync(join(root, "target/debug/switchyard"), ["export", join(root, "examples/approval-flow.yaml")], { encoding: "utf8" });
   assert.equal(readFileSync(target, "utf8"), expected);
 });
@@ -127,7 +122,7 @@ test("an AgentFlow file with legacy data imports, with its notes shown", async (
   await (await browser.$('[data-testid="open"]')).click();
   await node("ask").waitForExist({ timeout: 5000 });
   assert.match(await (await node("ask")).getText(), /approval/);
-  assert.match(await (await browser.$('[data-testid="message"]')).getText(), /Imported agentflow/);
+  await waitMessage(browser, /Imported agentflow/);
   await (await browser.$("button*=Import notes")).click();
   assert.match(await (await browser.$(".bottom-body")).getText(), /legacy type `input` became `approval`/);
 });
@@ -136,7 +131,7 @@ test("a paused run survives quitting the app and continues after a restart", asy
   const example = join(root, "examples/approval-flow.yaml");
   await browser.execute((path) => (window.__switchyardDialog = { open: path }), example);
   await (await browser.$('[data-testid="open"]')).click();
-  await browser.waitUntil(async () => (await (await browser.$('[data-testid="message"]')).getText()).includes("Opened"), { timeout: 5000 });
+  await waitMessage(browser, /Opened/);
   await (await browser.$('[data-testid="run"]')).click();
   await waitStatus("review", "waiting");
   await browser.deleteSession(); // quits the app with the run paused

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `npm run e2e`: the real app under Xvfb, driven by tauri-driver + WebKitWebDriver. Builds the UI and the app with
-# the UI embedded first. SCREENSHOT=path also saves a picture mid-run (see scripts/screenshot.sh).
+# the UI embedded first. E2E_FILES picks the files to run (scripts/screenshot.sh runs e2e/screenshots.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 npx vite build --logLevel warn
@@ -13,6 +13,6 @@ xvfb-run -a -s "-screen 0 1400x900x24" bash -c '
   tauri-driver --port 4444 > target/tauri-driver.log 2>&1 &
   driver=$!
   for i in $(seq 1 50); do (echo > /dev/tcp/127.0.0.1/4444) 2>/dev/null && break; sleep 0.2; done
-  node --test --test-reporter=spec e2e/; status=$?
+  node --test --test-concurrency=1 --test-reporter=spec ${E2E_FILES:-e2e/*.test.mjs}; status=$?
   kill $driver
   exit $status'

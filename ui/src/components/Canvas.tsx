@@ -1,53 +1,67 @@
-// The React Flow canvas: the document's nodes and edges as a controlled graph. Positions, selection and removals
-// flow back into the document store; run state is read by each node and edge on its own.
-import { useCallback, useMemo, useRef, useState } from "react";
+// The React Flow canvas: the document's nodes and edges as a controlled graph. Every change React Flow reports is
+// applied — positions and selection flow back into the document store — and deletion goes through the document,
+// so one Delete is one undo step. Run state is read by each node and edge on its own.
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import {
   Background,
   Controls,
   MarkerType,
   MiniMap,
   ReactFlow,
+  useReactFlow,
+  useStore,
   type Connection,
   type Edge as FlowEdge,
   type EdgeChange,
+  type FinalConnectionState,
   type Node as FlowNode,
   type NodeChange,
-  type OnSelectionChangeParams,
+  type OnConnectStartParams,
 } from "@xyflow/react";
 import type { Edge, Node as DocumentNode } from "../types";
-import { connectionProblem, edgeHandle, handleLayout, NODE_WIDTH } from "../model/handles";
-import { edgeKey, useDocument } from "../store/document";
+import { connectionProblem, edgeHandle, handleLayout, HANDLE_STEP, HANDLE_TOP, minNodeHeight, NODE_WIDTH, sourceHandles } from "../model/handles";
+import { edgeLabel, placeLabels } from "../model/labels";
+import { openingViewport } from "../model/placement";
+import { edgeKey, useDocument, type Selection } from "../store/document";
 import { useRun } from "../store/run";
+import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
-import { WorkflowNode, type CanvasNodeData } from "./WorkflowNode";
+import { WorkflowNode, TITLE_PX, type CanvasNodeData } from "./WorkflowNode";
+import { edgeTypes } from "./WorkflowEdge";
+import { CanvasMenu, type MenuRequest } from "./CanvasMenu";
 
 const nodeTypes = { workflow: WorkflowNode };
 
-export function edgeLabel(e: Edge): string {
-  const parts: string[] = [];
-  const handle = edgeHandle(e);
-  if (handle !== "output") parts.push(handle);
-  if (e.when) parts.push(`when: ${e.when.length > 40 ? `${e.when.slice(0, 40)}…` : e.when}`);
-  if (e.if) parts.push(`if ${e.if}`);
-  if (e.max_iterations != null) parts.push(`≤${e.max_iterations}×`);
-  return parts.join(" · ");
+/** A reason shown next to the pointer (a refused connection), with where. */
+type Hint = { text: string; x: number; y: number };
+
+/** The selection after React Flow's `select` changes of one kind (nodes or edges). */
+function applySelect(selection: Selection, kind: keyof Selection, changes: { id: string; selected: boolean }[]): Selection {
+  if (!changes.length) return selection;
+  const ids = new Set(selection[kind]);
+  for (const c of changes) {
+    if (c.selected) ids.add(c.id);
+    else ids.delete(c.id);
+  }
+  const next = [...ids];
+  return next.length === selection[kind].length && next.every((id, i) => id === selection[kind][i]) ? selection : { ...selection, [kind]: next };
 }
 
-/**
- * Large workflows open at readable zoom around their first nodes (only what is on screen is rendered, so they open
- * and pan fast); the Fit button still shows everything.
- */
-export const OPEN_FIT_LIMIT = 300;
-export function openFitOptions(nodeIds: string[]) {
-  return nodeIds.length > OPEN_FIT_LIMIT ? { padding: 0.2, nodes: nodeIds.slice(0, 12).map((id) => ({ id })), minZoom: 0.8 } : { padding: 0.2 };
-}
-
-export function Canvas({ onProblem, colorMode }: { onProblem: (message: string | null) => void; colorMode: "light" | "dark" }) {
+export function Canvas() {
+  const flow = useReactFlow();
   const workflow = useDocument((s) => s.workflow);
   const selection = useDocument((s) => s.selection);
   const followed = useRun((s) => s.followed);
   const byEdge = useValidation((s) => s.byEdge);
-  const [dragging, setDragging] = useState(false);
+  const theme = useSession((s) => s.theme);
+  const view = useSession((s) => s.view);
+  const width = useStore((s) => s.width);
+  const height = useStore((s) => s.height);
+  const dragging = useRef(false);
+  const connecting = useRef<OnConnectStartParams | null>(null);
+  const wrapper = useRef<HTMLDivElement>(null);
+  const [hint, setHint] = useState<Hint | null>(null);
+  const [menu, setMenu] = useState<MenuRequest | null>(null);
 
   // Canvas nodes keep their identity while their document node is unchanged, so an edit re-adopts one node, not
   // all; each carries its last measured size (an estimate before the first measurement), so nodes off screen are
@@ -59,7 +73,7 @@ export function Canvas({ onProblem, colorMode }: { onProblem: (message: string |
     return workflow.nodes.map((n) => {
       const hit = cache.current.get(n);
       if (hit && hit.selected === selected.has(n.id)) return hit;
-      const size = measured.current.get(n.id) ?? { width: NODE_WIDTH, height: 64 };
+      const size = measured.current.get(n.id) ?? { width: NODE_WIDTH, height: minNodeHeight(n) };
       const node: FlowNode<CanvasNodeData> = {
         id: n.id,
         type: "workflow",
@@ -74,6 +88,30 @@ export function Canvas({ onProblem, colorMode }: { onProblem: (message: string |
     });
   }, [workflow.nodes, selection.nodes]);
 
+  // Label chips are placed once for all edges, so that no two overlap.
+  const labels = useMemo(() => {
+    const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
+    const items = [];
+    for (const e of workflow.edges) {
+      const text = edgeLabel(e);
+      const from = byId.get(e.from);
+      const to = byId.get(e.to);
+      if (!text || !from || !to) continue;
+      const handle = edgeHandle(e);
+      const right = sourceHandles(from).filter((h) => h.kind !== "subagent");
+      const index = Math.max(0, right.findIndex((h) => h.id === handle));
+      const size = measured.current.get(e.to)?.height ?? minNodeHeight(to);
+      const fromSize = measured.current.get(e.from)?.height ?? minNodeHeight(from);
+      const source =
+        handle === "subagent"
+          ? { x: (from.position?.x ?? 0) + NODE_WIDTH / 2, y: (from.position?.y ?? 0) + fromSize }
+          : { x: (from.position?.x ?? 0) + NODE_WIDTH, y: (from.position?.y ?? 0) + HANDLE_TOP + index * HANDLE_STEP };
+      const target = { x: to.position?.x ?? 0, y: (to.position?.y ?? 0) + size / 2 };
+      items.push({ id: edgeKey(e), text, points: [source, target] });
+    }
+    return placeLabels(items);
+  }, [workflow.nodes, workflow.edges]);
+
   const edges: FlowEdge[] = useMemo(
     () =>
       workflow.edges.map((e) => {
@@ -81,113 +119,194 @@ export function Canvas({ onProblem, colorMode }: { onProblem: (message: string |
         const handle = edgeHandle(e);
         const lit = followed[`${e.from}->${e.to}`];
         const problem = byEdge[key] ?? byEdge[`${e.from}->${e.to}`];
+        const place = labels[key];
         return {
           id: key,
+          type: "workflow",
           source: e.from,
           target: e.to,
           sourceHandle: handle === "true" ? "condition-0" : handle,
           targetHandle: "input",
           label: edgeLabel(e) || undefined,
+          data: place ? { labelX: place.x, labelY: place.y } : {},
           selected: selection.edges.includes(key),
           animated: Boolean(lit) && useRun.getState().status === "running",
           className: [handle === "subagent" ? "edge-subagent" : "", handle === "error" ? "edge-error" : "", lit ? "edge-followed" : "", problem ? "edge-problem" : ""].join(" "),
           markerEnd: handle === "subagent" ? undefined : { type: MarkerType.ArrowClosed },
         };
       }),
-    [workflow.edges, selection.edges, followed, byEdge],
+    [workflow.edges, selection.edges, followed, byEdge, labels],
   );
 
-  const onNodesChange = useCallback(
-    (changes: NodeChange[]) => {
-      for (const c of changes) if (c.type === "dimensions" && c.dimensions) measured.current.set(c.id, c.dimensions);
-      const doc = useDocument.getState();
-      const moves = changes.filter((c) => c.type === "position" && c.position) as Extract<NodeChange, { type: "position" }>[];
-      if (moves.length) {
-        const at = new Map(moves.map((m) => [m.id, m.position!]));
-        const apply = (w: typeof doc.workflow) => ({ ...w, nodes: w.nodes.map((n) => (at.has(n.id) ? { ...n, position: { x: Math.round(at.get(n.id)!.x), y: Math.round(at.get(n.id)!.y) } } : n)) });
-        // The first frame of a drag is one undo step; the frames after it fold into it.
-        if (dragging) doc.editQuietly(apply);
-        else {
-          setDragging(true);
-          doc.edit(apply);
-        }
+  const onNodesChange = useCallback((changes: NodeChange[]) => {
+    for (const c of changes) if (c.type === "dimensions" && c.dimensions) measured.current.set(c.id, c.dimensions);
+    const doc = useDocument.getState();
+    const moves = changes.filter((c) => c.type === "position" && c.position) as Extract<NodeChange, { type: "position" }>[];
+    if (moves.length) {
+      const at = new Map(moves.map((m) => [m.id, m.position!]));
+      const apply = (w: typeof doc.workflow) => ({ ...w, nodes: w.nodes.map((n) => (at.has(n.id) ? { ...n, position: { x: Math.round(at.get(n.id)!.x), y: Math.round(at.get(n.id)!.y) } } : n)) });
+      // The first frame of a drag is one undo step; the frames after it fold into it.
+      if (dragging.current) doc.editQuietly(apply);
+      else {
+        dragging.current = true;
+        doc.edit(apply);
       }
-      if (changes.some((c) => c.type === "position" && c.dragging === false)) setDragging(false);
-      const removed = changes.filter((c) => c.type === "remove").map((c) => (c as { id: string }).id);
-      if (removed.length) {
-        doc.select({ nodes: removed.filter((id) => id !== "start" || doc.workflow.nodes.filter((n) => n.type === "start").length > 1), edges: [] });
-        doc.deleteSelection();
-      }
-    },
-    [dragging],
-  );
-
-  const onEdgesChange = useCallback((changes: EdgeChange[]) => {
-    const removed = changes.filter((c) => c.type === "remove").map((c) => c.id);
-    if (removed.length) {
-      const doc = useDocument.getState();
-      doc.select({ nodes: [], edges: removed });
-      doc.deleteSelection();
     }
+    if (changes.some((c) => c.type === "position" && c.dragging === false)) dragging.current = false;
+    const selects = changes.filter((c) => c.type === "select") as { id: string; selected: boolean }[];
+    const next = applySelect(doc.selection, "nodes", selects);
+    if (next !== doc.selection) doc.select(next);
   }, []);
 
-  const isValidConnection = useCallback(
-    (c: Connection | FlowEdge) => {
-      const w = useDocument.getState().workflow;
-      const problem = connectionProblem(w.nodes, w.edges, c.source, c.sourceHandle ?? "output", c.target);
-      onProblem(problem);
-      return problem === null;
+  const onEdgesChange = useCallback(
+    (changes: EdgeChange[]) => {
+      const doc = useDocument.getState();
+      const next = applySelect(doc.selection, "edges", changes.filter((c) => c.type === "select") as { id: string; selected: boolean }[]);
+      if (next !== doc.selection) doc.select(next);
     },
-    [onProblem],
+    [],
   );
 
-  const onConnect = useCallback(
-    (c: Connection) => {
-      const w = useDocument.getState().workflow;
-      const handle = c.sourceHandle ?? "output";
-      const problem = connectionProblem(w.nodes, w.edges, c.source, handle, c.target);
-      if (problem) {
-        onProblem(problem);
+  // A selection box keeps the edges it encloses, both ends inside it; React Flow also offers edges with one end
+  // inside, which a Delete would then remove unseen.
+  const onSelectionEnd = useCallback(() => {
+    const doc = useDocument.getState();
+    const inBox = new Set(doc.selection.nodes);
+    const ends = new Map(doc.workflow.edges.map((e) => [edgeKey(e), e]));
+    const edges = doc.selection.edges.filter((id) => inBox.has(ends.get(id)?.from ?? "") && inBox.has(ends.get(id)?.to ?? ""));
+    if (edges.length !== doc.selection.edges.length) doc.select({ ...doc.selection, edges });
+  }, []);
+
+  /** Shows why a connection is refused, next to the pointer, for a few seconds. */
+  const showHint = useCallback((text: string, clientX: number, clientY: number) => {
+    const box = wrapper.current?.getBoundingClientRect();
+    setHint({ text, x: clientX - (box?.left ?? 0), y: clientY - (box?.top ?? 0) });
+  }, []);
+  useEffect(() => {
+    if (!hint) return;
+    const t = setTimeout(() => setHint(null), 3500);
+    return () => clearTimeout(t);
+  }, [hint]);
+
+  const connect = useCallback((source: string, handle: string, target: string): string | null => {
+    const w = useDocument.getState().workflow;
+    const problem = connectionProblem(w.nodes, w.edges, source, handle, target);
+    if (problem) return problem;
+    const edge: Edge = { from: source, to: target } as Edge;
+    if (handle !== "output") edge.handle = handle;
+    if (source === target) edge.max_iterations = 3;
+    useDocument.getState().connect(edge);
+    return null;
+  }, []);
+
+  const onConnect = useCallback((c: Connection) => void connect(c.source, c.sourceHandle ?? "output", c.target), [connect]);
+
+  const isValidConnection = useCallback((c: Connection | FlowEdge) => {
+    const w = useDocument.getState().workflow;
+    return connectionProblem(w.nodes, w.edges, c.source, c.sourceHandle ?? "output", c.target) === null;
+  }, []);
+
+  // A connection released over a node's body connects to its input; released on empty canvas, it opens the node
+  // picker there and the chosen node comes connected; released on a handle that refuses it, the reason is shown.
+  const onConnectEnd = useCallback(
+    (event: MouseEvent | TouchEvent, state: FinalConnectionState) => {
+      const start = connecting.current;
+      connecting.current = null;
+      if (!start?.nodeId || start.handleType !== "source" || state.isValid) return;
+      const point = "changedTouches" in event ? event.changedTouches[0] : event;
+      const { clientX, clientY } = point;
+      const handle = start.handleId ?? "output";
+      const under = document.elementFromPoint(clientX, clientY);
+      const over = under?.closest<HTMLElement>(".react-flow__node")?.dataset.id ?? state.toNode?.id;
+      if (over === start.nodeId && !state.toHandle) return; // released back on its own node: changed their mind
+      if (over) {
+        const problem = connect(start.nodeId, handle, over);
+        if (problem) showHint(`Not connected: ${problem}`, clientX, clientY);
         return;
       }
-      onProblem(null);
-      const edge: Edge = { from: c.source, to: c.target } as Edge;
-      if (handle !== "output") edge.handle = handle;
-      if (c.source === c.target) edge.max_iterations = 3;
-      useDocument.getState().connect(edge);
+      if (under?.closest(".react-flow__pane")) setMenu({ kind: "pane", clientX, clientY, from: { node: start.nodeId, handle } });
     },
-    [onProblem],
+    [connect, showHint],
   );
 
-  const onSelectionChange = useCallback(({ nodes, edges }: OnSelectionChangeParams) => {
-    const doc = useDocument.getState();
-    const next = { nodes: nodes.map((n) => n.id), edges: edges.map((e) => e.id) };
-    const same = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
-    if (!same(next.nodes, doc.selection.nodes) || !same(next.edges, doc.selection.edges)) doc.select(next);
+  // A viewport the session asked for: a newly opened workflow is shown so that titles are readable.
+  useEffect(() => {
+    if (!width || !height) return;
+    const nodes = useDocument.getState().workflow.nodes;
+    const sizes = (id: string) => measured.current.get(id);
+    if (view.kind === "open") flow.setViewport(openingViewport(nodes, { width, height }, { titlePx: TITLE_PX }, sizes));
+    else flow.fitView({ padding: 0.15, maxZoom: 1.25 });
+    window.dispatchEvent(new CustomEvent("switchyard:opened"));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [view.nonce, width > 0 && height > 0]);
+
+  // A click on an edge's label chip selects the edge (the chip sits above React Flow's own edge hit area).
+  useEffect(() => {
+    const onChip = (e: globalThis.Event) => {
+      const { id, additive } = (e as CustomEvent<{ id: string; additive: boolean }>).detail;
+      const doc = useDocument.getState();
+      doc.select(additive ? { ...doc.selection, edges: [...new Set([...doc.selection.edges, id])] } : { nodes: [], edges: [id] });
+    };
+    window.addEventListener("switchyard:select-edge", onChip);
+    return () => window.removeEventListener("switchyard:select-edge", onChip);
   }, []);
 
   return (
-    <ReactFlow
-      nodes={nodes}
-      edges={edges}
-      nodeTypes={nodeTypes}
-      onNodesChange={onNodesChange}
-      onEdgesChange={onEdgesChange}
-      onConnect={onConnect}
-      onConnectEnd={() => setTimeout(() => onProblem(null), 2500)}
-      isValidConnection={isValidConnection}
-      onSelectionChange={onSelectionChange}
-      deleteKeyCode={["Delete", "Backspace"]}
-      selectionKeyCode="Shift"
-      multiSelectionKeyCode={["Meta", "Control"]}
-      colorMode={colorMode}
-      onlyRenderVisibleElements
-      minZoom={0.05}
-      proOptions={{ hideAttribution: true }}
-    >
-      <Background gap={24} />
-      <MiniMap pannable zoomable nodeStrokeWidth={3} />
-      <Controls />
-    </ReactFlow>
+    <div className="canvas-inner" ref={wrapper}>
+      <ReactFlow
+        nodes={nodes}
+        edges={edges}
+        nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
+        onNodesChange={onNodesChange}
+        onEdgesChange={onEdgesChange}
+        onConnect={onConnect}
+        onConnectStart={(_, params) => (connecting.current = params)}
+        onConnectEnd={onConnectEnd}
+        isValidConnection={isValidConnection}
+        connectionRadius={28}
+        onSelectionEnd={onSelectionEnd}
+        onPaneClick={() => {
+          setMenu(null);
+          useDocument.getState().select({ nodes: [], edges: [] });
+        }}
+        onNodeContextMenu={(e, n) => {
+          e.preventDefault();
+          const doc = useDocument.getState();
+          if (!doc.selection.nodes.includes(n.id)) doc.select({ nodes: [n.id], edges: [] });
+          setMenu({ kind: "node", clientX: e.clientX, clientY: e.clientY, id: n.id });
+        }}
+        onEdgeContextMenu={(e, edge) => {
+          e.preventDefault();
+          const doc = useDocument.getState();
+          if (!doc.selection.edges.includes(edge.id)) doc.select({ nodes: [], edges: [edge.id] });
+          setMenu({ kind: "edge", clientX: e.clientX, clientY: e.clientY, id: edge.id });
+        }}
+        onPaneContextMenu={(e) => {
+          e.preventDefault();
+          setMenu({ kind: "pane", clientX: e.clientX, clientY: e.clientY });
+        }}
+        onMoveStart={() => setMenu(null)}
+        deleteKeyCode={null}
+        selectionKeyCode="Shift"
+        multiSelectionKeyCode={["Meta", "Control", "Shift"]}
+        selectionMode={"partial" as never}
+        colorMode={theme}
+        onlyRenderVisibleElements
+        minZoom={0.05}
+        maxZoom={2.5}
+        proOptions={{ hideAttribution: true }}
+      >
+        <Background gap={24} />
+        <MiniMap pannable zoomable nodeStrokeWidth={3} />
+        <Controls />
+      </ReactFlow>
+      {hint && (
+        <div className="hint error" style={{ left: hint.x + 14, top: hint.y + 14 }} data-testid="connect-problem" role="alert">
+          {hint.text}
+        </div>
+      )}
+      {menu && <CanvasMenu request={menu} onClose={() => setMenu(null)} />}
+    </div>
   );
 }

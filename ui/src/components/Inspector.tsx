@@ -1,30 +1,48 @@
-// Every field of the selected node or edge, edited live (each change is one undoable edit), and, after a run, what
-// the node saw and produced, per iteration.
+// The selected node's or edge's fields, edited live (each change is one undoable edit), and a node's last run: what
+// it saw, what it produced, its tool calls and timing, per iteration. A node's fields come from the engine's
+// definition of its type, so every field the engine knows is editable here and nothing else.
 import { useEffect, useState } from "react";
 import type { Condition, Edge, Node } from "../types";
+import { nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
 import { edgeKey, useDocument } from "../store/document";
 import { useNodeRun } from "../store/run";
 import { useValidation } from "../store/validation";
 
-function Field({ label, children }: { label: string; children: React.ReactNode }) {
+function Field({ label, help, children }: { label: string; help?: string | null; children: React.ReactNode }) {
   return (
     <label className="field">
       <span>{label}</span>
       {children}
+      {help && <small className="muted">{help}</small>}
     </label>
   );
 }
 
 /** A text input that commits on blur or Enter, so typing is one undo step, not one per key. */
-function Text({ value, onCommit, multiline, placeholder, testId }: { value: string; onCommit: (v: string) => void; multiline?: boolean; placeholder?: string; testId?: string }) {
+function Text({ value, onCommit, multiline, placeholder, testId, mono }: { value: string; onCommit: (v: string) => void; multiline?: boolean; placeholder?: string; testId?: string; mono?: boolean }) {
   const [draft, setDraft] = useState(value);
   useEffect(() => setDraft(value), [value]);
   const commit = () => draft !== value && onCommit(draft);
   return multiline ? (
-    <textarea data-testid={testId} value={draft} placeholder={placeholder} rows={6} spellCheck={false} onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
+    <textarea data-testid={testId} className={mono ? "mono" : undefined} value={draft} placeholder={placeholder} rows={5} spellCheck={false} onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
   ) : (
     <input data-testid={testId} value={draft} placeholder={placeholder} onChange={(e) => setDraft(e.target.value)} onBlur={commit} onKeyDown={(e) => e.key === "Enter" && commit()} />
   );
+}
+
+/** A number that commits on blur or Enter; empty clears the field. */
+function NumberInput({ value, onCommit, testId, min }: { value: number | undefined; onCommit: (v: number | undefined) => void; testId?: string; min?: number }) {
+  const shown = value == null ? "" : String(value);
+  const [draft, setDraft] = useState(shown);
+  useEffect(() => setDraft(shown), [shown]);
+  const commit = () => {
+    if (draft === shown) return;
+    const n = Number(draft);
+    if (draft.trim() === "") onCommit(undefined);
+    else if (Number.isFinite(n)) onCommit(n);
+    else setDraft(shown);
+  };
+  return <input type="number" min={min} data-testid={testId} value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={commit} onKeyDown={(e) => e.key === "Enter" && commit()} />;
 }
 
 /** JSON edited as text; invalid JSON is shown, not committed. */
@@ -37,7 +55,7 @@ function Json({ value, onCommit, testId }: { value: unknown; onCommit: (v: unkno
     if (draft === shown) return;
     if (!draft.trim()) {
       setError(null);
-      onCommit(null);
+      onCommit(undefined);
       return;
     }
     try {
@@ -49,121 +67,123 @@ function Json({ value, onCommit, testId }: { value: unknown; onCommit: (v: unkno
   };
   return (
     <>
-      <textarea data-testid={testId} className="mono" rows={6} spellCheck={false} value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
+      <textarea data-testid={testId} className="mono" rows={5} spellCheck={false} value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
       {error && <div className="field-error">{error}</div>}
     </>
   );
 }
 
-const orNone = (v: string) => (v.trim() === "" ? undefined : v);
+/** The value at a dotted key (`for_each.items`). */
+export function getPath(node: Node, key: string): unknown {
+  return key.split(".").reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), node);
+}
+
+/** The field each nested object cannot be without (document.rs), and its value when another field creates it. */
+const REQUIRED: Record<string, [string, unknown]> = { retry: ["max", 1], for_each: ["items", ""] };
+
+/**
+ * A patch setting a dotted key. Empty values remove the key; an object left empty, or without the field it
+ * requires, is removed too; an object created for another of its fields gets its required one.
+ */
+export function setPath(node: Node, key: string, value: unknown): Partial<Node> {
+  const [head, ...rest] = key.split(".");
+  const empty = value === undefined || value === "" || value === null;
+  if (!rest.length) return { [head]: empty ? undefined : value } as Partial<Node>;
+  const field = rest.join(".");
+  const inner = { ...((node as Record<string, unknown>)[head] as Record<string, unknown> | undefined) };
+  if (empty) delete inner[field];
+  else inner[field] = value;
+  const required = REQUIRED[head];
+  if (required && empty && field === required[0]) return { [head]: undefined } as Partial<Node>;
+  if (required && !empty && inner[required[0]] === undefined) inner[required[0]] = required[1];
+  const kept = Object.entries(inner).filter(([, v]) => v !== undefined && v !== false);
+  return { [head]: kept.length ? Object.fromEntries(kept) : undefined } as Partial<Node>;
+}
+
+function Conditions({ node, set }: { node: Node; set: (patch: Partial<Node>) => void }) {
+  const conditions: Condition[] = node.conditions ?? [];
+  const change = (i: number, patch: Partial<Condition>) => set({ conditions: conditions.map((x, j) => (j === i ? { ...x, ...patch } : x)) });
+  return (
+    <div className="conditions">
+      <span>conditions (first true wins; none → else)</span>
+      {conditions.map((c, i) => (
+        <div className="condition" key={i}>
+          <select value={c.operator} onChange={(e) => change(i, { operator: e.target.value as Condition["operator"] })} aria-label={`condition ${i} operator`}>
+            <option>contains</option>
+            <option>equal</option>
+            <option>expression</option>
+          </select>
+          <Text value={c.value} onCommit={(v) => change(i, { value: v })} testId={`condition-${i}`} />
+          <button title="remove" onClick={() => set({ conditions: conditions.filter((_, j) => j !== i) })}>×</button>
+        </div>
+      ))}
+      <button onClick={() => set({ conditions: [...conditions, { operator: "contains", value: "" }] })}>+ condition</button>
+    </div>
+  );
+}
+
+function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; models: string[] }) {
+  const update = useDocument((s) => s.updateNode);
+  const set = (patch: Partial<Node>) => update(node.id, patch);
+  const value = getPath(node, field.key);
+  const commit = (v: unknown) => set(setPath(node, field.key, v));
+  const testId = `field-${field.key}`;
+  const placeholder = field.placeholder ?? undefined;
+  switch (field.kind) {
+    case "conditions":
+      return <Conditions node={node} set={set} />;
+    case "checkbox":
+      return (
+        <label className="check">
+          <input type="checkbox" data-testid={testId} checked={Boolean(value)} onChange={(e) => commit(e.target.checked || undefined)} /> {field.label}
+        </label>
+      );
+    case "select":
+      return (
+        <Field label={field.label} help={field.help}>
+          <select data-testid={testId} value={(value as string) ?? ""} onChange={(e) => commit(e.target.value || undefined)}>
+            <option value="">default</option>
+            {field.options.map((o) => <option key={o}>{o}</option>)}
+          </select>
+        </Field>
+      );
+    case "number":
+      return (
+        <Field label={field.label} help={field.help}>
+          <NumberInput testId={testId} value={value as number | undefined} onCommit={commit} min={0} />
+        </Field>
+      );
+    case "json":
+      return (
+        <Field label={field.label} help={field.help}>
+          <Json testId={testId} value={value} onCommit={commit} />
+        </Field>
+      );
+    case "model":
+      return (
+        <Field label={field.label} help={field.help}>
+          <Text testId={testId} value={(value as string) ?? ""} placeholder={placeholder} onCommit={(v) => commit(v.trim() || undefined)} />
+          <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
+        </Field>
+      );
+    default:
+      return (
+        <Field label={field.label} help={field.help}>
+          <Text testId={testId} multiline={field.kind !== "text"} mono={field.kind !== "text"} value={(value as string) ?? ""} placeholder={placeholder} onCommit={(v) => commit(v.trim() ? v : undefined)} />
+        </Field>
+      );
+  }
+}
 
 function NodeFields({ node, models }: { node: Node; models: string[] }) {
   const update = useDocument((s) => s.updateNode);
-  const set = (patch: Partial<Node>) => update(node.id, patch);
-  const conditions: Condition[] = node.conditions ?? [];
+  const spec = nodeTypeSpec(node.type);
   return (
     <>
       <Field label="id">
-        <Text testId="inspector-id" value={node.id} onCommit={(v) => v.trim() && set({ id: v.trim() })} />
+        <Text testId="inspector-id" value={node.id} onCommit={(v) => v.trim() && update(node.id, { id: v.trim() })} />
       </Field>
-      <Field label="name">
-        <Text value={node.name ?? ""} onCommit={(v) => set({ name: orNone(v) })} />
-      </Field>
-      <Field label="description">
-        <Text value={node.description ?? ""} onCommit={(v) => set({ description: orNone(v) })} />
-      </Field>
-      {node.type === "start" && (
-        <Field label="initial input (JSON or text)">
-          <Json value={node.initial_input} onCommit={(v) => set({ initial_input: v as Node["initial_input"] })} />
-        </Field>
-      )}
-      {node.type === "agent" && (
-        <>
-          <Field label="model">
-            <input list="models" value={node.model ?? ""} placeholder="workflow default" onChange={(e) => set({ model: orNone(e.target.value) })} />
-            <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
-          </Field>
-          <Field label="system prompt">
-            <Text multiline value={node.system_prompt ?? ""} onCommit={(v) => set({ system_prompt: orNone(v) })} />
-          </Field>
-          <Field label="user prompt (Jinja; empty = previous output)">
-            <Text testId="inspector-prompt" multiline value={node.user_prompt ?? ""} placeholder="{{ PREVIOUS_OUTPUT }}" onCommit={(v) => set({ user_prompt: orNone(v) })} />
-          </Field>
-          <Field label="reasoning effort">
-            <select value={node.reasoning_effort ?? ""} onChange={(e) => set({ reasoning_effort: (orNone(e.target.value) as Node["reasoning_effort"]) })}>
-              <option value="">default</option>
-              {["minimal", "low", "medium", "high"].map((r) => <option key={r}>{r}</option>)}
-            </select>
-          </Field>
-          <div className="checks">
-            <label><input type="checkbox" checked={node.tools?.web_search ?? false} onChange={(e) => set({ tools: { web_search: e.target.checked, subagents: node.tools?.subagents ?? false } })} /> web search</label>
-            <label><input type="checkbox" checked={node.tools?.subagents ?? false} onChange={(e) => set({ tools: { subagents: e.target.checked, web_search: node.tools?.web_search ?? false } })} /> subagents</label>
-          </div>
-          <Field label="output schema (JSON Schema)">
-            <Json value={node.output_schema} onCommit={(v) => set({ output_schema: v as Node["output_schema"] })} />
-          </Field>
-        </>
-      )}
-      {node.type === "if" && (
-        <div className="conditions">
-          <span>conditions (first true wins; none → false)</span>
-          {conditions.map((c, i) => (
-            <div className="condition" key={i}>
-              <select value={c.operator} onChange={(e) => set({ conditions: conditions.map((x, j) => (j === i ? { ...x, operator: e.target.value as Condition["operator"] } : x)) })}>
-                <option>contains</option>
-                <option>equal</option>
-                <option>expression</option>
-              </select>
-              <Text value={c.value} onCommit={(v) => set({ conditions: conditions.map((x, j) => (j === i ? { ...x, value: v } : x)) })} />
-              <button title="remove" onClick={() => set({ conditions: conditions.filter((_, j) => j !== i) })}>×</button>
-            </div>
-          ))}
-          <button onClick={() => set({ conditions: [...conditions, { operator: "contains", value: "" }] })}>+ condition</button>
-        </div>
-      )}
-      {node.type === "approval" && (
-        <>
-          <Field label="message">
-            <Text multiline value={node.message ?? ""} onCommit={(v) => set({ message: orNone(v) })} />
-          </Field>
-          <Field label="timeout (seconds)">
-            <input type="number" min={1} value={node.timeout_seconds ?? ""} onChange={(e) => set({ timeout_seconds: e.target.value ? Number(e.target.value) : undefined })} />
-          </Field>
-        </>
-      )}
-      {node.type === "script" && (
-        <>
-          <Field label="language">
-            <Text value={node.language ?? ""} onCommit={(v) => set({ language: orNone(v) })} />
-          </Field>
-          <Field label="code (runs only from pinned output or a script file)">
-            <Text multiline value={node.code ?? ""} onCommit={(v) => set({ code: orNone(v) })} />
-          </Field>
-        </>
-      )}
-      {(node.type === "agent" || node.type === "script") && (
-        <>
-          <Field label="for each (expression yielding a list)">
-            <Text value={node.for_each?.items ?? ""} onCommit={(v) => set({ for_each: v.trim() ? { items: v, concurrency: node.for_each?.concurrency } : undefined })} />
-          </Field>
-          <Field label="retries of transient failures">
-            <input type="number" min={0} value={node.retry?.max ?? ""} onChange={(e) => set({ retry: e.target.value ? { max: Number(e.target.value), backoff_ms: node.retry?.backoff_ms } : undefined })} />
-          </Field>
-        </>
-      )}
-      {node.type !== "start" && (
-        <>
-          <Field label="on error">
-            <select value={node.on_error ?? "stop"} onChange={(e) => set({ on_error: e.target.value === "stop" ? undefined : (e.target.value as Node["on_error"]) })}>
-              <option>stop</option>
-              <option>continue</option>
-            </select>
-          </Field>
-          <Field label="pinned output (JSON; replaces execution)">
-            <Json value={node.pinned} onCommit={(v) => set({ pinned: v as Node["pinned"] })} />
-          </Field>
-        </>
-      )}
+      {spec?.fields.map((f) => <FieldEditor key={f.key} node={node} field={f} models={models} />)}
     </>
   );
 }
@@ -174,15 +194,25 @@ function EdgeFields({ edge }: { edge: Edge }) {
   const set = (patch: Partial<Edge>) => update(key, patch);
   return (
     <>
-      <div className="muted">{edge.from} → {edge.to} {edge.handle ? `(${edge.handle})` : ""}</div>
+      <dl className="edge-ends">
+        <dt>from</dt>
+        <dd>{edge.from}</dd>
+        <dt>handle</dt>
+        <dd data-testid="edge-handle">{edge.handle ?? "output"}</dd>
+        <dt>to</dt>
+        <dd>{edge.to}</dd>
+      </dl>
       <Field label="when (natural language; the model decides)">
-        <Text testId="inspector-when" multiline value={edge.when ?? ""} onCommit={(v) => set({ when: orNone(v) })} />
+        <Text testId="inspector-when" multiline value={edge.when ?? ""} placeholder="e.g. the review found problems" onCommit={(v) => set({ when: v.trim() ? v : undefined })} />
       </Field>
-      <Field label="if (expression guard)">
-        <Text value={edge.if ?? ""} onCommit={(v) => set({ if: orNone(v) })} />
+      <Field label="if (expression guard)" help="Followed only when true, e.g. review.data.score >= 8">
+        <Text testId="inspector-if" value={edge.if ?? ""} onCommit={(v) => set({ if: v.trim() ? v : undefined })} />
       </Field>
-      <Field label="max iterations">
-        <input type="number" min={1} value={edge.max_iterations ?? ""} onChange={(e) => set({ max_iterations: e.target.value ? Number(e.target.value) : undefined })} />
+      <Field label="max iterations" help="How many times a loop may follow this edge in one run">
+        <NumberInput testId="inspector-max-iterations" min={1} value={edge.max_iterations ?? undefined} onCommit={(v) => set({ max_iterations: v })} />
+      </Field>
+      <Field label="id">
+        <Text value={edge.id ?? ""} placeholder="(none)" onCommit={(v) => set({ id: v.trim() || undefined })} />
       </Field>
     </>
   );
@@ -191,18 +221,21 @@ function EdgeFields({ edge }: { edge: Edge }) {
 function RunDetails({ id }: { id: string }) {
   const run = useNodeRun(id);
   const [pick, setPick] = useState<number | null>(null);
-  if (!run || !run.iterations.length) return null;
+  if (!run || !run.iterations.length) return <p className="muted" data-testid="run-details-empty">This node has not run yet. Run the workflow to see what it received and produced.</p>;
   const it = run.iterations.find((i) => i.iteration === pick) ?? run.iterations[run.iterations.length - 1];
   return (
     <section className="run-details" data-testid="run-details">
-      <h3>Run</h3>
       {run.iterations.length > 1 && (
-        <select value={it.iteration} onChange={(e) => setPick(Number(e.target.value))}>
+        <select value={it.iteration} onChange={(e) => setPick(Number(e.target.value))} aria-label="iteration">
           {run.iterations.map((i) => <option key={i.iteration} value={i.iteration}>iteration {i.iteration}</option>)}
         </select>
       )}
-      <div className="muted">{run.status}{it.durationMs != null ? ` · ${it.durationMs} ms` : ""}</div>
-      {it.instruction && (<><h4>Input</h4><pre>{it.instruction}</pre></>)}
+      <div className="muted">
+        {run.status}
+        {it.durationMs != null ? ` · ${it.durationMs} ms` : ""}
+        {it.tokens != null ? ` · ${it.tokens} tokens` : ""}
+      </div>
+      {it.instruction && (<><h4>Rendered prompt</h4><pre>{it.instruction}</pre></>)}
       {run.status === "running" && run.streamed && (<><h4>Streaming</h4><pre>{run.streamed}</pre></>)}
       {it.result && (<><h4>Output</h4><pre data-testid="run-output">{JSON.stringify(it.result.data, null, 2)}</pre></>)}
       {it.result?.error && (<><h4>Error</h4><pre className="field-error">{it.result.error}</pre></>)}
@@ -216,36 +249,65 @@ function RunDetails({ id }: { id: string }) {
   );
 }
 
+function WorkflowFields({ models }: { models: string[] }) {
+  const workflow = useDocument((s) => s.workflow);
+  const edit = useDocument((s) => s.edit);
+  return (
+    <aside className="inspector" data-testid="inspector-workflow">
+      <h2>Workflow</h2>
+      <Field label="name">
+        <Text value={workflow.name} onCommit={(v) => edit((w) => ({ ...w, name: v }))} />
+      </Field>
+      <Field label="description">
+        <Text multiline value={workflow.description ?? ""} onCommit={(v) => edit((w) => ({ ...w, description: v.trim() ? v : undefined }))} />
+      </Field>
+      <Field label="default model">
+        <Text value={workflow.defaults?.model ?? ""} placeholder="provider/model" onCommit={(v) => edit((w) => ({ ...w, defaults: { ...(w.defaults ?? {}), model: v.trim() || undefined } }))} />
+        <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
+      </Field>
+      <p className="muted">Click a node or an edge to edit it; Shift-drag to select several.</p>
+    </aside>
+  );
+}
+
 export function Inspector({ models }: { models: string[] }) {
   const workflow = useDocument((s) => s.workflow);
   const selection = useDocument((s) => s.selection);
-  const findings = useValidation((s) => (selection.nodes[0] ? s.byNode[selection.nodes[0]] : undefined));
-  const node = selection.nodes.length === 1 ? workflow.nodes.find((n) => n.id === selection.nodes[0]) : undefined;
-  const edge = !node && selection.edges.length === 1 ? workflow.edges.find((e) => edgeKey(e) === selection.edges[0]) : undefined;
-  const rename = useDocument((s) => s.edit);
+  const [tab, setTab] = useState<"settings" | "run">("settings");
+  const nodeId = selection.nodes.length === 1 && !selection.edges.length ? selection.nodes[0] : undefined;
+  const node = nodeId ? workflow.nodes.find((n) => n.id === nodeId) : undefined;
+  const edgeId = !selection.nodes.length && selection.edges.length === 1 ? selection.edges[0] : undefined;
+  const edge = edgeId ? workflow.edges.find((e) => edgeKey(e) === edgeId) : undefined;
+  const findings = useValidation((s) => (node ? s.byNode[node.id] : edge ? (s.byEdge[edgeKey(edge)] ?? s.byEdge[`${edge.from}->${edge.to}`]) : undefined));
+  const count = selection.nodes.length + selection.edges.length;
   if (!node && !edge) {
-    return (
-      <aside className="inspector">
-        <h2>Workflow</h2>
-        <Field label="name">
-          <Text value={workflow.name} onCommit={(v) => rename((w) => ({ ...w, name: v }))} />
-        </Field>
-        <Field label="default model">
-          <input list="models" value={workflow.defaults?.model ?? ""} onChange={(e) => rename((w) => ({ ...w, defaults: { ...(w.defaults ?? {}), model: orNone(e.target.value) } }))} />
-          <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
-        </Field>
-        <p className="muted">Select a node or an edge to edit it.</p>
-      </aside>
-    );
+    if (count > 1)
+      return (
+        <aside className="inspector" data-testid="inspector-multi">
+          <h2>{count} selected</h2>
+          <p className="muted">
+            {selection.nodes.length} node{selection.nodes.length === 1 ? "" : "s"}, {selection.edges.length} edge{selection.edges.length === 1 ? "" : "s"}. Delete removes them; Ctrl+D duplicates the nodes.
+          </p>
+        </aside>
+      );
+    return <WorkflowFields models={models} />;
   }
+  const spec = node ? nodeTypeSpec(node.type) : undefined;
   return (
     <aside className="inspector" data-testid="inspector">
-      <h2>{node ? `${node.type} node` : "edge"}</h2>
-      {findings && node && (
-        <ul className="findings-inline">{findings.map((f, i) => <li key={i} className={f.level}>{f.message}</li>)}</ul>
+      <h2 className="entity">{node ? `${spec?.icon ?? ""} ${spec?.label ?? node.type} · ${node.id}` : `Edge · ${edge!.from} → ${edge!.to}`}</h2>
+      {node && (
+        <nav className="tabs" role="tablist">
+          <button role="tab" aria-selected={tab === "settings"} className={tab === "settings" ? "on" : ""} onClick={() => setTab("settings")} data-testid="tab-settings">Settings</button>
+          <button role="tab" aria-selected={tab === "run"} className={tab === "run" ? "on" : ""} onClick={() => setTab("run")} data-testid="tab-last-run">Last run</button>
+        </nav>
       )}
-      {node ? <NodeFields key={node.id} node={node} models={models} /> : <EdgeFields key={edgeKey(edge!)} edge={edge!} />}
-      {node && <RunDetails id={node.id} />}
+      {findings && findings.length > 0 && (
+        <ul className="findings-inline" data-testid="inspector-findings">
+          {findings.map((f, i) => <li key={i} className={f.level}><code>{f.code}</code> {f.message}</li>)}
+        </ul>
+      )}
+      {node ? tab === "settings" ? <NodeFields key={node.id} node={node} models={models} /> : <RunDetails id={node.id} /> : <EdgeFields key={edgeKey(edge!)} edge={edge!} />}
     </aside>
   );
 }

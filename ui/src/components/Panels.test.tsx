@@ -1,8 +1,15 @@
 import { describe, expect, it, vi } from "vitest";
 import { fireEvent, render, screen } from "@testing-library/react";
-import { ApprovalDialog, BottomPanel } from "./Panels";
+import { ReactFlowProvider } from "@xyflow/react";
+import type { Event } from "../types";
+import { ApprovalDialog, BottomPanel, HelpPanel } from "./Panels";
 import { useValidation } from "../store/validation";
 import { useDocument, emptyWorkflow } from "../store/document";
+import { useRun } from "../store/run";
+import { useSession } from "../store/session";
+import { SHORTCUTS } from "../shortcuts";
+
+const ev = (seq: number, body: Record<string, unknown>): Event => ({ seq, run: "r", ts: "", ...body }) as Event;
 
 describe("panels", () => {
   it("the approval dialog shows what reached the step and sends the decision with the note", async () => {
@@ -18,12 +25,66 @@ describe("panels", () => {
     expect((screen.getByText("Later") as HTMLButtonElement).disabled).toBe(true); // no second decision in flight
   });
 
+  it("keeps a note typed in the approval dialog when it is put off with Later", () => {
+    const approval = { node: "legal", message: "OK?", previousOutput: "" };
+    const first = render(<ApprovalDialog approval={approval} onClose={() => {}} onDecide={vi.fn()} />);
+    fireEvent.change(screen.getByTestId("approval-note"), { target: { value: "check clause 4" } });
+    fireEvent.click(screen.getByText("Later"));
+    first.unmount();
+    render(<ApprovalDialog approval={approval} onClose={() => {}} onDecide={vi.fn()} />);
+    expect((screen.getByTestId("approval-note") as HTMLTextAreaElement).value).toBe("check clause 4");
+    useSession.setState({ approvalNotes: {} });
+  });
+
   it("lists problems and selects the node when one is clicked", () => {
     useDocument.getState().load(emptyWorkflow(), null);
     useValidation.getState().setReport({ errors: [{ code: "NO_TERMINAL_REACHABLE", message: "never ends", node: "loop" }], warnings: [] });
-    render(<BottomPanel onDecide={() => {}} />);
-    const item = screen.getByText("never ends", { exact: false });
-    fireEvent.click(item);
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-problems"));
+    fireEvent.click(screen.getByText("never ends", { exact: false }));
     expect(useDocument.getState().selection.nodes).toEqual(["loop"]);
+  });
+
+  it("the run list shows one row per execution, grows streamed text in place, and selects a node on click", () => {
+    useDocument.getState().load(emptyWorkflow(), null);
+    useRun.getState().begin("r", ["start", "draft"]);
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    useRun.getState().apply([
+      ev(1, { type: "workflow:start", workflow: "w", input: null }),
+      ev(2, { type: "node:enter", node: "draft", iteration: 1, instruction: "write" }),
+      ...Array.from({ length: 30 }, (_, i) => ev(3 + i, { type: "node:progress", node: "draft", message: `w${i} ` })),
+    ]);
+    fireEvent.click(screen.getByTestId("tab-run"));
+    const rows = () => screen.getByTestId("run-list").querySelectorAll("tbody tr");
+    expect(rows()).toHaveLength(1); // thirty tokens, one row
+    expect(screen.getByTestId("run-row-draft-1").textContent).toContain("w29");
+    useRun.getState().apply([ev(40, { type: "node:exit", node: "draft", iteration: 1, durationMs: 1500, usage: { inputTokens: 10, outputTokens: 32 }, result: { status: "success", data: { text: "the draft" }, toolCalls: [] } })]);
+    const row = screen.getByTestId("run-row-draft-1");
+    expect(row.dataset.status).toBe("succeeded");
+    expect(row.textContent).toContain("1.5 s");
+    expect(row.textContent).toContain("42");
+    expect(row.textContent).toContain("the draft");
+    fireEvent.click(row);
+    expect(useDocument.getState().selection.nodes).toEqual(["draft"]);
+  });
+
+  it("the events tab filters the raw events", () => {
+    useRun.getState().begin("r", ["a"]);
+    useRun.getState().apply([
+      ev(1, { type: "workflow:start", workflow: "w", input: null }),
+      ev(2, { type: "route", from: "start", to: "a", reason: "only path" }),
+      ev(3, { type: "node:skipped", node: "b" }),
+    ]);
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-events"));
+    expect(screen.getByTestId("events").querySelectorAll("li")).toHaveLength(3);
+    fireEvent.change(screen.getByTestId("events-filter"), { target: { value: "route" } });
+    expect(screen.getByTestId("events").querySelectorAll("li")).toHaveLength(1);
+  });
+
+  it("the help panel lists every shortcut the key handler runs", () => {
+    render(<HelpPanel onClose={() => {}} />);
+    for (const s of SHORTCUTS) expect(screen.getByText(s.keys)).toBeTruthy();
+    expect(SHORTCUTS.some((s) => s.keys === "Ctrl+Shift+E")).toBe(true);
   });
 });

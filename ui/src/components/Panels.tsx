@@ -1,67 +1,177 @@
-// The bottom panel (problems, run events, importer notes), approval dialogs, and the help overlay.
-import { useEffect, useState } from "react";
+// The bottom panel (the run list, problems, raw events, importer notes), approval dialogs, and the help overlay.
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { useReactFlow } from "@xyflow/react";
+import type { Event } from "../types";
 import { useDocument } from "../store/document";
-import { useRun, type PendingApproval } from "../store/run";
+import { useNodeRun, useRun, type Execution, type PendingApproval } from "../store/run";
+import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
+import { GESTURES, SHORTCUTS } from "../shortcuts";
 
-export function BottomPanel({ onDecide }: { onDecide: (node: string) => void }) {
-  const [tab, setTab] = useState<"problems" | "events" | "notes">("problems");
+type Tab = "run" | "problems" | "events" | "notes";
+
+/** Selects a node and brings it into view. */
+function useReveal() {
+  const flow = useReactFlow();
+  return (id: string) => {
+    useDocument.getState().select({ nodes: [id], edges: [] });
+    const n = useDocument.getState().workflow.nodes.find((x) => x.id === id);
+    if (n?.position) flow.setCenter((n.position.x ?? 0) + 110, (n.position.y ?? 0) + 45, { zoom: Math.max(flow.getZoom(), 1), duration: 250 });
+  };
+}
+
+export function BottomPanel() {
+  const [tab, setTab] = useState<Tab>("problems");
   const report = useValidation((s) => s.report);
-  const failure = useValidation((s) => s.failure);
-  const events = useRun((s) => s.events);
   const notes = useDocument((s) => s.notes);
-  const select = useDocument((s) => s.select);
   const pending = useRun((s) => s.pending);
-  const run = { status: useRun((s) => s.status), error: useRun((s) => s.error) };
+  const status = useRun((s) => s.status);
+  const runId = useRun((s) => s.runId);
+  const review = useSession((s) => s.review);
+  // A run that starts brings its list forward.
   useEffect(() => {
-    if (events.length) setTab("events");
-  }, [events.length > 0]); // eslint-disable-line react-hooks/exhaustive-deps
-  const problems = [...report.errors.map((f) => ({ ...f, level: "error" })), ...report.warnings.map((f) => ({ ...f, level: "warning" }))];
+    if (status === "running") setTab("run");
+  }, [runId, status === "running"]); // eslint-disable-line react-hooks/exhaustive-deps
   return (
     <section className="bottom">
-      <nav>
-        <button className={tab === "problems" ? "on" : ""} onClick={() => setTab("problems")} data-testid="tab-problems">
+      <nav role="tablist">
+        <button role="tab" className={tab === "run" ? "on" : ""} onClick={() => setTab("run")} data-testid="tab-run">
+          Run {status !== "idle" ? <span className={`run-status ${status}`}>· {status}</span> : null}
+        </button>
+        <button role="tab" className={tab === "problems" ? "on" : ""} onClick={() => setTab("problems")} data-testid="tab-problems">
           Problems {report.errors.length ? <b className="error">{report.errors.length}</b> : null} {report.warnings.length ? <b className="warning">{report.warnings.length}</b> : null}
         </button>
-        <button className={tab === "events" ? "on" : ""} onClick={() => setTab("events")}>Run {run.status !== "idle" ? `· ${run.status}` : ""}</button>
-        {notes.length > 0 && <button className={tab === "notes" ? "on" : ""} onClick={() => setTab("notes")}>Import notes ({notes.length})</button>}
+        <button role="tab" className={tab === "events" ? "on" : ""} onClick={() => setTab("events")} data-testid="tab-events">Events</button>
+        {notes.length > 0 && <button role="tab" className={tab === "notes" ? "on" : ""} onClick={() => setTab("notes")}>Import notes ({notes.length})</button>}
         {pending.map((p) => (
-          <button key={p.node} className="pending" onClick={() => onDecide(p.node)}>‖ {p.node} waits</button>
+          <button key={p.node} className="pending" onClick={() => review(p.node)} data-testid={`pending-${p.node}`}>‖ {p.node} waits</button>
         ))}
       </nav>
       <div className="bottom-body">
-        {tab === "problems" && (
-          <ul className="problems" data-testid="problems">
-            {failure && <li className="error">validation could not run: {failure}</li>}
-            {!problems.length && !failure && <li className="ok">No problems.</li>}
-            {problems.map((f, i) => (
-              <li key={i} className={f.level} onClick={() => f.node && select({ nodes: [f.node], edges: [] })} data-code={f.code}>
-                <code>{f.code}</code> {f.node ? <b>{f.node}</b> : f.edge ? <b>{f.edge}</b> : null} {f.message}
-              </li>
-            ))}
-          </ul>
-        )}
-        {tab === "events" && (
-          <ol className="events" data-testid="events">
-            {run.error && <li className="error">{run.error}</li>}
-            {events.slice(-300).map((e) => (
-              <li key={e.seq}>
-                <span className="seq">{e.seq}</span> <b>{e.type}</b> {"node" in e && e.node ? e.node : ""} {e.type === "route" ? `${e.from} → ${e.to} [${e.reason}]` : ""}
-                {e.type === "log" ? ` ${e.logType}: ${typeof e.content === "string" ? e.content : JSON.stringify(e.content)}` : ""}
-              </li>
-            ))}
-          </ol>
-        )}
+        {tab === "run" && <RunList />}
+        {tab === "problems" && <Problems />}
+        {tab === "events" && <Events />}
         {tab === "notes" && (
-          <ul className="problems">{notes.map((n, i) => <li key={i} className="warning">{n}</li>)}</ul>
+          <ul className="notes">{notes.map((n, i) => <li key={i}>{n}</li>)}</ul>
         )}
       </div>
     </section>
   );
 }
 
+function Problems() {
+  const report = useValidation((s) => s.report);
+  const failure = useValidation((s) => s.failure);
+  const select = useDocument((s) => s.select);
+  const reveal = useReveal();
+  const problems = [...report.errors.map((f) => ({ ...f, level: "error" })), ...report.warnings.map((f) => ({ ...f, level: "warning" }))];
+  return (
+    <ul className="problems" data-testid="problems">
+      {failure && <li className="error">validation could not run: {failure}</li>}
+      {!problems.length && !failure && <li className="ok">No problems.</li>}
+      {problems.map((f, i) => (
+        <li key={i} className={f.level} onClick={() => (f.node ? reveal(f.node) : f.edge ? select({ nodes: [], edges: [f.edge] }) : undefined)} data-code={f.code}>
+          <code>{f.code}</code> {f.node ? <b>{f.node}</b> : f.edge ? <b>{f.edge}</b> : null} {f.message}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+const duration = (ms: number | null) => (ms == null ? "" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
+
+/** One execution; while it runs, its streamed text grows in place. */
+function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean; onClick: () => void }) {
+  const run = useNodeRun(row.node);
+  const live = row.status === "running" && run?.status === "running" && run.iteration === row.iteration;
+  const preview = live ? run.streamed.slice(-160).replace(/\s+/g, " ") : row.preview;
+  return (
+    <tr className={`${row.status} ${selected ? "selected" : ""}`} onClick={onClick} data-testid={`run-row-${row.node}-${row.iteration}`} data-status={row.status}>
+      <td className="node">{row.node}</td>
+      <td className="num">{row.iteration || ""}</td>
+      <td className={`status ${row.status}`}>{row.status}</td>
+      <td className="num">{duration(row.durationMs)}</td>
+      <td className="num">{row.tokens ?? ""}</td>
+      <td className="preview" title={preview}>{preview}</td>
+    </tr>
+  );
+}
+
+/** The run's node executions in the order they began; follows the run unless the person scrolled up. */
+function RunList() {
+  const executions = useRun((s) => s.executions);
+  const status = useRun((s) => s.status);
+  const error = useRun((s) => s.error);
+  const selected = useDocument((s) => s.selection.nodes);
+  const reveal = useReveal();
+  const box = useRef<HTMLDivElement>(null);
+  const follow = useRef(true);
+  useLayoutEffect(() => {
+    const el = box.current?.closest(".bottom-body");
+    if (el && follow.current) el.scrollTop = el.scrollHeight;
+  });
+  useEffect(() => {
+    const el = box.current?.closest(".bottom-body");
+    if (!el) return;
+    const onScroll = () => (follow.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24);
+    el.addEventListener("scroll", onScroll);
+    return () => el.removeEventListener("scroll", onScroll);
+  }, []);
+  if (!executions.length && status === "idle") return <p className="muted" data-testid="run-list-empty">No run yet. Press Run (Ctrl+Enter) to watch each node execute here.</p>;
+  return (
+    <div ref={box}>
+      <table className="run-list" data-testid="run-list">
+        <thead>
+          <tr><th>node</th><th>#</th><th>status</th><th>time</th><th>tokens</th><th>output</th></tr>
+        </thead>
+        <tbody>
+          {executions.map((r) => <RunRow key={`${r.node}:${r.iteration}:${r.seq}`} row={r} selected={selected.includes(r.node)} onClick={() => reveal(r.node)} />)}
+        </tbody>
+      </table>
+      {error && <div className="field-error" data-testid="run-error">{error}</div>}
+    </div>
+  );
+}
+
+/** A line for one event; streamed text of one node is folded into one line. */
+function describe(e: Event): string {
+  const { seq: _seq, run: _run, ts: _ts, type: _type, ...rest } = e as Record<string, unknown>;
+  return JSON.stringify(rest);
+}
+
+function Events() {
+  const events = useRun((s) => s.events);
+  const [filter, setFilter] = useState("");
+  const lines = useMemo(() => {
+    const out: { seq: number; type: string; text: string }[] = [];
+    for (const e of events) {
+      const last = out[out.length - 1];
+      if (e.type === "node:progress" && last?.type === "node:progress" && last.text.startsWith(`${e.node}: `)) {
+        last.text += e.message;
+        continue;
+      }
+      out.push({ seq: e.seq, type: e.type, text: e.type === "node:progress" ? `${e.node}: ${e.message}` : describe(e) });
+    }
+    const q = filter.trim().toLowerCase();
+    return q ? out.filter((l) => l.type.includes(q) || l.text.toLowerCase().includes(q)) : out;
+  }, [events, filter]);
+  return (
+    <>
+      <input className="events-filter" placeholder="Filter events (type, node, text)" value={filter} onChange={(e) => setFilter(e.target.value)} data-testid="events-filter" />
+      <ol className="events" data-testid="events">
+        {lines.map((l) => (
+          <li key={l.seq}>
+            <span className="seq">{l.seq}</span> <b>{l.type}</b> {l.text}
+          </li>
+        ))}
+      </ol>
+    </>
+  );
+}
+
 export function ApprovalDialog({ approval, onClose, onDecide }: { approval: PendingApproval; onClose: () => void; onDecide: (decision: "approve" | "reject", note: string) => Promise<void> }) {
-  const [note, setNote] = useState("");
+  const note = useSession((s) => s.approvalNotes[approval.node] ?? "");
+  const setNote = useSession((s) => s.setApprovalNote);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const decide = async (d: "approve" | "reject") => {
@@ -74,7 +184,7 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
     }
   };
   return (
-    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="approval-dialog">
+    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="approval-dialog" onKeyDown={(e) => e.key === "Escape" && onClose()}>
       <div className="modal">
         <h2>Approval: {approval.node}</h2>
         <p className="message">{approval.message}</p>
@@ -82,11 +192,11 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
         <pre className="previous" data-testid="approval-previous">{approval.previousOutput || "(nothing)"}</pre>
         <label className="field">
           <span>note (optional)</span>
-          <textarea rows={3} value={note} onChange={(e) => setNote(e.target.value)} data-testid="approval-note" />
+          <textarea rows={3} value={note} onChange={(e) => setNote(approval.node, e.target.value)} data-testid="approval-note" />
         </label>
         {error && <div className="field-error">{error}</div>}
         <div className="actions">
-          <button onClick={onClose} disabled={busy}>Later</button>
+          <button onClick={onClose} disabled={busy} data-testid="approval-later">Later</button>
           <button className="danger" onClick={() => decide("reject")} disabled={busy} data-testid="approval-reject">Reject</button>
           <button className="primary" onClick={() => decide("approve")} disabled={busy} data-testid="approval-approve">Approve</button>
         </div>
@@ -95,27 +205,16 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
   );
 }
 
-export const SHORTCUTS: [string, string][] = [
-  ["Ctrl+O", "open a workflow (any supported format)"],
-  ["Ctrl+S", "save"],
-  ["Ctrl+Shift+E", "export canonical YAML"],
-  ["Ctrl+Z / Ctrl+Shift+Z", "undo / redo"],
-  ["Ctrl+C / Ctrl+V / Ctrl+D", "copy / paste / duplicate"],
-  ["Delete", "delete the selection"],
-  ["Ctrl+F", "find a node"],
-  ["Ctrl+L", "auto-layout"],
-  ["Ctrl+Enter", "run"],
-  ["Shift+drag", "box-select"],
-  ["F1 or ?", "this help"],
-];
-
 export function HelpPanel({ onClose }: { onClose: () => void }) {
   return (
     <div className="modal-backdrop" onClick={onClose}>
       <div className="modal" onClick={(e) => e.stopPropagation()} data-testid="help">
         <h2>Keyboard shortcuts</h2>
-        <table>
-          <tbody>{SHORTCUTS.map(([k, v]) => <tr key={k}><td><kbd>{k}</kbd></td><td>{v}</td></tr>)}</tbody>
+        <table className="shortcuts">
+          <tbody>
+            {SHORTCUTS.map((s) => <tr key={s.keys}><td><kbd>{s.keys}</kbd></td><td>{s.does}</td></tr>)}
+            {GESTURES.map(([k, v]) => <tr key={k}><td><kbd>{k}</kbd></td><td>{v}</td></tr>)}
+          </tbody>
         </table>
         <div className="actions"><button onClick={onClose}>Close</button></div>
       </div>

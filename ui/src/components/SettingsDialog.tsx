@@ -1,42 +1,60 @@
-// Settings: model providers, the default model and call limits. Saved through the engine, which validates them;
-// keys are never entered here, only the name of the environment variable that holds each.
+// Settings: model providers, the default model and call limits. The engine checks them when they are saved and
+// refuses what it could not read back (duplicate ids, malformed URLs or variable names), with the reason shown on
+// the field. Keys are never entered here, only the name of the environment variable that holds each.
 import { useState } from "react";
 import type { Settings } from "../types";
-import { commands, unwrap } from "../api";
+import { commands } from "../api";
+import { errorText } from "../store/messages";
+import { useSession, type CommandError, type SettingsProblem } from "../store/session";
 
 type Provider = Settings["providers"][number];
 
 const blank = (): Provider => ({ id: "", kind: "openai", base_url: "", api_key_env: "", default_model: "" }) as Provider;
 
-export function SettingsDialog({ initial, onClose, onSaved }: { initial: Settings; onClose: () => void; onSaved: (s: Settings) => void }) {
+export function SettingsDialog({ onClose }: { onClose: () => void }) {
+  const initial = useSession((s) => s.settings)!;
+  const loadProblem = useSession((s) => s.settingsProblem);
   const [providers, setProviders] = useState<Provider[]>(initial.providers ?? []);
   const [defaultModel, setDefaultModel] = useState(initial.default_model ?? "");
   const [limits, setLimits] = useState(initial.limits);
+  const [problems, setProblems] = useState<SettingsProblem[]>([]);
   const [error, setError] = useState<string | null>(null);
   const update = (i: number, patch: Partial<Provider>) => setProviders((ps) => ps.map((p, j) => (j === i ? { ...p, ...patch } : p)));
-  const clean = (v: string | undefined) => (v && v.trim() ? v.trim() : undefined);
+  const clean = (v: string | undefined | null) => (v && v.trim() ? v.trim() : undefined);
+  const problemAt = (field: string) => problems.find((p) => p.field === field)?.message;
+  const cell = (field: string) => ({ className: problemAt(field) ? "invalid" : undefined, "aria-invalid": Boolean(problemAt(field)), title: problemAt(field) });
 
   const save = async () => {
-    const settings: Settings = {
-      providers: providers
-        .filter((p) => p.id.trim())
-        .map((p) => ({ ...p, id: p.id.trim(), base_url: clean(p.base_url), api_key_env: clean(p.api_key_env), default_model: clean(p.default_model) })),
+    const settings = {
+      providers: providers.map((p) => ({ ...p, id: p.id.trim(), base_url: clean(p.base_url), api_key_env: clean(p.api_key_env), default_model: clean(p.default_model) })),
       default_model: clean(defaultModel),
       limits,
-    };
+    } as Settings;
     try {
-      await unwrap(commands.saveSettings(settings));
-      onSaved(settings);
+      const r = await commands.saveSettings(settings);
+      if (r.status === "error") {
+        const e = r.error as CommandError;
+        setProblems(e.problems ?? []);
+        setError(e.problems?.length ? `Not saved: ${e.problems.length} problem${e.problems.length > 1 ? "s" : ""} to fix (marked in red).` : e.message);
+        return;
+      }
+      useSession.getState().setSettings(settings);
       onClose();
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorText(e));
     }
   };
 
+  const unplaced = problems.filter((p) => !/^providers\[\d+\]\.|^default_model$/.test(p.field));
   return (
-    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="settings">
+    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="settings" onKeyDown={(e) => e.key === "Escape" && onClose()}>
       <div className="modal wide">
         <h2>Settings</h2>
+        {loadProblem && (
+          <div className="banner error" data-testid="settings-load-problem">
+            The settings file could not be read: {loadProblem.message}. Showing defaults; saving replaces the file.
+          </div>
+        )}
         <h4>Model providers</h4>
         <p className="muted small">With none configured, <code>local</code> finds an OpenAI-compatible server on this machine (Ollama, llama.cpp).</p>
         <table className="providers">
@@ -46,25 +64,38 @@ export function SettingsDialog({ initial, onClose, onSaved }: { initial: Setting
           <tbody>
             {providers.map((p, i) => (
               <tr key={i}>
-                <td><input value={p.id} placeholder="openai" onChange={(e) => update(i, { id: e.target.value })} /></td>
                 <td>
-                  <select value={p.kind} onChange={(e) => update(i, { kind: e.target.value as Provider["kind"] })}>
+                  <input value={p.id} placeholder="openai" onChange={(e) => update(i, { id: e.target.value })} data-testid={`provider-${i}-id`} {...cell(`providers[${i}].id`)} />
+                  {problemAt(`providers[${i}].id`) && <div className="field-error" data-testid={`problem-providers[${i}].id`}>{problemAt(`providers[${i}].id`)}</div>}
+                </td>
+                <td>
+                  <select value={p.kind} onChange={(e) => update(i, { kind: e.target.value as Provider["kind"] })} aria-label="kind">
                     <option value="openai">OpenAI-compatible</option>
                     <option value="anthropic">Anthropic</option>
                   </select>
                 </td>
-                <td><input value={p.base_url ?? ""} placeholder="default" onChange={(e) => update(i, { base_url: e.target.value })} /></td>
-                <td><input value={p.api_key_env ?? ""} placeholder="OPENAI_API_KEY" onChange={(e) => update(i, { api_key_env: e.target.value })} /></td>
-                <td><input value={p.default_model ?? ""} onChange={(e) => update(i, { default_model: e.target.value })} /></td>
+                <td>
+                  <input value={p.base_url ?? ""} placeholder="default" onChange={(e) => update(i, { base_url: e.target.value })} data-testid={`provider-${i}-base_url`} {...cell(`providers[${i}].base_url`)} />
+                  {problemAt(`providers[${i}].base_url`) && <div className="field-error" data-testid={`problem-providers[${i}].base_url`}>{problemAt(`providers[${i}].base_url`)}</div>}
+                </td>
+                <td>
+                  <input value={p.api_key_env ?? ""} placeholder="OPENAI_API_KEY" onChange={(e) => update(i, { api_key_env: e.target.value })} data-testid={`provider-${i}-api_key_env`} {...cell(`providers[${i}].api_key_env`)} />
+                  {problemAt(`providers[${i}].api_key_env`) && <div className="field-error" data-testid={`problem-providers[${i}].api_key_env`}>{problemAt(`providers[${i}].api_key_env`)}</div>}
+                </td>
+                <td>
+                  <input value={p.default_model ?? ""} onChange={(e) => update(i, { default_model: e.target.value })} {...cell(`providers[${i}].default_model`)} />
+                  {problemAt(`providers[${i}].default_model`) && <div className="field-error">{problemAt(`providers[${i}].default_model`)}</div>}
+                </td>
                 <td><button title="remove" onClick={() => setProviders((ps) => ps.filter((_, j) => j !== i))}>×</button></td>
               </tr>
             ))}
           </tbody>
         </table>
-        <button onClick={() => setProviders((ps) => [...ps, blank()])}>+ provider</button>
+        <button onClick={() => setProviders((ps) => [...ps, blank()])} data-testid="add-provider">+ provider</button>
         <label className="field">
           <span>default model (provider/model)</span>
-          <input value={defaultModel} placeholder="local/smollm2-135m" onChange={(e) => setDefaultModel(e.target.value)} />
+          <input value={defaultModel} placeholder="local/smollm2-135m" onChange={(e) => setDefaultModel(e.target.value)} {...cell("default_model")} />
+          {problemAt("default_model") && <div className="field-error">{problemAt("default_model")}</div>}
         </label>
         <h4>Limits per model call</h4>
         <div className="limits">
@@ -72,10 +103,11 @@ export function SettingsDialog({ initial, onClose, onSaved }: { initial: Setting
           <label className="field"><span>retries</span><input type="number" min={0} value={limits.retries} onChange={(e) => setLimits({ ...limits, retries: Number(e.target.value) })} /></label>
           <label className="field"><span>tool turns</span><input type="number" min={1} value={limits.max_tool_turns} onChange={(e) => setLimits({ ...limits, max_tool_turns: Number(e.target.value) })} /></label>
         </div>
-        {error && <div className="field-error">{error}</div>}
+        {unplaced.map((p) => <div key={p.field} className="field-error">{p.field}: {p.message}</div>)}
+        {error && <div className="field-error" data-testid="settings-error">{error}</div>}
         <div className="actions">
           <button onClick={onClose}>Cancel</button>
-          <button className="primary" onClick={save}>Save</button>
+          <button className="primary" onClick={save} data-testid="settings-save">Save</button>
         </div>
       </div>
     </div>

@@ -1,25 +1,62 @@
-// One node on the canvas. Memoized; it reads its own run state and findings by id, so a run event re-renders only
-// the node it concerns.
+// One node on the canvas: its type, name, a one-line summary and validation badges; after a run, its status,
+// duration, tokens and an output preview. Memoized; it reads its own run state and findings by id, so a run event
+// re-renders only the node it concerns.
 import { memo } from "react";
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import type { Node as WorkflowNodeData } from "../types";
 import { HANDLE_STEP, HANDLE_TOP, hasInput, sourceHandles } from "../model/handles";
-import { useNodeRun, useRun } from "../store/run";
+import { nodeTypeSpec } from "../model/nodeTypes";
+import { outputPreview, useNodeRun, useRun } from "../store/run";
 import { useValidation } from "../store/validation";
 
 export type CanvasNodeData = { node: WorkflowNodeData };
 
-const ICON: Record<string, string> = { start: "▶", agent: "✦", if: "◇", approval: "‖", script: "{}" };
+/** The title's font size in CSS pixels (styles.css `.wf-title`); the opening zoom keeps it ≥ 12 px on screen. */
+export const TITLE_PX = 15;
+
+const clip = (text: string, max = 48) => {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+};
+
+/** One line saying what the node does: its model, condition, message or language. */
+export function nodeSummary(node: WorkflowNodeData): string {
+  switch (node.type) {
+    case "agent": {
+      const tools = [node.tools?.subagents && "subagents", node.tools?.web_search && "web search", node.output_schema && "schema"].filter(Boolean);
+      return clip(`${node.model ?? "default model"}${tools.length ? ` · ${tools.join(", ")}` : ""}`);
+    }
+    case "if": {
+      const conditions = node.conditions ?? [];
+      if (!conditions.length) return "no conditions: always else";
+      return clip(conditions.map((c) => (c.operator === "expression" ? c.value : `${c.operator} "${c.value}"`)).join(" · "));
+    }
+    case "approval":
+      return clip(node.message ?? "Approve?");
+    case "script":
+      return clip(node.language ? `${node.language}${node.code ? ` · ${node.code.split("\n")[0]}` : ""}` : "no language");
+    case "start":
+      return node.initial_input == null ? "run input" : clip(`input: ${typeof node.initial_input === "string" ? node.initial_input : JSON.stringify(node.initial_input)}`);
+  }
+}
+
+const STATUS_ICON: Record<string, string> = { pending: "○", running: "◌", succeeded: "✓", failed: "✕", skipped: "⤼", waiting: "‖" };
+
+const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`);
 
 function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData }) {
   const node = data.node;
   const run = useNodeRun(node.id);
   const findings = useValidation((s) => s.byNode[node.id]);
   const openApproval = useRun((s) => s.pending.some((p) => p.node === node.id));
-  const errors = findings?.filter((f) => f.level === "error") ?? [];
+  const errors = findings?.filter((f) => f.level === "error").length ?? 0;
+  const warnings = (findings?.length ?? 0) - errors;
   const status = run?.status;
-  const handles = sourceHandles(node);
-  const level = findings?.length ? (errors.length ? "error" : "warning") : null;
+  const handles = sourceHandles(node).filter((h) => h.kind !== "subagent");
+  const subagent = sourceHandles(node).some((h) => h.kind === "subagent");
+  const spec = nodeTypeSpec(node.type);
+  const last = run?.iterations[run.iterations.length - 1];
+  const level = errors ? "error" : warnings ? "warning" : null;
   return (
     <div
       className={`wf-node wf-${node.type} ${status ? `run-${status}` : ""} ${selected ? "selected" : ""} ${level ? `has-${level}` : ""}`}
@@ -27,33 +64,40 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
       data-status={status ?? ""}
       data-finished={run?.finishedSeq ?? ""}
       title={findings?.map((f) => `${f.code}: ${f.message}`).join("\n")}
+      style={{ minHeight: HANDLE_TOP + (handles.length - 1) * HANDLE_STEP + 16 }}
     >
       {hasInput(node.type) && <Handle type="target" position={Position.Left} id="input" />}
       <div className="wf-head">
-        <span className="wf-icon">{ICON[node.type]}</span>
-        <span className="wf-title">{node.name || node.id}</span>
-        {level && <span className={`wf-badge ${level}`}>{findings!.length}</span>}
+        <span className="wf-icon" aria-hidden>{spec?.icon}</span>
+        <span className="wf-type">{spec?.label ?? node.type}</span>
+        {errors > 0 && <span className="wf-badge error" title={`${errors} error${errors > 1 ? "s" : ""}`}>{errors}</span>}
+        {warnings > 0 && <span className="wf-badge warning" title={`${warnings} warning${warnings > 1 ? "s" : ""}`}>{warnings}</span>}
       </div>
-      <div className="wf-sub">
-        {node.type}
-        {node.name ? ` · ${node.id}` : ""}
-        {run && run.iteration > 1 ? ` · ×${run.iteration}` : ""}
-      </div>
-      {status === "running" && run?.streamed ? <div className="wf-stream">{run.streamed.slice(-160)}</div> : null}
+      <div className="wf-title" style={{ fontSize: TITLE_PX }}>{node.name || node.id}</div>
+      {node.name && <div className="wf-id">{node.id}</div>}
+      <div className="wf-summary">{nodeSummary(node)}</div>
+      {status && status !== "pending" && (
+        <div className={`wf-run ${status}`} data-testid={`node-run-${node.id}`}>
+          <span>{STATUS_ICON[status]} {status}</span>
+          {run && run.iteration > 1 && <span>×{run.iteration}</span>}
+          {last?.durationMs != null && <span>{duration(last.durationMs)}</span>}
+          {last?.tokens != null && <span>{last.tokens} tok</span>}
+        </div>
+      )}
+      {status === "running" && run?.streamed ? <div className="wf-stream">{run.streamed.slice(-120)}</div> : null}
+      {status !== "running" && last?.result ? <div className="wf-preview">{outputPreview(last.result, 60) || "(empty)"}</div> : null}
       {openApproval ? (
-        <button className="wf-review" data-testid={`review-${node.id}`} onClick={() => window.dispatchEvent(new CustomEvent("switchyard:review", { detail: node.id }))}>
+        <button className="wf-review nodrag" data-testid={`review-${node.id}`} onClick={() => window.dispatchEvent(new CustomEvent("switchyard:review", { detail: node.id }))}>
           Review…
         </button>
       ) : null}
-      {handles
-        .filter((h) => h.kind !== "subagent")
-        .map((h, i) => (
-          <div key={h.id}>
-            {h.label ? <span className="wf-out-label" style={{ top: HANDLE_TOP + i * HANDLE_STEP - 7 }}>{h.label}</span> : null}
-            <Handle type="source" position={Position.Right} id={h.id} className={`h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP }} />
-          </div>
-        ))}
-      {node.type === "agent" && <Handle type="source" position={Position.Bottom} id="subagent" className="h-subagent" title="subagent: link an agent offered as a tool" />}
+      {handles.map((h, i) => (
+        <div key={h.id}>
+          {h.label ? <span className={`wf-out-label h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP - 8 }}>{h.label}</span> : null}
+          <Handle type="source" position={Position.Right} id={h.id} className={`h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP }} title={h.label || "output"} />
+        </div>
+      ))}
+      {subagent && <Handle type="source" position={Position.Bottom} id="subagent" className="h-subagent" title="subagent: link an agent offered as a tool" />}
     </div>
   );
 }

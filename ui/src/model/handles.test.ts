@@ -27,11 +27,11 @@ describe("handles", () => {
     const edges = [edge("start", "p"), edge("p", "kid", "subagent")];
     const cases: [string, string, string, string | null][] = [
       ["p", "output", "q", null],
-      ["p", "output", "start", "nothing can lead into the start node"],
+      ["p", "output", "start", "nothing can lead into a start node"],
       ["start", "output", "p", "these nodes are already connected this way"],
       ["r", "output", "q", 'a approval node has no "output" handle'],
       ["p", "subagent", "r", "a subagent must be an agent"],
-      ["q", "subagent", "start", "nothing can lead into the start node"],
+      ["q", "subagent", "start", "nothing can lead into a start node"],
       ["p", "subagent", "p", "an agent cannot be its own subagent"],
       ["q", "subagent", "p", `turn on "subagents" in q's tools first`],
       ["p", "subagent", "q", null],

@@ -1,61 +1,55 @@
-// Connection rules of SEMANTICS.md §1 and §5 as the canvas needs them: which handles a node shows, and why a
-// connection is refused. The engine's validator stays the authority; this only gives immediate feedback while
-// dragging.
+// What the canvas needs of a node's handles: which handles it shows (from the engine's node type definitions), where
+// they sit before React Flow has measured the node, and why a connection is refused. The engine's validator stays
+// the authority; the rules here only give immediate feedback while dragging.
 import type { Edge, Node, NodeType } from "../types";
+import { nodeTypeSpec, type HandleKind } from "./nodeTypes";
 
-export type HandleSpec = { id: string; label: string; kind: "execution" | "error" | "subagent" };
+export type Handle = { id: string; label: string; kind: HandleKind };
 
-export function sourceHandles(node: Node): HandleSpec[] {
-  switch (node.type) {
-    case "start":
-      return [{ id: "output", label: "", kind: "execution" }];
-    case "agent":
-      return [
-        { id: "output", label: "", kind: "execution" },
-        { id: "error", label: "error", kind: "error" },
-        { id: "subagent", label: "subagent", kind: "subagent" },
-      ];
-    case "script":
-      return [
-        { id: "output", label: "", kind: "execution" },
-        { id: "error", label: "error", kind: "error" },
-      ];
-    case "approval":
-      return [
-        { id: "approve", label: "approve", kind: "execution" },
-        { id: "reject", label: "reject", kind: "execution" },
-        { id: "timeout", label: "timeout", kind: "execution" },
-      ];
-    case "if": {
-      const conditions = node.conditions ?? [];
-      return [
-        ...conditions.map((c, i) => ({ id: `condition-${i}`, label: c.value || `condition ${i}`, kind: "execution" as const })),
-        { id: "false", label: "else", kind: "execution" },
-      ];
-    }
-  }
+/** The source handles of `node`, in order, with per-condition handles expanded for its conditions. */
+export function sourceHandles(node: Node): Handle[] {
+  const spec = nodeTypeSpec(node.type);
+  if (!spec) return [];
+  return spec.handles.flatMap((h) =>
+    h.perCondition
+      ? (node.conditions ?? []).map((c, i) => ({ id: h.id.replace("{i}", String(i)), label: c.value ? short(c.value) : h.label.replace("{i}", String(i)), kind: h.kind }))
+      : [{ id: h.id, label: h.label, kind: h.kind }],
+  );
 }
 
+const short = (text: string) => (text.length > 18 ? `${text.slice(0, 17)}…` : text);
+
 /** Every node is this wide on the canvas (styles.css `.wf-node`), so handle positions are known before measuring. */
-export const NODE_WIDTH = 200;
+export const NODE_WIDTH = 220;
+/** An estimate of a node card's height before React Flow has measured it. */
+export const NODE_HEIGHT = 84;
 /** Source handles of one kind stack down the right edge from this offset, this far apart (see WorkflowNode). */
-export const HANDLE_TOP = 26;
-export const HANDLE_STEP = 18;
+export const HANDLE_TOP = 28;
+export const HANDLE_STEP = 20;
+/** Handles are drawn this big; their hit area (styles.css) is larger still. */
+export const HANDLE_SIZE = 12;
 
 /** Where each handle sits on a node of the given height: React Flow uses this until it has measured the node. */
 export function handleLayout(node: Node, height: number) {
-  const size = 6;
+  const size = HANDLE_SIZE;
   const handles: { id: string; type: "source" | "target"; position: "left" | "right" | "bottom"; x: number; y: number; width: number; height: number }[] = [];
   if (hasInput(node.type)) handles.push({ id: "input", type: "target", position: "left", x: -size / 2, y: height / 2 - size / 2, width: size, height: size });
   sourceHandles(node)
     .filter((h) => h.kind !== "subagent")
     .forEach((h, i) => handles.push({ id: h.id, type: "source", position: "right", x: NODE_WIDTH - size / 2, y: HANDLE_TOP + i * HANDLE_STEP - size / 2, width: size, height: size }));
-  if (node.type === "agent") handles.push({ id: "subagent", type: "source", position: "bottom", x: NODE_WIDTH / 2 - size / 2, y: height - size / 2, width: size, height: size });
+  if (sourceHandles(node).some((h) => h.kind === "subagent"))
+    handles.push({ id: "subagent", type: "source", position: "bottom", x: NODE_WIDTH / 2 - size / 2, y: height - size / 2, width: size, height: size });
   return handles;
 }
 
 export function hasInput(type: NodeType): boolean {
-  return type !== "start";
+  return nodeTypeSpec(type)?.hasInput ?? type !== "start";
+}
+
+/** The minimum height a node needs to show all its right-hand handles. */
+export function minNodeHeight(node: Node): number {
+  const right = sourceHandles(node).filter((h) => h.kind !== "subagent").length;
+  return Math.max(NODE_HEIGHT, HANDLE_TOP + (right - 1) * HANDLE_STEP + 16);
 }
 
 export const edgeHandle = (edge: Edge): string => edge.handle ?? "output";
@@ -66,10 +60,11 @@ export function connectionProblem(nodes: Node[], edges: Edge[], sourceId: string
   const target = nodes.find((n) => n.id === targetId);
   if (!source || !target) return "both ends must be nodes";
   if (!sourceHandles(source).some((h) => h.id === handle)) return `a ${source.type} node has no "${handle}" handle`;
-  if (target.type === "start") return "nothing can lead into the start node";
+  if (!hasInput(target.type)) return `nothing can lead into a ${target.type} node`;
   if (edges.some((e) => e.from === sourceId && e.to === targetId && edgeHandle(e) === handle)) return "these nodes are already connected this way";
   const isChild = (id: string) => edges.some((e) => e.to === id && edgeHandle(e) === "subagent");
-  if (handle === "subagent") {
+  const kind = sourceHandles(source).find((h) => h.id === handle)?.kind;
+  if (kind === "subagent") {
     if (target.type !== "agent") return "a subagent must be an agent";
     if (sourceId === targetId) return "an agent cannot be its own subagent";
     if (!source.tools?.subagents) return `turn on "subagents" in ${sourceId}'s tools first`;
@@ -83,6 +78,5 @@ export function connectionProblem(nodes: Node[], edges: Edge[], sourceId: string
     return null;
   }
   if (isChild(targetId) || isChild(sourceId)) return "subagents run only as tools: they take no execution edges";
-  if (sourceId === targetId) return null; // allowed, but validation asks for max_iterations
-  return null;
+  return null; // a self loop is allowed; validation asks for max_iterations
 }

@@ -78,4 +78,43 @@ describe("document editing", () => {
     doc().duplicateSelection();
     expect(doc().workflow.nodes).toHaveLength(7);
   });
+
+  it("deletes a selected node with its edges and brings both back with one undo", () => {
+    const a = doc().addNode("agent", { x: 300, y: 0 });
+    const b = doc().addNode("agent", { x: 600, y: 0 }, { node: a, handle: "output" });
+    doc().connect({ from: "start", to: a } as Workflow["edges"][number]);
+    const before = doc().workflow;
+    doc().select({ nodes: [a], edges: [] });
+    expect(doc().deleteSelection()).toBeNull();
+    expect(doc().workflow.nodes.map((n) => n.id)).toEqual(["start", b]);
+    expect(doc().workflow.edges).toEqual([]);
+    doc().undo();
+    expect(doc().workflow).toBe(before); // one step restores the node and both of its edges
+  });
+
+  it("deletes exactly what is selected, nodes and edges together", () => {
+    const a = doc().addNode("agent", { x: 300, y: 0 }, { node: "start", handle: "output" });
+    const b = doc().addNode("agent", { x: 600, y: 0 }, { node: a, handle: "error" });
+    const c = doc().addNode("agent", { x: 900, y: 0 }, { node: b, handle: "output" });
+    const errorEdge = doc().workflow.edges.find((e) => e.handle === "error")!;
+    doc().select({ nodes: [c], edges: [edgeKey(errorEdge)] });
+    doc().deleteSelection();
+    expect(doc().workflow.nodes.map((n) => n.id)).toEqual(["start", a, b]);
+    expect(doc().workflow.edges.map((e) => `${e.from}->${e.to}`)).toEqual([`start->${a}`]);
+  });
+
+  it("keeps the only start node and says why", () => {
+    doc().select({ nodes: ["start"], edges: [] });
+    expect(doc().deleteSelection()).toMatch(/start node stays/);
+    expect(doc().workflow.nodes.map((n) => n.id)).toEqual(["start"]);
+  });
+
+  it("adds a node already connected from a handle", () => {
+    const id = doc().addNode("approval", { x: 300, y: 0 }, { node: "start", handle: "output" });
+    expect(doc().workflow.edges).toEqual([{ from: "start", to: id }]);
+    expect(doc().selection).toEqual({ nodes: [id], edges: [] });
+    doc().undo();
+    expect(doc().workflow.nodes).toHaveLength(1);
+    expect(doc().workflow.edges).toHaveLength(0);
+  });
 });

@@ -26,11 +26,13 @@ type DocumentState = {
   redo: () => void;
   select: (selection: Selection) => void;
   markSaved: (path: string) => void;
-  addNode: (type: NodeType, position: { x: number; y: number }) => string;
+  /** Adds a node (connected from `from`'s handle when given), selects it, and returns its id: one undo step. */
+  addNode: (type: NodeType, position: { x: number; y: number }, from?: { node: string; handle: string }) => string;
   updateNode: (id: string, patch: Partial<Node>) => void;
   updateEdge: (key: string, patch: Partial<Edge>) => void;
   connect: (edge: Edge) => void;
-  deleteSelection: () => void;
+  /** Removes the selected nodes with their edges and the selected edges, as one undo step; says what it refused. */
+  deleteSelection: () => string | null;
   copySelection: () => void;
   paste: (offset?: number) => void;
   duplicateSelection: () => void;
@@ -85,12 +87,13 @@ export const useDocument = create<DocumentState>((set, get) => ({
     }),
   select: (selection) => set({ selection }),
   markSaved: (path) => set({ path, dirty: false }),
-  addNode: (type, position) => {
+  addNode: (type, position, from) => {
     const id = uniqueId(get().workflow, type === "if" ? "check" : type);
     const node = { id, type, position } as Node;
     if (type === "if") node.conditions = [{ operator: "contains", value: "" }];
     if (type === "approval") node.message = "Approve this step?";
-    get().edit((w) => ({ ...w, nodes: [...w.nodes, node] }));
+    const edge = from ? ({ from: from.node, to: id, ...(from.handle !== "output" ? { handle: from.handle } : {}) } as Edge) : null;
+    get().edit((w) => ({ ...w, nodes: [...w.nodes, node], edges: edge ? [...w.edges, edge] : w.edges }));
     set({ selection: { nodes: [id], edges: [] } });
     return id;
   },
@@ -108,14 +111,21 @@ export const useDocument = create<DocumentState>((set, get) => ({
   updateEdge: (key, patch) => get().edit((w) => ({ ...w, edges: w.edges.map((e) => (edgeKey(e) === key ? { ...e, ...patch } : e)) })),
   connect: (edge) => get().edit((w) => ({ ...w, edges: [...w.edges, edge] })),
   deleteSelection: () => {
-    const { nodes, edges } = get().selection;
-    if (!nodes.length && !edges.length) return;
+    const { selection, workflow } = get();
+    const starts = workflow.nodes.filter((n) => n.type === "start").map((n) => n.id);
+    // The last start node stays: a workflow without one cannot run, and a person rarely means to remove it.
+    const keep = starts.every((id) => selection.nodes.includes(id)) ? new Set(starts) : new Set<string>();
+    const nodes = selection.nodes.filter((id) => !keep.has(id));
+    const edges = selection.edges;
+    const refused = keep.size && selection.nodes.some((id) => keep.has(id)) ? "the start node stays: a workflow needs one" : null;
+    if (!nodes.length && !edges.length) return refused;
     get().edit((w) => ({
       ...w,
       nodes: w.nodes.filter((n) => !nodes.includes(n.id)),
       edges: w.edges.filter((e) => !edges.includes(edgeKey(e)) && !nodes.includes(e.from) && !nodes.includes(e.to)),
     }));
-    set({ selection: { nodes: [], edges: [] } });
+    set({ selection: { nodes: [...keep].filter((id) => selection.nodes.includes(id)), edges: [] } });
+    return refused;
   },
   copySelection: () => {
     const { workflow, selection } = get();

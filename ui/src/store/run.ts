@@ -5,7 +5,20 @@ import type { Event, NodeResult } from "../types";
 
 export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting";
 
-export type Iteration = { iteration: number; instruction: string; result: NodeResult | null; durationMs: number | null };
+export type Iteration = { iteration: number; instruction: string; result: NodeResult | null; durationMs: number | null; tokens: number | null };
+
+/** One row of the run list: a node execution (or a skip, or a wait for approval), in the order it began. */
+export type Execution = {
+  node: string;
+  iteration: number;
+  status: NodeRunStatus;
+  /** Sequence number of the event that began it: rows are kept in this order. */
+  seq: number;
+  durationMs: number | null;
+  tokens: number | null;
+  /** A one-line preview of the output (or the error). */
+  preview: string;
+};
 
 export type NodeRun = {
   status: NodeRunStatus;
@@ -27,6 +40,7 @@ type RunState = {
   /** Edges followed, as "from->to". */
   followed: Record<string, true>;
   pending: PendingApproval[];
+  executions: Execution[];
   events: Event[];
   begin: (runId: string, nodeIds: string[]) => void;
   apply: (events: Event[]) => void;
@@ -36,8 +50,21 @@ type RunState = {
 const MAX_EVENTS = 5000;
 
 /** Applies events to a copy of the state's maps; pure except for the copies it makes. */
-export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "followed" | "pending">, events: Event[]) {
+export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "followed" | "pending"> & { executions?: Execution[] }, events: Event[]) {
   let { status, error } = state;
+  let executions = state.executions ?? [];
+  let copied = false;
+  /** The row of `node`'s latest execution (copied once per batch, so earlier states are never mutated). */
+  const row = (node: string, iteration?: number): Execution | undefined => {
+    if (!copied) (executions = [...executions]), (copied = true);
+    for (let i = executions.length - 1; i >= 0; i--)
+      if (executions[i].node === node && (iteration === undefined || executions[i].iteration === iteration)) return (executions[i] = { ...executions[i] });
+    return undefined;
+  };
+  const addRow = (r: Execution) => {
+    if (!copied) (executions = [...executions]), (copied = true);
+    executions.push(r);
+  };
   const nodes = { ...state.nodes };
   const followed = { ...state.followed };
   let pending = state.pending;
@@ -52,7 +79,8 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
         n.status = "running";
         n.iteration = e.iteration;
         n.streamed = "";
-        n.iterations = [...n.iterations, { iteration: e.iteration, instruction: e.instruction, result: null, durationMs: null }];
+        n.iterations = [...n.iterations, { iteration: e.iteration, instruction: e.instruction, result: null, durationMs: null, tokens: null }];
+        addRow({ node: e.node, iteration: e.iteration, status: "running", seq: e.seq, durationMs: null, tokens: null, preview: "" });
         break;
       }
       case "node:progress": {
@@ -66,22 +94,32 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
         n.finishedSeq = e.seq;
         const its = [...n.iterations];
         const last = its.findIndex((it) => it.iteration === e.iteration);
-        const entry = { iteration: e.iteration, instruction: last >= 0 ? its[last].instruction : "", result: e.result, durationMs: e.durationMs ?? null };
+        const tokens = e.usage ? e.usage.inputTokens + e.usage.outputTokens : null;
+        const entry = { iteration: e.iteration, instruction: last >= 0 ? its[last].instruction : "", result: e.result, durationMs: e.durationMs ?? null, tokens };
         if (last >= 0) its[last] = entry;
         else its.push(entry);
         n.iterations = its;
+        const r = row(e.node, e.iteration);
+        const done = { status: n.status, durationMs: e.durationMs ?? null, tokens, preview: outputPreview(e.result) };
+        if (r) Object.assign(r, done);
+        else addRow({ node: e.node, iteration: e.iteration, seq: e.seq, ...done });
         break;
       }
       case "node:skipped": {
         const n = node(e.node);
         n.status = "skipped";
         n.finishedSeq = e.seq;
+        addRow({ node: e.node, iteration: 0, status: "skipped", seq: e.seq, durationMs: null, tokens: null, preview: "" });
         break;
       }
-      case "approval:requested":
+      case "approval:requested": {
         node(e.node).status = "waiting";
+        const r = row(e.node);
+        if (r && r.status === "running") Object.assign(r, { status: "waiting", preview: e.message });
+        else addRow({ node: e.node, iteration: 1, status: "waiting", seq: e.seq, durationMs: null, tokens: null, preview: e.message });
         pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "" }];
         break;
+      }
       case "approval:received":
         pending = pending.filter((p) => p.node !== e.node);
         break;
@@ -100,7 +138,19 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
         break;
     }
   }
-  return { status, error, nodes, followed, pending };
+  return { status, error, nodes, followed, pending, executions };
+}
+
+/** The first line of a result, short enough for a row or a node card. */
+export function outputPreview(result: NodeResult, max = 90): string {
+  if (result.error) return result.error.split("\n")[0].slice(0, max);
+  const data = result.data as unknown;
+  let text: string;
+  if (data && typeof data === "object" && !Array.isArray(data) && typeof (data as { text?: unknown }).text === "string" && Object.keys(data).length === 1)
+    text = (data as { text: string }).text;
+  else text = data === undefined || data === null ? "" : typeof data === "string" ? data : JSON.stringify(data);
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
 export const useRun = create<RunState>((set) => ({
@@ -110,6 +160,7 @@ export const useRun = create<RunState>((set) => ({
   nodes: {},
   followed: {},
   pending: [],
+  executions: [],
   events: [],
   begin: (runId, nodeIds) =>
     set({
@@ -119,6 +170,7 @@ export const useRun = create<RunState>((set) => ({
       nodes: Object.fromEntries(nodeIds.map((id) => [id, { status: "pending" as const, iteration: 0, streamed: "", finishedSeq: null, iterations: [] }])),
       followed: {},
       pending: [],
+      executions: [],
       events: [],
     }),
   apply: (events) =>
@@ -127,7 +179,7 @@ export const useRun = create<RunState>((set) => ({
       const all = s.events.length + events.length > MAX_EVENTS ? [...s.events, ...events].slice(-MAX_EVENTS) : [...s.events, ...events];
       return { ...next, events: all };
     }),
-  reset: () => set({ runId: null, status: "idle", error: null, nodes: {}, followed: {}, pending: [], events: [] }),
+  reset: () => set({ runId: null, status: "idle", error: null, nodes: {}, followed: {}, pending: [], executions: [], events: [] }),
 }));
 
 /** One node's run state; components subscribe per node id. */

@@ -1,0 +1,92 @@
+// A person builds the approval-flow example from an empty canvas with the mouse and keyboard only, runs it with
+// the example's script file, and approves it in the dialog.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { chord, click, drag, emptyCanvasNear, KEY, pointOf, type } from "./gestures.mjs";
+import { graph, launch, root, statusOf, waitStatus } from "./harness.mjs";
+
+let browser;
+
+before(async () => {
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.deleteSession();
+});
+
+const node = (id) => `[data-testid="node-${id}"]`;
+const handle = (id, h) => `${node(id)} .react-flow__handle[data-handleid="${h}"]`;
+
+/** Replaces the text of an inspector field by clicking it, selecting all and typing; Tab commits it. */
+async function setField(testId, text) {
+  await click(browser, await pointOf(browser, `[data-testid="${testId}"]`));
+  await chord(browser, [KEY.control, "a"]);
+  await type(browser, text);
+  await chord(browser, [KEY.tab]);
+}
+
+/** Drags a connection from a handle to empty canvas at an offset, and picks a node type in the palette that opens. */
+async function addConnected(fromId, fromHandle, dx, dy, typeName) {
+  const from = await pointOf(browser, handle(fromId, fromHandle));
+  await drag(browser, from, await emptyCanvasNear(browser, { x: from.x + dx, y: from.y + dy }, { minDistance: 0 }));
+  await (await browser.$('[data-testid="canvas-menu"]')).waitForDisplayed({ timeout: 3000 });
+  const before = (await graph(browser)).nodes;
+  await click(browser, await pointOf(browser, `[data-testid="menu-add-${typeName}"]`));
+  await browser.waitUntil(async () => (await graph(browser)).nodes.length === before.length + 1, { timeout: 3000, timeoutMsg: "no node was added" });
+  return (await graph(browser)).nodes.find((n) => !before.includes(n));
+}
+
+async function rename(id, to) {
+  await click(browser, await pointOf(browser, `${node(id)} .wf-title`));
+  await browser.waitUntil(async () => (await (await browser.$('[data-testid="inspector-id"]')).getValue()) === id, { timeout: 3000, timeoutMsg: `the inspector does not show ${id}` });
+  await setField("inspector-id", to);
+  await browser.$(node(to)).waitForExist({ timeout: 3000 });
+}
+
+test("build the approval flow from an empty canvas, run it and approve", async () => {
+  await click(browser, await pointOf(browser, '[data-testid="new"]'));
+  await browser.waitUntil(async () => (await graph(browser)).nodes.join() === "start", { timeout: 5000, timeoutMsg: "New did not give an empty workflow" });
+
+  // draft: from the palette, connected by dragging start's output onto its body.
+  await click(browser, await pointOf(browser, '[data-testid="add-agent"]'));
+  await browser.$(node("agent")).waitForExist({ timeout: 3000 });
+  await setField("inspector-id", "draft");
+  await browser.$(node("draft")).waitForExist({ timeout: 3000 });
+  await setField("field-user_prompt", "Draft a short announcement: {{ PREVIOUS_OUTPUT }}");
+  await chord(browser, [KEY.shift, "1"]); // fits the view
+  await drag(browser, await pointOf(browser, handle("start", "output")), await pointOf(browser, `${node("draft")} .wf-summary`));
+  await browser.waitUntil(async () => (await graph(browser)).edges.includes("start->draft"), { timeout: 3000, timeoutMsg: "start is not connected to draft" });
+
+  // review: dragged out of draft's output into empty canvas.
+  await rename(await addConnected("draft", "output", 150, 0, "approval"), "review");
+  await setField("field-message", "Publish this announcement?");
+  await chord(browser, [KEY.shift, "1"]);
+
+  // publish and revise, out of the approve and reject handles.
+  await rename(await addConnected("review", "approve", 120, -110, "agent"), "publish");
+  await chord(browser, [KEY.shift, "1"]);
+  await rename(await addConnected("review", "reject", 120, 110, "agent"), "revise");
+  await chord(browser, [KEY.shift, "1"]);
+
+  const built = await graph(browser);
+  assert.deepEqual(built.nodes.sort(), ["draft", "publish", "review", "revise", "start"]);
+  assert.deepEqual(built.edges.sort(), ["draft->review", "review->publish:approve", "review->revise:reject", "start->draft"]);
+
+  // Run with the example's script file (the OS file picker is the one thing a test names for the person).
+  await browser.execute((p) => (window.__switchyardDialog = { open: p }), join(root, "examples/approval-flow.script.yaml"));
+  await click(browser, await pointOf(browser, '[data-testid="script-path"]'));
+  await browser.waitUntil(async () => /approval-flow\.script\.yaml/.test(await (await browser.$('[data-testid="script-path"]')).getText()), { timeout: 3000 });
+  await browser.execute(() => delete window.__switchyardDialog);
+  await browser.waitUntil(async () => (await browser.$('[data-testid="run"]')).isEnabled(), { timeout: 5000, timeoutMsg: `Run stays disabled: ${await (await browser.$('[data-testid="run-blocked"]')).getText().catch(() => "")}` });
+  await chord(browser, [KEY.control, KEY.enter]);
+  await waitStatus(browser, "review", "waiting");
+  assert.equal(await statusOf(browser, "draft"), "succeeded");
+  await (await browser.$('[data-testid="approval-dialog"]')).waitForDisplayed({ timeout: 5000 });
+  await click(browser, await pointOf(browser, '[data-testid="approval-note"]'));
+  await type(browser, "ship it");
+  await click(browser, await pointOf(browser, '[data-testid="approval-approve"]'));
+  await waitStatus(browser, "publish", "succeeded");
+  await waitStatus(browser, "revise", "skipped");
+});

@@ -1,0 +1,68 @@
+// The app under test: a fresh window of the real Tauri binary (embedded UI) per test file, through tauri-driver.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { remote } from "webdriverio";
+
+export const root = resolve(import.meta.dirname, "..");
+export const appBinary = join(root, "target/debug/switchyard-app");
+export const work = mkdtempSync(join(tmpdir(), "switchyard-e2e-"));
+
+export async function launch() {
+  const browser = await remote({
+    hostname: "127.0.0.1",
+    port: 4444,
+    logLevel: "error",
+    capabilities: { "tauri:options": { application: appBinary }, "wdio:enforceWebDriverClassic": true },
+  });
+  await browser.$('[data-testid="node-start"]').waitForExist({ timeout: 20000 });
+  return browser;
+}
+
+export const nodeEl = (browser, id) => browser.$(`[data-testid="node-${id}"]`);
+export const statusOf = async (browser, id) => (await nodeEl(browser, id)).getAttribute("data-status");
+
+export async function waitStatus(browser, id, wanted, timeout = 15000) {
+  await browser.waitUntil(async () => (await statusOf(browser, id)) === wanted, { timeout, timeoutMsg: `${id} never became ${wanted} (is ${await statusOf(browser, id)})` });
+}
+
+/** Every message shown (information and errors), newest last. */
+export async function messages(browser) {
+  return browser.execute(() => [...document.querySelectorAll('[data-testid="message"], [data-testid="message-error"]')].map((m) => m.textContent));
+}
+
+export async function waitMessage(browser, pattern, timeout = 8000) {
+  await browser.waitUntil(async () => (await messages(browser)).some((m) => pattern.test(m)), { timeout, timeoutMsg: `no message matching ${pattern} (saw ${JSON.stringify(await messages(browser))})` });
+}
+
+/**
+ * Opens a file through the Open button; only the OS dialogs are replaced (they cannot be driven over WebDriver): the
+ * file picker names `path`, and "Discard unsaved changes?" is answered yes.
+ */
+export async function openFile(browser, path) {
+  await browser.execute((p) => (window.__switchyardDialog = { open: p, discard: true }), path);
+  await (await browser.$('[data-testid="open"]')).click();
+  const name = path.split("/").pop().replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  await waitMessage(browser, new RegExp(`(Opened|Imported).*${name}`));
+  await browser.execute(() => delete window.__switchyardDialog);
+}
+
+/** The document as the app holds it, read from the canvas (ids of nodes and edges on screen or not). */
+export async function graph(browser) {
+  return browser.execute(() => ({
+    nodes: [...document.querySelectorAll(".react-flow__node")].map((n) => n.getAttribute("data-id")),
+    edges: [...document.querySelectorAll(".react-flow__edge")].map((e) => e.getAttribute("data-testid").replace("rf__edge-", "")),
+    selectedNodes: [...document.querySelectorAll(".react-flow__node.selected")].map((n) => n.getAttribute("data-id")),
+    selectedEdges: [...document.querySelectorAll(".react-flow__edge.selected")].map((e) => e.getAttribute("data-testid").replace("rf__edge-", "")),
+  }));
+}
+
+export async function problemsText(browser) {
+  await (await browser.$('[data-testid="tab-problems"]')).click();
+  return (await browser.$('[data-testid="problems"]')).getText();
+}
+
+/** Resolves after the page has painted twice: a change made by the last action is on screen. */
+export async function frames(browser) {
+  await browser.execute(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+}

@@ -1,0 +1,72 @@
+// Pictures of the main views for docs/screenshots/ (scripts/screenshot.sh), taken from the real app driven with
+// real gestures. Not part of `npm test`; look at every picture before calling a view done.
+import { after, before, test } from "node:test";
+import { join } from "node:path";
+import { chord, click, drag, edgeMidpoint, KEY, pointOf, rightClick } from "./gestures.mjs";
+import { launch, openFile, root, waitStatus } from "./harness.mjs";
+
+const out = process.env.SCREENSHOTS ?? join(root, "docs/screenshots");
+let browser;
+
+before(async () => {
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.deleteSession();
+});
+
+/** Waits for the canvas to settle (two frames after the last change), then saves a picture. */
+async function shot(name) {
+  await browser.execute(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await browser.saveScreenshot(join(out, `${name}.png`));
+}
+
+test("main views", async () => {
+  await openFile(browser, join(root, "examples/alert-triage.yaml"));
+  await shot("canvas");
+
+  await click(browser, await edgeMidpoint(browser, "investigate->create_issue"));
+  await shot("edge-inspector");
+
+  await rightClick(browser, await pointOf(browser, ".react-flow__pane", 0.06, 0.9));
+  await shot("pane-menu");
+  await chord(browser, [KEY.escape]);
+
+  const from = await pointOf(browser, '[data-testid="node-notify"] .react-flow__handle[data-handleid="output"]');
+  await drag(browser, from, { x: from.x + 120, y: from.y + 60 });
+  await shot("connect-picker");
+  await chord(browser, [KEY.escape]);
+
+  await click(browser, await pointOf(browser, '[data-testid="run"]'));
+  await waitStatus(browser, "notify", "succeeded");
+  await click(browser, await pointOf(browser, '[data-testid="node-investigate"] .wf-title'));
+  await click(browser, await pointOf(browser, '[data-testid="tab-last-run"]'));
+  await shot("run");
+
+  await openFile(browser, join(root, "examples/approval-flow.yaml"));
+  await click(browser, await pointOf(browser, '[data-testid="run"]'));
+  await waitStatus(browser, "review", "waiting");
+  await shot("approval-dialog");
+  await click(browser, await pointOf(browser, '[data-testid="approval-later"]'));
+  await shot("approval");
+  await click(browser, await pointOf(browser, '[data-testid="review-review"]'));
+  await click(browser, await pointOf(browser, '[data-testid="approval-approve"]'));
+  await waitStatus(browser, "publish", "succeeded");
+
+  await openFile(browser, join(root, "../shared/fixtures/sweny/triage.yml"));
+  await shot("import-sweny");
+  await openFile(browser, join(root, "../shared/fixtures/the_edge_agent/parallel_fanout.yaml"));
+  await shot("import-tea");
+
+  await click(browser, await pointOf(browser, '[data-testid="settings-button"]'));
+  await shot("settings");
+  await chord(browser, [KEY.escape]);
+
+  await click(browser, await pointOf(browser, '[data-testid="theme"]'));
+  await openFile(browser, join(root, "examples/review-fix-loop.yaml"));
+  await click(browser, await pointOf(browser, '[data-testid="run"]'));
+  await waitStatus(browser, "done", "succeeded");
+  await shot("dark");
+  await click(browser, await pointOf(browser, '[data-testid="theme"]'));
+});

@@ -1,0 +1,70 @@
+// Every keyboard shortcut, defined once: the shortcuts panel lists this table and the window's key handler runs it,
+// so a shortcut that is listed always works.
+import { edgeKey, useDocument } from "./store/document";
+import { useMessages } from "./store/messages";
+import { useSession } from "./store/session";
+
+export type Shortcut = {
+  /** As shown in the panel. */
+  keys: string;
+  does: string;
+  /** Whether a key event is this shortcut. */
+  matches: (e: KeyboardEvent) => boolean;
+  run: () => void;
+  /** Also while typing in a field (Ctrl+S, Ctrl+Enter…); otherwise the field keeps the key. */
+  inFields?: boolean;
+};
+
+const mod = (e: KeyboardEvent) => e.ctrlKey || e.metaKey;
+const key = (e: KeyboardEvent, k: string) => e.key.toLowerCase() === k;
+const doc = () => useDocument.getState();
+const session = () => useSession.getState();
+
+function deleteSelection() {
+  const refused = doc().deleteSelection();
+  if (refused) useMessages.getState().error(`Not deleted: ${refused}`);
+}
+
+export const SHORTCUTS: Shortcut[] = [
+  { keys: "Ctrl+N", does: "new workflow", matches: (e) => mod(e) && key(e, "n"), run: () => void session().newWorkflow(), inFields: true },
+  { keys: "Ctrl+O", does: "open a workflow (any supported format)", matches: (e) => mod(e) && !e.shiftKey && key(e, "o"), run: () => void session().openPicked(), inFields: true },
+  { keys: "Ctrl+S", does: "save", matches: (e) => mod(e) && !e.shiftKey && key(e, "s"), run: () => void session().save(), inFields: true },
+  { keys: "Ctrl+Shift+E", does: "export canonical YAML", matches: (e) => mod(e) && e.shiftKey && key(e, "e"), run: () => void session().saveAs(), inFields: true },
+  { keys: "Ctrl+Z", does: "undo", matches: (e) => mod(e) && !e.shiftKey && key(e, "z"), run: () => doc().undo() },
+  { keys: "Ctrl+Shift+Z / Ctrl+Y", does: "redo", matches: (e) => mod(e) && ((e.shiftKey && key(e, "z")) || key(e, "y")), run: () => doc().redo() },
+  { keys: "Ctrl+C", does: "copy the selected nodes", matches: (e) => mod(e) && key(e, "c"), run: () => doc().copySelection() },
+  { keys: "Ctrl+V", does: "paste", matches: (e) => mod(e) && key(e, "v"), run: () => doc().paste() },
+  { keys: "Ctrl+D", does: "duplicate the selected nodes", matches: (e) => mod(e) && key(e, "d"), run: () => doc().duplicateSelection() },
+  { keys: "Ctrl+A", does: "select everything", matches: (e) => mod(e) && key(e, "a"), run: () => { const w = doc().workflow; doc().select({ nodes: w.nodes.map((n) => n.id), edges: w.edges.map(edgeKey) }); } },
+  { keys: "Delete / Backspace", does: "delete the selection", matches: (e) => !mod(e) && (e.key === "Delete" || e.key === "Backspace"), run: deleteSelection },
+  { keys: "Escape", does: "clear the selection, close a panel", matches: (e) => e.key === "Escape", run: () => { const d = session().dialogs; if (d.help || d.find) { session().setDialog("help", false); session().setDialog("find", false); } else doc().select({ nodes: [], edges: [] }); } },
+  { keys: "Ctrl+F", does: "find a node", matches: (e) => mod(e) && key(e, "f"), run: () => session().setDialog("find", true), inFields: true },
+  { keys: "Ctrl+L", does: "lay the workflow out", matches: (e) => mod(e) && key(e, "l"), run: () => void session().layout() },
+  { keys: "Shift+1", does: "fit the whole workflow in view", matches: (e) => e.shiftKey && !mod(e) && (e.code === "Digit1" || e.key === "!"), run: () => session().requestView("fit") },
+  { keys: "Ctrl+Enter", does: "run", matches: (e) => mod(e) && e.key === "Enter", run: () => void session().run(), inFields: true },
+  { keys: "F1 or ?", does: "this help", matches: (e) => e.key === "F1" || e.key === "?", run: () => session().setDialog("help", true) },
+];
+
+/** Shift-drag box selection and Shift/Ctrl-click are pointer gestures, listed in the panel but run by the canvas. */
+export const GESTURES: [string, string][] = [
+  ["Shift+drag", "box-select nodes and edges"],
+  ["Shift/Ctrl+click", "add to the selection"],
+  ["Right-click", "what applies to a node, an edge or the canvas"],
+  ["Drag a handle onto empty canvas", "add a node already connected"],
+];
+
+/** Runs the shortcut a key event is, if any; returns whether it did. */
+export function handleShortcut(e: KeyboardEvent): boolean {
+  const target = e.target as HTMLElement | null;
+  const typing = Boolean(target?.closest?.("input, textarea, select, [contenteditable=true]"));
+  const modal = Boolean(document.querySelector(".modal-backdrop"));
+  for (const s of SHORTCUTS) {
+    if (!s.matches(e)) continue;
+    if (typing && !s.inFields) return false;
+    if (modal && s.keys !== "Escape") return false;
+    e.preventDefault();
+    s.run();
+    return true;
+  }
+  return false;
+}

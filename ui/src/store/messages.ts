@@ -1,0 +1,40 @@
+// Messages shown over the canvas. Information fades by itself after a few seconds; errors stay until dismissed,
+// because a person may be looking elsewhere when one arrives.
+import { create } from "zustand";
+
+export type MessageKind = "info" | "error";
+export type Message = { id: number; kind: MessageKind; text: string };
+
+/** How long an information message stays, in milliseconds. */
+export const INFO_MS = 4000;
+const MAX_SHOWN = 4;
+
+type MessagesState = {
+  messages: Message[];
+  info: (text: string) => void;
+  error: (text: string) => void;
+  dismiss: (id: number) => void;
+};
+
+let next = 1;
+
+export const useMessages = create<MessagesState>((set, get) => {
+  const push = (kind: MessageKind, text: string) => {
+    const id = next++;
+    set((s) => ({ messages: [...s.messages.filter((m) => m.text !== text), { id, kind, text }].slice(-MAX_SHOWN) }));
+    if (kind === "info") setTimeout(() => get().dismiss(id), INFO_MS);
+  };
+  return {
+    messages: [],
+    info: (text) => push("info", text),
+    error: (text) => push("error", text),
+    dismiss: (id) => set((s) => ({ messages: s.messages.filter((m) => m.id !== id) })),
+  };
+});
+
+/** The text of a thrown value: an Error's message, a command error's `message`, or the value itself. */
+export function errorText(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  if (e && typeof e === "object" && "message" in e) return String((e as { message: unknown }).message);
+  return String(e);
+}

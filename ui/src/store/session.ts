@@ -1,0 +1,303 @@
+// The session: what the person is doing with the open workflow — opening and saving it, the script file or model a
+// run uses, runs started, resumed, decided and cancelled, settings and preferences. Components call these actions;
+// every file and run goes through the typed commands, and nothing here decides how a workflow runs.
+import { create } from "zustand";
+import { Channel } from "@tauri-apps/api/core";
+import { ask, open as nativeOpen, save as nativeSave } from "@tauri-apps/plugin-dialog";
+import type { Event_Deserialize } from "../bindings";
+import type { Event, Settings } from "../types";
+import { commands, unwrap } from "../api";
+import { layout, needsLayout } from "../model/layout";
+import { useNodeTypes, type NodeTypeSpec } from "../model/nodeTypes";
+import { emptyWorkflow, useDocument } from "./document";
+import { errorText, useMessages } from "./messages";
+import { frameBatcher, useRun } from "./run";
+import { useValidation } from "./validation";
+
+const FILTERS = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
+const SCRIPT_FILTERS = [{ name: "Script files", extensions: ["yaml", "yml", "json"] }];
+const MAX_RECENT = 8;
+
+// End-to-end tests cannot click in the OS file picker, so they may name the path it would return. Only the picker is
+// replaced; opening and saving still go through the real commands.
+type DialogOverride = { open?: string; save?: string; discard?: boolean };
+const dialogOverride = () => (window as unknown as { __switchyardDialog?: DialogOverride }).__switchyardDialog;
+const pickFile = async (filters: typeof FILTERS): Promise<string | null> => {
+  const o = dialogOverride()?.open;
+  if (o) return o;
+  const file = await nativeOpen({ multiple: false, filters });
+  return typeof file === "string" ? file : null;
+};
+const pickSavePath = async (defaultPath: string): Promise<string | null> => dialogOverride()?.save ?? (await nativeSave({ filters: FILTERS, defaultPath }));
+
+export type Theme = "light" | "dark";
+export type RunMode = "script" | "model";
+export type PausedRun = { id: string; workflowPath: string };
+export type SettingsProblem = { field: string; code: string; message: string };
+export type CommandError = { code: string; message: string; problems?: SettingsProblem[] };
+
+/** A request to the canvas to move its viewport: `open` shows a newly opened workflow readably. */
+export type ViewRequest = { kind: "open" | "fit"; nonce: number };
+
+type SessionState = {
+  mode: RunMode;
+  scriptPath: string | null;
+  model: string;
+  settings: Settings | null;
+  /** Why the settings file could not be read (the app then runs on defaults). */
+  settingsProblem: CommandError | null;
+  pausedRuns: PausedRun[];
+  recentFiles: string[];
+  theme: Theme;
+  /** Notes typed in approval dialogs, kept when a dialog is put off with "Later". */
+  approvalNotes: Record<string, string>;
+  /** The approval the person asked to review, and those put off. */
+  reviewing: string | null;
+  dismissed: string[];
+  view: ViewRequest;
+  dialogs: { help: boolean; settings: boolean; find: boolean };
+
+  init: () => Promise<void>;
+  open: (path: string) => Promise<void>;
+  openPicked: () => Promise<void>;
+  newWorkflow: () => Promise<void>;
+  save: () => Promise<void>;
+  saveAs: () => Promise<void>;
+  setMode: (mode: RunMode) => void;
+  setModel: (model: string) => void;
+  chooseScript: () => Promise<void>;
+  clearScript: () => void;
+  run: () => Promise<void>;
+  cancel: () => void;
+  decide: (node: string, decision: "approve" | "reject", note: string) => Promise<void>;
+  resumeStored: (id: string) => Promise<void>;
+  refreshPaused: () => Promise<void>;
+  setTheme: (theme: Theme) => void;
+  setSettings: (settings: Settings) => void;
+  layout: () => Promise<void>;
+  requestView: (kind: ViewRequest["kind"]) => void;
+  setDialog: (name: keyof SessionState["dialogs"], open: boolean) => void;
+  setApprovalNote: (node: string, note: string) => void;
+  review: (node: string | null) => void;
+  dismissApproval: (node: string) => void;
+};
+
+/** Why Run cannot start now, or null. */
+export function runBlocked(errors: { message: string }[], mode: RunMode, scriptPath: string | null): string | null {
+  if (errors.length) return `${errors.length} error${errors.length > 1 ? "s" : ""}: ${errors[0].message}`;
+  if (mode === "script" && !scriptPath) return "choose a script file, or run with a model";
+  return null;
+}
+
+export const useSession = create<SessionState>((set, get) => {
+  const info = (text: string) => useMessages.getState().info(text);
+  const fail = (text: string) => useMessages.getState().error(text);
+
+  /** Preferences are a convenience: failing to keep them never interrupts the person. */
+  const savePrefs = () => {
+    const { recentFiles, theme } = get();
+    Promise.resolve()
+      .then(() => commands.savePrefs({ recentFiles, theme }))
+      .catch(() => undefined);
+  };
+  const remember = (path: string) => {
+    set((s) => ({ recentFiles: [path, ...s.recentFiles.filter((p) => p !== path)].slice(0, MAX_RECENT) }));
+    savePrefs();
+  };
+  /** The script file belongs to the workflow: a new document starts with none, or the one beside its file. */
+  const adoptScript = async (workflowPath: string | null) => {
+    const beside = workflowPath ? await Promise.resolve().then(() => commands.scriptBeside(workflowPath)).catch(() => null) : null;
+    set({ scriptPath: beside ?? null });
+    return beside;
+  };
+  const confirmDiscard = async () =>
+    !useDocument.getState().dirty || (dialogOverride()?.discard ?? (await ask("Discard unsaved changes?", { title: "Switchyard", kind: "warning" })));
+  const writeTo = async (file: string) => {
+    try {
+      await unwrap(commands.saveFile(file, useDocument.getState().workflow));
+      useDocument.getState().markSaved(file);
+      remember(file);
+      info(`Saved ${file}`);
+    } catch (e) {
+      fail(`Could not save ${file}: ${errorText(e)}`);
+    }
+  };
+
+  return {
+    mode: "script",
+    scriptPath: null,
+    model: "",
+    settings: null,
+    settingsProblem: null,
+    pausedRuns: [],
+    recentFiles: [],
+    theme: "light",
+    approvalNotes: {},
+    reviewing: null,
+    dismissed: [],
+    view: { kind: "open", nonce: 0 },
+    dialogs: { help: false, settings: false, find: false },
+
+    init: async () => {
+      try {
+        const specs = await commands.nodeTypes();
+        useNodeTypes.getState().set(specs as NodeTypeSpec[]);
+      } catch (e) {
+        fail(`Could not read the node types from the engine: ${errorText(e)}`);
+      }
+      try {
+        const prefs = await commands.loadPrefs();
+        set({ recentFiles: prefs.recentFiles, theme: prefs.theme === "dark" ? "dark" : "light" });
+      } catch {
+        /* defaults */
+      }
+      const startup = await commands.startupFile().catch(() => null);
+      if (startup) {
+        await get().open(startup.path);
+        if (startup.scriptPath) set({ scriptPath: startup.scriptPath });
+      }
+      const s = await commands.getSettings().catch((e) => ({ settings: null, problem: { code: "SETTINGS_UNREADABLE", message: errorText(e) } }));
+      set({ settings: s.settings ?? { providers: [], limits: { timeout_ms: 120000, retries: 2, max_tool_turns: 8 } } as unknown as Settings, settingsProblem: (s.problem as CommandError | null) ?? null });
+      if (s.problem) fail(`Settings: ${s.problem.message} — the app uses defaults until Settings are saved again.`);
+      await get().refreshPaused();
+    },
+
+    open: async (file) => {
+      try {
+        const opened = await unwrap(commands.openFile(file));
+        let workflow = opened.workflow;
+        const imported = opened.format !== "switchyard";
+        if (needsLayout(workflow)) workflow = await layout(workflow);
+        useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
+        useRun.getState().reset();
+        set({ dismissed: [], reviewing: null, approvalNotes: {} });
+        remember(file);
+        const script = await adoptScript(opened.path ?? file);
+        const scriptNote = script ? ` · script ${script.split("/").pop()}` : "";
+        info(imported ? `Imported ${opened.format} file ${file}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${file}${scriptNote}`);
+        get().requestView("open");
+      } catch (e) {
+        fail(`Could not open ${file}: ${errorText(e)}`);
+      }
+    },
+
+    openPicked: async () => {
+      if (!(await confirmDiscard())) return;
+      const file = await pickFile(FILTERS);
+      if (file) await get().open(file);
+    },
+
+    newWorkflow: async () => {
+      if (!(await confirmDiscard())) return;
+      useDocument.getState().load(emptyWorkflow(), null);
+      useRun.getState().reset();
+      set({ scriptPath: null, dismissed: [], reviewing: null, approvalNotes: {} });
+      get().requestView("open");
+    },
+
+    save: async () => {
+      const path = useDocument.getState().path;
+      if (!path) return get().saveAs();
+      await writeTo(path);
+    },
+
+    saveAs: async () => {
+      const { path, workflow } = useDocument.getState();
+      const file = await pickSavePath(path ?? `${workflow.name.replace(/\W+/g, "-").toLowerCase()}.yaml`);
+      if (file) await writeTo(file);
+    },
+
+    setMode: (mode) => set({ mode }),
+    setModel: (model) => set({ model }),
+    chooseScript: async () => {
+      const file = await pickFile(SCRIPT_FILTERS);
+      if (file) set({ scriptPath: file });
+    },
+    clearScript: () => set({ scriptPath: null }),
+
+    run: async () => {
+      const { mode, scriptPath, model } = get();
+      const run = useRun.getState();
+      if (run.status === "running" || run.status === "paused") return;
+      if (runBlocked(useValidation.getState().report.errors, mode, scriptPath)) return;
+      const doc = useDocument.getState();
+      const wf = doc.workflow; // the graph as it is now; later edits do not change this run
+      set({ dismissed: [], reviewing: null, approvalNotes: {} });
+      try {
+        useRun.getState().begin("", wf.nodes.map((n) => n.id));
+        const id = await unwrap(
+          commands.startRun({ workflow: wf, workflowPath: doc.path, input: null, scriptPath: mode === "script" ? scriptPath : null, model: mode === "model" && model ? model : null }, runEventChannel()),
+        );
+        useRun.setState({ runId: id });
+      } catch (e) {
+        useRun.setState({ status: "failed", error: errorText(e) });
+        fail(`The run could not start: ${errorText(e)}`);
+      }
+    },
+
+    cancel: () => {
+      const id = useRun.getState().runId;
+      if (id) commands.cancelRun(id).catch((e) => fail(errorText(e)));
+    },
+
+    decide: async (node, decision, note) => {
+      const id = useRun.getState().runId;
+      if (!id) return;
+      await unwrap(commands.decide(id, node, decision, note));
+      set((s) => {
+        const notes = { ...s.approvalNotes };
+        delete notes[node];
+        return { approvalNotes: notes, reviewing: null };
+      });
+    },
+
+    resumeStored: async (id) => {
+      try {
+        const history = await unwrap(commands.runEvents(id));
+        const resumed = await unwrap(commands.resumeRun(id, runEventChannel()));
+        const doc = resumed.document;
+        useDocument.getState().load(doc.workflow, doc.path, doc.format, doc.notes);
+        useRun.getState().begin(resumed.runId, doc.workflow.nodes.map((n) => n.id));
+        useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
+        set({ dismissed: [], reviewing: null });
+        info(`Resumed run ${id.slice(0, 8)} of ${doc.path}`);
+        get().requestView("open");
+      } catch (e) {
+        fail(`Could not resume: ${errorText(e)}`);
+      }
+      await get().refreshPaused();
+    },
+
+    refreshPaused: async () => {
+      const runs = await commands.listRuns().catch(() => null);
+      if (runs?.status === "ok") set({ pausedRuns: runs.data.filter((r) => r.status === "paused" && !r.live).map((r) => ({ id: r.id, workflowPath: r.workflowPath })) });
+    },
+
+    setTheme: (theme) => {
+      set({ theme });
+      savePrefs();
+    },
+    setSettings: (settings) => set({ settings, settingsProblem: null }),
+
+    layout: async () => {
+      const laid = await layout(useDocument.getState().workflow);
+      useDocument.getState().edit(() => laid);
+      get().requestView("fit");
+    },
+
+    requestView: (kind) => set((s) => ({ view: { kind, nonce: s.view.nonce + 1 } })),
+    setDialog: (name, open) => set((s) => ({ dialogs: { ...s.dialogs, [name]: open } })),
+    setApprovalNote: (node, note) => set((s) => ({ approvalNotes: { ...s.approvalNotes, [node]: note } })),
+    review: (node) => set((s) => ({ reviewing: node, dismissed: node ? s.dismissed.filter((d) => d !== node) : s.dismissed })),
+    dismissApproval: (node) => set((s) => ({ dismissed: [...s.dismissed, node], reviewing: null })),
+  };
+});
+
+/** A channel for a run's events, applied to the run store once per animation frame. */
+function runEventChannel(): Channel<Event_Deserialize[]> {
+  // The generated channel type names the deserialize side; what arrives is what Rust serialized (`Event`).
+  const channel = new Channel<Event_Deserialize[]>();
+  const batch = frameBatcher((events) => useRun.getState().apply(events));
+  channel.onmessage = (events) => batch(events as unknown as Event[]);
+  return channel;
+}
