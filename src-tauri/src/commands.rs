@@ -19,6 +19,7 @@ use switchyard_engine::Workflow;
 use tauri::ipc::Channel;
 use tauri::State;
 
+use crate::error::CommandError;
 use crate::forward::Forwarder;
 
 /// Live runs by id, and the durable run store.
@@ -288,16 +289,33 @@ pub fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Even
     state.store()?.events(&run_id)
 }
 
-#[tauri::command]
-#[specta::specta]
-pub fn get_settings() -> Result<Settings, String> {
-    settings()
+/// The settings, and why the file could not be used when it could not: the window then shows the defaults and the
+/// problem, and saving replaces the file.
+#[derive(Serialize, Type)]
+pub struct SettingsState {
+    pub settings: Settings,
+    pub problem: Option<CommandError>,
 }
 
+/// The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem.
 #[tauri::command]
 #[specta::specta]
-pub fn save_settings(settings: Settings) -> Result<(), String> {
-    settings.save(&Settings::default_path())
+pub fn get_settings() -> SettingsState {
+    settings_state(&Settings::default_path())
+}
+
+fn settings_state(path: &Path) -> SettingsState {
+    match Settings::load(path) {
+        Ok(settings) => SettingsState { settings, problem: None },
+        Err(e) => SettingsState { settings: Settings::default(), problem: Some(e.into()) },
+    }
+}
+
+/// Saves the settings, or refuses with the problems by field (nothing is written then).
+#[tauri::command]
+#[specta::specta]
+pub fn save_settings(settings: Settings) -> Result<(), CommandError> {
+    Ok(settings.save(&Settings::default_path())?)
 }
 
 #[derive(Serialize, Type)]
@@ -319,4 +337,64 @@ pub fn startup_file() -> Option<Startup> {
     let path = std::fs::canonicalize(&path).map(|p| p.to_string_lossy().into_owned()).unwrap_or(path);
     let script = Path::new(&path).with_extension("script.yaml");
     Some(Startup { script_path: script.exists().then(|| script.to_string_lossy().into_owned()), path })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::Scratch;
+    use switchyard_engine::providers::{ProviderConfig, ProviderKind};
+
+    #[test]
+    fn unreadable_settings_give_the_defaults_and_the_problem_with_file_and_line() {
+        let dir = Scratch::new();
+        let path = dir.path().join("settings.yaml");
+        std::fs::write(&path, "providers:\n  - {id: a, kind: openai}\n  - {id: a, kind: openai}\n").unwrap();
+        let state = settings_state(&path);
+        assert_eq!(state.settings, Settings::default());
+        let problem = state.problem.unwrap();
+        assert_eq!(problem.code, "SETTINGS_INVALID");
+        assert!(problem.message.starts_with(&format!("{}:3: ", path.display())), "{}", problem.message);
+        assert_eq!(problem.problems.len(), 1);
+        assert_eq!(problem.problems[0].field, "providers[1].id");
+
+        std::fs::write(&path, "providers: [").unwrap();
+        let problem = settings_state(&path).problem.unwrap();
+        assert_eq!(problem.code, "SETTINGS_PARSE_ERROR");
+        assert!(problem.problems.is_empty());
+    }
+
+    #[test]
+    fn readable_settings_come_with_no_problem() {
+        let dir = Scratch::new();
+        let path = dir.path().join("settings.yaml");
+        let state = settings_state(&path);
+        assert_eq!((state.settings, state.problem), (Settings::default(), None));
+        let settings = Settings {
+            providers: vec![ProviderConfig {
+                id: "openai".into(),
+                kind: ProviderKind::Openai,
+                base_url: None,
+                api_key_env: Some("OPENAI_API_KEY".into()),
+                default_model: None,
+                structured_output: None,
+                max_tokens: None,
+            }],
+            ..Settings::default()
+        };
+        settings.save(&path).unwrap();
+        assert_eq!(settings_state(&path).settings, settings);
+    }
+
+    #[test]
+    fn a_refused_save_reaches_the_window_with_its_problems() {
+        let settings = Settings { default_model: Some("nowhere".into()), ..Settings::default() };
+        let dir = Scratch::new();
+        let error: CommandError = settings.save(&dir.path().join("settings.yaml")).unwrap_err().into();
+        let json = serde_json::to_value(&error).unwrap();
+        assert_eq!(json["code"], "SETTINGS_INVALID");
+        assert_eq!(json["problems"][0]["field"], "default_model");
+        assert_eq!(json["problems"][0]["code"], "INVALID_DEFAULT_MODEL");
+        assert!(json["message"].as_str().unwrap().contains("not saved"));
+    }
 }

@@ -3,7 +3,10 @@
 //! that call the engine. The TypeScript bindings are generated from these signatures (`ui/src/bindings.ts`).
 
 mod commands;
+mod error;
 mod forward;
+#[cfg(test)]
+mod test_support;
 
 use tauri_specta::{collect_commands, Builder};
 

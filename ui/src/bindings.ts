@@ -23,8 +23,10 @@ export const commands = {
 	/**  Stored runs, newest first; paused ones can be resumed. */
 	listRuns: () => typedError<RunSummary[], string>(__TAURI_INVOKE("list_runs")),
 	runEvents: (runId: string) => typedError<Event_Serialize[], string>(__TAURI_INVOKE("run_events", { runId })),
-	getSettings: () => typedError<Settings_Serialize, string>(__TAURI_INVOKE("get_settings")),
-	saveSettings: (settings: Settings_Deserialize) => typedError<null, string>(__TAURI_INVOKE("save_settings", { settings })),
+	/**  The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem. */
+	getSettings: () => __TAURI_INVOKE<SettingsState_Serialize>("get_settings"),
+	/**  Saves the settings, or refuses with the problems by field (nothing is written then). */
+	saveSettings: (settings: Settings_Deserialize) => typedError<null, CommandError>(__TAURI_INVOKE("save_settings", { settings })),
 	/**  What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the bundled alert-triage example. */
 	startupFile: () => __TAURI_INVOKE<Startup_Serialize | null>("startup_file"),
 	/**  Every node type as the engine defines it (handles, fields, labels): the palette, canvas and inspector read this. */
@@ -44,6 +46,16 @@ export type AgentTools_Serialize = {
 	web_search?: boolean,
 	/**  Offer the agents linked by `subagent` edges as tools. */
 	subagents?: boolean,
+};
+
+/**  An error as the window receives it. */
+export type CommandError = {
+	/**  Stable SCREAMING_SNAKE code, e.g. `SETTINGS_INVALID`. */
+	code: string,
+	/**  What went wrong, naming the file (and line) when there is one. */
+	message: string,
+	/**  What is wrong with settings, by field; empty when not relevant. */
+	problems: SettingsProblem[],
 };
 
 export type Condition = Condition_Serialize | Condition_Deserialize;
@@ -599,6 +611,40 @@ export type RunSummary = {
 
 /**  The user's settings: providers, the default model, and call limits. */
 export type Settings = Settings_Serialize | Settings_Deserialize;
+
+/**  One thing wrong with settings, located by field so the settings dialog can mark it. */
+export type SettingsProblem = {
+	/**  The field, as a path: `providers[1].id`, `providers[0].base_url`, `default_model`, `limits.timeout_ms`. */
+	field: string,
+	/**  Stable SCREAMING_SNAKE code, e.g. `DUPLICATE_PROVIDER_ID`. */
+	code: string,
+	/**  What is wrong and what to do. */
+	message: string,
+};
+
+/**
+ *  The settings, and why the file could not be used when it could not: the window then shows the defaults and the
+ *  problem, and saving replaces the file.
+ */
+export type SettingsState = SettingsState_Serialize | SettingsState_Deserialize;
+
+/**
+ *  The settings, and why the file could not be used when it could not: the window then shows the defaults and the
+ *  problem, and saving replaces the file.
+ */
+export type SettingsState_Deserialize = {
+	settings: Settings_Deserialize,
+	problem?: CommandError | null,
+};
+
+/**
+ *  The settings, and why the file could not be used when it could not: the window then shows the defaults and the
+ *  problem, and saving replaces the file.
+ */
+export type SettingsState_Serialize = {
+	settings: Settings_Serialize,
+	problem: CommandError | null,
+};
 
 /**  The user's settings: providers, the default model, and call limits. */
 export type Settings_Deserialize = {

@@ -6,144 +6,25 @@
 mod anthropic;
 mod http;
 mod openai;
+mod settings;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 
-use crate::format::{strip_location, LoadError};
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
 
 pub use anthropic::Anthropic;
 pub use http::Limits;
 pub use openai::{OpenAi, StructuredMode};
+pub use settings::{ProviderConfig, ProviderKind, Settings, SettingsError, SettingsProblem};
 
 /// The id of the provider that exists with no settings at all: an OpenAI-compatible server on this machine.
 pub const LOCAL: &str = "local";
 
 /// Where a local server is looked for when `local` is not configured: Ollama, then llama.cpp's server.
 pub const LOCAL_CANDIDATES: [&str; 2] = ["http://127.0.0.1:11434/v1", "http://127.0.0.1:8080/v1"];
-
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    /// Chat completions at `{base_url}/chat/completions`.
-    Openai,
-    /// Messages at `{base_url}/v1/messages`.
-    Anthropic,
-}
-
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderConfig {
-    /// What nodes write before the slash: `openai/gpt-4.1-mini`.
-    pub id: String,
-    pub kind: ProviderKind,
-    /// The API root, e.g. `https://api.openai.com/v1`; each kind has a default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
-    /// The environment variable holding the API key (never the key itself).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_key_env: Option<String>,
-    /// Model used when a node names only the provider's id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_model: Option<String>,
-    /// How to ask for structured output; adapted automatically when the server refuses one (OpenAI-compatible).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_output: Option<StructuredMode>,
-    /// Most tokens per answer (OpenAI-compatible: sent as `max_tokens`; Anthropic: default 4096).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u32>,
-}
-
-/// The user's settings: providers, the default model, and call limits.
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Settings {
-    #[serde(default)]
-    pub providers: Vec<ProviderConfig>,
-    /// `provider/model` used when neither the node nor the workflow names one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_model: Option<String>,
-    #[serde(default)]
-    pub limits: Limits,
-}
-
-impl Settings {
-    /// `$SWITCHYARD_HOME/settings.yaml`, else `$XDG_CONFIG_HOME/switchyard/settings.yaml`, else `~/.config/…`.
-    pub fn default_path() -> PathBuf {
-        if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
-            return PathBuf::from(home).join("settings.yaml");
-        }
-        let config = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-            .unwrap_or_else(|| PathBuf::from("."));
-        config.join("switchyard").join("settings.yaml")
-    }
-
-    /// Reads settings; a missing file is the empty default (the built-in `local` provider only).
-    pub fn load(path: &Path) -> Result<Settings, LoadError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
-            Err(e) => return Err(LoadError::new(format!("cannot read settings: {e}")).at_file(path)),
-        };
-        let settings: Settings = serde_yaml::from_str(&text).map_err(|e| {
-            let loc = e.location();
-            LoadError::new(format!("invalid settings: {}", crate::format::explain(&strip_location(&e.to_string()))))
-                .at(loc.as_ref().map(|l| l.line()), loc.as_ref().map(|l| l.column()))
-                .at_file(path)
-        })?;
-        let mut seen = std::collections::HashSet::new();
-        for p in &settings.providers {
-            if p.id.is_empty() || p.id.contains('/') {
-                return Err(LoadError::new(format!("provider id `{}` must be non-empty and contain no `/`", p.id))
-                    .at_file(path));
-            }
-            if !seen.insert(p.id.as_str()) {
-                return Err(LoadError::new(format!("provider `{}` is configured twice", p.id)).at_file(path));
-            }
-        }
-        Ok(settings)
-    }
-
-    pub fn save(&self, path: &Path) -> Result<(), String> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let text = serde_yaml::to_string(self).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
-    }
-
-    /// The providers nodes may name: the configured ones plus the built-in `local`.
-    pub fn provider_ids(&self) -> Vec<String> {
-        self.effective_providers().into_iter().map(|p| p.id).collect()
-    }
-
-    /// The configured providers with the built-in `local` added when it is not configured.
-    pub fn effective_providers(&self) -> Vec<ProviderConfig> {
-        let mut all = self.providers.clone();
-        if !all.iter().any(|p| p.id == LOCAL) {
-            all.push(ProviderConfig {
-                id: LOCAL.into(),
-                kind: ProviderKind::Openai,
-                base_url: None,
-                api_key_env: None,
-                default_model: None,
-                structured_output: None,
-                max_tokens: None,
-            });
-        }
-        all
-    }
-}
 
 /// All configured providers as one model: a request goes to the provider its `provider/model` names.
 pub struct Providers {
