@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use specta::Type;
 use switchyard_engine::events::{Event, Observer, RunLog};
+use switchyard_engine::files;
 use switchyard_engine::format::{self, Format};
 use switchyard_engine::model::Model;
 use switchyard_engine::node_types::{self, NodeTypeSpec};
@@ -21,6 +22,7 @@ use tauri::State;
 
 use crate::error::CommandError;
 use crate::forward::Forwarder;
+use crate::prefs::{self, Prefs};
 
 /// Live runs by id, and the durable run store.
 pub struct AppState {
@@ -83,9 +85,7 @@ pub fn save_file(path: String, workflow: Workflow) -> Result<(), String> {
     } else {
         format::to_yaml(&workflow)
     };
-    let tmp = path.with_extension("switchyard-tmp");
-    std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+    files::write_atomically(&path, text.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Every node type as the engine defines it (handles, fields, labels): the palette, canvas and inspector read this.
@@ -335,8 +335,28 @@ pub fn startup_file() -> Option<Startup> {
         example.exists().then(|| example.to_string_lossy().into_owned())
     })?;
     let path = std::fs::canonicalize(&path).map(|p| p.to_string_lossy().into_owned()).unwrap_or(path);
-    let script = Path::new(&path).with_extension("script.yaml");
-    Some(Startup { script_path: script.exists().then(|| script.to_string_lossy().into_owned()), path })
+    Some(Startup { script_path: script_beside(path.clone()), path })
+}
+
+/// The script file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one.
+#[tauri::command]
+#[specta::specta]
+pub fn script_beside(workflow_path: String) -> Option<String> {
+    Script::beside(Path::new(&workflow_path)).map(|p| p.to_string_lossy().into_owned())
+}
+
+/// The window's preferences; the defaults when the file is missing or corrupt.
+#[tauri::command]
+#[specta::specta]
+pub fn load_prefs() -> Prefs {
+    prefs::load(&prefs::path())
+}
+
+/// Keeps the window's preferences (written atomically); refuses a theme the window does not have.
+#[tauri::command]
+#[specta::specta]
+pub fn save_prefs(prefs: Prefs) -> Result<(), CommandError> {
+    prefs::save(&prefs::path(), &prefs)
 }
 
 #[cfg(test)]
@@ -396,5 +416,15 @@ mod tests {
         assert_eq!(json["problems"][0]["field"], "default_model");
         assert_eq!(json["problems"][0]["code"], "INVALID_DEFAULT_MODEL");
         assert!(json["message"].as_str().unwrap().contains("not saved"));
+    }
+
+    #[test]
+    fn the_script_beside_a_workflow_is_found_as_an_absolute_path() {
+        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/alert-triage.yaml");
+        let script = script_beside(example.to_string_lossy().into_owned()).unwrap();
+        assert!(Path::new(&script).is_absolute() && !script.contains(".."), "{script}");
+        assert!(script.ends_with("alert-triage.script.yaml"), "{script}");
+        let dir = Scratch::new();
+        assert_eq!(script_beside(dir.path().join("lonely.yaml").to_string_lossy().into_owned()), None);
     }
 }

@@ -16,6 +16,12 @@ pub struct CommandError {
     pub problems: Vec<SettingsProblem>,
 }
 
+impl CommandError {
+    pub fn new(code: &str, message: impl Into<String>) -> CommandError {
+        CommandError { code: code.into(), message: message.into(), problems: Vec::new() }
+    }
+}
+
 impl From<SettingsError> for CommandError {
     fn from(e: SettingsError) -> CommandError {
         CommandError { code: e.code().into(), message: e.to_string(), problems: e.problems().to_vec() }

@@ -5,6 +5,7 @@
 mod commands;
 mod error;
 mod forward;
+mod prefs;
 #[cfg(test)]
 mod test_support;
 
@@ -30,6 +31,9 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::save_settings,
         commands::startup_file,
         commands::node_types,
+        commands::load_prefs,
+        commands::save_prefs,
+        commands::script_beside,
     ])
 }
 

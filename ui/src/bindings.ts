@@ -31,6 +31,12 @@ export const commands = {
 	startupFile: () => __TAURI_INVOKE<Startup_Serialize | null>("startup_file"),
 	/**  Every node type as the engine defines it (handles, fields, labels): the palette, canvas and inspector read this. */
 	nodeTypes: () => __TAURI_INVOKE<NodeTypeSpec_Serialize[]>("node_types"),
+	/**  The window's preferences; the defaults when the file is missing or corrupt. */
+	loadPrefs: () => __TAURI_INVOKE<Prefs_Serialize>("load_prefs"),
+	/**  Keeps the window's preferences (written atomically); refuses a theme the window does not have. */
+	savePrefs: (prefs: Prefs_Deserialize) => typedError<null, CommandError>(__TAURI_INVOKE("save_prefs", { prefs })),
+	/**  The script file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one. */
+	scriptBeside: (workflowPath: string) => __TAURI_INVOKE<string | null>("script_beside", { workflowPath }),
 };
 
 /* Types */
@@ -487,6 +493,25 @@ export type Position_Deserialize = {
 export type Position_Serialize = {
 	x: number | null,
 	y: number | null,
+};
+
+/**  What the window remembers between sessions. */
+export type Prefs = Prefs_Serialize | Prefs_Deserialize;
+
+/**  What the window remembers between sessions. */
+export type Prefs_Deserialize = {
+	/**  Files opened or saved lately, newest first. */
+	recentFiles?: string[],
+	/**  `light` or `dark`. */
+	theme?: string,
+};
+
+/**  What the window remembers between sessions. */
+export type Prefs_Serialize = {
+	/**  Files opened or saved lately, newest first. */
+	recentFiles: string[],
+	/**  `light` or `dark`. */
+	theme: string,
 };
 
 export type ProviderConfig = ProviderConfig_Serialize | ProviderConfig_Deserialize;

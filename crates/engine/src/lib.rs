@@ -4,6 +4,7 @@
 
 pub mod document;
 pub mod events;
+pub mod files;
 pub mod format;
 pub mod graph;
 pub mod model;

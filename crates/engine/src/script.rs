@@ -5,7 +5,7 @@
 //! run resumed in another process continues the script where it stopped.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -101,6 +101,16 @@ pub struct ScriptedToolCall {
 }
 
 impl Script {
+    /// The script file that belongs to a workflow: `<stem>.script.yaml` beside it (`review.yaml` →
+    /// `review.script.yaml`), as an absolute path, when that file exists.
+    pub fn beside(workflow: &Path) -> Option<PathBuf> {
+        let script = workflow.with_extension("script.yaml");
+        if !script.is_file() {
+            return None;
+        }
+        Some(std::fs::canonicalize(&script).unwrap_or(script))
+    }
+
     pub fn load(path: &Path) -> Result<Script, LoadError> {
         let text = std::fs::read_to_string(path).map_err(|e| LoadError {
             code: "INVALID_FILE",
@@ -201,5 +211,23 @@ impl Model for ScriptedModel {
                 Ok(RouteAnswer { choice: first, note: Some("unscripted decision: took the first choice".into()) })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_beside_a_workflow_is_its_stem_dot_script_yaml_when_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let workflow = dir.path().join("review.yaml");
+        assert_eq!(Script::beside(&workflow), None);
+        std::fs::write(dir.path().join("review.script.yaml"), "nodes: {}\n").unwrap();
+        let found = Script::beside(&workflow).unwrap();
+        assert!(found.is_absolute() && found.ends_with("review.script.yaml"), "{found:?}");
+        assert_eq!(Script::beside(&dir.path().join("review.json")), Some(found), "whatever the workflow's extension");
+        std::fs::create_dir(dir.path().join("other.script.yaml")).unwrap();
+        assert_eq!(Script::beside(&dir.path().join("other.yaml")), None, "a directory is not a script file");
     }
 }

@@ -19,16 +19,22 @@ pub struct StoredRun {
     pub snapshot: Option<Snapshot>,
 }
 
-/// `$SWITCHYARD_HOME/runs.sqlite`, else `$XDG_DATA_HOME/switchyard/runs.sqlite`, else `~/.local/share/…`.
-pub fn default_path() -> PathBuf {
+/// Where Switchyard keeps its data (the run store, the app's preferences): `$SWITCHYARD_HOME`, else
+/// `$XDG_DATA_HOME/switchyard`, else `~/.local/share/switchyard`.
+pub fn data_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
-        return PathBuf::from(home).join("runs.sqlite");
+        return PathBuf::from(home);
     }
     let data = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
         .unwrap_or_else(|| PathBuf::from("."));
-    data.join("switchyard").join("runs.sqlite")
+    data.join("switchyard")
+}
+
+/// `runs.sqlite` in the [`data_dir`].
+pub fn default_path() -> PathBuf {
+    data_dir().join("runs.sqlite")
 }
 
 pub struct RunStore {

@@ -4,7 +4,6 @@
 //! renamed over the old one), so a crash never leaves half a file.
 
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -295,7 +294,7 @@ impl Settings {
             return Err(SettingsError::Refused { problems });
         }
         let text = serde_yaml::to_string(self).expect("settings serialize");
-        write_atomically(path, text.as_bytes())
+        crate::files::write_atomically(path, text.as_bytes())
             .map_err(|source| SettingsError::Write { path: path.to_path_buf(), source })
     }
 
@@ -320,25 +319,6 @@ impl Settings {
         }
         all
     }
-}
-
-/// Replaces `path` with `bytes` through a temporary file in the same directory, so readers see the old file or the
-/// new one, never a part. Creates the directory.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
 
 /// Why a base URL is unusable, if it is.
