@@ -161,6 +161,8 @@ test("the right-click menu offers what applies: duplicate and delete on a node",
   await (await browser.$('[data-testid="menu-duplicate"]')).waitForDisplayed({ timeout: 3000 });
   await click(browser, await pointOf(browser, '[data-testid="menu-duplicate"]'));
   await browser.$(node("check_2")).waitForExist({ timeout: 3000 });
+  await chord(browser, [KEY.shift, "1"]); // the copy may sit outside the view: fit
+  await frames(browser);
   await rightClick(browser, await pointOf(browser, `${node("check_2")} .wf-title`));
   await click(browser, await pointOf(browser, '[data-testid="menu-delete"]'));
   await browser.waitUntil(async () => !(await graph(browser)).nodes.includes("check_2"), { timeout: 3000, timeoutMsg: "Delete in the menu did not remove the node" });
@@ -170,6 +172,7 @@ test("the run list follows a run, one row per execution, and a click on a row se
   const example = join(root, "examples/review-fix-loop.yaml");
   await openFile(browser, example);
   assert.match(await (await browser.$('[data-testid="script-path"]')).getText(), /review-fix-loop\.script\.yaml/, "the script beside the workflow is offered");
+  await chord(browser, [KEY.shift, "1"]); // the whole loop in view, to watch it
   await click(browser, await pointOf(browser, '[data-testid="run"]'));
   await waitStatus(browser, "done", "succeeded");
   const rows = await browser.execute(() => [...document.querySelectorAll('[data-testid="run-list"] tbody tr')].map((r) => r.getAttribute("data-testid")));

@@ -68,4 +68,14 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("startRun") && text.contains("export type Workflow"));
     }
+
+    /// Keeps `ui/src/generated/node-types.json` current: the engine's node type definitions as the `node_types`
+    /// command returns them, which the UI's unit tests and first frame use. CI fails when the committed copy differs.
+    #[test]
+    fn export_node_types() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/generated/node-types.json");
+        let json = serde_json::to_string_pretty(&super::commands::node_types()).unwrap() + "\n";
+        std::fs::write(&path, &json).unwrap();
+        assert!(json.contains("\"perCondition\": true"), "the if node's condition handles are described");
+    }
 }

@@ -19,14 +19,14 @@ function Field({ label, help, children }: { label: string; help?: string | null;
 }
 
 /** A text input that commits on blur or Enter, so typing is one undo step, not one per key. */
-function Text({ value, onCommit, multiline, placeholder, testId, mono }: { value: string; onCommit: (v: string) => void; multiline?: boolean; placeholder?: string; testId?: string; mono?: boolean }) {
+function Text({ value, onCommit, multiline, placeholder, testId, mono, list }: { value: string; onCommit: (v: string) => void; multiline?: boolean; placeholder?: string; testId?: string; mono?: boolean; list?: string }) {
   const [draft, setDraft] = useState(value);
   useEffect(() => setDraft(value), [value]);
   const commit = () => draft !== value && onCommit(draft);
   return multiline ? (
     <textarea data-testid={testId} className={mono ? "mono" : undefined} value={draft} placeholder={placeholder} rows={5} spellCheck={false} onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
   ) : (
-    <input data-testid={testId} value={draft} placeholder={placeholder} onChange={(e) => setDraft(e.target.value)} onBlur={commit} onKeyDown={(e) => e.key === "Enter" && commit()} />
+    <input data-testid={testId} list={list} value={draft} placeholder={placeholder} onChange={(e) => setDraft(e.target.value)} onBlur={commit} onKeyDown={(e) => e.key === "Enter" && commit()} />
   );
 }
 
@@ -162,7 +162,7 @@ function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; mo
     case "model":
       return (
         <Field label={field.label} help={field.help}>
-          <Text testId={testId} value={(value as string) ?? ""} placeholder={placeholder} onCommit={(v) => commit(v.trim() || undefined)} />
+          <Text testId={testId} list="models" value={(value as string) ?? ""} placeholder={placeholder} onCommit={(v) => commit(v.trim() || undefined)} />
           <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
         </Field>
       );
@@ -262,7 +262,7 @@ function WorkflowFields({ models }: { models: string[] }) {
         <Text multiline value={workflow.description ?? ""} onCommit={(v) => edit((w) => ({ ...w, description: v.trim() ? v : undefined }))} />
       </Field>
       <Field label="default model">
-        <Text value={workflow.defaults?.model ?? ""} placeholder="provider/model" onCommit={(v) => edit((w) => ({ ...w, defaults: { ...(w.defaults ?? {}), model: v.trim() || undefined } }))} />
+        <Text list="models" value={workflow.defaults?.model ?? ""} placeholder="provider/model" onCommit={(v) => edit((w) => ({ ...w, defaults: { ...(w.defaults ?? {}), model: v.trim() || undefined } }))} />
         <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
       </Field>
       <p className="muted">Click a node or an edge to edit it; Shift-drag to select several.</p>

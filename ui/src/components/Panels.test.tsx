@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { fireEvent, render, screen } from "@testing-library/react";
+import { act, fireEvent, render, screen } from "@testing-library/react";
 import { ReactFlowProvider } from "@xyflow/react";
 import type { Event } from "../types";
 import { ApprovalDialog, BottomPanel, HelpPanel } from "./Panels";
@@ -49,16 +49,18 @@ describe("panels", () => {
     useDocument.getState().load(emptyWorkflow(), null);
     useRun.getState().begin("r", ["start", "draft"]);
     render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
-    useRun.getState().apply([
-      ev(1, { type: "workflow:start", workflow: "w", input: null }),
-      ev(2, { type: "node:enter", node: "draft", iteration: 1, instruction: "write" }),
-      ...Array.from({ length: 30 }, (_, i) => ev(3 + i, { type: "node:progress", node: "draft", message: `w${i} ` })),
-    ]);
+    act(() =>
+      useRun.getState().apply([
+        ev(1, { type: "workflow:start", workflow: "w", input: null }),
+        ev(2, { type: "node:enter", node: "draft", iteration: 1, instruction: "write" }),
+        ...Array.from({ length: 30 }, (_, i) => ev(3 + i, { type: "node:progress", node: "draft", message: `w${i} ` })),
+      ]),
+    );
     fireEvent.click(screen.getByTestId("tab-run"));
     const rows = () => screen.getByTestId("run-list").querySelectorAll("tbody tr");
     expect(rows()).toHaveLength(1); // thirty tokens, one row
     expect(screen.getByTestId("run-row-draft-1").textContent).toContain("w29");
-    useRun.getState().apply([ev(40, { type: "node:exit", node: "draft", iteration: 1, durationMs: 1500, usage: { inputTokens: 10, outputTokens: 32 }, result: { status: "success", data: { text: "the draft" }, toolCalls: [] } })]);
+    act(() => useRun.getState().apply([ev(40, { type: "node:exit", node: "draft", iteration: 1, durationMs: 1500, usage: { inputTokens: 10, outputTokens: 32 }, result: { status: "success", data: { text: "the draft" }, toolCalls: [] } })]));
     const row = screen.getByTestId("run-row-draft-1");
     expect(row.dataset.status).toBe("succeeded");
     expect(row.textContent).toContain("1.5 s");

@@ -135,7 +135,8 @@ function RunList() {
 
 /** A line for one event; streamed text of one node is folded into one line. */
 function describe(e: Event): string {
-  const { seq: _seq, run: _run, ts: _ts, type: _type, ...rest } = e as Record<string, unknown>;
+  const rest: Record<string, unknown> = { ...(e as Record<string, unknown>) };
+  for (const k of ["seq", "run", "ts", "type"]) delete rest[k];
   return JSON.stringify(rest);
 }
 

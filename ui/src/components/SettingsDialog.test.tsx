@@ -45,7 +45,7 @@ describe("settings", () => {
   });
 
   it("says why the settings file could not be read, and still lets the person fix it", () => {
-    useSession.setState({ settings: initial, settingsProblem: { code: "SETTINGS_UNREADABLE", message: "/home/u/.config/switchyard/settings.yaml line 3: duplicate provider id" } });
+    useSession.setState({ settings: initial, settingsProblem: { code: "SETTINGS_UNREADABLE", message: "/home/u/.config/switchyard/settings.yaml line 3: duplicate provider id", problems: [] } });
     render(<SettingsDialog onClose={() => {}} />);
     expect(screen.getByTestId("settings-load-problem").textContent).toMatch(/settings.yaml line 3/);
     expect((screen.getByTestId("settings-save") as HTMLButtonElement).disabled).toBe(false);

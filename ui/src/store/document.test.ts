@@ -74,7 +74,11 @@ describe("document editing", () => {
     const pasted = doc().workflow.edges.slice(2);
     expect(pasted).toEqual([expect.objectContaining({ from: "agent_3", to: "agent_2_2" })]);
     expect(doc().selection.nodes).toEqual(["agent_3", "agent_2_2"]);
-    expect(doc().workflow.nodes[3].position).toEqual({ x: 40, y: 40 });
+    // Down and right of the originals, covering none of them.
+    const [x, y] = [doc().workflow.nodes[3].position!.x!, doc().workflow.nodes[3].position!.y!];
+    expect(x).toBe(y);
+    expect(x % 40).toBe(0);
+    for (const n of doc().workflow.nodes.slice(0, 3)) expect(Math.abs(n.position!.x! - x) >= 200 || Math.abs(n.position!.y! - y) >= 70).toBe(true);
     doc().duplicateSelection();
     expect(doc().workflow.nodes).toHaveLength(7);
   });

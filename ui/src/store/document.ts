@@ -138,10 +138,15 @@ export const useDocument = create<DocumentState>((set, get) => ({
     if (!clip || !clip.nodes.length) return;
     const renames = new Map<string, string>();
     let draft = get().workflow;
+    // The copies go down and right of the originals, far enough to cover no node.
+    const taken = draft.nodes.map((n) => ({ x: n.position?.x ?? 0, y: n.position?.y ?? 0 }));
+    const clear = (d: number) => clip.nodes.every((n) => taken.every((t) => Math.abs(t.x - (n.position?.x ?? 0) - d) >= 200 || Math.abs(t.y - (n.position?.y ?? 0) - d) >= 70));
+    let shift = offset;
+    for (let i = 0; i < 40 && !clear(shift); i++) shift += offset;
     const nodes = clip.nodes.map((n) => {
       const id = uniqueId({ ...draft, nodes: [...draft.nodes, ...[...renames.values()].map((v) => ({ id: v }) as Node)] }, n.id);
       renames.set(n.id, id);
-      return { ...n, id, position: { x: (n.position?.x ?? 0) + offset, y: (n.position?.y ?? 0) + offset } };
+      return { ...n, id, position: { x: (n.position?.x ?? 0) + shift, y: (n.position?.y ?? 0) + shift } };
     });
     const edges = clip.edges.map((e) => ({ ...e, id: undefined, from: renames.get(e.from)!, to: renames.get(e.to)! }));
     draft = { ...draft, nodes: [...draft.nodes, ...nodes], edges: [...draft.edges, ...edges] };

@@ -55,14 +55,19 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
   let executions = state.executions ?? [];
   let copied = false;
   /** The row of `node`'s latest execution (copied once per batch, so earlier states are never mutated). */
+  const own = () => {
+    if (copied) return;
+    executions = [...executions];
+    copied = true;
+  };
   const row = (node: string, iteration?: number): Execution | undefined => {
-    if (!copied) (executions = [...executions]), (copied = true);
+    own();
     for (let i = executions.length - 1; i >= 0; i--)
       if (executions[i].node === node && (iteration === undefined || executions[i].iteration === iteration)) return (executions[i] = { ...executions[i] });
     return undefined;
   };
   const addRow = (r: Execution) => {
-    if (!copied) (executions = [...executions]), (copied = true);
+    own();
     executions.push(r);
   };
   const nodes = { ...state.nodes };

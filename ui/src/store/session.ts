@@ -33,8 +33,8 @@ const pickSavePath = async (defaultPath: string): Promise<string | null> => dial
 export type Theme = "light" | "dark";
 export type RunMode = "script" | "model";
 export type PausedRun = { id: string; workflowPath: string };
-export type SettingsProblem = { field: string; code: string; message: string };
-export type CommandError = { code: string; message: string; problems?: SettingsProblem[] };
+export type { CommandError, SettingsProblem } from "../bindings";
+import type { CommandError } from "../bindings";
 
 /** A request to the canvas to move its viewport: `open` shows a newly opened workflow readably. */
 export type ViewRequest = { kind: "open" | "fit"; nonce: number };
