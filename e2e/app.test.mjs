@@ -3,25 +3,16 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { remote } from "webdriverio";
-import { waitMessage } from "./harness.mjs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fit, launch, openFile, root, waitMessage, work } from "./harness.mjs";
 
-const root = resolve(import.meta.dirname, "..");
-const app = join(root, "target/debug/switchyard-app");
-const work = mkdtempSync(join(tmpdir(), "switchyard-e2e-"));
 let browser;
 
+/** A fresh app window, with the whole workflow in view so every node's state can be read. */
 async function open() {
-  browser = await remote({
-    hostname: "127.0.0.1",
-    port: 4444,
-    logLevel: "error",
-    capabilities: { "tauri:options": { application: app }, "wdio:enforceWebDriverClassic": true },
-  });
-  await node("start").waitForExist({ timeout: 20000 });
+  browser = await launch();
+  await fit(browser);
 }
 
 const node = (id) => browser.$(`[data-testid="node-${id}"]`);
@@ -92,9 +83,8 @@ test("a validation error appears on the canvas, blocks Run, and clears on undo",
 test("Export YAML writes the canonical document, identical to the command line's", async () => {
   const target = join(work, "exported.yaml");
   const example = join(root, "examples/approval-flow.yaml");
-  await browser.execute((path) => (window.__switchyardDialog = { open: path }), example);
-  await (await browser.$('[data-testid="open"]')).click();
-  await waitMessage(browser, /Opened/);
+  await openFile(browser, example);
+  await fit(browser);
   await browser.execute((path) => (window.__switchyardDialog = { save: path }), target);
   await (await browser.$('[data-testid="export"]')).click();
   await waitMessage(browser, /Saved/);
@@ -118,10 +108,9 @@ test("an AgentFlow file with legacy data imports, with its notes shown", async (
       ],
     }),
   );
-  await browser.execute((path) => (window.__switchyardDialog = { open: path }), file);
-  await (await browser.$('[data-testid="open"]')).click();
+  await openFile(browser, file);
   await node("ask").waitForExist({ timeout: 5000 });
-  assert.match(await (await node("ask")).getText(), /approval/);
+  assert.match(await (await node("ask")).getText(), /approval/i);
   await waitMessage(browser, /Imported agentflow/);
   await (await browser.$("button*=Import notes")).click();
   assert.match(await (await browser.$(".bottom-body")).getText(), /legacy type `input` became `approval`/);
@@ -129,9 +118,8 @@ test("an AgentFlow file with legacy data imports, with its notes shown", async (
 
 test("a paused run survives quitting the app and continues after a restart", async () => {
   const example = join(root, "examples/approval-flow.yaml");
-  await browser.execute((path) => (window.__switchyardDialog = { open: path }), example);
-  await (await browser.$('[data-testid="open"]')).click();
-  await waitMessage(browser, /Opened/);
+  await openFile(browser, example);
+  await fit(browser);
   await (await browser.$('[data-testid="run"]')).click();
   await waitStatus("review", "waiting");
   await browser.deleteSession(); // quits the app with the run paused
@@ -142,6 +130,7 @@ test("a paused run survives quitting the app and continues after a restart", asy
   await (await browser.$('[data-testid="approval-dialog"]')).waitForDisplayed({ timeout: 10000 });
   assert.equal(await status("draft"), "succeeded", "what ran before the pause is shown again");
   await (await browser.$('[data-testid="approval-approve"]')).click();
+  await fit(browser);
   await waitStatus("publish", "succeeded");
   assert.equal(await status("revise"), "skipped");
 });

@@ -21,16 +21,25 @@ const handle = (id, h) => `${node(id)} .react-flow__handle[data-handleid="${h}"]
 
 /** Replaces the text of an inspector field by clicking it, selecting all and typing; Tab commits it. */
 async function setField(testId, text) {
+  // Scrolled into view first, as a person scrolls the inspector to a field below the fold.
+  await browser.execute((id) => document.querySelector(`[data-testid="${id}"]`)?.scrollIntoView({ block: "center" }), testId);
   await click(browser, await pointOf(browser, `[data-testid="${testId}"]`));
   await chord(browser, [KEY.control, "a"]);
   await type(browser, text);
-  await chord(browser, [KEY.tab]);
+  await chord(browser, [KEY.tab]); // commits the field
+  await chord(browser, [KEY.escape]); // and leaves the inspector's fields, so canvas keys reach the canvas
 }
 
 /** Drags a connection from a handle to empty canvas at an offset, and picks a node type in the palette that opens. */
 async function addConnected(fromId, fromHandle, dx, dy, typeName) {
   const from = await pointOf(browser, handle(fromId, fromHandle));
-  await drag(browser, from, await emptyCanvasNear(browser, { x: from.x + dx, y: from.y + dy }, { minDistance: 0 }));
+  const to = await emptyCanvasNear(browser, { x: from.x + dx, y: from.y + dy }, { minDistance: 0 });
+  if (process.env.DEBUG_SHOTS) await browser.saveScreenshot(`/tmp/look/build-${fromId}-before.png`);
+  await drag(browser, from, to);
+  if (process.env.DEBUG_SHOTS) {
+    await browser.saveScreenshot(`/tmp/look/build-${fromId}-after.png`);
+    console.log("drag", from, to);
+  }
   await (await browser.$('[data-testid="canvas-menu"]')).waitForDisplayed({ timeout: 3000 });
   const before = (await graph(browser)).nodes;
   await click(browser, await pointOf(browser, `[data-testid="menu-add-${typeName}"]`));

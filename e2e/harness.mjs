@@ -66,3 +66,10 @@ export async function problemsText(browser) {
 export async function frames(browser) {
   await browser.execute(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 }
+
+/** Fits the whole workflow in view (Shift+1, as a person would) and waits for it to be drawn. */
+export async function fit(browser) {
+  await browser.performActions([{ type: "key", id: "keyboard", actions: [{ type: "keyDown", value: "\uE008" }, { type: "keyDown", value: "1" }, { type: "keyUp", value: "1" }, { type: "keyUp", value: "\uE008" }] }]);
+  await browser.releaseActions();
+  await frames(browser);
+}

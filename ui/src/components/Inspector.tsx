@@ -307,7 +307,8 @@ export function Inspector({ models }: { models: string[] }) {
           {findings.map((f, i) => <li key={i} className={f.level}><code>{f.code}</code> {f.message}</li>)}
         </ul>
       )}
-      {node ? tab === "settings" ? <NodeFields key={node.id} node={node} models={models} /> : <RunDetails id={node.id} /> : <EdgeFields key={edgeKey(edge!)} edge={edge!} />}
+      {/* Keyed by position, not id: renaming a node keeps its fields (and the focus) where they are. */}
+      {node ? tab === "settings" ? <NodeFields key={workflow.nodes.indexOf(node)} node={node} models={models} /> : <RunDetails id={node.id} /> : <EdgeFields key={workflow.edges.indexOf(edge!)} edge={edge!} />}
     </aside>
   );
 }

@@ -121,4 +121,11 @@ describe("document editing", () => {
     expect(doc().workflow.nodes).toHaveLength(1);
     expect(doc().workflow.edges).toHaveLength(0);
   });
+
+  it("keeps a renamed node selected, with its edges following the new id", () => {
+    const a = doc().addNode("agent", { x: 300, y: 0 }, { node: "start", handle: "output" });
+    doc().updateNode(a, { id: "draft" });
+    expect(doc().selection.nodes).toEqual(["draft"]);
+    expect(doc().workflow.edges).toEqual([{ from: "start", to: "draft" }]);
+  });
 });

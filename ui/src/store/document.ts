@@ -97,9 +97,11 @@ export const useDocument = create<DocumentState>((set, get) => ({
     set({ selection: { nodes: [id], edges: [] } });
     return id;
   },
-  updateNode: (id, patch) =>
+  updateNode: (id, patch) => {
+    const renamed = patch.id !== undefined && patch.id !== id ? patch.id : null;
+    // A renamed node stays selected under its new id.
+    if (renamed) set((s) => ({ selection: { ...s.selection, nodes: s.selection.nodes.map((n) => (n === id ? renamed : n)) } }));
     get().edit((w) => {
-      const renamed = patch.id !== undefined && patch.id !== id ? patch.id : null;
       return {
         ...w,
         nodes: w.nodes.map((n) => (n.id === id ? { ...n, ...patch } : n)),
@@ -107,7 +109,8 @@ export const useDocument = create<DocumentState>((set, get) => ({
           ? w.edges.map((e) => ({ ...e, from: e.from === id ? renamed : e.from, to: e.to === id ? renamed : e.to }))
           : w.edges,
       };
-    }),
+    });
+  },
   updateEdge: (key, patch) => get().edit((w) => ({ ...w, edges: w.edges.map((e) => (edgeKey(e) === key ? { ...e, ...patch } : e)) })),
   connect: (edge) => get().edit((w) => ({ ...w, edges: [...w.edges, edge] })),
   deleteSelection: () => {
