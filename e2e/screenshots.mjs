@@ -3,7 +3,7 @@
 import { after, before, test } from "node:test";
 import { join } from "node:path";
 import { chord, click, drag, edgeMidpoint, KEY, pointOf, rightClick } from "./gestures.mjs";
-import { launch, openFile, root, waitStatus } from "./harness.mjs";
+import { fit, launch, openFile, root, waitStatus } from "./harness.mjs";
 
 const out = process.env.SCREENSHOTS ?? join(root, "docs/screenshots");
 let browser;
@@ -24,7 +24,9 @@ async function shot(name) {
 
 test("main views", async () => {
   await openFile(browser, join(root, "examples/alert-triage.yaml"));
-  await shot("canvas");
+  await shot("canvas"); // as it opens: readable zoom around the start node
+  await fit(browser);
+  await shot("canvas-fit");
 
   await click(browser, await edgeMidpoint(browser, "investigate->create_issue"));
   await shot("edge-inspector");
@@ -45,6 +47,7 @@ test("main views", async () => {
   await shot("run");
 
   await openFile(browser, join(root, "examples/approval-flow.yaml"));
+  await fit(browser);
   await click(browser, await pointOf(browser, '[data-testid="run"]'));
   await waitStatus(browser, "review", "waiting");
   await shot("approval-dialog");
@@ -65,6 +68,7 @@ test("main views", async () => {
 
   await click(browser, await pointOf(browser, '[data-testid="theme"]'));
   await openFile(browser, join(root, "examples/review-fix-loop.yaml"));
+  await fit(browser);
   await click(browser, await pointOf(browser, '[data-testid="run"]'));
   await waitStatus(browser, "done", "succeeded");
   await shot("dark");

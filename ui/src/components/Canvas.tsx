@@ -298,7 +298,7 @@ export function Canvas() {
         proOptions={{ hideAttribution: true }}
       >
         <Background gap={24} />
-        <MiniMap pannable zoomable nodeStrokeWidth={3} />
+        <MiniMap pannable zoomable nodeStrokeWidth={3} style={{ width: 168, height: 110 }} />
         <Controls />
       </ReactFlow>
       {hint && (

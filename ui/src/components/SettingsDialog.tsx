@@ -1,7 +1,7 @@
 // Settings: model providers, the default model and call limits. The engine checks them when they are saved and
 // refuses what it could not read back (duplicate ids, malformed URLs or variable names), with the reason shown on
 // the field. Keys are never entered here, only the name of the environment variable that holds each.
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import type { Settings } from "../types";
 import { commands } from "../api";
 import { errorText } from "../store/messages";
@@ -45,9 +45,16 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
     }
   };
 
+  // Escape closes the dialog without saving, wherever the focus is.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => e.key === "Escape" && onClose();
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [onClose]);
+
   const unplaced = problems.filter((p) => !/^providers\[\d+\]\.|^default_model$/.test(p.field));
   return (
-    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="settings" onKeyDown={(e) => e.key === "Escape" && onClose()}>
+    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="settings">
       <div className="modal wide">
         <h2>Settings</h2>
         {loadProblem && (

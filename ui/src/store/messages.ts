@@ -7,7 +7,7 @@ export type Message = { id: number; kind: MessageKind; text: string };
 
 /** How long an information message stays, in milliseconds. */
 export const INFO_MS = 4000;
-const MAX_SHOWN = 4;
+const MAX_SHOWN = 3;
 
 type MessagesState = {
   messages: Message[];

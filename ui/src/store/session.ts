@@ -17,6 +17,7 @@ import { useValidation } from "./validation";
 const FILTERS = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
 const SCRIPT_FILTERS = [{ name: "Script files", extensions: ["yaml", "yml", "json"] }];
 const MAX_RECENT = 8;
+const baseName = (path: string) => path.split("/").pop() ?? path;
 
 // End-to-end tests cannot click in the OS file picker, so they may name the path it would return. Only the picker is
 // replaced; opening and saving still go through the real commands.
@@ -117,7 +118,7 @@ export const useSession = create<SessionState>((set, get) => {
       await unwrap(commands.saveFile(file, useDocument.getState().workflow));
       useDocument.getState().markSaved(file);
       remember(file);
-      info(`Saved ${file}`);
+      info(`Saved ${baseName(file)}`);
     } catch (e) {
       fail(`Could not save ${file}: ${errorText(e)}`);
     }
@@ -173,8 +174,8 @@ export const useSession = create<SessionState>((set, get) => {
         set({ dismissed: [], reviewing: null, approvalNotes: {} });
         remember(file);
         const script = await adoptScript(opened.path ?? file);
-        const scriptNote = script ? ` · script ${script.split("/").pop()}` : "";
-        info(imported ? `Imported ${opened.format} file ${file}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${file}${scriptNote}`);
+        const scriptNote = script ? ` · script ${baseName(script)}` : "";
+        info(imported ? `Imported ${opened.format} file ${baseName(file)}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${baseName(file)}${scriptNote}`);
         get().requestView("open");
       } catch (e) {
         fail(`Could not open ${file}: ${errorText(e)}`);
