@@ -130,6 +130,7 @@ test("a paused run survives quitting the app and continues after a restart", asy
   await (await browser.$('[data-testid="approval-dialog"]')).waitForDisplayed({ timeout: 10000 });
   assert.equal(await status("draft"), "succeeded", "what ran before the pause is shown again");
   await (await browser.$('[data-testid="approval-approve"]')).click();
+  await (await browser.$('[data-testid="approval-dialog"]')).waitForExist({ reverse: true, timeout: 5000 });
   await fit(browser);
   await waitStatus("publish", "succeeded");
   assert.equal(await status("revise"), "skipped");

@@ -1,33 +1,72 @@
 // One edge: its path, and its label as a readable chip at the place the canvas chose for it (model/labels.ts), so
 // that no two chips overlap. A click on the chip selects the edge, as a click on the path does.
-import { memo } from "react";
-import { BaseEdge, EdgeLabelRenderer, getBezierPath, getSmoothStepPath, type EdgeProps } from "@xyflow/react";
+//
+// The CSS it needs (in styles.css; 11 px text, 14 px line, 2 px padding and a 1 px border make the 20 px chip that
+// model/labels.ts `chipSize` assumes):
+//
+//   .edge-chip { position: absolute; pointer-events: all; cursor: pointer; font-size: 11px; line-height: 14px;
+//     padding: 2px 8px; border-radius: 10px; background: var(--panel); border: 1px solid var(--line);
+//     color: var(--fg); white-space: nowrap; box-shadow: 0 1px 2px #0001; }
+//   .edge-chip:hover { border-color: color-mix(in srgb, var(--accent) 55%, var(--line)); }
+//   .edge-chip.selected { border-color: var(--accent);
+//     box-shadow: 0 0 0 2px color-mix(in srgb, var(--accent) 30%, transparent); }
+import { memo, type MouseEvent } from "react";
+import { BaseEdge, EdgeLabelRenderer, getBezierPath, getSmoothStepPath, Position, useInternalNode, type EdgeProps, type InternalNode } from "@xyflow/react";
+import { NODE_HEIGHT, NODE_WIDTH } from "../model/handles";
+import { edgeRoute, ROUTE_OFFSET, type Box } from "../model/labels";
 
+/** Where the canvas placed this edge's chip (its centre), when it has a label. */
 export type WorkflowEdgeData = { labelX?: number; labelY?: number };
 
-function WorkflowEdgeView({ id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, label, data, selected, markerEnd, style, interactionWidth }: EdgeProps) {
+/** The event a chip click sends; the canvas, which owns the selection, listens for it. */
+export const SELECT_EDGE_EVENT = "switchyard:select-edge";
+export type SelectEdgeDetail = { id: string; additive: boolean };
+
+const boxOf = (n: InternalNode | undefined, fallback: { x: number; y: number }): Box =>
+  n
+    ? { x: n.internals.positionAbsolute.x, y: n.internals.positionAbsolute.y, width: n.measured.width ?? NODE_WIDTH, height: n.measured.height ?? NODE_HEIGHT }
+    : { x: fallback.x, y: fallback.y - NODE_HEIGHT / 2, width: NODE_WIDTH, height: NODE_HEIGHT };
+
+function WorkflowEdgeView(props: EdgeProps) {
+  const { id, source, target, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, label, data, selected, markerStart, markerEnd, style, interactionWidth } = props;
+  const sourceNode = useInternalNode(source);
+  const targetNode = useInternalNode(target);
   const place = data as WorkflowEdgeData | undefined;
-  // An edge that runs backwards (a loop back to an earlier node) goes around, not through, the nodes between.
-  const backwards = sourceX > targetX + 20;
-  const [path, midX, midY] = backwards
-    ? getSmoothStepPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, borderRadius: 12, offset: 28 })
-    : getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
-  const x = backwards ? midX : (place?.labelX ?? midX);
-  const y = backwards ? midY : (place?.labelY ?? midY);
+  // An edge running right to left (a loop back to an earlier step, or into its own node) steps round the cards
+  // rather than cutting through them; everything else is a curve.
+  const stepped = sourcePosition === Position.Right && targetPosition === Position.Left && (source === target || sourceX > targetX);
+  let path: string;
+  let midX: number;
+  let midY: number;
+  if (stepped) {
+    const route = edgeRoute(
+      { x: sourceX, y: sourceY },
+      { x: targetX, y: targetY },
+      boxOf(sourceNode, { x: sourceX - NODE_WIDTH, y: sourceY }),
+      boxOf(targetNode, { x: targetX, y: targetY }),
+      source === target,
+    );
+    [path] = getSmoothStepPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, borderRadius: 12, offset: ROUTE_OFFSET, centerY: route.runY });
+    [midX, midY] = [(route.points[2].x + route.points[3].x) / 2, route.runY];
+  } else [path, midX, midY] = getBezierPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition });
+  const x = place?.labelX ?? midX;
+  const y = place?.labelY ?? midY;
+  const select = (e: MouseEvent) => {
+    e.stopPropagation();
+    const detail: SelectEdgeDetail = { id, additive: e.shiftKey || e.ctrlKey || e.metaKey };
+    window.dispatchEvent(new CustomEvent(SELECT_EDGE_EVENT, { detail }));
+  };
   return (
     <>
-      <BaseEdge id={id} path={path} markerEnd={markerEnd} style={style} interactionWidth={interactionWidth ?? 18} />
+      <BaseEdge id={id} path={path} markerStart={markerStart} markerEnd={markerEnd} style={style} interactionWidth={interactionWidth ?? 16} />
       {label ? (
         <EdgeLabelRenderer>
           <div
-            className={`edge-chip nodrag nopan ${selected ? "selected" : ""}`}
+            className={selected ? "edge-chip nodrag nopan selected" : "edge-chip nodrag nopan"}
             data-testid={`edge-label-${id}`}
             style={{ transform: `translate(-50%, -50%) translate(${x}px, ${y}px)` }}
-            onClick={(e) => {
-              e.stopPropagation();
-              window.dispatchEvent(new CustomEvent("switchyard:select-edge", { detail: { id, additive: e.shiftKey || e.ctrlKey || e.metaKey } }));
-            }}
-            title={String(label)}
+            onClick={select}
+            title={typeof label === "string" ? label : undefined}
           >
             {label}
           </div>
@@ -37,5 +76,6 @@ function WorkflowEdgeView({ id, sourceX, sourceY, targetX, targetY, sourcePositi
   );
 }
 
+/** React Flow applies the edge's `className` (and `selected`, `animated`) to the `<g>` around this component. */
 export const WorkflowEdge = memo(WorkflowEdgeView);
 export const edgeTypes = { workflow: WorkflowEdge };

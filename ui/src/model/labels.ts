@@ -14,62 +14,102 @@ export function edgeLabel(e: Edge): string {
   return parts.join(" · ");
 }
 
-type Point = { x: number; y: number };
+export type Point = { x: number; y: number };
 export type LabelItem = { id: string; text: string; points: Point[] };
+/** A chip: its centre and size. */
 export type Placed = { x: number; y: number; width: number; height: number };
-type Box = { x: number; y: number; width: number; height: number };
+/** Something a chip must not cover, by its top-left corner and size (a node card). */
+export type Box = { x: number; y: number; width: number; height: number };
 
-/** The size of a chip for `text` (11 px font, 8 px padding each side). */
-export const chipSize = (text: string) => ({ width: Math.ceil(text.length * 6.4) + 18, height: 20 });
+/** The size of a chip for `text`: ~6.6 px a character at 11 px, 8 px padding and a 1 px border each side. */
+export const chipSize = (text: string) => ({ width: Math.ceil(text.length * 6.6) + 18, height: 20 });
 
+/** How far a stepped route runs straight out of a handle before it turns, and how far it clears the cards it goes round. */
+export const ROUTE_OFFSET = 28;
+export const ROUTE_CLEARANCE = 36;
+
+/** How an edge is drawn between a right-hand source handle and a left-hand input: a curve, or steps round. */
+export type Route = { kind: "curve" | "back" | "loop"; points: Point[]; /** Where a stepped route's long run lies. */ runY: number };
+
+/**
+ * The course of an edge from its source handle to its target's input, as a polyline: what WorkflowEdge draws, and
+ * what `placeLabels` should be given as the edge's points so that the chip lands on the line. A forward edge is a
+ * curve (drawn as a bezier whose midpoint is its ends' midpoint). An edge that runs right to left, back to an earlier
+ * step, goes round in steps: through the gap between the two cards, or below both when they share a row. An edge
+ * into its own node steps round over the top of the card (below it hang the agent's subagents). `sourceBox` and
+ * `targetBox` are the two cards.
+ */
+export function edgeRoute(source: Point, target: Point, sourceBox: Box, targetBox: Box, selfLoop = false): Route {
+  if (!selfLoop && source.x <= target.x) return { kind: "curve", runY: (source.y + target.y) / 2, points: [source, target] };
+  const [s, t] = [sourceBox, targetBox];
+  const runY = selfLoop
+    ? Math.min(s.y, t.y) - ROUTE_CLEARANCE
+    : t.y >= s.y + s.height
+      ? (s.y + s.height + t.y) / 2
+      : s.y >= t.y + t.height
+        ? (t.y + t.height + s.y) / 2
+        : Math.max(s.y + s.height, t.y + t.height) + ROUTE_CLEARANCE;
+  const out = source.x + ROUTE_OFFSET;
+  const into = target.x - ROUTE_OFFSET;
+  const points = [source, { x: out, y: source.y }, { x: out, y: runY }, { x: into, y: runY }, { x: into, y: target.y }, target];
+  return { kind: selfLoop ? "loop" : "back", runY, points };
+}
+
+/** The least gap kept between two chips, or a chip and an obstacle. */
 const MARGIN = 4;
-const CELL = 64;
+const CELL = 96;
+/** Where along its path a chip is tried, in turn, before it steps sideways. */
+const SLIDES = [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8];
+const MAX_STEPS = 500;
 
-/** The point a fraction `t` of the way along a polyline. */
-function along(points: Point[], t: number): Point {
-  if (points.length === 1) return points[0];
+/** The point a fraction `t` of the way along a polyline, and the polyline's unit direction there. */
+function along(points: Point[], t: number): { at: Point; dir: Point } {
+  if (points.length === 1) return { at: points[0], dir: { x: 1, y: 0 } };
   const lengths = points.slice(1).map((p, i) => Math.hypot(p.x - points[i].x, p.y - points[i].y));
   let goal = lengths.reduce((a, b) => a + b, 0) * t;
   for (let i = 0; i < lengths.length; i++) {
     if (goal <= lengths[i] || i === lengths.length - 1) {
+      const [a, b] = [points[i], points[i + 1]];
       const f = lengths[i] ? Math.min(1, goal / lengths[i]) : 0;
-      return { x: points[i].x + (points[i + 1].x - points[i].x) * f, y: points[i].y + (points[i + 1].y - points[i].y) * f };
+      const dir = lengths[i] ? { x: (b.x - a.x) / lengths[i], y: (b.y - a.y) / lengths[i] } : { x: 1, y: 0 };
+      return { at: { x: a.x + (b.x - a.x) * f, y: a.y + (b.y - a.y) * f }, dir };
     }
     goal -= lengths[i];
   }
-  return points[points.length - 1];
+  return { at: points[points.length - 1], dir: { x: 1, y: 0 } };
 }
 
 /** A grid of placed boxes, so that each overlap test looks at a few neighbours, not every chip. */
 class Grid {
-  private cells = new Map<string, Box[]>();
-  private keys(b: Box): string[] {
-    const out: string[] = [];
-    for (let x = Math.floor((b.x - MARGIN) / CELL); x <= Math.floor((b.x + b.width + MARGIN) / CELL); x++)
-      for (let y = Math.floor((b.y - MARGIN) / CELL); y <= Math.floor((b.y + b.height + MARGIN) / CELL); y++) out.push(`${x},${y}`);
-    return out;
+  private cells = new Map<number, Box[]>();
+  // Cells are keyed by one number (x and y folded together), which is much cheaper than a string per lookup.
+  private each(b: Box, visit: (key: number) => boolean | void): boolean {
+    const x0 = Math.floor((b.x - MARGIN) / CELL);
+    const x1 = Math.floor((b.x + b.width + MARGIN) / CELL);
+    const y0 = Math.floor((b.y - MARGIN) / CELL);
+    const y1 = Math.floor((b.y + b.height + MARGIN) / CELL);
+    for (let x = x0; x <= x1; x++) for (let y = y0; y <= y1; y++) if (visit(x * 1_048_576 + y)) return true;
+    return false;
   }
   add(b: Box) {
-    for (const k of this.keys(b)) {
+    this.each(b, (k) => {
       const cell = this.cells.get(k);
       if (cell) cell.push(b);
       else this.cells.set(k, [b]);
-    }
+    });
   }
   hits(b: Box): boolean {
-    for (const k of this.keys(b))
-      for (const o of this.cells.get(k) ?? [])
-        if (b.x < o.x + o.width + MARGIN && o.x < b.x + b.width + MARGIN && b.y < o.y + o.height + MARGIN && o.y < b.y + b.height + MARGIN) return true;
-    return false;
+    return this.each(b, (k) =>
+      (this.cells.get(k) ?? []).some((o) => b.x < o.x + o.width + MARGIN && o.x < b.x + b.width + MARGIN && b.y < o.y + o.height + MARGIN && o.y < b.y + b.height + MARGIN),
+    );
   }
 }
 
-const SLIDES = [0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78];
-
 /**
  * Places each label's chip (centre x, y and its size) at its path's midpoint; a chip that would overlap one placed
- * before it (or an obstacle, such as a node) slides along its path, then steps sideways, until it overlaps nothing.
- * Deterministic: the same edges give the same places.
+ * before it (or an obstacle, such as a node card) slides along its path, then steps sideways from the midpoint,
+ * across the path, alternately one way and the other, until it overlaps nothing. `points` is the edge's path as a
+ * polyline, or at least its two ends. Deterministic: the same items in the same order give the same places.
  */
 export function placeLabels(items: LabelItem[], opts: { obstacles?: Box[] } = {}): Record<string, Placed> {
   const grid = new Grid();
@@ -81,21 +121,24 @@ export function placeLabels(items: LabelItem[], opts: { obstacles?: Box[] } = {}
     const boxAt = (c: Point): Box => ({ x: c.x - width / 2, y: c.y - height / 2, width, height });
     let chosen: Box | null = null;
     for (const t of SLIDES) {
-      const b = boxAt(along(item.points, t));
+      const b = boxAt(along(item.points, t).at);
       if (!grid.hits(b)) {
         chosen = b;
         break;
       }
     }
     if (!chosen) {
-      const mid = along(item.points, 0.5);
-      for (let step = 1; step < 400 && !chosen; step++) {
-        const dy = Math.ceil(step / 2) * (height + MARGIN) * (step % 2 ? 1 : -1);
-        const b = boxAt({ x: mid.x, y: mid.y + dy });
+      const { at, dir } = along(item.points, 0.5);
+      // Across the path; a step moves the chip clear of its own height (or width, for a steep path).
+      const normal = { x: -dir.y, y: dir.x };
+      const step = Math.min(Math.abs(normal.y) > 1e-6 ? (height + MARGIN) / Math.abs(normal.y) : Infinity, Math.abs(normal.x) > 1e-6 ? (width + MARGIN) / Math.abs(normal.x) : Infinity);
+      for (let i = 1; i <= MAX_STEPS && !chosen; i++) {
+        const d = Math.ceil(i / 2) * step * (i % 2 ? 1 : -1);
+        const b = boxAt({ x: at.x + normal.x * d, y: at.y + normal.y * d });
         if (!grid.hits(b)) chosen = b;
       }
     }
-    chosen ??= boxAt(along(item.points, 0.5));
+    chosen ??= boxAt(along(item.points, 0.5).at);
     grid.add(chosen);
     placed[item.id] = { x: chosen.x + width / 2, y: chosen.y + height / 2, width, height };
   }

@@ -1,43 +1,203 @@
 import { describe, expect, it } from "vitest";
 import type { Edge, Node, Workflow } from "../types";
-import { NODE_WIDTH } from "./handles";
+import { minNodeHeight, NODE_WIDTH } from "./handles";
+import { chipSize, edgeLabel, placeLabels, type Placed } from "./labels";
 import { layout, needsLayout } from "./layout";
 
 const wf = (nodes: Partial<Node>[], edges: Partial<Edge>[]): Workflow => ({ switchyard: 1, name: "t", nodes: nodes as Node[], edges: edges as Edge[] });
-const overlap = (a: Node, b: Node) => Math.abs(a.position!.x! - b.position!.x!) < NODE_WIDTH && Math.abs(a.position!.y! - b.position!.y!) < 84;
+const box = (n: Node) => ({ x: n.position!.x!, y: n.position!.y!, width: NODE_WIDTH, height: minNodeHeight(n) });
+const apart = (a: { x: number; y: number; width: number; height: number }, b: typeof a) =>
+  a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y;
+const assertNoOverlap = (nodes: Node[]) => {
+  for (let i = 0; i < nodes.length; i++)
+    for (const b of nodes.slice(i + 1)) expect(apart(box(nodes[i]), box(b)), `${nodes[i].id} and ${b.id} overlap`).toBe(true);
+};
+
+/** SWEny's triage (shared/fixtures/sweny/triage.yml, its real `when` texts), grown to 12 nodes with a review loop. */
+const sweny = () => {
+  const nodes: Partial<Node>[] = [
+    { id: "start", type: "start" },
+    { id: "gather", type: "agent" },
+    { id: "investigate", type: "agent" },
+    { id: "severity", type: "if", conditions: [{ value: "investigate.highest_severity == 'critical'" }, { value: "investigate.novel_count > 3" }] as Node["conditions"] },
+    { id: "create_issue", type: "agent" },
+    { id: "skip", type: "agent" },
+    { id: "implement", type: "agent" },
+    { id: "create_pr", type: "agent" },
+    { id: "review", type: "approval" },
+    { id: "merge", type: "script" },
+    { id: "notify", type: "agent" },
+    { id: "done", type: "script" },
+  ];
+  const edges: Partial<Edge>[] = [
+    { from: "start", to: "gather" },
+    { from: "gather", to: "investigate", when: "the gathered context names at least one affected service" },
+    { from: "investigate", to: "severity", when: "novel_count is greater than 0 AND highest_severity is medium or higher" },
+    { from: "investigate", to: "skip", when: "novel_count is 0, OR highest_severity is low" },
+    { from: "severity", to: "create_issue", handle: "condition-0" },
+    { from: "severity", to: "create_issue", handle: "condition-1" },
+    { from: "severity", to: "skip", handle: "false" },
+    { from: "create_issue", to: "implement", when: "at least one novel finding has fix_complexity simple or moderate AND fix_approach is provided" },
+    { from: "create_issue", to: "notify", when: "all novel findings have fix_complexity complex, OR no clear fix_approach" },
+    { from: "skip", to: "notify" },
+    { from: "implement", to: "notify", when: 'implement.test_status is "skipped" (Step 0b found an open PR already exists for the issue identifier)' },
+    { from: "implement", to: "create_pr", when: 'implement.test_status is "pass" or "no-framework" (no existing PR; fix was implemented or there is no test framework)' },
+    { from: "create_pr", to: "review", when: "a pull request was opened and its checks are green" },
+    { from: "review", to: "merge", handle: "approve" },
+    { from: "review", to: "implement", handle: "reject", when: "the reviewer asked for changes to the fix", max_iterations: 3 },
+    { from: "review", to: "notify", handle: "timeout" },
+    { from: "merge", to: "notify", when: "the merge went through without conflicts" },
+    { from: "notify", to: "done" },
+  ];
+  return wf(nodes, edges);
+};
 
 describe("layout", () => {
-  it("lays a SWEny-like triage file out left to right with no two nodes overlapping", async () => {
-    const ids = ["start", "gather", "investigate", "novel", "known", "create_issue", "link", "notify", "skip", "done", "report", "close"];
-    const nodes = ids.map((id) => ({ id, type: id === "start" ? "start" : "agent" }) as Partial<Node>);
-    const edges = [
-      ["start", "gather"], ["gather", "investigate"], ["investigate", "novel", "the alert is new and needs an issue"], ["investigate", "known", "the alert matches a known issue"],
-      ["investigate", "skip", "the alert is noise and can be ignored"], ["novel", "create_issue"], ["known", "link"], ["create_issue", "notify"], ["link", "notify"],
-      ["notify", "done"], ["skip", "report"], ["report", "close"],
-    ].map(([from, to, when]) => ({ from, to, ...(when ? { when } : {}) }));
-    const laid = await layout(wf(nodes, edges));
+  it("lays a SWEny-like file out left to right, no two cards overlapping, with room between layers for each label", async () => {
+    const doc = sweny();
+    const laid = await layout(doc);
     const at = new Map(laid.nodes.map((n) => [n.id, n]));
-    for (const e of edges) expect(at.get(e.from)!.position!.x!).toBeLessThan(at.get(e.to)!.position!.x!);
-    for (let i = 0; i < laid.nodes.length; i++) for (const b of laid.nodes.slice(i + 1)) expect(overlap(laid.nodes[i], b)).toBe(false);
-    expect(laid.edges).toBe(edges as unknown as Edge[]);
+    // Every forward step goes left to right (review -> implement is the loop back).
+    for (const e of doc.edges) if (!(e.from === "review" && e.to === "implement")) expect(at.get(e.from)!.position!.x!, `${e.from} -> ${e.to}`).toBeLessThan(at.get(e.to)!.position!.x!);
+    const chain = ["start", "gather", "investigate", "severity", "create_issue", "implement", "create_pr", "review", "merge", "notify", "done"];
+    chain.slice(1).forEach((id, i) => expect(at.get(id)!.position!.x!).toBeGreaterThan(at.get(chain[i])!.position!.x!));
+    assertNoOverlap(laid.nodes);
+    for (const n of laid.nodes) expect(Number.isInteger(n.position!.x) && Number.isInteger(n.position!.y)).toBe(true);
+    // A labelled edge between neighbouring layers leaves its chip room between the two cards.
+    for (const e of doc.edges) {
+      const text = edgeLabel(e);
+      if (!text || (e.from === "review" && e.to === "implement")) continue;
+      const gap = at.get(e.to)!.position!.x! - (at.get(e.from)!.position!.x! + NODE_WIDTH);
+      expect(gap, `${e.from} -> ${e.to}`).toBeGreaterThanOrEqual(chipSize(text).width);
+    }
+    // The chips, placed over the laid-out cards, keep off the cards and off each other.
+    const items = doc.edges
+      .filter((e) => edgeLabel(e))
+      .map((e, i) => {
+        const [s, t] = [box(at.get(e.from)!), box(at.get(e.to)!)];
+        return { id: `e${i}`, text: edgeLabel(e), points: [{ x: s.x + s.width, y: s.y + 28 }, { x: t.x, y: t.y + t.height / 2 }] };
+      });
+    const cards = laid.nodes.map(box);
+    const chips = Object.values(placeLabels(items, { obstacles: cards })).map((c: Placed) => ({ ...c, x: c.x - c.width / 2, y: c.y - c.height / 2 }));
+    expect(chips).toHaveLength(items.length);
+    for (let i = 0; i < chips.length; i++) {
+      for (const c of cards) expect(apart(chips[i], c)).toBe(true);
+      for (const o of chips.slice(i + 1)) expect(apart(chips[i], o)).toBe(true);
+    }
   });
 
-  it("survives loops and self loops, and hangs subagents below their agent", async () => {
+  it("keeps everything but the positions, and gives the same picture twice", async () => {
+    const doc = sweny();
+    const laid = await layout(doc);
+    expect(laid.edges).toBe(doc.edges);
+    expect(laid.name).toBe(doc.name);
+    laid.nodes.forEach((n, i) => {
+      const { position: _, ...rest } = n;
+      expect(rest).toEqual(doc.nodes[i]);
+    });
+    expect((await layout(doc)).nodes.map((n) => n.position)).toEqual(laid.nodes.map((n) => n.position));
+  });
+
+  it("orders an if node's targets as its handles are ordered", async () => {
     const laid = await layout(
       wf(
-        [{ id: "start", type: "start" }, { id: "a", type: "agent", tools: { subagents: true } }, { id: "b", type: "agent" }, { id: "helper", type: "agent" }],
-        [{ from: "start", to: "a" }, { from: "a", to: "b" }, { from: "b", to: "a", max_iterations: 3 }, { from: "b", to: "b", max_iterations: 2 }, { from: "a", to: "helper", handle: "subagent" }],
+        [{ id: "s", type: "start" }, { id: "f", type: "if", conditions: [{ value: "a" }, { value: "b" }] as Node["conditions"] }, { id: "x", type: "agent" }, { id: "y", type: "agent" }, { id: "z", type: "agent" }],
+        // Listed in the reverse order, so that only the ports can put them right.
+        [{ from: "s", to: "f" }, { from: "f", to: "z", handle: "false" }, { from: "f", to: "y", handle: "condition-1" }, { from: "f", to: "x", handle: "condition-0" }],
+      ),
+    );
+    const y = (id: string) => laid.nodes.find((n) => n.id === id)!.position!.y!;
+    expect(y("x")).toBeLessThan(y("y"));
+    expect(y("y")).toBeLessThan(y("z"));
+  });
+
+  it("survives loops and self loops, and hangs subagents below their agent, clear of the other cards", async () => {
+    const laid = await layout(
+      wf(
+        [
+          { id: "start", type: "start" },
+          { id: "a", type: "agent", tools: { subagents: true } as Node["tools"] },
+          { id: "c", type: "agent" },
+          { id: "d", type: "agent" },
+          { id: "b", type: "agent" },
+          { id: "helper", type: "agent", tools: { subagents: true } as Node["tools"] },
+          { id: "helper2", type: "agent" },
+          { id: "deep", type: "agent" },
+        ],
+        [
+          { from: "start", to: "a" },
+          { from: "start", to: "c" },
+          { from: "start", to: "d" },
+          { from: "a", to: "b" },
+          { from: "c", to: "b" },
+          { from: "b", to: "a", max_iterations: 3 },
+          { from: "b", to: "b", max_iterations: 2 },
+          { from: "a", to: "helper", handle: "subagent" },
+          { from: "a", to: "helper2", handle: "subagent" },
+          { from: "helper", to: "deep", handle: "subagent" },
+        ],
       ),
     );
     const at = new Map(laid.nodes.map((n) => [n.id, n.position!]));
+    expect(at.get("start")!.x!).toBeLessThan(at.get("a")!.x!);
     expect(at.get("a")!.x!).toBeLessThan(at.get("b")!.x!);
-    expect(at.get("helper")!.y!).toBeGreaterThan(at.get("a")!.y!);
-    expect(at.get("helper")!.x).toBe(at.get("a")!.x);
+    // Below the parent, indented past its middle (where the subagent handle is), each under the one before.
+    expect(at.get("helper")!.y!).toBeGreaterThan(at.get("a")!.y! + 84);
+    expect(at.get("helper")!.x!).toBeGreaterThan(at.get("a")!.x! + NODE_WIDTH / 2);
+    expect(at.get("deep")!.y!).toBeGreaterThan(at.get("helper")!.y!);
+    expect(at.get("deep")!.x!).toBeGreaterThan(at.get("helper")!.x!);
+    expect(at.get("helper2")!.y!).toBeGreaterThan(at.get("deep")!.y!);
+    // Subagents are not a step of the flow: they are not a layer to the right of their parent.
+    expect(at.get("helper")!.x!).toBeLessThan(at.get("b")!.x!);
+    assertNoOverlap(laid.nodes);
   });
 
+  it("places every node of a broken file", async () => {
+    const laid = await layout(
+      wf(
+        [{ id: "start", type: "start" }, { id: "p", type: "agent" }, { id: "q", type: "agent" }, { id: "r", type: "if" }, { id: "lonely", type: "script" }],
+        [
+          { from: "start", to: "p" },
+          { from: "p", to: "q", handle: "subagent" },
+          { from: "q", to: "p", handle: "subagent" }, // a ring of subagents
+          { from: "ghost", to: "r", handle: "subagent" }, // from a node that does not exist
+          { from: "p", to: "r", handle: "no-such-handle" },
+          { from: "r", to: "start" }, // into a node with no input
+          { from: "r", to: "nowhere" },
+          { from: "r", to: "r", handle: "false" },
+        ],
+      ),
+    );
+    expect(laid.nodes).toHaveLength(5);
+    for (const n of laid.nodes) expect(Number.isInteger(n.position!.x) && Number.isInteger(n.position!.y)).toBe(true);
+    assertNoOverlap(laid.nodes);
+  });
+
+  it("lays out 200 nodes without overlaps", async () => {
+    const nodes: Partial<Node>[] = [{ id: "n0", type: "start" }];
+    const edges: Partial<Edge>[] = [];
+    for (let i = 1; i < 200; i++) {
+      nodes.push({ id: `n${i}`, type: i % 9 === 0 ? "script" : "agent" });
+      const from = Math.max(0, i - 1 - ((i * 7) % 5));
+      edges.push({ from: `n${from}`, to: `n${i}`, ...(i % 2 ? { when: `the result of step ${from} is worth following up` } : {}) });
+      if (i % 23 === 0) edges.push({ from: `n${i}`, to: `n${i - 4}`, max_iterations: 2 });
+    }
+    const laid = await layout(wf(nodes, edges));
+    assertNoOverlap(laid.nodes);
+    const at = new Map(laid.nodes.map((n) => [n.id, n.position!.x!]));
+    for (const e of edges) if (e.max_iterations == null) expect(at.get(e.from!)!).toBeLessThan(at.get(e.to!)!);
+  });
+});
+
+describe("needsLayout", () => {
   it("knows a file without positions", () => {
+    expect(needsLayout(wf([], []))).toBe(false);
+    expect(needsLayout(wf([{ id: "a", type: "start" }], []))).toBe(true);
+    expect(needsLayout(wf([{ id: "a", type: "start", position: { x: 5, y: 5 } }], []))).toBe(false);
     expect(needsLayout(wf([{ id: "a", type: "start" }, { id: "b", type: "agent" }], []))).toBe(true);
     expect(needsLayout(wf([{ id: "a", type: "start", position: { x: 0, y: 0 } }, { id: "b", type: "agent", position: { x: 0, y: 0 } }], []))).toBe(true);
     expect(needsLayout(wf([{ id: "a", type: "start", position: { x: 0, y: 0 } }, { id: "b", type: "agent", position: { x: 300, y: 0 } }], []))).toBe(false);
+    // Some placed and some not: the user's places are kept.
+    expect(needsLayout(wf([{ id: "a", type: "start", position: { x: 0, y: 0 } }, { id: "b", type: "agent" }, { id: "c", type: "agent", position: { x: 300, y: 0 } }], []))).toBe(false);
   });
 });

@@ -1,8 +1,8 @@
 // Auto-layout with elkjs (layered, left to right): a port per handle in the node's own order, edge labels given to
 // ELK with their size so it leaves room for them between layers, crossings minimised. Subagents are not steps of
-// the flow: they hang below the agent that calls them.
-import type { ElkExtendedEdge, ElkNode } from "elkjs/lib/elk.bundled.js";
-import type { Workflow } from "../types";
+// the flow: they hang below the agent that calls them, in room ELK keeps free for them.
+import type { ElkExtendedEdge, ElkNode, ElkPort, LayoutOptions } from "elkjs/lib/elk.bundled.js";
+import type { Node, Workflow } from "../types";
 import { edgeHandle, hasInput, minNodeHeight, NODE_WIDTH, sourceHandles } from "./handles";
 import { chipSize, edgeLabel } from "./labels";
 
@@ -11,83 +11,150 @@ let elk: Promise<Elk> | null = null;
 /** ELK is large (~1.5 MB): it is loaded the first time a layout is asked for, not with the window. */
 const engine = () => (elk ??= import("elkjs/lib/elk.bundled.js").then(({ default: ELK }) => new ELK()));
 
-const OPTIONS = {
+/**
+ * Space between layers. ELK gives a labelled edge's label a layer of its own, with this much on each side of it: the
+ * gap between two cards is 70 px, or 140 px plus the widest label between them.
+ */
+const BETWEEN_LAYERS = 70;
+/** A subagent hangs this far below its parent's card (or the sibling above it), indented past the parent's middle. */
+const SUB_GAP = 40;
+const SUB_INDENT = NODE_WIDTH / 2 + 40;
+
+const options = (nodes: number): LayoutOptions => ({
   "elk.algorithm": "layered",
   "elk.direction": "RIGHT",
-  "elk.edgeRouting": "SPLINES",
+  // The canvas draws its own curves; ELK's routes are not used, so take the cheapest router.
+  "elk.edgeRouting": "POLYLINE",
   "elk.layered.crossingMinimization.strategy": "LAYER_SWEEP",
+  // Fewer sweeps on big graphs keep a 200-node layout well under a third of a second.
+  "elk.layered.thoroughness": nodes > 120 ? "2" : "7",
   "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
+  // Ties go the way the file lists nodes and edges, so laying out twice gives the same picture.
   "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
+  // Depth first from the start: a loop's edge back to an earlier step is the one reversed, not a forward step.
   "elk.layered.cycleBreaking.strategy": "DEPTH_FIRST",
-  "elk.spacing.nodeNode": "48",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "110",
-  "elk.spacing.edgeLabel": "6",
+  "elk.spacing.nodeNode": "50",
+  "elk.layered.spacing.nodeNodeBetweenLayers": String(BETWEEN_LAYERS),
+  "elk.layered.spacing.edgeNodeBetweenLayers": "30",
   "elk.spacing.edgeNode": "24",
-  "elk.edgeLabels.inline": "false",
+  "elk.spacing.edgeEdge": "12",
+  "elk.spacing.edgeLabel": "4",
+  "elk.spacing.labelLabel": "6",
   "elk.layered.edgeLabels.sideSelection": "SMART_DOWN",
+  "elk.layered.edgeLabels.centerLabelPlacementStrategy": "MEDIAN_LAYER",
   "elk.spacing.componentComponent": "80",
-};
+});
+
+/** Labels sit on their edge's line, as the canvas draws them, halfway along. */
+const LABEL: LayoutOptions = { "elk.edgeLabels.placement": "CENTER", "elk.edgeLabels.inline": "true" };
 
 /** True for a workflow whose file carried no positions: none at all, or every node on the same point. */
 export function needsLayout(workflow: Workflow): boolean {
-  if (workflow.nodes.length < 2) return false;
   const at = workflow.nodes.map((n) => (n.position ? `${n.position.x ?? 0},${n.position.y ?? 0}` : null));
+  if (at.length === 0) return false;
+  if (at.length === 1) return at[0] === null;
   return at.every((p) => p === null) || new Set(at).size === 1;
 }
 
+type Point = { x: number; y: number };
+/** A card and the subagents hanging below it: its size, and where each hung card sits relative to its top left. */
+type Block = { width: number; height: number; hung: Map<string, Point> };
+
 /** The workflow with every node placed (integer top-left corners); everything else is unchanged. */
 export async function layout(workflow: Workflow): Promise<Workflow> {
-  const children = new Set(workflow.edges.filter((e) => edgeHandle(e) === "subagent").map((e) => e.to));
-  const inFlow = workflow.nodes.filter((n) => !children.has(n.id));
-  const ids = new Set(inFlow.map((n) => n.id));
-  const graph: ElkNode = {
-    id: "root",
-    layoutOptions: OPTIONS,
-    children: inFlow.map((n) => ({
-      id: n.id,
-      width: NODE_WIDTH,
-      height: minNodeHeight(n),
-      layoutOptions: { "elk.portConstraints": "FIXED_ORDER" },
-      ports: [
-        ...(hasInput(n.type) ? [{ id: `${n.id}::input`, width: 1, height: 1, layoutOptions: { "elk.port.side": "WEST" } }] : []),
-        ...sourceHandles(n)
-          .filter((h) => h.kind !== "subagent")
-          .map((h, i) => ({ id: `${n.id}::${h.id}`, width: 1, height: 1, layoutOptions: { "elk.port.side": "EAST", "elk.port.index": String(i) } })),
-      ],
-    })),
-    edges: workflow.edges
-      .filter((e) => edgeHandle(e) !== "subagent" && e.from !== e.to && ids.has(e.from) && ids.has(e.to))
-      .map((e, i): ElkExtendedEdge => {
-        const text = edgeLabel(e);
-        const handle = edgeHandle(e) === "true" ? "condition-0" : edgeHandle(e);
-        const from = inFlow.find((n) => n.id === e.from)!;
-        const port = sourceHandles(from).some((h) => h.id === handle) ? `${e.from}::${handle}` : e.from;
-        const to = inFlow.find((n) => n.id === e.to)!;
-        return {
-          id: `e${i}`,
-          sources: [port],
-          targets: [hasInput(to.type) ? `${e.to}::input` : e.to],
-          labels: text ? [{ text, ...chipSize(text) }] : [],
-        };
-      }),
+  const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
+  // Each node's subagents, in file order; a node claimed twice stays with its first parent.
+  const subagents = new Map<string, string[]>();
+  const claimed = new Set<string>();
+  for (const e of workflow.edges) {
+    if (edgeHandle(e) !== "subagent" || e.from === e.to || !byId.has(e.from) || !byId.has(e.to) || claimed.has(e.to)) continue;
+    claimed.add(e.to);
+    subagents.set(e.from, [...(subagents.get(e.from) ?? []), e.to]);
+  }
+  // Hung nodes are the ones reached from a flow node through subagent links; a ring of subagents with no way in
+  // (an invalid file) stays in the flow rather than vanishing.
+  const hungSet = new Set<string>();
+  const reach = (id: string) => {
+    for (const c of subagents.get(id) ?? [])
+      if (!hungSet.has(c)) {
+        hungSet.add(c);
+        reach(c);
+      }
   };
-  const laid = await (await engine()).layout(graph);
-  const placed = new Map<string, { x: number; y: number }>();
-  for (const c of laid.children ?? []) placed.set(c.id, { x: Math.round(c.x ?? 0), y: Math.round(c.y ?? 0) });
-  // Subagents go under their parent, side by side.
-  const byParent = new Map<string, string[]>();
-  for (const e of workflow.edges) if (edgeHandle(e) === "subagent") byParent.set(e.from, [...(byParent.get(e.from) ?? []), e.to]);
-  const bottom = Math.max(0, ...inFlow.map((n) => (placed.get(n.id)?.y ?? 0) + minNodeHeight(n)));
-  let spare = 0;
-  const placeChildren = (parent: string, depth: number) => {
-    const p = placed.get(parent);
-    (byParent.get(parent) ?? []).forEach((child, i) => {
-      if (placed.has(child)) return;
-      placed.set(child, p ? { x: p.x + i * (NODE_WIDTH + 30), y: p.y + 150 } : { x: (spare++) * (NODE_WIDTH + 30), y: bottom + 150 * depth });
-      placeChildren(child, depth + 1);
+  for (const n of workflow.nodes) if (!claimed.has(n.id)) reach(n.id);
+  const inFlow = workflow.nodes.filter((n) => !hungSet.has(n.id));
+
+  // A card with its subagents below it: each child (with its own subagents) one under the other, indented.
+  const placedInBlock = new Set<string>();
+  const block = (n: Node): Block => {
+    const hung = new Map<string, Point>();
+    let width = NODE_WIDTH;
+    let y = minNodeHeight(n) + SUB_GAP;
+    for (const id of subagents.get(n.id) ?? []) {
+      if (placedInBlock.has(id) || !hungSet.has(id)) continue;
+      placedInBlock.add(id);
+      const child = block(byId.get(id)!);
+      hung.set(id, { x: SUB_INDENT, y });
+      for (const [g, p] of child.hung) hung.set(g, { x: SUB_INDENT + p.x, y: y + p.y });
+      width = Math.max(width, SUB_INDENT + child.width);
+      y += child.height + SUB_GAP;
+    }
+    return { width, height: hung.size ? y - SUB_GAP : minNodeHeight(n), hung };
+  };
+  const blocks = new Map(inFlow.map((n) => [n.id, block(n)]));
+
+  const portOf = new Map<string, Set<string>>();
+  const children: ElkNode[] = inFlow.map((n) => {
+    const { width, height } = blocks.get(n.id)!;
+    const card = minNodeHeight(n);
+    const east = sourceHandles(n).filter((h) => h.kind !== "subagent");
+    portOf.set(n.id, new Set(east.map((h) => h.id)));
+    const hangs = height !== card || width !== NODE_WIDTH;
+    // Ports go clockwise: the source handles down the east side, then the input on the west. A card with
+    // subagents below it is a taller box to ELK; its ports are pinned where the card's own would be.
+    const ports: ElkPort[] = east.map((h, i) => ({
+      id: `${n.id}::${h.id}`,
+      width: 1,
+      height: 1,
+      ...(hangs ? { x: width, y: Math.round((card * (i + 1)) / (east.length + 1)) } : {}),
+      layoutOptions: { "elk.port.side": "EAST", "elk.port.index": String(i) },
+    }));
+    if (hasInput(n.type))
+      ports.push({
+        id: `${n.id}::input`,
+        width: 1,
+        height: 1,
+        ...(hangs ? { x: -1, y: Math.round(card / 2) } : {}),
+        layoutOptions: { "elk.port.side": "WEST", "elk.port.index": String(east.length) },
+      });
+    return { id: n.id, width, height, ports, layoutOptions: { "elk.portConstraints": hangs ? "FIXED_POS" : "FIXED_ORDER" } };
+  });
+
+  const flow = new Set(inFlow.map((n) => n.id));
+  const edges: ElkExtendedEdge[] = [];
+  workflow.edges.forEach((e, i) => {
+    // Self loops take no room between layers, and subagent links are drawn inside their parent's block.
+    if (edgeHandle(e) === "subagent" || e.from === e.to || !flow.has(e.from) || !flow.has(e.to)) return;
+    const text = edgeLabel(e);
+    const handle = edgeHandle(e) === "true" ? "condition-0" : edgeHandle(e);
+    edges.push({
+      id: `e${i}`,
+      sources: [portOf.get(e.from)!.has(handle) ? `${e.from}::${handle}` : e.from],
+      targets: [hasInput(byId.get(e.to)!.type) ? `${e.to}::input` : e.to],
+      labels: text ? [{ id: `e${i}::label`, text, ...chipSize(text), layoutOptions: LABEL }] : [],
     });
-  };
-  for (const parent of byParent.keys()) if (!children.has(parent)) placeChildren(parent, 1);
-  for (const n of workflow.nodes) if (!placed.has(n.id)) placed.set(n.id, { x: (spare++) * (NODE_WIDTH + 30), y: bottom + 150 });
+  });
+
+  const laid = await (await engine()).layout({ id: "root", layoutOptions: options(inFlow.length), children, edges });
+  const placed = new Map<string, Point>();
+  for (const c of laid.children ?? []) {
+    const at = { x: Math.round(c.x ?? 0), y: Math.round(c.y ?? 0) };
+    placed.set(c.id, at);
+    for (const [id, p] of blocks.get(c.id)?.hung ?? []) placed.set(id, { x: at.x + p.x, y: at.y + p.y });
+  }
+  // Anything ELK did not return (it should return every node) goes in a row below the rest.
+  const bottom = Math.max(0, ...[...placed].map(([id, p]) => p.y + minNodeHeight(byId.get(id)!)));
+  let spare = 0;
+  for (const n of workflow.nodes) if (!placed.has(n.id)) placed.set(n.id, { x: spare++ * (NODE_WIDTH + 50), y: bottom + 80 });
   return { ...workflow, nodes: workflow.nodes.map((n) => ({ ...n, position: placed.get(n.id)! })) };
 }

@@ -17,6 +17,7 @@ import { useValidation } from "./validation";
 const FILTERS = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
 const SCRIPT_FILTERS = [{ name: "Script files", extensions: ["yaml", "yml", "json"] }];
 const MAX_RECENT = 8;
+const POSITIONLESS_FORMATS = new Set(["sweny", "tea", "openexpertise"]);
 const baseName = (path: string) => path.split("/").pop() ?? path;
 
 // End-to-end tests cannot click in the OS file picker, so they may name the path it would return. Only the picker is
@@ -168,7 +169,9 @@ export const useSession = create<SessionState>((set, get) => {
         const opened = await unwrap(commands.openFile(file));
         let workflow = opened.workflow;
         const imported = opened.format !== "switchyard";
-        if (needsLayout(workflow)) workflow = await layout(workflow);
+        // Files of systems that keep no positions (SWEny, TEA, OpenExpertise), and canonical files without them, are
+        // laid out by ELK; the importer's own placement is only a fallback for the command line.
+        if (POSITIONLESS_FORMATS.has(opened.format) || needsLayout(workflow)) workflow = await layout(workflow);
         useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
         useRun.getState().reset();
         set({ dismissed: [], reviewing: null, approvalNotes: {} });

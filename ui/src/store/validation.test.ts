@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { mockIPC } from "@tauri-apps/api/mocks";
 import type { Workflow } from "../types";
-import { index, scheduleValidation, useValidation } from "./validation";
+import { index, sameButPositions, scheduleValidation, useValidation } from "./validation";
 
 describe("validation display", () => {
   it("indexes findings by node and edge with their level", () => {
@@ -32,5 +32,18 @@ describe("validation display", () => {
     scheduleValidation(one, false, 0);
     await new Promise((r) => setTimeout(r, 20));
     expect(useValidation.getState().report.errors[0].code).toBe("NO_START");
+  });
+});
+
+describe("what needs validating again", () => {
+  const base: Workflow = { switchyard: 1, name: "w", nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } } as Workflow["nodes"][number], { id: "a", type: "agent", position: { x: 300, y: 0 } } as Workflow["nodes"][number]], edges: [] };
+  it("skips a change of positions only, and not any other change", () => {
+    const moved = { ...base, nodes: base.nodes.map((n) => (n.id === "a" ? { ...n, position: { x: 320, y: 10 } } : n)) };
+    expect(sameButPositions(base, moved)).toBe(true);
+    const prompted = { ...base, nodes: base.nodes.map((n) => (n.id === "a" ? { ...n, user_prompt: "hi" } : n)) };
+    expect(sameButPositions(base, prompted)).toBe(false);
+    expect(sameButPositions(base, { ...base, edges: [{ from: "start", to: "a" } as Workflow["edges"][number]] })).toBe(false);
+    expect(sameButPositions(base, { ...base, name: "renamed" })).toBe(false);
+    expect(sameButPositions(base, { ...base, nodes: base.nodes.slice(0, 1) })).toBe(false);
   });
 });

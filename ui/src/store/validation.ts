@@ -36,9 +36,34 @@ export function index(report: Report) {
 
 let timer: ReturnType<typeof setTimeout> | undefined;
 let generation = 0;
+let last: { workflow: Workflow; scripted: boolean } | null = null;
 
-/** Validates `workflow` shortly; a later call supersedes an earlier one. */
-export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 80) {
+/** Whether two documents differ at most in node positions, which validation never looks at (a drag). */
+export function sameButPositions(a: Workflow, b: Workflow): boolean {
+  if (a === b) return true;
+  if (a.edges !== b.edges || a.nodes.length !== b.nodes.length) return false;
+  const { nodes: _an, ...restA } = a; // eslint-disable-line @typescript-eslint/no-unused-vars
+  const { nodes: _bn, ...restB } = b; // eslint-disable-line @typescript-eslint/no-unused-vars
+  for (const k of new Set([...Object.keys(restA), ...Object.keys(restB)])) if ((restA as Record<string, unknown>)[k] !== (restB as Record<string, unknown>)[k]) return false;
+  for (let i = 0; i < a.nodes.length; i++) {
+    const x = a.nodes[i];
+    const y = b.nodes[i];
+    if (x === y) continue;
+    for (const k of new Set([...Object.keys(x), ...Object.keys(y)])) if (k !== "position" && (x as Record<string, unknown>)[k] !== (y as Record<string, unknown>)[k]) return false;
+  }
+  return true;
+}
+
+/**
+ * Validates `workflow` on the next turn of the event loop (edits made together are validated once); a later call
+ * supersedes an earlier one, and a change of positions only (a drag) is not validated again.
+ */
+export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 0) {
+  if (last && last.scripted === scripted && sameButPositions(last.workflow, workflow)) {
+    last = { workflow, scripted };
+    return;
+  }
+  last = { workflow, scripted };
   clearTimeout(timer);
   const mine = ++generation;
   timer = setTimeout(async () => {
