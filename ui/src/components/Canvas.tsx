@@ -20,7 +20,7 @@ import {
 } from "@xyflow/react";
 import type { Edge, Node as DocumentNode } from "../types";
 import { connectionProblem, edgeHandle, handleLayout, HANDLE_STEP, HANDLE_TOP, minNodeHeight, NODE_WIDTH, sourceHandles } from "../model/handles";
-import { edgeLabel, placeLabels } from "../model/labels";
+import { edgeLabel, edgeRoute, placeLabels } from "../model/labels";
 import { openingViewport } from "../model/placement";
 import { edgeKey, useDocument, type Selection } from "../store/document";
 import { useRun } from "../store/run";
@@ -31,6 +31,9 @@ import { edgeTypes } from "./WorkflowEdge";
 import { CanvasMenu, type MenuRequest } from "./CanvasMenu";
 
 const nodeTypes = { workflow: WorkflowNode };
+
+/** A node's card on the canvas, in flow coordinates. */
+const box = (n: DocumentNode, height: number) => ({ x: n.position?.x ?? 0, y: n.position?.y ?? 0, width: NODE_WIDTH, height });
 
 /** A reason shown next to the pointer (a refused connection), with where. */
 type Hint = { text: string; x: number; y: number };
@@ -107,9 +110,13 @@ export function Canvas() {
           ? { x: (from.position?.x ?? 0) + NODE_WIDTH / 2, y: (from.position?.y ?? 0) + fromSize }
           : { x: (from.position?.x ?? 0) + NODE_WIDTH, y: (from.position?.y ?? 0) + HANDLE_TOP + index * HANDLE_STEP };
       const target = { x: to.position?.x ?? 0, y: (to.position?.y ?? 0) + size / 2 };
-      items.push({ id: edgeKey(e), text, points: [source, target] });
+      // Each chip sits on the course its edge is drawn along (a loop back goes around the cards, not through them).
+      const points = handle === "subagent" ? [source, target] : edgeRoute(source, target, box(from, fromSize), box(to, size), e.from === e.to).points;
+      items.push({ id: edgeKey(e), text, points });
     }
-    return placeLabels(items);
+    // With the cards as obstacles, so that no chip covers a node.
+    if (!items.length) return {};
+    return placeLabels(items, { obstacles: workflow.nodes.map((n) => box(n, measured.current.get(n.id)?.height ?? minNodeHeight(n))) });
   }, [workflow.nodes, workflow.edges]);
 
   const edges: FlowEdge[] = useMemo(

@@ -285,7 +285,9 @@ export const useSession = create<SessionState>((set, get) => {
 
     layout: async () => {
       const laid = await layout(useDocument.getState().workflow);
-      useDocument.getState().edit(() => laid);
+      // Only the positions are taken, onto the document as it is now: an edit made while ELK worked is kept.
+      const at = new Map(laid.nodes.map((n) => [n.id, n.position]));
+      useDocument.getState().edit((w) => ({ ...w, nodes: w.nodes.map((n) => (at.has(n.id) ? { ...n, position: at.get(n.id) } : n)) }));
       get().requestView("fit");
     },
 
