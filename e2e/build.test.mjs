@@ -1,22 +1,15 @@
 // A person builds the approval-flow example from an empty canvas with the mouse and keyboard only, runs it with
 // the example's script file, and approves it in the dialog.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { chord, click, drag, emptyCanvasNear, KEY, pointOf, type } from "./gestures.mjs";
-import { graph, launch, root, statusOf, waitStatus } from "./harness.mjs";
+import { appForFile, fit, graph, nodeSel, root, statusOf, waitStatus } from "./harness.mjs";
 
 let browser;
+appForFile((b) => (browser = b));
 
-before(async () => {
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.deleteSession();
-});
-
-const node = (id) => `[data-testid="node-${id}"]`;
+const node = nodeSel;
 const handle = (id, h) => `${node(id)} .react-flow__handle[data-handleid="${h}"]`;
 
 /** Replaces the text of an inspector field by clicking it, selecting all and typing; Tab commits it. */
@@ -64,20 +57,20 @@ test("build the approval flow from an empty canvas, run it and approve", async (
   await setField("inspector-id", "draft");
   await browser.$(node("draft")).waitForExist({ timeout: 3000 });
   await setField("field-user_prompt", "Draft a short announcement: {{ PREVIOUS_OUTPUT }}");
-  await chord(browser, [KEY.shift, "1"]); // fits the view
+  await fit(browser);
   await drag(browser, await pointOf(browser, handle("start", "output")), await pointOf(browser, `${node("draft")} .wf-summary`));
   await browser.waitUntil(async () => (await graph(browser)).edges.includes("start->draft"), { timeout: 3000, timeoutMsg: "start is not connected to draft" });
 
   // review: dragged out of draft's output into empty canvas.
   await rename(await addConnected("draft", "output", 150, 0, "approval"), "review");
   await setField("field-message", "Publish this announcement?");
-  await chord(browser, [KEY.shift, "1"]);
+  await fit(browser);
 
   // publish and revise, out of the approve and reject handles.
   await rename(await addConnected("review", "approve", 120, -110, "agent"), "publish");
-  await chord(browser, [KEY.shift, "1"]);
+  await fit(browser);
   await rename(await addConnected("review", "reject", 120, 110, "agent"), "revise");
-  await chord(browser, [KEY.shift, "1"]);
+  await fit(browser);
 
   const built = await graph(browser);
   assert.deepEqual(built.nodes.sort(), ["draft", "publish", "review", "revise", "start"]);

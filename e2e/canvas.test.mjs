@@ -1,23 +1,16 @@
 // The canvas as a person uses it, with real pointer and keyboard gestures on the real app: select, edit edges,
 // box-select, delete and undo, add from the palette, connect, read why a connection is refused, follow a run.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chord, click, drag, edgeMidpoint, emptyCanvasNear, KEY, pointOf, rightClick, type, whatIsAt } from "./gestures.mjs";
-import { frames, graph, launch, openFile, problemsText, root, waitStatus, work } from "./harness.mjs";
+import { appForFile, frames, graph, nodeSel, openFile, problemsText, root, waitStatus, work } from "./harness.mjs";
 
 let browser;
+appForFile((b) => (browser = b));
 
-before(async () => {
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.deleteSession();
-});
-
-const node = (id) => `[data-testid="node-${id}"]`;
+const node = nodeSel;
 const inspectorTitle = async () => (await browser.$(".inspector h2")).getText();
 const blankPane = async () => {
   // A point of empty canvas: the top-left corner of the pane, clear of nodes and controls.

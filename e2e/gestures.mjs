@@ -120,8 +120,9 @@ export async function emptyCanvasNear(browser, near, { minDistance = 120 } = {})
       const pane = document.querySelector(".react-flow__pane").getBoundingClientRect();
       const empty = (x, y) => {
         if (x < pane.left + 20 || x > pane.right - 20 || y < pane.top + 20 || y > pane.bottom - 20) return false;
-        // Clear of everything within 30 px around, so a dropped node has room.
-        for (const [dx, dy] of [[0, 0], [30, 0], [-30, 0], [0, 30], [0, -30]]) {
+        // Clear of everything within 45 px around: a dropped node has room, and no handle is near enough for the
+        // connection to snap to it.
+        for (const [dx, dy] of [[0, 0], [45, 0], [-45, 0], [0, 45], [0, -45], [32, 32], [-32, 32], [32, -32], [-32, -32]]) {
           const el = document.elementFromPoint(x + dx, y + dy);
           if (!el || !el.classList.contains("react-flow__pane")) return false;
         }

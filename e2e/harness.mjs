@@ -2,6 +2,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { after, before } from "node:test";
 import { remote } from "webdriverio";
 
 export const root = resolve(import.meta.dirname, "..");
@@ -18,6 +19,21 @@ export async function launch() {
   await browser.$('[data-testid="node-start"]').waitForExist({ timeout: 20000 });
   return browser;
 }
+
+/** One app window for the tests of a file: opened before the first test, closed after the last. */
+export function appForFile(onOpen) {
+  let browser;
+  before(async () => {
+    browser = await launch();
+    onOpen(browser);
+  });
+  after(async () => {
+    await browser?.deleteSession();
+  });
+}
+
+/** The selector of a node's card on the canvas. */
+export const nodeSel = (id) => `[data-testid="node-${id}"]`;
 
 export const nodeEl = (browser, id) => browser.$(`[data-testid="node-${id}"]`);
 export const statusOf = async (browser, id) => (await nodeEl(browser, id)).getAttribute("data-status");

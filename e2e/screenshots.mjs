@@ -1,20 +1,13 @@
 // Pictures of the main views for docs/screenshots/ (scripts/screenshot.sh), taken from the real app driven with
 // real gestures. Not part of `npm test`; look at every picture before calling a view done.
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { join } from "node:path";
 import { chord, click, drag, edgeMidpoint, KEY, pointOf, rightClick } from "./gestures.mjs";
-import { fit, launch, openFile, root, waitStatus } from "./harness.mjs";
+import { appForFile, fit, openFile, root, waitStatus } from "./harness.mjs";
 
 const out = process.env.SCREENSHOTS ?? join(root, "docs/screenshots");
 let browser;
-
-before(async () => {
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.deleteSession();
-});
+appForFile((b) => (browser = b));
 
 /** Waits for the canvas to settle (two frames after the last change), then saves a picture. */
 async function shot(name) {

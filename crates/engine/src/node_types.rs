@@ -251,14 +251,10 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                     field("tools.web_search", "web search", FieldKind::Checkbox),
                     field("tools.subagents", "subagents", FieldKind::Checkbox)
                         .help("Offer the agents linked by subagent edges as tools."),
-                    output_schema(),
-                    for_each_items(),
-                    for_each_concurrency(),
-                    retry_max(),
-                    retry_backoff(),
-                    on_error(),
-                    pinned(),
-                ],
+                ]
+                .into_iter()
+                .chain(step_fields())
+                .collect(),
             ),
             NodeType::If => (
                 "If",
@@ -309,14 +305,10 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                     field("language", "language", FieldKind::Text).placeholder("python"),
                     field("code", "code", FieldKind::Multiline)
                         .help("Runs only from a pinned output or a script file."),
-                    output_schema(),
-                    for_each_items(),
-                    for_each_concurrency(),
-                    retry_max(),
-                    retry_backoff(),
-                    on_error(),
-                    pinned(),
-                ],
+                ]
+                .into_iter()
+                .chain(step_fields())
+                .collect(),
             ),
         };
     let mut all = vec![field("name", "name", FieldKind::Text), field("description", "description", FieldKind::Text)];
@@ -354,6 +346,12 @@ impl FieldSpec {
         self.help = Some(text.into());
         self
     }
+}
+
+/// The fields every step that does work has (agents and script nodes): its output schema, repetition over a list,
+/// retries, error handling and a pinned output, in that order.
+fn step_fields() -> [FieldSpec; 7] {
+    [output_schema(), for_each_items(), for_each_concurrency(), retry_max(), retry_backoff(), on_error(), pinned()]
 }
 
 fn output_schema() -> FieldSpec {
