@@ -14,7 +14,7 @@ import { useDocument } from "./store/document";
 import { useMessages } from "./store/messages";
 import { useRun } from "./store/run";
 import { runBlocked, useSession } from "./store/session";
-import { scheduleValidation, useValidation } from "./store/validation";
+import { useValidation, validateOnEdit } from "./store/validation";
 
 function Toolbar() {
   const s = useSession();
@@ -125,8 +125,6 @@ function Approvals() {
 }
 
 function Workbench() {
-  const workflow = useDocument((s) => s.workflow);
-  const mode = useSession((s) => s.mode);
   const theme = useSession((s) => s.theme);
   const dialogs = useSession((s) => s.dialogs);
   const settings = useSession((s) => s.settings);
@@ -136,8 +134,15 @@ function Workbench() {
     document.documentElement.dataset.theme = theme;
   }, [theme]);
 
-  const scripted = mode === "script";
-  useEffect(() => scheduleValidation(workflow, scripted), [workflow, scripted]);
+  useEffect(
+    () =>
+      validateOnEdit(
+        useDocument,
+        () => useSession.getState().mode === "script",
+        (f) => useSession.subscribe((s, p) => s.mode !== p.mode && f()),
+      ),
+    [],
+  );
 
   useEffect(() => {
     void useSession.getState().init();

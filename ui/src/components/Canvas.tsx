@@ -32,6 +32,13 @@ import { CanvasMenu, type MenuRequest } from "./CanvasMenu";
 
 const nodeTypes = { workflow: WorkflowNode };
 
+/**
+ * Above this many nodes the minimap is left out: it repaints a rectangle per node on every frame of a pan, which
+ * halves the frame rate of a 2,000-node workflow in WebKitGTK (measured by `npm run bench:app`). Fit and Find
+ * serve for orientation there.
+ */
+export const MINIMAP_LIMIT = 400;
+
 /** A node's card on the canvas, in flow coordinates. */
 const box = (n: DocumentNode, height: number) => ({ x: n.position?.x ?? 0, y: n.position?.y ?? 0, width: NODE_WIDTH, height });
 
@@ -304,8 +311,8 @@ export function Canvas() {
         maxZoom={2.5}
         proOptions={{ hideAttribution: true }}
       >
-        <Background gap={24} />
-        <MiniMap pannable zoomable nodeStrokeWidth={3} style={{ width: 168, height: 110 }} />
+        {workflow.nodes.length <= MINIMAP_LIMIT && <Background gap={24} />}
+        {workflow.nodes.length <= MINIMAP_LIMIT && <MiniMap pannable zoomable nodeStrokeWidth={3} style={{ width: 168, height: 110 }} />}
         <Controls />
       </ReactFlow>
       {hint && (

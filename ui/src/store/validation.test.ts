@@ -23,8 +23,8 @@ describe("validation display", () => {
     });
     const one: Workflow = { switchyard: 1, name: "w", nodes: [{ id: "a", type: "agent" } as Workflow["nodes"][number]], edges: [] };
     const two: Workflow = { ...one, nodes: [...one.nodes, { id: "start", type: "start" } as Workflow["nodes"][number]] };
-    scheduleValidation(one, true, 0);
-    scheduleValidation(two, true, 0); // supersedes the first before it runs
+    scheduleValidation(one, true, 5);
+    scheduleValidation(two, true, 5); // supersedes the first before it runs
     await new Promise((r) => setTimeout(r, 20));
     expect(asked).toHaveLength(1);
     expect(asked[0]).toMatchObject({ scripted: true });

@@ -55,8 +55,9 @@ export function sameButPositions(a: Workflow, b: Workflow): boolean {
 }
 
 /**
- * Validates `workflow` on the next turn of the event loop (edits made together are validated once); a later call
- * supersedes an earlier one, and a change of positions only (a drag) is not validated again.
+ * Validates `workflow`: at once by default (the engine works while the window draws the edit), or after `delayMs`
+ * so that a burst of calls is validated once. A later call supersedes an earlier one (only the latest answer is
+ * shown), and a change of positions only (a drag) is not validated again.
  */
 export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 0) {
   if (last && last.scripted === scripted && sameButPositions(last.workflow, workflow)) {
@@ -66,14 +67,30 @@ export function scheduleValidation(workflow: Workflow, scripted: boolean, delayM
   last = { workflow, scripted };
   clearTimeout(timer);
   const mine = ++generation;
-  timer = setTimeout(async () => {
+  const ask = async () => {
     try {
       const r = await commands.validate(workflow, scripted);
       if (mine !== generation) return;
       if (r.status === "ok") useValidation.getState().setReport(r.data);
       else useValidation.setState({ failure: r.error });
     } catch (e) {
-      useValidation.setState({ failure: String(e) });
+      if (mine === generation) useValidation.setState({ failure: String(e) });
     }
-  }, delayMs);
+  };
+  if (delayMs > 0) timer = setTimeout(ask, delayMs);
+  else void ask();
+}
+
+/**
+ * Validates the open document on every edit, from the moment it is made (not after the canvas has redrawn), and
+ * again when the run mode changes what is checked (providers are checked unless the run is scripted).
+ */
+export function validateOnEdit(document: { getState: () => { workflow: Workflow }; subscribe: (f: (s: { workflow: Workflow }, p: { workflow: Workflow }) => void) => () => void }, scripted: () => boolean, onModeChange: (f: () => void) => () => void) {
+  scheduleValidation(document.getState().workflow, scripted());
+  const stopDocument = document.subscribe((s, p) => s.workflow !== p.workflow && scheduleValidation(s.workflow, scripted()));
+  const stopMode = onModeChange(() => scheduleValidation(document.getState().workflow, scripted()));
+  return () => {
+    stopDocument();
+    stopMode();
+  };
 }
