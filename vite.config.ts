@@ -12,7 +12,7 @@ export default defineConfig({
     outDir: "../dist",
     emptyOutDir: true,
     target: "es2022",
-    rollupOptions: { input: { main: "ui/index.html", bench: "ui/bench.html" } },
+    rollupOptions: { input: { main: "ui/index.html", bench: "ui/bench.html", benchBare: "ui/bench-bare.html" } },
   },
   test: {
     root: ".",

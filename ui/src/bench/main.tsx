@@ -42,7 +42,7 @@ mockIPC((cmd) => {
     case "validate":
       return { errors: [], warnings: [] };
     case "get_settings":
-      return { providers: [], limits: {} };
+      return { settings: { providers: [], limits: {} }, problem: null };
     default:
       return null;
   }

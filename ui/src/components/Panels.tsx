@@ -78,6 +78,9 @@ function Problems() {
   );
 }
 
+/** The run list shows this many of the latest executions; a long run's earlier ones stay in the Events tab. */
+const MAX_ROWS = 400;
+
 const duration = (ms: number | null) => (ms == null ? "" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
 /** One execution; while it runs, its streamed text grows in place. */
@@ -120,12 +123,13 @@ function RunList() {
   if (!executions.length && status === "idle") return <p className="muted" data-testid="run-list-empty">No run yet. Press Run (Ctrl+Enter) to watch each node execute here.</p>;
   return (
     <div ref={box}>
+      {executions.length > MAX_ROWS && <p className="muted small">Showing the latest {MAX_ROWS} of {executions.length} executions; the Events tab has them all.</p>}
       <table className="run-list" data-testid="run-list">
         <thead>
           <tr><th>node</th><th>#</th><th>status</th><th>time</th><th>tokens</th><th>output</th></tr>
         </thead>
         <tbody>
-          {executions.map((r) => <RunRow key={`${r.node}:${r.iteration}:${r.seq}`} row={r} selected={selected.includes(r.node)} onClick={() => reveal(r.node)} />)}
+          {executions.slice(-MAX_ROWS).map((r) => <RunRow key={`${r.node}:${r.iteration}:${r.seq}`} row={r} selected={selected.includes(r.node)} onClick={() => reveal(r.node)} />)}
         </tbody>
       </table>
       {error && <div className="field-error" data-testid="run-error">{error}</div>}

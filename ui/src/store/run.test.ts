@@ -91,4 +91,23 @@ describe("run events", () => {
     expect(seen).toEqual([1]);
     raf.mockRestore();
   });
+
+  it("keeps one run-list row per execution, in the order they began, each finished by its own exit", () => {
+    const s = reduce(empty, [
+      ev(1, { type: "node:enter", node: "a", iteration: 1, instruction: "" }),
+      ev(2, { type: "node:enter", node: "b", iteration: 1, instruction: "" }),
+      ev(3, { type: "node:exit", node: "a", iteration: 1, durationMs: 5, result: { status: "success", data: { text: "first" }, toolCalls: [] } }),
+      ev(4, { type: "node:enter", node: "a", iteration: 2, instruction: "" }),
+      ev(5, { type: "node:skipped", node: "c" }),
+      ev(6, { type: "node:exit", node: "b", iteration: 1, durationMs: 9, result: { status: "failed", data: {}, toolCalls: [], error: "boom\nstack" } }),
+      ev(7, { type: "node:exit", node: "a", iteration: 2, durationMs: 2, usage: { inputTokens: 3, outputTokens: 4 }, result: { status: "success", data: { n: 1 }, toolCalls: [] } }),
+    ]);
+    expect(s.executions.map((r) => [r.node, r.iteration, r.status, r.durationMs, r.preview])).toEqual([
+      ["a", 1, "succeeded", 5, "first"],
+      ["b", 1, "failed", 9, "boom"],
+      ["a", 2, "succeeded", 2, '{"n":1}'],
+      ["c", 0, "skipped", null, ""],
+    ]);
+    expect(s.executions[2].tokens).toBe(7);
+  });
 });

@@ -41,6 +41,8 @@ type RunState = {
   followed: Record<string, true>;
   pending: PendingApproval[];
   executions: Execution[];
+  /** Index of the run list's rows by node (its latest) and by `node#iteration`. */
+  rowOf: Record<string, number>;
   events: Event[];
   begin: (runId: string, nodeIds: string[]) => void;
   apply: (events: Event[]) => void;
@@ -50,24 +52,29 @@ type RunState = {
 const MAX_EVENTS = 5000;
 
 /** Applies events to a copy of the state's maps; pure except for the copies it makes. */
-export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "followed" | "pending"> & { executions?: Execution[] }, events: Event[]) {
+export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "followed" | "pending"> & { executions?: Execution[]; rowOf?: Record<string, number> }, events: Event[]) {
   let { status, error } = state;
   let executions = state.executions ?? [];
+  // Where each node's rows are: `node` → its latest row, `node#iteration` → that iteration's row.
+  let rowOf = state.rowOf ?? {};
   let copied = false;
   /** The row of `node`'s latest execution (copied once per batch, so earlier states are never mutated). */
   const own = () => {
     if (copied) return;
     executions = [...executions];
+    rowOf = { ...rowOf };
     copied = true;
   };
   const row = (node: string, iteration?: number): Execution | undefined => {
+    const i = rowOf[iteration === undefined ? node : `${node}#${iteration}`];
+    if (i === undefined) return undefined;
     own();
-    for (let i = executions.length - 1; i >= 0; i--)
-      if (executions[i].node === node && (iteration === undefined || executions[i].iteration === iteration)) return (executions[i] = { ...executions[i] });
-    return undefined;
+    return (executions[i] = { ...executions[i] });
   };
   const addRow = (r: Execution) => {
     own();
+    rowOf[r.node] = executions.length;
+    rowOf[`${r.node}#${r.iteration}`] = executions.length;
     executions.push(r);
   };
   const nodes = { ...state.nodes };
@@ -143,7 +150,7 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
         break;
     }
   }
-  return { status, error, nodes, followed, pending, executions };
+  return { status, error, nodes, followed, pending, executions, rowOf };
 }
 
 /** The first line of a result, short enough for a row or a node card. */
@@ -166,6 +173,7 @@ export const useRun = create<RunState>((set) => ({
   followed: {},
   pending: [],
   executions: [],
+  rowOf: {},
   events: [],
   begin: (runId, nodeIds) =>
     set({
@@ -176,6 +184,7 @@ export const useRun = create<RunState>((set) => ({
       followed: {},
       pending: [],
       executions: [],
+      rowOf: {},
       events: [],
     }),
   apply: (events) =>
@@ -184,7 +193,7 @@ export const useRun = create<RunState>((set) => ({
       const all = s.events.length + events.length > MAX_EVENTS ? [...s.events, ...events].slice(-MAX_EVENTS) : [...s.events, ...events];
       return { ...next, events: all };
     }),
-  reset: () => set({ runId: null, status: "idle", error: null, nodes: {}, followed: {}, pending: [], executions: [], events: [] }),
+  reset: () => set({ runId: null, status: "idle", error: null, nodes: {}, followed: {}, pending: [], executions: [], rowOf: {}, events: [] }),
 }));
 
 /** One node's run state; components subscribe per node id. */

@@ -143,13 +143,13 @@ export const useSession = create<SessionState>((set, get) => {
     init: async () => {
       try {
         const specs = await commands.nodeTypes();
-        useNodeTypes.getState().set(specs as NodeTypeSpec[]);
+        if (Array.isArray(specs) && specs.length) useNodeTypes.getState().set(specs as NodeTypeSpec[]);
       } catch (e) {
         fail(`Could not read the node types from the engine: ${errorText(e)}`);
       }
       try {
         const prefs = await commands.loadPrefs();
-        set({ recentFiles: prefs.recentFiles, theme: prefs.theme === "dark" ? "dark" : "light" });
+        set({ recentFiles: Array.isArray(prefs?.recentFiles) ? prefs.recentFiles : [], theme: prefs?.theme === "dark" ? "dark" : "light" });
       } catch {
         /* defaults */
       }
@@ -158,9 +158,9 @@ export const useSession = create<SessionState>((set, get) => {
         await get().open(startup.path);
         if (startup.scriptPath) set({ scriptPath: startup.scriptPath });
       }
-      const s = await commands.getSettings().catch((e) => ({ settings: null, problem: { code: "SETTINGS_UNREADABLE", message: errorText(e) } }));
-      set({ settings: s.settings ?? { providers: [], limits: { timeout_ms: 120000, retries: 2, max_tool_turns: 8 } } as unknown as Settings, settingsProblem: (s.problem as CommandError | null) ?? null });
-      if (s.problem) fail(`Settings: ${s.problem.message} — the app uses defaults until Settings are saved again.`);
+      const s = await commands.getSettings().catch((e) => ({ settings: null, problem: { code: "SETTINGS_UNREADABLE", message: errorText(e), problems: [] } }));
+      set({ settings: s?.settings ?? ({ providers: [], limits: { timeout_ms: 120000, retries: 2, max_tool_turns: 8 } } as unknown as Settings), settingsProblem: (s?.problem as CommandError | null) ?? null });
+      if (s?.problem) fail(`Settings: ${s.problem.message} — the app uses defaults until Settings are saved again.`);
       await get().refreshPaused();
     },
 

@@ -1,0 +1,372 @@
+// `npm run bench:app` (bench/app.sh starts Xvfb and tauri-driver, then this): the canvas in the REAL app — WebKitGTK,
+// the webview Linux users get — driven through WebDriver with real clicks, keys and pointer drags. Every time is
+// taken inside the page with performance.now(). Prints JSON lines, then a summary line:
+//   open_2000_ms        Open… a 2,000-node workflow (through the real open command) until its nodes are painted
+//   pan_fps_app         frames per second while dragging the empty canvas for ~2 s, 2,000 nodes, in the app
+//   pan_fps_bare        the same drag over a bare React Flow page (ui/bench-bare.html: default nodes, same positions
+//                       and edges) loaded in the same webview, and pan_ratio = app / bare
+//   edit_to_markers_ms  rename a node to a duplicate id in the inspector, from the commit (blur) until the node shows
+//                       its error marker, at 500 and at 2,000 nodes
+/* global MutationObserver, URLSearchParams, navigator, location, innerWidth, innerHeight -- the functions given to browser.execute run in the page */
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { remote } from "webdriverio";
+
+const root = resolve(import.meta.dirname, "..");
+const app = process.env.BENCH_APP ?? join(root, "target/debug/switchyard-app");
+const dir = process.env.BENCH_DIR ?? mkdtempSync(join(tmpdir(), "switchyard-bench-"));
+const port = Number(process.env.BENCH_DRIVER_PORT ?? 4454);
+const DX = 280; // grid spacing of the generated workflows (ui/src/bench/bare.tsx builds the same grid)
+const DY = 160;
+const TARGETS = { open: 1000, ratio: 0.9, edit500: 50 };
+
+const out = (line) => console.log(JSON.stringify(line));
+const round = (x) => (x == null ? null : Math.round(x * 10) / 10);
+const best = (xs, higher = false) => (higher ? Math.max(...xs) : Math.min(...xs));
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** A canonical workflow: a start node, then a chain of `n - 1` agents `${prefix}${i}` on a grid. */
+function writeWorkflow(n, prefix) {
+  const cols = Math.ceil(Math.sqrt(n));
+  const nodes = ["- id: start", "  type: start", `  position: {x: ${-DX}, y: 0}`];
+  const edges = [];
+  for (let i = 0; i < n - 1; i++) {
+    nodes.push(`- id: ${prefix}${i}`, "  type: agent", `  position: {x: ${(i % cols) * DX}, y: ${Math.floor(i / cols) * DY}}`);
+    edges.push(`- from: ${i === 0 ? "start" : `${prefix}${i - 1}`}`, `  to: ${prefix}${i}`);
+  }
+  const text = ["switchyard: 1", `name: Bench ${n}`, "defaults:", "  model: local/smollm2-135m", "nodes:", ...nodes, "edges:", ...edges, ""];
+  const file = join(dir, `bench-${n}-${prefix}.yaml`);
+  writeFileSync(file, text.join("\n"));
+  return { file, n, cols, prefix };
+}
+
+let browser;
+const $ = (selector) => browser.$(selector);
+const exec = (fn, ...args) => browser.execute(fn, ...args);
+
+/** Opens `wf` the way a person does — the Open… button, the real open command — and times it in the page. */
+async function openWorkflow(wf) {
+  await exec(
+    (path, prefix) => {
+      window.__switchyardDialog = { open: path };
+      const r = (window.__benchOpen = { t0: null, nodesAt: null, paintedAt: null, openedAt: null, openedPaintedAt: null, inDom: 0 });
+      const twoFrames = (cb) => requestAnimationFrame(() => requestAnimationFrame(cb));
+      window.addEventListener(
+        "click",
+        (e) => {
+          if (r.t0 == null && e.target.closest?.('[data-testid="open"]')) r.t0 = performance.now();
+        },
+        true,
+      );
+      // The app says when the opened workflow is on the canvas with its viewport set; if a version no longer says
+      // so, the nodes appearing (and the frame after) is the end.
+      window.addEventListener("switchyard:opened", () => {
+        if (r.t0 == null || r.openedAt != null) return;
+        r.openedAt = performance.now();
+        twoFrames(() => (r.openedPaintedAt = performance.now()));
+      });
+      const mine = `[data-testid^="node-${prefix}"]`;
+      const mo = new MutationObserver(() => {
+        if (r.t0 == null || !document.querySelector(mine)) return;
+        r.nodesAt = performance.now();
+        mo.disconnect();
+        twoFrames(() => {
+          r.paintedAt = performance.now();
+          r.inDom = document.querySelectorAll('[data-testid^="node-"]').length;
+        });
+      });
+      mo.observe(document.body, { childList: true, subtree: true });
+    },
+    wf.file,
+    wf.prefix,
+  );
+  await (await $('[data-testid="open"]')).click();
+  let r;
+  await browser.waitUntil(
+    async () => {
+      r = await exec(() => ({ ...window.__benchOpen, now: performance.now() }));
+      return r.paintedAt != null && (r.openedPaintedAt != null || r.now - r.paintedAt > 3000);
+    },
+    { timeout: 120000, interval: 50, timeoutMsg: `${wf.file} never appeared on the canvas` },
+  );
+  const end = Math.max(r.paintedAt, r.openedPaintedAt ?? 0);
+  return { ms: end - r.t0, nodesMs: r.nodesAt - r.t0, openedEvent: r.openedAt != null, inDom: r.inDom };
+}
+
+/** A point on the empty canvas (the pane itself is under it), with room around it for the drag. */
+async function emptySpot(margin = 140) {
+  return exec((margin) => {
+    const pane = document.querySelector(".react-flow__pane");
+    const b = pane.getBoundingClientRect();
+    const fractions = [0.5, 0.45, 0.55, 0.4, 0.6, 0.35, 0.65, 0.3, 0.7];
+    for (const fy of fractions)
+      for (const fx of fractions) {
+        const x = Math.round(b.left + fx * b.width);
+        const y = Math.round(b.top + fy * b.height);
+        if (x - margin < b.left || x + margin > b.right || y - margin / 2 < b.top || y + margin / 2 > b.bottom) continue;
+        const hit = document.elementFromPoint(x, y);
+        if (hit && hit.closest(".react-flow__pane") && !hit.closest(".react-flow__node, .react-flow__edge, .react-flow__panel, .react-flow__minimap, .react-flow__controls")) return { x, y };
+      }
+    return null;
+  }, margin);
+}
+
+/** Drags the empty canvas at `at` for ~2 s with many small pointer moves and counts the frames the page painted. */
+async function pan(at) {
+  await exec(() => {
+    const vp = document.querySelector(".react-flow__viewport");
+    const r = (window.__benchPan = { start: null, end: null, frames: 0, gaps: [], moves: 0, changes: 0, before: vp.style.transform, after: null });
+    let last = 0;
+    const tick = (t) => {
+      if (r.end != null) return;
+      r.frames++;
+      if (last) r.gaps.push(t - last);
+      last = t;
+      requestAnimationFrame(tick);
+    };
+    const down = () => {
+      if (r.start != null) return;
+      r.start = performance.now();
+      requestAnimationFrame(tick);
+    };
+    const up = () => {
+      if (r.start == null || r.end != null) return;
+      r.end = performance.now();
+      r.after = vp.style.transform;
+    };
+    const mo = new MutationObserver(() => r.start != null && r.end == null && r.changes++);
+    mo.observe(vp, { attributes: true, attributeFilter: ["style"] });
+    window.addEventListener("pointerdown", down, true);
+    window.addEventListener("mousedown", down, true);
+    window.addEventListener("pointerup", up, true);
+    window.addEventListener("mouseup", up, true);
+    window.addEventListener("pointermove", () => r.start != null && r.end == null && r.moves++, true);
+  });
+  const steps = 100; // ~20 ms each: two figure-eights of 240 × 120 px, back where it started
+  const moves = [];
+  for (let i = 1; i <= steps; i++) {
+    const t = (2 * Math.PI * i) / 50;
+    moves.push({ type: "pointerMove", origin: "viewport", x: Math.round(at.x + 120 * Math.sin(t)), y: Math.round(at.y + 60 * Math.sin(2 * t)), duration: 20 });
+  }
+  await browser.performActions([
+    {
+      type: "pointer",
+      id: "mouse",
+      parameters: { pointerType: "mouse" },
+      actions: [{ type: "pointerMove", origin: "viewport", x: at.x, y: at.y, duration: 0 }, { type: "pointerDown", button: 0 }, ...moves, { type: "pause", duration: 50 }, { type: "pointerUp", button: 0 }],
+    },
+  ]);
+  await browser.releaseActions();
+  const r = await exec(() => window.__benchPan);
+  if (r.start == null || r.end == null) throw new Error("the drag never reached the page");
+  const seconds = (r.end - r.start) / 1000;
+  return { fps: r.frames / seconds, seconds, frames: r.frames, worstFrameMs: Math.max(0, ...r.gaps), moves: r.moves, viewportChanges: r.changes };
+}
+
+async function panRuns(label, runs = 3) {
+  const at = await emptySpot();
+  if (!at) throw new Error(`${label}: no empty spot on the canvas to drag`);
+  const results = [];
+  for (let i = 0; i < runs; i++) {
+    results.push(await pan(at));
+    await browser.pause(500);
+  }
+  if (results.every((r) => r.viewportChanges === 0)) throw new Error(`${label}: dragging the canvas did not pan it`);
+  return results;
+}
+
+/** Ids of the nodes (of this workflow) whose centre is on screen and not covered. */
+async function visibleNodes(prefix) {
+  return exec((prefix) => {
+    const pane = document.querySelector(".react-flow__pane").getBoundingClientRect();
+    return [...document.querySelectorAll(`[data-testid^="node-${prefix}"]`)]
+      .filter((el) => {
+        const b = el.getBoundingClientRect();
+        const x = b.left + b.width / 2;
+        const y = b.top + b.height / 2;
+        if (x < pane.left + 20 || x > pane.right - 20 || y < pane.top + 20 || y > pane.bottom - 20) return false;
+        const hit = document.elementFromPoint(x, y);
+        return hit && el.contains(hit);
+      })
+      .map((el) => el.dataset.testid.slice("node-".length));
+  }, prefix);
+}
+
+async function clickAt({ x, y }) {
+  await browser.performActions([
+    { type: "pointer", id: "mouse", parameters: { pointerType: "mouse" }, actions: [{ type: "pointerMove", origin: "viewport", x, y, duration: 0 }, { type: "pointerDown", button: 0 }, { type: "pause", duration: 30 }, { type: "pointerUp", button: 0 }] },
+  ]);
+  await browser.releaseActions();
+}
+
+/**
+ * One real edit that makes a validation error: select a node by clicking it, type another node's id into the
+ * inspector's id field and leave the field (Tab), which commits it. Timed in the page from that blur until the
+ * renamed node carries `.has-error` (and the frame after). Undone with Ctrl+Z afterwards.
+ */
+async function editRun(prefix, k) {
+  const ids = await visibleNodes(prefix);
+  if (ids.length < 2) throw new Error(`fewer than two ${prefix}* nodes on screen`);
+  const id = ids[(2 * k) % ids.length];
+  const dup = ids[(2 * k + 1) % ids.length];
+  await (await $(`[data-testid="node-${id}"]`)).click();
+  const field = await $('[data-testid="inspector-id"]');
+  await browser.waitUntil(async () => (await field.isExisting()) && (await field.getValue()) === id, { timeout: 10000, timeoutMsg: `the inspector does not show ${id}` });
+  await field.setValue(dup);
+  await browser.waitUntil(async () => (await field.getValue()) === dup, { timeout: 5000, timeoutMsg: "typing into the id field failed" });
+  const clean = await exec((dup) => {
+    const r = (window.__benchEdit = { t0: null, markerAt: null, paintedAt: null, problemsAt: null });
+    const marked = `[data-testid="node-${dup}"].has-error`;
+    if (document.querySelector(marked)) return false;
+    window.addEventListener(
+      "focusout",
+      (e) => {
+        if (r.t0 == null && e.target?.dataset?.testid === "inspector-id") r.t0 = performance.now();
+      },
+      true,
+    );
+    const mo = new MutationObserver(() => {
+      if (r.t0 == null) return;
+      if (r.markerAt == null && document.querySelector(marked)) {
+        r.markerAt = performance.now();
+        requestAnimationFrame(() => requestAnimationFrame(() => (r.paintedAt = performance.now())));
+      }
+      if (r.problemsAt == null && document.querySelector('[data-testid="problems"]')?.textContent.includes("DUPLICATE_NODE_ID")) r.problemsAt = performance.now();
+    });
+    mo.observe(document.body, { childList: true, subtree: true, attributes: true, attributeFilter: ["class"], characterData: true });
+    window.__benchEditStop = () => mo.disconnect();
+    return true;
+  }, dup);
+  if (!clean) throw new Error(`node ${dup} shows an error before the edit`);
+  await browser.keys("Tab"); // the field commits when it loses focus
+  let r;
+  await browser.waitUntil(
+    async () => {
+      r = await exec(() => window.__benchEdit);
+      return r.paintedAt != null;
+    },
+    { timeout: 15000, interval: 50, timeoutMsg: `no error marker on ${dup} after renaming ${id} to it` },
+  );
+  await exec(() => window.__benchEditStop());
+  // Undo, and wait until the canvas is clean again.
+  const spot = await emptySpot(10);
+  if (spot) await clickAt(spot);
+  await browser.keys(["Control", "z"]);
+  await browser.waitUntil(async () => (await $(`[data-testid="node-${id}"]`).isExisting()) && !(await exec(() => Boolean(document.querySelector('[data-testid^="node-"].has-error')))), {
+    timeout: 15000,
+    timeoutMsg: `undo did not bring ${id} back without errors`,
+  });
+  await browser.pause(300);
+  return { ms: r.markerAt - r.t0, paintedMs: r.paintedAt - r.t0, problemsMs: r.problemsAt == null ? null : r.problemsAt - r.t0, renamed: `${id}→${dup}` };
+}
+
+async function editRuns(prefix, runs) {
+  const results = [];
+  for (let k = 0; k < runs; k++) results.push(await editRun(prefix, k));
+  return results;
+}
+
+function report(metric, runs, extra = {}, target = null, higher = false) {
+  const values = runs.map((r) => round(r));
+  const value = best(values, higher);
+  const line = { metric, value, runs: values, median: round(median(values)), ...extra };
+  if (target) Object.assign(line, { target: `${higher ? ">=" : "<="} ${target}`, ok: higher ? value >= target : value <= target });
+  out(line);
+  return value;
+}
+
+async function main() {
+  if (!existsSync(app)) throw new Error(`${app} is missing: build it with \`cargo build -p switchyard-app --features tauri/custom-protocol\``);
+  const opens = ["o1_", "o2_", "o3_"].map((p) => writeWorkflow(2000, p));
+  const small = writeWorkflow(500, "e5_");
+  browser = await remote({
+    hostname: "127.0.0.1",
+    port,
+    logLevel: "error",
+    connectionRetryTimeout: 180000,
+    capabilities: { "tauri:options": { application: app }, "wdio:enforceWebDriverClassic": true },
+  });
+  try {
+    await (await $('[data-testid="node-start"]')).waitForExist({ timeout: 60000 });
+    await browser.pause(1000); // let start-up (settings, paused runs, first validation) settle
+    const env = await exec(() => ({ userAgent: navigator.userAgent, href: location.href, width: innerWidth, height: innerHeight }));
+    out({ info: "webview", ...env });
+
+    // Open, three times, each a fresh file with its own ids.
+    const openResults = [];
+    for (const wf of opens) {
+      openResults.push(await openWorkflow(wf));
+      await browser.pause(1500);
+    }
+    const open = report("open_2000_ms", openResults.map((r) => r.ms), { nodes_appeared_ms: openResults.map((r) => round(r.nodesMs)), opened_event: openResults.every((r) => r.openedEvent), nodes_in_dom: openResults.at(-1).inDom }, TARGETS.open);
+
+    // Pan in the app, over the last opened workflow; remember its viewport and canvas box for the bare page.
+    const wf = opens.at(-1);
+    const view = await exec(() => {
+      const t = document.querySelector(".react-flow__viewport").style.transform;
+      const m = t.match(/translate\(\s*(-?[\d.e+-]+)px\s*,\s*(-?[\d.e+-]+)px\s*\)\s*scale\(\s*([\d.e+-]+)\s*\)/);
+      const b = document.querySelector(".react-flow__pane").getBoundingClientRect();
+      return { x: m ? Number(m[1]) : 0, y: m ? Number(m[2]) : 0, zoom: m ? Number(m[3]) : 1, left: b.left, top: b.top, width: b.width, height: b.height, transform: t };
+    });
+    const appPan = await panRuns("app");
+    const fpsApp = report("pan_fps_app", appPan.map((r) => r.fps), { nodes: wf.n, seconds: appPan.map((r) => round(r.seconds)), worst_frame_ms: appPan.map((r) => round(r.worstFrameMs)), viewport_updates: appPan.map((r) => r.viewportChanges), pointer_moves: appPan.map((r) => r.moves), zoom: round(view.zoom) }, null, true);
+
+    // Edit → markers at 2,000 nodes, then save (so opening the next file asks nothing), then at 500 nodes.
+    const edits2000 = await editRuns(wf.prefix, 5);
+    const edit2000 = report("edit_to_markers_ms", edits2000.map((r) => r.ms), { nodes: 2000, painted_ms: edits2000.map((r) => round(r.paintedMs)), problems_ms: edits2000.map((r) => round(r.problemsMs)), edits: edits2000.map((r) => r.renamed) });
+    const saved = join(dir, "saved.yaml");
+    await exec((path) => (window.__switchyardDialog = { save: path }), saved);
+    await (await $('[data-testid="export"]')).click();
+    await browser.waitUntil(() => existsSync(saved), { timeout: 20000, timeoutMsg: "Export YAML did not write the file" });
+    await browser.pause(500);
+    const open500 = await openWorkflow(small);
+    out({ metric: "open_500_ms", value: round(open500.ms), nodes_in_dom: open500.inDom });
+    await browser.pause(1500);
+    const edits500 = await editRuns(small.prefix, 7);
+    const edit500 = report("edit_to_markers_ms", edits500.map((r) => r.ms), { nodes: 500, painted_ms: edits500.map((r) => round(r.paintedMs)), problems_ms: edits500.map((r) => round(r.problemsMs)), edits: edits500.map((r) => r.renamed) }, TARGETS.edit500);
+
+    // The bare React Flow page, in the same webview, with the app's viewport and canvas box.
+    const query = new URLSearchParams({ nodes: wf.n, cols: wf.cols, dx: DX, dy: DY, prefix: wf.prefix, x: view.x, y: view.y, zoom: view.zoom, left: view.left, top: view.top, width: view.width, height: view.height });
+    const origin = await exec(() => location.origin);
+    let navigation = `browser.url(${origin}/bench-bare.html)`;
+    try {
+      await browser.url(`${origin}/bench-bare.html?${query}`);
+    } catch (e) {
+      navigation = `location.href (browser.url failed: ${String(e.message ?? e).split("\n")[0]})`;
+      await exec((q) => (window.location.href = `/bench-bare.html?${q}`), String(query));
+    }
+    await browser.waitUntil(async () => (await exec(() => document.querySelectorAll(".react-flow__node").length)) > 0, { timeout: 60000, timeoutMsg: "the bare page did not render" });
+    await browser.pause(1500);
+    const bare = await exec(() => ({ href: location.href, inDom: document.querySelectorAll(".react-flow__node").length, edges: document.querySelectorAll(".react-flow__edge").length, transform: document.querySelector(".react-flow__viewport").style.transform }));
+    const barePan = await panRuns("bare");
+    const fpsBare = report("pan_fps_bare", barePan.map((r) => r.fps), { nodes: wf.n, nodes_in_dom: bare.inDom, edges_in_dom: bare.edges, seconds: barePan.map((r) => round(r.seconds)), worst_frame_ms: barePan.map((r) => round(r.worstFrameMs)), viewport_updates: barePan.map((r) => r.viewportChanges), pointer_moves: barePan.map((r) => r.moves), page: bare.href.split("?")[0], via: navigation, app_viewport: view.transform, bare_viewport: bare.transform }, null, true);
+    const ratio = fpsApp / fpsBare;
+    out({ metric: "pan_ratio", value: round(ratio * 100) / 100, app: fpsApp, bare: fpsBare, target: `>= ${TARGETS.ratio}`, ok: ratio >= TARGETS.ratio });
+
+    const ok = { open: open <= TARGETS.open, pan_ratio: ratio >= TARGETS.ratio, edit_500: edit500 <= TARGETS.edit500 };
+    out({
+      summary: "bench:app (WebKitGTK, Xvfb)",
+      open_2000_ms: open,
+      open_ok: ok.open,
+      pan_fps_app: fpsApp,
+      pan_fps_bare: fpsBare,
+      pan_ratio: round(ratio * 100) / 100,
+      pan_ratio_ok: ok.pan_ratio,
+      edit_to_markers_500_ms: edit500,
+      edit_500_ok: ok.edit_500,
+      edit_to_markers_2000_ms: edit2000,
+      all_ok: ok.open && ok.pan_ratio && ok.edit_500,
+    });
+  } finally {
+    await browser.deleteSession().catch(() => undefined);
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
