@@ -6,8 +6,11 @@
 //   pan_fps_bare        the same drag over a bare React Flow page (ui/bench-bare.html: default nodes, same positions
 //                       and edges) loaded in the same webview, and pan_ratio = app / bare
 //   edit_to_markers_ms  rename a node to a duplicate id in the inspector, from the commit (blur) until the node shows
-//                       its error marker, at 500 and at 2,000 nodes
-/* global MutationObserver, URLSearchParams, navigator, location, innerWidth, innerHeight -- the functions given to browser.execute run in the page */
+//                       its error marker (.has-error) in the DOM, at 500 and at 2,000 nodes; painted_ms is until
+//                       the frame showing it was rendered, problems_ms until the Problems list names the code
+// "Painted" is the next requestAnimationFrame and then the first task after that frame. Best of the runs is the
+// value; every run is listed. Xvfb has no vsync: frame rates are what the software renderer manages.
+/* global MessageChannel, MutationObserver, URLSearchParams, navigator, location, innerWidth, innerHeight -- the functions given to browser.execute run in the page */
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -54,7 +57,13 @@ async function openWorkflow(wf) {
     (path, prefix) => {
       window.__switchyardDialog = { open: path };
       const r = (window.__benchOpen = { t0: null, nodesAt: null, paintedAt: null, openedAt: null, openedPaintedAt: null, inDom: 0 });
-      const twoFrames = (cb) => requestAnimationFrame(() => requestAnimationFrame(cb));
+      // Painted: the next frame's requestAnimationFrame, then the first task after that frame was rendered.
+      const afterPaint = (cb) =>
+        requestAnimationFrame(() => {
+          const ch = new MessageChannel();
+          ch.port1.onmessage = cb;
+          ch.port2.postMessage(0);
+        });
       window.addEventListener(
         "click",
         (e) => {
@@ -67,14 +76,14 @@ async function openWorkflow(wf) {
       window.addEventListener("switchyard:opened", () => {
         if (r.t0 == null || r.openedAt != null) return;
         r.openedAt = performance.now();
-        twoFrames(() => (r.openedPaintedAt = performance.now()));
+        afterPaint(() => (r.openedPaintedAt = performance.now()));
       });
       const mine = `[data-testid^="node-${prefix}"]`;
       const mo = new MutationObserver(() => {
         if (r.t0 == null || !document.querySelector(mine)) return;
         r.nodesAt = performance.now();
         mo.disconnect();
-        twoFrames(() => {
+        afterPaint(() => {
           r.paintedAt = performance.now();
           r.inDom = document.querySelectorAll('[data-testid^="node-"]').length;
         });
@@ -167,7 +176,7 @@ async function pan(at) {
   return { fps: r.frames / seconds, seconds, frames: r.frames, worstFrameMs: Math.max(0, ...r.gaps), moves: r.moves, viewportChanges: r.changes };
 }
 
-async function panRuns(label, runs = 3) {
+async function panRuns(label, runs = 5) {
   const at = await emptySpot();
   if (!at) throw new Error(`${label}: no empty spot on the canvas to drag`);
   const results = [];
@@ -198,7 +207,7 @@ async function visibleNodes(prefix) {
 
 async function clickAt({ x, y }) {
   await browser.performActions([
-    { type: "pointer", id: "mouse", parameters: { pointerType: "mouse" }, actions: [{ type: "pointerMove", origin: "viewport", x, y, duration: 0 }, { type: "pointerDown", button: 0 }, { type: "pause", duration: 30 }, { type: "pointerUp", button: 0 }] },
+    { type: "pointer", id: "mouse", parameters: { pointerType: "mouse" }, actions: [{ type: "pointerMove", origin: "viewport", x, y, duration: 0 }, { type: "pointerDown", button: 0 }, { type: "pause", duration: 60 }, { type: "pointerUp", button: 0 }] },
   ]);
   await browser.releaseActions();
 }
@@ -211,9 +220,14 @@ async function clickAt({ x, y }) {
 async function editRun(prefix, k) {
   const ids = await visibleNodes(prefix);
   if (ids.length < 2) throw new Error(`fewer than two ${prefix}* nodes on screen`);
-  const id = ids[(2 * k) % ids.length];
-  const dup = ids[(2 * k + 1) % ids.length];
-  await (await $(`[data-testid="node-${id}"]`)).click();
+  const id = ids[k % ids.length];
+  const dup = ids[(k + 1) % ids.length];
+  // A real click (press, short pause, release) on the node's upper part, where its title is.
+  const at = await exec((sel) => {
+    const b = document.querySelector(sel).getBoundingClientRect();
+    return { x: Math.round(b.left + b.width / 2), y: Math.round(b.top + Math.min(b.height * 0.3, 24)) };
+  }, `[data-testid="node-${id}"]`);
+  await clickAt(at);
   const field = await $('[data-testid="inspector-id"]');
   await browser.waitUntil(async () => (await field.isExisting()) && (await field.getValue()) === id, { timeout: 10000, timeoutMsg: `the inspector does not show ${id}` });
   await field.setValue(dup);
@@ -233,7 +247,11 @@ async function editRun(prefix, k) {
       if (r.t0 == null) return;
       if (r.markerAt == null && document.querySelector(marked)) {
         r.markerAt = performance.now();
-        requestAnimationFrame(() => requestAnimationFrame(() => (r.paintedAt = performance.now())));
+        requestAnimationFrame(() => {
+          const ch = new MessageChannel();
+          ch.port1.onmessage = () => (r.paintedAt = performance.now());
+          ch.port2.postMessage(0);
+        });
       }
       if (r.problemsAt == null && document.querySelector('[data-testid="problems"]')?.textContent.includes("DUPLICATE_NODE_ID")) r.problemsAt = performance.now();
     });
@@ -344,8 +362,16 @@ async function main() {
     const bare = await exec(() => ({ href: location.href, inDom: document.querySelectorAll(".react-flow__node").length, edges: document.querySelectorAll(".react-flow__edge").length, transform: document.querySelector(".react-flow__viewport").style.transform }));
     const barePan = await panRuns("bare");
     const fpsBare = report("pan_fps_bare", barePan.map((r) => r.fps), { nodes: wf.n, nodes_in_dom: bare.inDom, edges_in_dom: bare.edges, seconds: barePan.map((r) => round(r.seconds)), worst_frame_ms: barePan.map((r) => round(r.worstFrameMs)), viewport_updates: barePan.map((r) => r.viewportChanges), pointer_moves: barePan.map((r) => r.moves), page: bare.href.split("?")[0], via: navigation, app_viewport: view.transform, bare_viewport: bare.transform }, null, true);
+    // Informational: the bare page again with React Flow's onlyRenderVisibleElements, as the app renders.
+    query.set("visible", "1");
+    await browser.url(`${origin}/bench-bare.html?${query}`).catch(() => exec((q) => (window.location.href = `/bench-bare.html?${q}`), String(query)));
+    await browser.waitUntil(async () => (await exec(() => location.search.includes("visible=1") && document.querySelectorAll(".react-flow__node").length)) > 0, { timeout: 60000, timeoutMsg: "the culled bare page did not render" });
+    await browser.pause(1500);
+    const culledInDom = await exec(() => document.querySelectorAll(".react-flow__node").length);
+    const culledPan = await panRuns("bare (visible only)");
+    const fpsCulled = report("pan_fps_bare_visible_only", culledPan.map((r) => r.fps), { nodes: wf.n, nodes_in_dom: culledInDom, seconds: culledPan.map((r) => round(r.seconds)), worst_frame_ms: culledPan.map((r) => round(r.worstFrameMs)) }, null, true);
     const ratio = fpsApp / fpsBare;
-    out({ metric: "pan_ratio", value: round(ratio * 100) / 100, app: fpsApp, bare: fpsBare, target: `>= ${TARGETS.ratio}`, ok: ratio >= TARGETS.ratio });
+    out({ metric: "pan_ratio", value: Math.round(ratio * 100) / 100, app: fpsApp, bare: fpsBare, app_to_bare_visible_only: Math.round((fpsApp / fpsCulled) * 100) / 100, target: `>= ${TARGETS.ratio}`, ok: ratio >= TARGETS.ratio });
 
     const ok = { open: open <= TARGETS.open, pan_ratio: ratio >= TARGETS.ratio, edit_500: edit500 <= TARGETS.edit500 };
     out({
@@ -354,11 +380,13 @@ async function main() {
       open_ok: ok.open,
       pan_fps_app: fpsApp,
       pan_fps_bare: fpsBare,
-      pan_ratio: round(ratio * 100) / 100,
+      pan_ratio: Math.round(ratio * 100) / 100,
       pan_ratio_ok: ok.pan_ratio,
+      pan_fps_bare_visible_only: fpsCulled,
       edit_to_markers_500_ms: edit500,
       edit_500_ok: ok.edit_500,
       edit_to_markers_2000_ms: edit2000,
+      open_500_ms: round(open500.ms),
       all_ok: ok.open && ok.pan_ratio && ok.edit_500,
     });
   } finally {

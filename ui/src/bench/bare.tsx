@@ -3,7 +3,8 @@
 // types, minimap, controls or background). The layout comes from the query string so that it matches the YAML
 // bench/app.mjs generates: `nodes` (start + agents), `cols`, `dx`, `dy`, `prefix`; `x`, `y`, `zoom` give the
 // viewport to open with (the app's at the moment it was measured); `left`, `top`, `width`, `height` place the canvas
-// where the app's canvas is, so the same part of the graph is on screen.
+// where the app's canvas is, so the same part of the graph is on screen. `visible=1` turns on React Flow's
+// onlyRenderVisibleElements (the app uses it), for a second, like-for-like comparison.
 import { createRoot } from "react-dom/client";
 import { ReactFlow, type Edge, type Node } from "@xyflow/react";
 import "@xyflow/react/dist/style.css";
@@ -25,6 +26,7 @@ for (let i = 0; i < n - 1; i++) {
   nodes.push({ id, position: { x: (i % cols) * dx, y: Math.floor(i / cols) * dy }, data: { label: id } });
   edges.push({ id: `${from}->${id}`, source: from, target: id });
 }
+const onlyVisible = q.get("visible") === "1";
 const viewport = { x: num("x", 0), y: num("y", 0), zoom: num("zoom", 1) };
 const box = q.has("width")
   ? { position: "absolute" as const, left: num("left", 0), top: num("top", 0), width: num("width", 0), height: num("height", 0) }
@@ -34,6 +36,6 @@ const box = q.has("width")
 
 createRoot(document.getElementById("root")!).render(
   <div style={box} data-testid="bare-canvas">
-    <ReactFlow defaultNodes={nodes} defaultEdges={edges} defaultViewport={viewport} minZoom={0.05} maxZoom={2.5} proOptions={{ hideAttribution: true }} />
+    <ReactFlow defaultNodes={nodes} defaultEdges={edges} defaultViewport={viewport} onlyRenderVisibleElements={onlyVisible} minZoom={0.05} maxZoom={2.5} proOptions={{ hideAttribution: true }} />
   </div>,
 );
