@@ -87,7 +87,7 @@ test("Export YAML writes the canonical document, identical to the command line's
   await fit(browser);
   await browser.execute((path) => (window.__switchyardDialog = { save: path }), target);
   await (await browser.$('[data-testid="export"]')).click();
-  await waitMessage(browser, /Saved/);
+  await waitMessage(browser, /Exported canonical YAML to exported\.yaml/);
   const expected = execFileSync(join(root, "target/debug/switchyard"), ["export", join(root, "examples/approval-flow.yaml")], { encoding: "utf8" });
   assert.equal(readFileSync(target, "utf8"), expected);
 });

@@ -34,7 +34,7 @@ function Toolbar() {
         {s.recentFiles.map((p) => <option key={p} value={p}>{p.split("/").pop()}</option>)}
       </select>
       <button onClick={() => s.save()} title="Ctrl+S">Save{dirty ? " •" : ""}</button>
-      <button onClick={() => s.saveAs()} data-testid="export" title="Ctrl+Shift+E">Export YAML…</button>
+      <button onClick={() => s.exportYaml()} data-testid="export" title="Export canonical YAML (Ctrl+Shift+E); the open file stays as it is">Export…</button>
       <span className="sep" />
       <button onClick={() => useDocument.getState().undo()} title="Ctrl+Z">Undo</button>
       <button onClick={() => useDocument.getState().redo()} title="Ctrl+Shift+Z">Redo</button>

@@ -6,6 +6,7 @@ import type { Condition, Edge, Node } from "../types";
 import { nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
 import { edgeKey, useDocument } from "../store/document";
 import { useNodeRun } from "../store/run";
+import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
 
 function Field({ label, help, children }: { label: string; help?: string | null; children: React.ReactNode }) {
@@ -220,7 +221,8 @@ function EdgeFields({ edge }: { edge: Edge }) {
 
 function RunDetails({ id }: { id: string }) {
   const run = useNodeRun(id);
-  const [pick, setPick] = useState<number | null>(null);
+  const pick = useSession((s) => s.inspector.iteration);
+  const setPick = (iteration: number) => useSession.getState().inspect("run", iteration);
   if (!run || !run.iterations.length) return <p className="muted" data-testid="run-details-empty">This node has not run yet. Run the workflow to see what it received and produced.</p>;
   const it = run.iterations.find((i) => i.iteration === pick) ?? run.iterations[run.iterations.length - 1];
   return (
@@ -273,7 +275,8 @@ function WorkflowFields({ models }: { models: string[] }) {
 export function Inspector({ models }: { models: string[] }) {
   const workflow = useDocument((s) => s.workflow);
   const selection = useDocument((s) => s.selection);
-  const [tab, setTab] = useState<"settings" | "run">("settings");
+  const tab = useSession((s) => s.inspector.tab);
+  const setTab = (t: "settings" | "run") => useSession.getState().inspect(t);
   const nodeId = selection.nodes.length === 1 && !selection.edges.length ? selection.nodes[0] : undefined;
   const node = nodeId ? workflow.nodes.find((n) => n.id === nodeId) : undefined;
   const edgeId = !selection.nodes.length && selection.edges.length === 1 ? selection.edges[0] : undefined;

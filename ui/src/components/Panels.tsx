@@ -129,7 +129,7 @@ function RunList() {
           <tr><th>node</th><th>#</th><th>status</th><th>time</th><th>tokens</th><th>output</th></tr>
         </thead>
         <tbody>
-          {executions.slice(-MAX_ROWS).map((r) => <RunRow key={`${r.node}:${r.iteration}:${r.seq}`} row={r} selected={selected.includes(r.node)} onClick={() => reveal(r.node)} />)}
+          {executions.slice(-MAX_ROWS).map((r) => <RunRow key={`${r.node}:${r.iteration}:${r.seq}`} row={r} selected={selected.includes(r.node)} onClick={() => (reveal(r.node), useSession.getState().inspect("run", r.iteration))} />)}
         </tbody>
       </table>
       {error && <div className="field-error" data-testid="run-error">{error}</div>}

@@ -2,6 +2,7 @@
 // undo/redo history of whole documents (cheap: edits share unchanged nodes).
 import { create } from "zustand";
 import type { Edge, Node, NodeType, Workflow } from "../types";
+import { renameNode } from "../model/rename";
 
 const HISTORY = 200;
 
@@ -102,13 +103,9 @@ export const useDocument = create<DocumentState>((set, get) => ({
     // A renamed node stays selected under its new id.
     if (renamed) set((s) => ({ selection: { ...s.selection, nodes: s.selection.nodes.map((n) => (n === id ? renamed : n)) } }));
     get().edit((w) => {
-      return {
-        ...w,
-        nodes: w.nodes.map((n) => (n.id === id ? { ...n, ...patch } : n)),
-        edges: renamed
-          ? w.edges.map((e) => ({ ...e, from: e.from === id ? renamed : e.from, to: e.to === id ? renamed : e.to }))
-          : w.edges,
-      };
+      const patched = { ...w, nodes: w.nodes.map((n) => (n.id === id ? { ...n, ...patch, id } : n)) };
+      // A new id carries the node's edges and every template or expression that read the old one.
+      return renamed ? renameNode(patched, id, renamed) : patched;
     });
   },
   updateEdge: (key, patch) => get().edit((w) => ({ ...w, edges: w.edges.map((e) => (edgeKey(e) === key ? { ...e, ...patch } : e)) })),

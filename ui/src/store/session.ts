@@ -57,6 +57,8 @@ type SessionState = {
   reviewing: string | null;
   dismissed: string[];
   view: ViewRequest;
+  /** The inspector's tab for a node, and which iteration its "Last run" tab shows (null: the latest). */
+  inspector: { tab: "settings" | "run"; iteration: number | null };
   dialogs: { help: boolean; settings: boolean; find: boolean };
 
   init: () => Promise<void>;
@@ -65,6 +67,8 @@ type SessionState = {
   newWorkflow: () => Promise<void>;
   save: () => Promise<void>;
   saveAs: () => Promise<void>;
+  /** Writes canonical YAML to a file the person picks; the open document keeps its own path and unsaved state. */
+  exportYaml: () => Promise<void>;
   setMode: (mode: RunMode) => void;
   setModel: (model: string) => void;
   chooseScript: () => Promise<void>;
@@ -79,6 +83,7 @@ type SessionState = {
   layout: () => Promise<void>;
   requestView: (kind: ViewRequest["kind"]) => void;
   setDialog: (name: keyof SessionState["dialogs"], open: boolean) => void;
+  inspect: (tab: "settings" | "run", iteration?: number | null) => void;
   setApprovalNote: (node: string, note: string) => void;
   review: (node: string | null) => void;
   dismissApproval: (node: string) => void;
@@ -138,6 +143,7 @@ export const useSession = create<SessionState>((set, get) => {
     reviewing: null,
     dismissed: [],
     view: { kind: "open", nonce: 0 },
+    inspector: { tab: "settings", iteration: null },
     dialogs: { help: false, settings: false, find: false },
 
     init: async () => {
@@ -209,6 +215,19 @@ export const useSession = create<SessionState>((set, get) => {
       const { path, workflow } = useDocument.getState();
       const file = await pickSavePath(path ?? `${workflow.name.replace(/\W+/g, "-").toLowerCase()}.yaml`);
       if (file) await writeTo(file);
+    },
+
+    exportYaml: async () => {
+      const { path, workflow } = useDocument.getState();
+      const suggested = (path ? baseName(path).replace(/\.(json|ya?ml)$/i, "") : workflow.name.replace(/\W+/g, "-").toLowerCase()) + ".yaml";
+      const file = await pickSavePath(path ? path.replace(/[^/]*$/, suggested) : suggested);
+      if (!file) return;
+      try {
+        await unwrap(commands.saveFile(file, workflow));
+        info(`Exported canonical YAML to ${baseName(file)}`);
+      } catch (e) {
+        fail(`Could not export to ${file}: ${errorText(e)}`);
+      }
     },
 
     setMode: (mode) => set({ mode }),
@@ -293,6 +312,7 @@ export const useSession = create<SessionState>((set, get) => {
 
     requestView: (kind) => set((s) => ({ view: { kind, nonce: s.view.nonce + 1 } })),
     setDialog: (name, open) => set((s) => ({ dialogs: { ...s.dialogs, [name]: open } })),
+    inspect: (tab, iteration = null) => set({ inspector: { tab, iteration } }),
     setApprovalNote: (node, note) => set((s) => ({ approvalNotes: { ...s.approvalNotes, [node]: note } })),
     review: (node) => set((s) => ({ reviewing: node, dismissed: node ? s.dismissed.filter((d) => d !== node) : s.dismissed })),
     dismissApproval: (node) => set((s) => ({ dismissed: [...s.dismissed, node], reviewing: null })),
