@@ -14,7 +14,7 @@ use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{Providers, Settings};
 use switchyard_engine::run::{self, RunController, RunHandle, RunOptions, Runtime};
 use switchyard_engine::script::{Script, ScriptedModel};
-use switchyard_engine::store::{self, RunStore};
+use switchyard_engine::store::{self, Claim, NewRun, RunRow, RunStore};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::Workflow;
 use tauri::ipc::Channel;
@@ -32,7 +32,10 @@ pub struct AppState {
 
 impl AppState {
     pub fn open() -> AppState {
-        AppState { runs: Arc::default(), store: RunStore::open(&store::default_path()).map(Arc::new) }
+        AppState {
+            runs: Arc::default(),
+            store: RunStore::open(&store::default_path()).map(Arc::new).map_err(|e| e.to_string()),
+        }
     }
 
     fn store(&self) -> Result<&Arc<RunStore>, String> {
@@ -141,15 +144,27 @@ pub async fn start_run(
         return Err(format!("the workflow does not validate: {} ({} errors)", first.message, report.errors.len()));
     }
     let script = load_script(request.script_path.as_deref())?;
-    let runtime = runtime(&state, &script, request.workflow_path.clone(), request.script_path.clone(), &on_events)?;
+    let (runtime, forwarder) = runtime(&state, &script, &on_events)?;
     let model =
         request.model.or(if request.workflow.defaults.model.is_none() { settings()?.default_model } else { None });
-    let handle = run::start(
-        Arc::new(request.workflow),
-        RunOptions { input: request.input, model, ..Default::default() },
-        runtime.0,
-    );
-    Ok(track(&state, handle, runtime.1, request.workflow_path, request.script_path))
+    let options = RunOptions { input: request.input, model, run_id: Some(run::new_run_id()), ..Default::default() };
+    // The run's row is written before its first event; this process holds the run while it lives.
+    let claim = match state.store() {
+        Ok(store) => Some(
+            store
+                .create(&NewRun {
+                    id: options.run_id.as_deref().expect("set above"),
+                    workflow: &request.workflow,
+                    workflow_ref: request.workflow_path.as_deref(),
+                    script_path: request.script_path.as_deref(),
+                    options: &options,
+                })
+                .map_err(|e| e.to_string())?,
+        ),
+        Err(_) => None,
+    };
+    let handle = run::start(Arc::new(request.workflow), options, runtime);
+    Ok(track(&state, handle, forwarder, claim))
 }
 
 #[derive(Serialize, Type)]
@@ -170,13 +185,28 @@ pub async fn resume_run(
     if state.runs.lock().unwrap().contains_key(&run_id) {
         return Err(format!("run {run_id} is already live"));
     }
-    let stored = state.store()?.load(&run_id)?.ok_or_else(|| format!("no stored run {run_id}"))?;
-    let snapshot = stored.snapshot.ok_or_else(|| format!("run {run_id} is {}, not paused", stored.status))?;
-    let document = open_file(stored.workflow_path.clone())?;
-    let script = load_script(stored.script_path.as_deref())?;
-    let runtime = runtime(&state, &script, Some(stored.workflow_path.clone()), stored.script_path.clone(), &on_events)?;
-    let handle = run::start_from(Arc::new(document.workflow.clone()), snapshot, runtime.0)?;
-    let run_id = track(&state, handle, runtime.1, Some(stored.workflow_path), stored.script_path);
+    let store = state.store()?;
+    let stored = store.load(&run_id).map_err(|e| e.to_string())?;
+    if !stored.row.status.resumable() {
+        return Err(format!(
+            "run {run_id} is {}; only paused and interrupted runs can go on",
+            stored.row.status.as_str()
+        ));
+    }
+    let claim = store.claim(&run_id).map_err(|e| e.to_string())?;
+    // The run goes on with the document it started with; the window shows that document.
+    let (path, format) = match &stored.row.workflow_ref {
+        Some(r) => match r.rsplit_once('#') {
+            Some((p, f)) if Format::from_name(f).is_some() => (Some(p.to_string()), f.to_string()),
+            _ => (Some(r.clone()), "switchyard".to_string()),
+        },
+        None => (None, "switchyard".to_string()),
+    };
+    let document = Opened { workflow: stored.workflow.clone(), format, notes: Vec::new(), path };
+    let script = load_script(stored.row.script_path.as_deref())?;
+    let (runtime, forwarder) = runtime(&state, &script, &on_events)?;
+    let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)?;
+    let run_id = track(&state, handle, forwarder, Some(claim));
     Ok(Resumed { run_id, document })
 }
 
@@ -187,8 +217,6 @@ fn load_script(path: Option<&str>) -> Result<Option<Arc<Script>>, String> {
 fn runtime(
     state: &AppState,
     script: &Option<Arc<Script>>,
-    workflow_path: Option<String>,
-    script_path: Option<String>,
     on_events: &Channel<Vec<Event>>,
 ) -> Result<(Runtime, Forwarder), String> {
     let model: Arc<dyn Model> = match script {
@@ -197,46 +225,26 @@ fn runtime(
     };
     let forwarder = Forwarder::spawn(on_events.clone());
     let store = state.store().ok().cloned();
-    let on_pause: Option<run::PauseHook> = match (&store, workflow_path) {
-        (Some(store), Some(path)) => {
-            let store = store.clone();
-            Some(Arc::new(move |snapshot: &run::Snapshot| {
-                let _ = store.save(&snapshot.run_id, &path, script_path.as_deref(), "paused", Some(snapshot));
-            }))
-        }
-        _ => None,
-    };
     let runtime = Runtime {
         model,
         script: script.clone(),
         log: store.map(|s| s as Arc<dyn RunLog>),
         observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
-        on_pause,
     };
     Ok((runtime, forwarder))
 }
 
-/// Keeps the run's controller while it lives; records how it ended.
-fn track(
-    state: &State<'_, AppState>,
-    handle: RunHandle,
-    forwarder: Forwarder,
-    path: Option<String>,
-    script: Option<String>,
-) -> String {
+/// Keeps the run's controller (and this process's claim on it) while it lives; the run log records how it ends.
+fn track(state: &State<'_, AppState>, handle: RunHandle, forwarder: Forwarder, claim: Option<Claim>) -> String {
     let run_id = handle.run_id.clone();
     state.runs.lock().unwrap().insert(run_id.clone(), handle.controller());
-    let store = state.store().ok().cloned();
     let runs = state.runs.clone();
     let id = run_id.clone();
     tauri::async_runtime::spawn(async move {
-        let outcome = handle.finish().await;
+        let _outcome = handle.finish().await;
         forwarder.close();
-        if let (Some(store), Some(path)) = (store, path) {
-            let _ =
-                store.save(&id, &path, script.as_deref(), outcome.result.status.as_str(), outcome.snapshot.as_ref());
-        }
         runs.lock().unwrap().remove(&id);
+        drop(claim);
     });
     run_id
 }
@@ -264,29 +272,25 @@ pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), Stri
 #[derive(Serialize, Type)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
-    pub id: String,
-    pub status: String,
-    pub workflow_path: String,
+    #[serde(flatten)]
+    pub row: RunRow,
+    /// This window runs it now.
     pub live: bool,
 }
 
-/// Stored runs, newest first; paused ones can be resumed.
+/// Stored runs, newest first; paused and interrupted ones can go on.
 #[tauri::command]
 #[specta::specta]
 pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, String> {
     let live = state.runs.lock().unwrap().keys().cloned().collect::<Vec<_>>();
-    Ok(state
-        .store()?
-        .list()?
-        .into_iter()
-        .map(|(id, status, workflow_path)| RunSummary { live: live.contains(&id), id, status, workflow_path })
-        .collect())
+    let rows = state.store()?.list().map_err(|e| e.to_string())?;
+    Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row }).collect())
 }
 
 #[tauri::command]
 #[specta::specta]
 pub fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Event>, String> {
-    state.store()?.events(&run_id)
+    state.store()?.events(&run_id).map_err(|e| e.to_string())
 }
 
 /// The settings, and why the file could not be used when it could not: the window then shows the defaults and the

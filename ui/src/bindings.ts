@@ -20,8 +20,8 @@ export const commands = {
 	resumeRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, string>(__TAURI_INVOKE("resume_run", { runId, onEvents })),
 	decide: (runId: string, node: string, decision: string, note: string) => typedError<null, string>(__TAURI_INVOKE("decide", { runId, node, decision, note })),
 	cancelRun: (runId: string) => typedError<null, string>(__TAURI_INVOKE("cancel_run", { runId })),
-	/**  Stored runs, newest first; paused ones can be resumed. */
-	listRuns: () => typedError<RunSummary[], string>(__TAURI_INVOKE("list_runs")),
+	/**  Stored runs, newest first; paused and interrupted ones can go on. */
+	listRuns: () => typedError<RunSummary_Serialize[], string>(__TAURI_INVOKE("list_runs")),
 	runEvents: (runId: string) => typedError<Event_Serialize[], string>(__TAURI_INVOKE("run_events", { runId })),
 	/**  The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem. */
 	getSettings: () => __TAURI_INVOKE<SettingsState_Serialize>("get_settings"),
@@ -625,14 +625,59 @@ export type RunRequest_Serialize = {
 	model: string | null,
 };
 
+/**  One run of the history. */
+export type RunRow = RunRow_Serialize | RunRow_Deserialize;
+
+/**  One run of the history. */
+export type RunRow_Deserialize = {
+	id: string,
+	/**  The workflow's name. */
+	workflow: string,
+	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
+	workflowRef?: string | null,
+	scriptPath?: string | null,
+	status: RunState,
+	/**  RFC 3339. */
+	started: string,
+	/**  From start to end, or to now while it runs or waits. */
+	durationMs: number,
+	/**  Approvals it waits for. */
+	pending: string[],
+};
+
+/**  One run of the history. */
+export type RunRow_Serialize = {
+	id: string,
+	/**  The workflow's name. */
+	workflow: string,
+	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
+	workflowRef: string | null,
+	scriptPath: string | null,
+	status: RunState,
+	/**  RFC 3339. */
+	started: string,
+	/**  From start to end, or to now while it runs or waits. */
+	durationMs: number,
+	/**  Approvals it waits for. */
+	pending: string[],
+};
+
+/**  A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died. */
+export type RunState = "running" | "paused" | "interrupted" | "completed" | "failed" | "cancelled";
+
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";
 
-export type RunSummary = {
-	id: string,
-	status: string,
-	workflowPath: string,
+export type RunSummary = RunSummary_Serialize | RunSummary_Deserialize;
+
+export type RunSummary_Deserialize = {
+	/**  This window runs it now. */
 	live: boolean,
-};
+} & RunRow_Deserialize;
+
+export type RunSummary_Serialize = {
+	/**  This window runs it now. */
+	live: boolean,
+} & RunRow_Serialize;
 
 /**  The user's settings: providers, the default model, and call limits. */
 export type Settings = Settings_Serialize | Settings_Deserialize;

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use switchyard_engine::events::{Event, EventKind, Observer, RunLog};
+use switchyard_engine::run::Recorded;
 use switchyard_engine::NodeStatus;
+use switchyard_engine::RunStatus;
 
 /// Writes each event as one JSON line, flushed as it goes so a crash loses nothing already emitted.
 pub struct JsonLines(Mutex<BufWriter<File>>);
@@ -40,6 +42,14 @@ impl RunLog for Tee {
             }
         }
         first_error
+    }
+
+    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), String> {
+        self.0.iter().map(|log| log.record_input(run, input)).fold(Ok(()), Result::and)
+    }
+
+    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), String> {
+        self.0.iter().map(|log| log.run_status(run, status, pending)).fold(Ok(()), Result::and)
     }
 }
 

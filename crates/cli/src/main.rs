@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
-use switchyard_engine::events::{Observer, RunLog};
+use switchyard_engine::events::{Collector, Event, EventKind, Observer, RunLog};
 use switchyard_engine::format::{self, Format, Loaded};
 use switchyard_engine::model::Model;
 use switchyard_engine::providers::{Providers, Settings};
 use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};
 use switchyard_engine::script::{Script, ScriptedModel};
-use switchyard_engine::store::RunStore;
+use switchyard_engine::store::{NewRun, RunState, RunStore, StoredRun};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::{RunStatus, Workflow};
 
@@ -67,19 +67,44 @@ enum Command {
         /// Do not record the run in the run store.
         #[arg(long)]
         no_store: bool,
+        /// With --from: take this stored run's results for every node upstream of the --from node.
+        #[arg(long, requires = "from")]
+        reuse: Option<String>,
+        /// With --reuse: the node to run from; it and everything after it run for real.
+        #[arg(long, requires = "reuse")]
+        from: Option<String>,
     },
-    /// Resume a paused run with decisions: --decide NODE=approve|reject[:note].
+    /// Continue a paused or interrupted run. Nodes that completed are not run again; approvals are decided with
+    /// --decide NODE=approve|reject[:note].
     Resume {
         run_id: String,
-        #[arg(long = "decide", required = true)]
+        #[arg(long = "decide")]
         decisions: Vec<String>,
         #[arg(long)]
         json: bool,
         #[arg(long)]
         events: Option<PathBuf>,
     },
-    /// List the runs in the run store.
-    Runs,
+    /// List the runs in the run store, newest first.
+    Runs {
+        /// Print a JSON array of {id, workflow, status, started, durationMs, pending}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a stored run's result, as `run` printed it.
+    Show {
+        run_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Play a stored run again from its recorded answers and decisions, with no model or tool call.
+    Replay {
+        run_id: String,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        events: Option<PathBuf>,
+    },
     /// List the configured model providers and whether each answers.
     Providers,
     /// Print the canonical document.
@@ -120,12 +145,27 @@ fn main() -> ExitCode {
             print!("{}", switchyard_engine::schema::workflow_schema_json());
             Ok(0)
         }
-        Command::Run { file, input, script, json, events, format, model, step_budget, no_store } => runtime
-            .block_on(cmd_run(RunArgs { file, input, script, json, events, format, model, step_budget, no_store })),
+        Command::Run { file, input, script, json, events, format, model, step_budget, no_store, reuse, from } => {
+            let reuse = reuse.zip(from);
+            runtime.block_on(cmd_run(RunArgs {
+                file,
+                input,
+                script,
+                json,
+                events,
+                format,
+                model,
+                step_budget,
+                no_store,
+                reuse,
+            }))
+        }
         Command::Resume { run_id, decisions, json, events } => {
             runtime.block_on(cmd_resume(&run_id, &decisions, json, events))
         }
-        Command::Runs => cmd_runs(),
+        Command::Runs { json } => cmd_runs(json),
+        Command::Show { run_id, json } => cmd_show(&run_id, json),
+        Command::Replay { run_id, json, events } => cmd_replay(&run_id, json, events),
         Command::Providers => runtime.block_on(cmd_providers()),
     };
     match code {
@@ -218,6 +258,8 @@ struct RunArgs {
     model: Option<String>,
     step_budget: Option<u32>,
     no_store: bool,
+    /// A stored run, and the node to run from.
+    reuse: Option<(String, String)>,
 }
 
 fn parse_input(raw: &str) -> Result<Value, Unusable> {
@@ -257,7 +299,7 @@ fn model_for(script: &Option<Arc<Script>>, settings: Option<&Settings>) -> Arc<d
 }
 
 fn open_store() -> Result<Arc<RunStore>, Unusable> {
-    RunStore::open(&switchyard_engine::store::default_path()).map(Arc::new).map_err(Unusable)
+    RunStore::open(&switchyard_engine::store::default_path()).map(Arc::new).map_err(|e| Unusable(e.to_string()))
 }
 
 /// Run logs and observers for one CLI run: the store, an --events file, and the live log.
@@ -318,56 +360,83 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let input = args.input.as_deref().map(parse_input).transpose()?;
     check_input(&loaded.workflow, &input)?;
     let store = if args.no_store { None } else { Some(open_store()?) };
+    let reuse = match &args.reuse {
+        None => None,
+        Some((run_id, from)) => {
+            let store = match &store {
+                Some(store) => store.clone(),
+                None => open_store()?,
+            };
+            let earlier = store.load(run_id).map_err(|e| Unusable(e.to_string()))?;
+            let reuse =
+                run::Reuse::upstream_of(&loaded.workflow, from, run_id, &earlier.recording).map_err(Unusable)?;
+            let reused: usize = reuse.results.values().map(Vec::len).sum();
+            eprintln!("reusing {reused} node result(s) of run {run_id} upstream of `{from}`");
+            Some(reuse)
+        }
+    };
     let (log, observers) = sinks(store.clone(), &args.events, args.json)?;
     let workflow = Arc::new(loaded.workflow);
     // A node's model, else --model, else the workflow's default, else the settings' default.
     let fallback =
         settings.as_ref().filter(|_| workflow.defaults.model.is_none()).and_then(|s| s.default_model.clone());
-    let options =
-        RunOptions { input, step_budget: args.step_budget, model: args.model.or(fallback), ..RunOptions::default() };
-    let runtime = Runtime { model: model_for(&script, settings.as_ref()), script, log, observers, on_pause: None };
-    let outcome = run::run(workflow, options, runtime).await;
+    let options = RunOptions {
+        input,
+        run_id: Some(run::new_run_id()),
+        step_budget: args.step_budget,
+        model: args.model.or(fallback),
+        reuse,
+        ..RunOptions::default()
+    };
     let workflow_path = std::fs::canonicalize(&args.file).unwrap_or(args.file.clone());
+    let workflow_ref = match args.format {
+        Some(f) => format!("{}#{}", workflow_path.display(), f.name()),
+        None => workflow_path.display().to_string(),
+    };
     let script_path = args.script.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone()));
-    finish(outcome, store.as_deref(), &workflow_path, script_path.as_deref(), args.format, args.json)
+    let script_ref = script_path.as_ref().map(|p| p.display().to_string());
+    // The run's row is written before its first event, and this process holds the run while it lives.
+    let _claim = match &store {
+        Some(store) => Some(
+            store
+                .create(&NewRun {
+                    id: options.run_id.as_deref().expect("set above"),
+                    workflow: &workflow,
+                    workflow_ref: Some(&workflow_ref),
+                    script_path: script_ref.as_deref(),
+                    options: &options,
+                })
+                .map_err(|e| Unusable(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let runtime = Runtime { model: model_for(&script, settings.as_ref()), script, log, observers };
+    let outcome = run::run(workflow, options, runtime).await;
+    finish(outcome, store.is_some(), args.json)
 }
 
-fn finish(
-    outcome: Outcome,
-    store: Option<&RunStore>,
-    workflow: &Path,
-    script: Option<&Path>,
-    format: Option<Format>,
-    json: bool,
-) -> Result<u8, Unusable> {
+/// The result object `run --json` prints.
+fn result_json(r: &switchyard_engine::RunResult) -> Value {
+    json!({
+        "runId": r.run_id,
+        "status": r.status,
+        "results": r.results,
+        "trace": r.trace,
+        "pending": r.pending.iter().map(|p| json!({"node": p.node, "message": p.message})).collect::<Vec<_>>(),
+        "state": r.state,
+        "error": r.error,
+    })
+}
+
+fn finish(outcome: Outcome, stored: bool, json: bool) -> Result<u8, Unusable> {
     if let Some(e) = &outcome.log_error {
         eprintln!("warning: {e}");
     }
     let r = &outcome.result;
-    if let Some(store) = store {
-        let workflow_ref = match format {
-            Some(f) => format!("{}#{}", workflow.display(), f.name()),
-            None => workflow.display().to_string(),
-        };
-        let script = script.map(|p| p.display().to_string());
-        if let Err(e) =
-            store.save(&r.run_id, &workflow_ref, script.as_deref(), r.status.as_str(), outcome.snapshot.as_ref())
-        {
-            eprintln!("warning: {e}");
-        }
-    }
     if json {
-        let out = json!({
-            "runId": r.run_id,
-            "status": r.status,
-            "results": r.results,
-            "trace": r.trace,
-            "pending": r.pending.iter().map(|p| json!({"node": p.node, "message": p.message})).collect::<Vec<_>>(),
-            "state": r.state,
-            "error": r.error,
-        });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap());
+        println!("{}", serde_json::to_string_pretty(&result_json(r)).unwrap());
     }
+    let store = stored.then_some(());
     if r.status == RunStatus::Paused {
         let decide: Vec<String> = r.pending.iter().map(|p| format!("--decide {}=approve", p.node)).collect();
         if store.is_some() {
@@ -393,30 +462,167 @@ fn parse_decision(raw: &str) -> Result<(String, Value), Unusable> {
     Ok((node.to_string(), json!({"decision": decision, "note": note})))
 }
 
+/// A stored run ready to continue or play again: its record, and what the file it came from says now.
+fn stored_run(store: &RunStore, run_id: &str) -> Result<StoredRun, Unusable> {
+    let stored = store.load(run_id).map_err(|e| Unusable(e.to_string()))?;
+    if let Some(reference) = &stored.row.workflow_ref {
+        let (path, format) = match reference.rsplit_once('#') {
+            Some((p, f)) if Format::from_name(f).is_some() => (PathBuf::from(p), Format::from_name(f)),
+            _ => (PathBuf::from(reference), None),
+        };
+        match format::load_file(&path, format) {
+            Ok(now) if now.workflow != stored.workflow => eprintln!(
+                "note: {} has changed since run {run_id} started; the run goes on with the workflow it started with",
+                path.display()
+            ),
+            Ok(_) => {}
+            Err(_) => eprintln!(
+                "note: {} cannot be read now; the run goes on with the workflow it started with",
+                path.display()
+            ),
+        }
+    }
+    Ok(stored)
+}
+
 async fn cmd_resume(run_id: &str, raw: &[String], json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
     let decisions = raw.iter().map(|d| parse_decision(d)).collect::<Result<Vec<_>, _>>()?;
     let store = open_store()?;
-    let stored = store.load(run_id).map_err(Unusable)?.ok_or_else(|| {
-        Unusable(format!("no run `{run_id}` in {}; `switchyard runs` lists them", store.path().display()))
-    })?;
-    let Some(snapshot) = stored.snapshot.clone() else {
+    let stored = stored_run(&store, run_id)?;
+    if !stored.row.status.resumable() {
         return Err(Unusable(format!(
-            "run `{run_id}` is {}, not paused; only paused runs can be resumed",
-            stored.status
+            "run `{run_id}` is {}; only paused and interrupted runs can be resumed",
+            stored.row.status.as_str()
         )));
-    };
-    let (path, format) = match stored.workflow_path.rsplit_once('#') {
-        Some((p, f)) if Format::from_name(f).is_some() => (PathBuf::from(p), Format::from_name(f)),
-        _ => (PathBuf::from(&stored.workflow_path), None),
-    };
-    let loaded = load(&path, format)?;
-    let script_path = stored.script_path.as_ref().map(PathBuf::from);
+    }
+    let _claim = store.claim(run_id).map_err(|e| Unusable(e.to_string()))?;
+    let script_path = stored.row.script_path.as_ref().map(PathBuf::from);
     let script = load_script(&script_path)?;
     let (log, observers) = sinks(Some(store.clone()), &events, json)?;
     let settings = settings_unless_scripted(script.is_some())?;
-    let runtime = Runtime { model: model_for(&script, settings.as_ref()), script, log, observers, on_pause: None };
-    let outcome = run::resume(Arc::new(loaded.workflow), snapshot, decisions, runtime).await.map_err(Unusable)?;
-    finish(outcome, Some(&store), &path, script_path.as_deref(), format, json)
+    let runtime = Runtime { model: model_for(&script, settings.as_ref()), script, log, observers };
+    let outcome = run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime)
+        .await
+        .map_err(Unusable)?;
+    finish(outcome, true, json)
+}
+
+fn cmd_runs(json: bool) -> Result<u8, Unusable> {
+    let store = open_store()?;
+    let runs = store.list().map_err(|e| Unusable(e.to_string()))?;
+    if json {
+        let rows: Vec<Value> = runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "id": r.id,
+                    "workflow": r.workflow_ref.clone().unwrap_or_else(|| r.workflow.clone()),
+                    "status": r.status,
+                    "started": r.started,
+                    "durationMs": r.duration_ms,
+                    "pending": r.pending,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows).unwrap());
+        return Ok(0);
+    }
+    for r in runs {
+        let pending = if r.pending.is_empty() { String::new() } else { format!("  waits: {}", r.pending.join(", ")) };
+        println!(
+            "{}  {:<11}  {}  {:>8}  {}{pending}",
+            r.id,
+            r.status.as_str(),
+            r.started.get(..19).unwrap_or(&r.started),
+            format_duration(r.duration_ms),
+            r.workflow_ref.as_deref().unwrap_or(&r.workflow),
+        );
+    }
+    Ok(0)
+}
+
+fn format_duration(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60),
+    }
+}
+
+/// Rebuilds a stored run's result from its recording (no model call), as `run --json` printed it.
+fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
+    let store = open_store()?;
+    let stored = store.load(run_id).map_err(|e| Unusable(e.to_string()))?;
+    let status = stored.row.status;
+    let runtime = Runtime {
+        model: Arc::new(Providers::new(&Settings::default())),
+        script: None,
+        log: None,
+        observers: Vec::new(),
+    };
+    let outcome =
+        run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(Unusable)?;
+    let mut out = result_json(&outcome.result);
+    if matches!(status, RunState::Interrupted | RunState::Running) {
+        out["status"] = json!(status);
+        out["error"] = json!(format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out).unwrap());
+    } else {
+        println!("run {run_id}: {} ({})", status.as_str(), stored.row.workflow);
+        for (node, result) in &outcome.result.results {
+            let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
+            let text: String = text.chars().take(100).collect();
+            println!("  {node:<20} {:<9} {}", format!("{:?}", result.status).to_lowercase(), text.replace('\n', " "));
+        }
+    }
+    Ok(0)
+}
+
+/// Plays a stored run again from its recording: the same events, results and trace, with no model or tool call.
+fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
+    let store = open_store()?;
+    let stored = store.load(run_id).map_err(|e| Unusable(e.to_string()))?;
+    let recorded = stored.recording.events.clone();
+    let (log, mut observers) = sinks(None, &events, json)?;
+    let produced = Collector::default();
+    observers.push(Arc::new(produced.clone()));
+    let runtime = Runtime { model: Arc::new(Providers::new(&Settings::default())), script: None, log, observers };
+    let outcome =
+        run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(Unusable)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&result_json(&outcome.result)).unwrap());
+    }
+    // The replay must tell the same story; where it does not, the engine (or the store) changed.
+    let same = |a: &Event, b: &Event| a.seq == b.seq && normalized(&a.kind) == normalized(&b.kind);
+    let produced = produced.events();
+    if let Some(at) = (0..produced.len().max(recorded.len()))
+        .find(|&i| !matches!((produced.get(i), recorded.get(i)), (Some(a), Some(b)) if same(a, b)))
+    {
+        let kind =
+            |e: Option<&Event>| e.map_or("nothing".to_string(), |e| format!("{} #{}", e.kind.type_name(), e.seq));
+        eprintln!(
+            "warning: the replay differs from the recording at event {}: recorded {}, replayed {}",
+            at + 1,
+            kind(recorded.get(at)),
+            kind(produced.get(at))
+        );
+        return Ok(1);
+    }
+    Ok(match outcome.result.status {
+        RunStatus::Completed | RunStatus::Paused => 0,
+        _ => 1,
+    })
+}
+
+/// An event's payload with what a replay does not reproduce (how long quick nodes took) left out.
+fn normalized(kind: &EventKind) -> EventKind {
+    let mut kind = kind.clone();
+    if let EventKind::NodeExit { duration_ms, .. } = &mut kind {
+        *duration_ms = 0;
+    }
+    kind
 }
 
 async fn cmd_providers() -> Result<u8, Unusable> {
@@ -436,12 +642,4 @@ async fn cmd_providers() -> Result<u8, Unusable> {
         println!("default model: {model}");
     }
     Ok(if all_ok { 0 } else { 1 })
-}
-
-fn cmd_runs() -> Result<u8, Unusable> {
-    let store = open_store()?;
-    for (id, status, path) in store.list().map_err(Unusable)? {
-        println!("{id}  {status:<9}  {path}");
-    }
-    Ok(0)
 }

@@ -154,7 +154,6 @@ fn engine(shape: &str, n: usize) -> (Duration, usize) {
             script: Some(script),
             log: None,
             observers: vec![Arc::new(Counter(Default::default()))],
-            on_pause: None,
         };
         let wf = Arc::new(wf);
         let t = Instant::now();

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::result::NodeResult;
+use crate::result::{NodeResult, RunStatus};
+use crate::run::{Input, Recorded};
 
 /// One event as observers and the run log see it.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -154,6 +155,45 @@ where
 /// as a warning on stderr-like channels by the caller, never silently dropped, but does not stop the run.
 pub trait RunLog: Send + Sync {
     fn append(&self, event: &Event) -> Result<(), String>;
+
+    /// Keeps an input of the run (see `run::input`), before anything it causes is emitted.
+    fn record_input(&self, _run: &str, _input: &Recorded) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The run's status changed: it paused (`pending` waits), went on, or ended.
+    fn run_status(&self, _run: &str, _status: RunStatus, _pending: &[String]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A run log in memory: events and inputs (tests, and runs nobody keeps on disk).
+#[derive(Default, Clone)]
+pub struct MemoryLog {
+    pub events: Arc<Mutex<Vec<Event>>>,
+    pub inputs: Arc<Mutex<Vec<Recorded>>>,
+}
+
+impl MemoryLog {
+    /// What a rebuild of this run needs.
+    pub fn recording(&self) -> crate::run::Recording {
+        crate::run::Recording {
+            inputs: self.inputs.lock().unwrap().clone(),
+            events: self.events.lock().unwrap().clone(),
+        }
+    }
+}
+
+impl RunLog for MemoryLog {
+    fn append(&self, event: &Event) -> Result<(), String> {
+        self.events.lock().unwrap().push(event.clone());
+        Ok(())
+    }
+
+    fn record_input(&self, _run: &str, input: &Recorded) -> Result<(), String> {
+        self.inputs.lock().unwrap().push(input.clone());
+        Ok(())
+    }
 }
 
 /// Collects events in memory (tests, the app's run panel).
@@ -175,6 +215,8 @@ impl Observer for Collector {
 
 struct EmitterState {
     seq: u64,
+    /// Events numbered up to this one are in the log already (a resumed run derives them again): not delivered.
+    quiet_through: u64,
     log_error: Option<String>,
 }
 
@@ -191,7 +233,7 @@ impl Emitter {
     pub fn new(run: &str, first_seq: u64, log: Option<Arc<dyn RunLog>>, observers: Vec<Arc<dyn Observer>>) -> Emitter {
         Emitter {
             run: Arc::from(run),
-            state: Arc::new(Mutex::new(EmitterState { seq: first_seq, log_error: None })),
+            state: Arc::new(Mutex::new(EmitterState { seq: first_seq, quiet_through: 0, log_error: None })),
             log,
             observers: observers.into(),
         }
@@ -209,6 +251,53 @@ impl Emitter {
     /// The first run-log write error, if any happened.
     pub fn log_error(&self) -> Option<String> {
         self.state.lock().unwrap().log_error.clone()
+    }
+
+    /// Events up to `seq` are not delivered: the log holds them already.
+    pub fn quiet_through(&self, seq: u64) {
+        self.state.lock().unwrap().quiet_through = seq;
+    }
+
+    /// The next event is numbered `seq` at least (numbers taken by events a rebuild does not derive are skipped).
+    pub fn skip_to(&self, seq: u64) {
+        let mut state = self.state.lock().unwrap();
+        state.seq = state.seq.max(seq.saturating_sub(1));
+    }
+
+    /// Delivers a recorded event again, as it was (a replay), and numbers on from it.
+    pub fn replay(&self, event: Event) {
+        let mut state = self.state.lock().unwrap();
+        state.seq = state.seq.max(event.seq);
+        self.deliver(&mut state, &event);
+    }
+
+    /// Writes an input to the run log, numbered with the next event's `seq`, before what it causes is emitted.
+    pub fn record(&self, input: Input) {
+        let mut state = self.state.lock().unwrap();
+        let Some(log) = &self.log else { return };
+        let recorded = Recorded { seq: state.seq + 1, input };
+        if let Err(e) = log.record_input(&self.run, &recorded) {
+            state.log_error.get_or_insert(e);
+        }
+    }
+
+    /// Tells the run log the run's status.
+    pub fn status(&self, status: RunStatus, pending: &[String]) {
+        let Some(log) = &self.log else { return };
+        if let Err(e) = log.run_status(&self.run, status, pending) {
+            self.state.lock().unwrap().log_error.get_or_insert(e);
+        }
+    }
+
+    fn deliver(&self, state: &mut EmitterState, event: &Event) {
+        if let Some(log) = &self.log {
+            if let Err(e) = log.append(event) {
+                state.log_error.get_or_insert(e);
+            }
+        }
+        for observer in self.observers.iter() {
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| observer.on_event(event)));
+        }
     }
 
     pub fn emit(&self, kind: EventKind) {
@@ -230,13 +319,8 @@ impl Emitter {
             ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             kind,
         };
-        if let Some(log) = &self.log {
-            if let Err(e) = log.append(&event) {
-                state.log_error.get_or_insert(e);
-            }
-        }
-        for observer in self.observers.iter() {
-            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| observer.on_event(&event)));
+        if event.seq > state.quiet_through {
+            self.deliver(&mut state, &event);
         }
         event.kind
     }

@@ -89,7 +89,7 @@ pub struct RouteRequest<'a> {
     pub visit: u32,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RouteAnswer {
     /// The chosen id as the model named it; the executor checks it against the choices.
     pub choice: String,

@@ -1,22 +1,158 @@
-//! The durable run log: a SQLite file holding every event of every run and the snapshot of each paused run, so a
-//! paused run survives a restart and can be resumed from the command line or the app.
+//! The durable run log: one SQLite file (WAL) holding every run — the workflow document and options it started
+//! with, its status, its events and its inputs (`run::input`) — so that a run survives the process that ran it.
+//!
+//! Invariants:
+//! - A run's row is written when it starts (status `running`), before its first event.
+//! - Events and inputs are committed as the scheduler produces them, before any observer sees them (the emitter
+//!   writes the log first), so nothing a person saw can be missing from the log.
+//! - A process that runs a run holds a lock on it (a file lock the system releases when the process dies). A run
+//!   whose row says `running` but whose lock nobody holds was interrupted: `status` reports it `interrupted`.
+//! - The schema is versioned (`PRAGMA user_version`, `store::migrations`); a file written by a newer Switchyard is
+//!   refused and never altered, and a file that is not a readable database is reported with its path.
+//! - Several processes can use one store at once (WAL, and a busy timeout instead of "database is locked").
 
+mod migrations;
+
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
 
 use crate::events::{Event, RunLog};
-use crate::run::Snapshot;
+use crate::result::RunStatus;
+use crate::run::{Recorded, Recording, RunOptions};
+use crate::Workflow;
 
-/// A run as the store keeps it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredRun {
+/// Why the run store cannot be used. Each message names the file and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the run store {path}: {detail}")]
+    Open { path: PathBuf, detail: String },
+    #[error(
+        "the run store {path} was written by a newer Switchyard (schema {found}; this one knows up to {known}); it \
+         was left untouched: upgrade Switchyard, or set SWITCHYARD_HOME to use another folder"
+    )]
+    TooNew { path: PathBuf, found: i64, known: i64 },
+    #[error(
+        "the run store {path} is not a readable database ({detail}); move it aside and Switchyard starts a new one"
+    )]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("run store {path}: {detail}")]
+    Query { path: PathBuf, detail: String },
+    #[error("no run `{id}` in {path}; `switchyard runs` lists them")]
+    NoSuchRun { path: PathBuf, id: String },
+    #[error("run `{id}` is in use by another process")]
+    InUse { id: String },
+}
+
+impl StoreError {
+    /// A stable code for the window and scripts.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Open { .. } => "STORE_OPEN",
+            StoreError::TooNew { .. } => "STORE_TOO_NEW",
+            StoreError::Corrupt { .. } => "STORE_CORRUPT",
+            StoreError::Query { .. } => "STORE_QUERY",
+            StoreError::NoSuchRun { .. } => "NO_SUCH_RUN",
+            StoreError::InUse { .. } => "RUN_IN_USE",
+        }
+    }
+}
+
+/// A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    Running,
+    Paused,
+    Interrupted,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl RunState {
+    fn from_db(status: &str, live: bool) -> RunState {
+        match status {
+            "running" if live => RunState::Running,
+            "running" => RunState::Interrupted,
+            "paused" => RunState::Paused,
+            "completed" => RunState::Completed,
+            "cancelled" => RunState::Cancelled,
+            _ => RunState::Failed,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Paused => "paused",
+            RunState::Interrupted => "interrupted",
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the run can go on: it waits for decisions, or its process died.
+    pub fn resumable(self) -> bool {
+        matches!(self, RunState::Paused | RunState::Interrupted)
+    }
+}
+
+/// One run of the history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase")]
+pub struct RunRow {
     pub id: String,
-    pub workflow_path: String,
+    /// The workflow's name.
+    pub workflow: String,
+    /// The file it was run from (`path`, or `path#format` when its format was forced), when it had one.
+    pub workflow_ref: Option<String>,
     pub script_path: Option<String>,
-    pub status: String,
-    pub snapshot: Option<Snapshot>,
+    pub status: RunState,
+    /// RFC 3339.
+    pub started: String,
+    /// From start to end, or to now while it runs or waits.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
+    pub duration_ms: u64,
+    /// Approvals it waits for.
+    pub pending: Vec<String>,
+}
+
+/// What is kept of a run when it starts.
+pub struct NewRun<'a> {
+    pub id: &'a str,
+    pub workflow: &'a Workflow,
+    pub workflow_ref: Option<&'a str>,
+    pub script_path: Option<&'a str>,
+    pub options: &'a RunOptions,
+}
+
+/// What a rebuild of a stored run needs: the document and options it started with, and its recording.
+pub struct StoredRun {
+    pub row: RunRow,
+    pub workflow: Workflow,
+    pub options: RunOptions,
+    pub recording: Recording,
+}
+
+/// This process runs the run: held while the run is live, released (also by the system, if the process dies) when
+/// dropped.
+pub struct Claim {
+    _lock: File,
+    path: PathBuf,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Where Switchyard keeps its data (the run store, the app's preferences): `$SWITCHYARD_HOME`, else
@@ -42,32 +178,18 @@ pub struct RunStore {
     path: PathBuf,
 }
 
+const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ','now')";
+
 impl RunStore {
-    /// Opens (creating if needed) the store at `path`.
-    pub fn open(path: &Path) -> Result<RunStore, String> {
+    /// Opens (creating, or bringing up to date) the store at `path`.
+    pub fn open(path: &Path) -> Result<RunStore, StoreError> {
+        let open_error = |detail: String| StoreError::Open { path: path.to_path_buf(), detail };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|e| open_error(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| format!("cannot open the run store {}: {e}", path.display()))?;
-        conn.execute_batch(
-            "PRAGMA journal_mode=WAL;
-             PRAGMA synchronous=NORMAL;
-             CREATE TABLE IF NOT EXISTS runs (
-                 id TEXT PRIMARY KEY,
-                 workflow_path TEXT NOT NULL,
-                 script_path TEXT,
-                 status TEXT NOT NULL,
-                 snapshot TEXT,
-                 updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
-             );
-             CREATE TABLE IF NOT EXISTS events (
-                 run_id TEXT NOT NULL,
-                 seq INTEGER NOT NULL,
-                 event TEXT NOT NULL,
-                 PRIMARY KEY (run_id, seq)
-             );",
-        )
-        .map_err(|e| format!("cannot prepare the run store {}: {e}", path.display()))?;
+        let mut conn = Connection::open(path).map_err(|e| open_error(e.to_string()))?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(|e| open_error(e.to_string()))?;
+        migrations::bring_up_to_date(&mut conn, path)?;
         Ok(RunStore { conn: Mutex::new(conn), path: path.to_path_buf() })
     }
 
@@ -75,70 +197,181 @@ impl RunStore {
         &self.path
     }
 
-    /// Records (or updates) a run's status and, when paused, its snapshot.
-    pub fn save(
-        &self,
-        id: &str,
-        workflow_path: &str,
-        script_path: Option<&str>,
-        status: &str,
-        snapshot: Option<&Snapshot>,
-    ) -> Result<(), String> {
-        let snapshot = snapshot.map(|s| serde_json::to_string(s).expect("snapshots serialize"));
+    fn query_error(&self, e: impl std::fmt::Display) -> StoreError {
+        let detail = e.to_string();
+        if detail.contains("malformed") || detail.contains("not a database") {
+            StoreError::Corrupt { path: self.path.clone(), detail }
+        } else {
+            StoreError::Query { path: self.path.clone(), detail }
+        }
+    }
+
+    fn lock_path(&self, id: &str) -> PathBuf {
+        let mut dir = self.path.clone().into_os_string();
+        dir.push(".locks");
+        PathBuf::from(dir).join(format!("{id}.lock"))
+    }
+
+    /// Takes the run for this process; fails when another live process has it.
+    pub fn claim(&self, id: &str) -> Result<Claim, StoreError> {
+        let path = self.lock_path(id);
+        let io = |e: std::io::Error| StoreError::Open { path: path.clone(), detail: e.to_string() };
+        std::fs::create_dir_all(path.parent().expect("a lock file has a folder")).map_err(io)?;
+        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Claim { _lock: file, path }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse { id: id.to_string() }),
+            Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
+        }
+    }
+
+    /// Whether a live process holds the run.
+    fn is_live(&self, id: &str) -> bool {
+        let Ok(file) = File::open(self.lock_path(id)) else { return false };
+        matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
+    }
+
+    /// Records a run as it starts (status `running`) and claims it for this process.
+    pub fn create(&self, run: &NewRun) -> Result<Claim, StoreError> {
+        let claim = self.claim(run.id)?;
+        let document = serde_json::to_string(run.workflow).expect("workflows serialize");
+        let options = serde_json::to_string(run.options).expect("run options serialize");
         self.conn
             .lock()
             .unwrap()
             .execute(
-                "INSERT INTO runs (id, workflow_path, script_path, status, snapshot) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(id) DO UPDATE SET workflow_path=?2, script_path=?3, status=?4, snapshot=?5,
-                   updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')",
-                params![id, workflow_path, script_path, status, snapshot],
+                &format!(
+                    "INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
+                       started_at, updated_at) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, {NOW}, {NOW})"
+                ),
+                params![run.id, run.workflow_ref.unwrap_or(""), run.script_path, run.workflow.name, document, options],
             )
-            .map(|_| ())
-            .map_err(|e| format!("cannot save run {id}: {e}"))
+            .map_err(|e| self.query_error(e))?;
+        Ok(claim)
     }
 
-    pub fn load(&self, id: &str) -> Result<Option<StoredRun>, String> {
-        let conn = self.conn.lock().unwrap();
-        let row = conn
-            .query_row(
-                "SELECT id, workflow_path, script_path, status, snapshot FROM runs WHERE id = ?1",
-                params![id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get::<_, Option<String>>(4)?)),
-            )
-            .optional()
-            .map_err(|e| format!("cannot read run {id}: {e}"))?;
-        let Some((id, workflow_path, script_path, status, snapshot)) = row else {
-            return Ok(None);
+    /// Runs, newest first.
+    pub fn list(&self) -> Result<Vec<RunRow>, StoreError> {
+        let rows = {
+            let conn = self.conn.lock().unwrap();
+            let mut stmt = conn
+                .prepare(&format!("{ROW_SELECT} ORDER BY started_at DESC, rowid DESC"))
+                .map_err(|e| self.query_error(e))?;
+            let rows = stmt.query_map([], raw_row).map_err(|e| self.query_error(e))?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.query_error(e))?
         };
-        let snapshot = match snapshot {
-            Some(s) => Some(serde_json::from_str(&s).map_err(|e| format!("run {id} has an unreadable snapshot: {e}"))?),
-            None => None,
+        Ok(rows.into_iter().map(|r| self.row(r)).collect())
+    }
+
+    /// One run of the history.
+    pub fn get(&self, id: &str) -> Result<RunRow, StoreError> {
+        let raw = {
+            let conn = self.conn.lock().unwrap();
+            conn.query_row(&format!("{ROW_SELECT} WHERE id = ?1"), params![id], raw_row)
+                .optional()
+                .map_err(|e| self.query_error(e))?
         };
-        Ok(Some(StoredRun { id, workflow_path, script_path, status, snapshot }))
+        raw.map(|r| self.row(r)).ok_or_else(|| StoreError::NoSuchRun { path: self.path.clone(), id: id.to_string() })
     }
 
-    /// Runs, newest first: (id, status, workflow path).
-    pub fn list(&self) -> Result<Vec<(String, String, String)>, String> {
-        let conn = self.conn.lock().unwrap();
-        let mut stmt = conn
-            .prepare("SELECT id, status, workflow_path FROM runs ORDER BY updated_at DESC")
-            .map_err(|e| e.to_string())?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).map_err(|e| e.to_string())?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())
+    fn row(&self, r: RawRow) -> RunRow {
+        let live = r.status == "running" && self.is_live(&r.id);
+        let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok().map(|t| t.timestamp_millis());
+        let started = parse(&r.started).unwrap_or(0);
+        let ended = r.ended.as_deref().and_then(parse);
+        let status = RunState::from_db(&r.status, live);
+        // An interrupted run's time stops at its last sign of life.
+        let until = match status {
+            RunState::Interrupted => parse(&r.updated).unwrap_or(started),
+            _ => ended.unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
+        };
+        RunRow {
+            id: r.id,
+            workflow: r.name,
+            workflow_ref: Some(r.workflow_path).filter(|p| !p.is_empty()),
+            script_path: r.script_path,
+            status,
+            started: r.started,
+            duration_ms: (until - started).max(0) as u64,
+            pending: serde_json::from_str(&r.pending).unwrap_or_default(),
+        }
     }
 
-    pub fn events(&self, run_id: &str) -> Result<Vec<Event>, String> {
+    /// Everything needed to continue, replay or reuse a run.
+    pub fn load(&self, id: &str) -> Result<StoredRun, StoreError> {
+        let row = self.get(id)?;
+        let (document, options): (Option<String>, Option<String>) = self
+            .conn
+            .lock()
+            .unwrap()
+            .query_row("SELECT document, options FROM runs WHERE id = ?1", params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.query_error(e))?;
+        let unreadable = |what: &str, e: String| {
+            StoreError::Query {
+            path: self.path.clone(),
+            detail: format!("run `{id}` has an unreadable {what} ({e}); it was recorded by an earlier Switchyard, which kept no copy of the workflow"),
+        }
+        };
+        let workflow = serde_json::from_str(document.as_deref().unwrap_or(""))
+            .map_err(|e| unreadable("workflow copy", e.to_string()))?;
+        let options =
+            serde_json::from_str(options.as_deref().unwrap_or("")).map_err(|e| unreadable("options", e.to_string()))?;
+        let recording = Recording { inputs: self.inputs(id)?, events: self.events(id)? };
+        Ok(StoredRun { row, workflow, options, recording })
+    }
+
+    pub fn events(&self, run_id: &str) -> Result<Vec<Event>, StoreError> {
+        self.column_of(run_id, "SELECT event FROM events WHERE run_id = ?1 ORDER BY seq", "event")
+    }
+
+    pub fn inputs(&self, run_id: &str) -> Result<Vec<Recorded>, StoreError> {
+        self.column_of(run_id, "SELECT input FROM inputs WHERE run_id = ?1 ORDER BY n", "input")
+    }
+
+    fn column_of<T: serde::de::DeserializeOwned>(
+        &self,
+        run_id: &str,
+        sql: &str,
+        what: &str,
+    ) -> Result<Vec<T>, StoreError> {
         let conn = self.conn.lock().unwrap();
-        let mut stmt =
-            conn.prepare("SELECT event FROM events WHERE run_id = ?1 ORDER BY seq").map_err(|e| e.to_string())?;
-        let rows = stmt.query_map(params![run_id], |r| r.get::<_, String>(0)).map_err(|e| e.to_string())?;
+        let mut stmt = conn.prepare(sql).map_err(|e| self.query_error(e))?;
+        let rows = stmt.query_map(params![run_id], |r| r.get::<_, String>(0)).map_err(|e| self.query_error(e))?;
         rows.map(|r| {
-            let text = r.map_err(|e| e.to_string())?;
-            serde_json::from_str(&text).map_err(|e| format!("unreadable event in run {run_id}: {e}"))
+            let text = r.map_err(|e| self.query_error(e))?;
+            serde_json::from_str(&text).map_err(|e| self.query_error(format!("unreadable {what} in run {run_id}: {e}")))
         })
         .collect()
     }
+}
+
+const ROW_SELECT: &str = "SELECT id, workflow_path, script_path, status, coalesce(workflow_name, ''),
+    coalesce(started_at, updated_at), ended_at, updated_at, coalesce(pending, '[]') FROM runs";
+
+struct RawRow {
+    id: String,
+    workflow_path: String,
+    script_path: Option<String>,
+    status: String,
+    name: String,
+    started: String,
+    ended: Option<String>,
+    updated: String,
+    pending: String,
+}
+
+fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
+    Ok(RawRow {
+        id: r.get(0)?,
+        workflow_path: r.get(1)?,
+        script_path: r.get(2)?,
+        status: r.get(3)?,
+        name: r.get(4)?,
+        started: r.get(5)?,
+        ended: r.get(6)?,
+        updated: r.get(7)?,
+        pending: r.get(8)?,
+    })
 }
 
 impl RunLog for RunStore {
@@ -150,6 +383,36 @@ impl RunLog for RunStore {
             .execute(
                 "INSERT INTO events (run_id, seq, event) VALUES (?1, ?2, ?3)",
                 params![event.run, event.seq as i64, text],
+            )
+            .map(|_| ())
+            .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))
+    }
+
+    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), String> {
+        let text = serde_json::to_string(input).map_err(|e| e.to_string())?;
+        self.conn
+            .lock()
+            .unwrap()
+            .execute(
+                "INSERT INTO inputs (run_id, n, input) VALUES (?1, (SELECT coalesce(max(n), -1) + 1 FROM inputs WHERE run_id = ?1), ?2)",
+                params![run, text],
+            )
+            .map(|_| ())
+            .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))
+    }
+
+    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), String> {
+        let ended = matches!(status, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled);
+        let pending = serde_json::to_string(pending).expect("strings serialize");
+        self.conn
+            .lock()
+            .unwrap()
+            .execute(
+                &format!(
+                    "UPDATE runs SET status = ?2, pending = ?3, updated_at = {NOW},
+                       ended_at = CASE WHEN ?4 THEN {NOW} ELSE NULL END WHERE id = ?1"
+                ),
+                params![run, status.as_str(), pending, ended],
             )
             .map(|_| ())
             .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))

@@ -36,31 +36,48 @@ async fn an_approval_pauses_only_its_branch_and_several_can_be_pending() {
     assert!(ran.ran().contains(&"other"), "independent branches keep running");
     assert!(ran.types().contains(&"workflow:paused"));
     assert_eq!(ran.types().iter().filter(|t| **t == "approval:requested").count(), 2);
-    assert!(ran.outcome.snapshot.is_some());
+    // What ran is in the log as inputs: the two approvals wait, nothing else does.
+    let inputs = ran.log.recording().inputs;
+    assert!(inputs.iter().any(|i| matches!(&i.input, run::Input::NodeDone { node, .. } if node == "other")));
 }
 
 #[tokio::test]
-async fn two_pending_approvals_resume_in_either_order_from_a_snapshot() {
+async fn two_pending_approvals_resume_in_either_order_from_the_recorded_run() {
     let wf = workflow(TWO_APPROVALS);
     for order in [["legal", "brand"], ["brand", "legal"]] {
         let paused = run(&wf, "nodes: {ship: {text: shipped}}").await;
-        let mut snapshot = paused.outcome.snapshot.clone().unwrap();
         // Through JSON, as the run store keeps it.
-        snapshot = serde_json::from_str(&serde_json::to_string(&snapshot).unwrap()).unwrap();
+        let recording = paused.log.recording();
+        let recording = run::Recording {
+            inputs: serde_json::from_str(&serde_json::to_string(&recording.inputs).unwrap()).unwrap(),
+            events: recording.events,
+        };
         let script = script("nodes: {ship: {text: shipped}}");
         let collector = Collector::default();
-        let rt = runtime(script.clone(), Recording::new(script.clone()), vec![Arc::new(collector.clone())]);
-        let first =
-            run::resume(Arc::new(wf.clone()), snapshot, vec![(order[0].into(), json!("approve"))], rt).await.unwrap();
+        let mut rt = runtime(script.clone(), Recording::new(script.clone()), vec![Arc::new(collector.clone())]);
+        rt.log = Some(Arc::new(paused.log.clone()));
+        let options = RunOptions { run_id: Some(paused.result().run_id.clone()), ..paused.options.clone() };
+        let first = run::resume(
+            Arc::new(wf.clone()),
+            options.clone(),
+            recording,
+            vec![(order[0].into(), json!("approve"))],
+            rt,
+        )
+        .await
+        .unwrap();
         assert_eq!(first.result.status, RunStatus::Paused, "the other approval still waits");
         assert_eq!(first.result.pending.len(), 1);
         assert_eq!(first.result.pending[0].node, order[1]);
         assert!(first.result.node("ship").is_none(), "the join waits for the second decision");
 
-        let rt = runtime(script.clone(), Recording::new(script), vec![Arc::new(collector.clone())]);
+        let model = Recording::new(script.clone());
+        let mut rt = runtime(script.clone(), model.clone(), vec![Arc::new(collector.clone())]);
+        rt.log = Some(Arc::new(paused.log.clone()));
         let second = run::resume(
             Arc::new(wf.clone()),
-            first.snapshot.unwrap(),
+            options,
+            paused.log.recording(),
             vec![(order[1].into(), json!({"decision": "approve", "note": "ok"}))],
             rt,
         )
@@ -69,14 +86,18 @@ async fn two_pending_approvals_resume_in_either_order_from_a_snapshot() {
         assert_eq!(second.result.status, RunStatus::Completed);
         assert_eq!(second.result.node("ship").unwrap().data, json!({"text": "shipped"}));
         assert_eq!(second.result.node(order[1]).unwrap().data, json!({"decision": "approve", "note": "ok"}));
-        // Nothing that completed ran again: each node has one step.
+        // Nothing that completed ran again: each node has one step, and the model was asked for `ship` only.
         for node in ["start", "other", "legal", "brand", "ship"] {
             assert_eq!(second.result.trace.steps.iter().filter(|s| s.node == node).count(), 1, "{node} in {order:?}");
         }
-        // Sequence numbers continue across the pause.
+        let asked: Vec<String> = model.executes().into_iter().map(|(node, ..)| node).collect();
+        assert_eq!(asked, ["ship"]);
+        // Sequence numbers continue across each pause, and the log holds every event once, in order.
         let seqs: Vec<u64> = collector.events().iter().map(|e| e.seq).collect();
         assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
         assert_eq!(seqs[0], paused.events.last().unwrap().seq + 1);
+        let logged: Vec<u64> = paused.log.recording().events.iter().map(|e| e.seq).collect();
+        assert_eq!(logged, (1..=logged.len() as u64).collect::<Vec<_>>());
     }
 }
 

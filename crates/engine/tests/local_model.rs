@@ -37,7 +37,6 @@ async fn run_local(yaml: &str, mode: Option<StructuredMode>) -> (Outcome, Vec<Ev
         script: None,
         log: None,
         observers: vec![Arc::new(collector.clone())],
-        on_pause: None,
     };
     let outcome = run::run(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
     (outcome, collector.events())

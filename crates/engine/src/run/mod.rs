@@ -3,7 +3,12 @@
 //! the semantics in one place (this file), makes event order deterministic per node, and lets a paused run be
 //! captured as a plain snapshot and resumed later, in this process or another.
 
+mod input;
 mod node;
+mod reuse;
+
+pub use input::{Input, Rebuild, Recorded, Recording};
+pub use reuse::{Reuse, ReusedResult};
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -26,8 +31,9 @@ use crate::template::{self, Scope};
 /// Where a branch ends on a routing decision, in route events and trace edges.
 pub const END: &str = "(end)";
 
-/// How a run is started.
-#[derive(Debug, Clone, Default)]
+/// How a run is started. Kept with the run, so that a rebuild starts it the same way.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RunOptions {
     /// The run input: a string, an object, or nothing (the start node's `initial_input`).
     pub input: Option<Value>,
@@ -38,6 +44,9 @@ pub struct RunOptions {
     pub model: Option<String>,
     /// Overrides the workflow's concurrency.
     pub concurrency: Option<u32>,
+    /// Results, routes and decisions taken from an earlier run for the nodes upstream of the one run from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<Reuse>,
 }
 
 /// What a run needs besides the workflow: the model, an optional script, the run log and observers.
@@ -48,12 +57,7 @@ pub struct Runtime {
     pub script: Option<Arc<Script>>,
     pub log: Option<Arc<dyn RunLog>>,
     pub observers: Vec<Arc<dyn Observer>>,
-    /// Called with the run's snapshot each time a live run (`start`) pauses, so it can be kept durably.
-    pub on_pause: Option<PauseHook>,
 }
-
-/// See `Runtime::on_pause`.
-pub type PauseHook = Arc<dyn Fn(&Snapshot) + Send + Sync>;
 
 /// A person's (or a script's) decision on a pending approval, normalized as in seed 002.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,37 +86,6 @@ impl Decision {
     }
 }
 
-/// The state of a paused run, enough to resume it in another process.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Snapshot {
-    pub run_id: String,
-    pub input: Value,
-    pub dry_run: bool,
-    pub step_budget: u32,
-    pub concurrency: Option<u32>,
-    pub model: Option<String>,
-    pub next_seq: u64,
-    pub steps: u32,
-    /// Per node id: latest result.
-    pub results: HashMap<String, NodeResult>,
-    /// Node ids in first-completion order, for `state`.
-    pub state: serde_json::Map<String, Value>,
-    pub iterations: HashMap<String, u32>,
-    pub model_calls: HashMap<String, u32>,
-    pub route_visits: HashMap<String, u32>,
-    pub approval_visits: HashMap<String, u32>,
-    /// Per edge index: how often it was followed.
-    pub edge_follows: Vec<u32>,
-    /// Per edge index: whether it was followed or is dead since its target last fired.
-    pub edge_marks: Vec<EdgeMark>,
-    /// Per node id: the outputs its followed in-edges carried since it last fired, in follow order.
-    pub join_outputs: HashMap<String, Vec<(usize, String)>>,
-    pub deferred: Vec<usize>,
-    pub pending: Vec<PendingState>,
-    pub trace: Trace,
-}
-
 /// The state of a forward edge in its target's join.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -133,10 +106,9 @@ pub struct PendingState {
     pub deadline_ms: Option<i64>,
 }
 
-/// The end of a `run`/`resume` call: the result, and the snapshot when the run paused.
+/// The end of a `run`/`resume` call.
 pub struct Outcome {
     pub result: RunResult,
-    pub snapshot: Option<Snapshot>,
     /// The first run-log write failure, if any.
     pub log_error: Option<String>,
 }
@@ -219,24 +191,51 @@ impl Shared {
     }
 }
 
+/// A new run id (a UUID).
+pub fn new_run_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 /// Runs a workflow until it completes, fails, is cancelled, or pauses on approvals nobody scripted.
 pub async fn run(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> Outcome {
     let scheduler = Scheduler::new(workflow, options, runtime);
     scheduler.drive(None).await
 }
 
-/// Resumes a paused run with decisions, as `run` does: it returns at the next pause or at the end.
+/// Continues a recorded run — paused, or interrupted when its process died — as `run` does: its recorded inputs are
+/// applied again (no node that completed runs again; those that were running do), then `decisions`, then it runs
+/// until the next pause or the end. `options` and `workflow` must be those the run started with.
 pub async fn resume(
     workflow: Arc<Workflow>,
-    snapshot: Snapshot,
+    options: RunOptions,
+    recording: Recording,
     decisions: Vec<(String, Value)>,
     runtime: Runtime,
 ) -> Result<Outcome, String> {
-    let mut scheduler = Scheduler::restore(workflow, snapshot, runtime)?;
-    for (node, decision) in decisions {
-        scheduler.decide(&node, &decision)?;
-    }
+    let scheduler = Scheduler::rebuilt(workflow, options, recording, decisions, runtime)?;
     Ok(scheduler.drive(None).await)
+}
+
+/// Plays a recorded run again from its recorded inputs, with no model call, no tool call and no task: the same
+/// results, trace and events (timestamps aside), delivered to `runtime`'s log and observers.
+pub fn replay(
+    workflow: Arc<Workflow>,
+    options: RunOptions,
+    recording: Recording,
+    runtime: Runtime,
+) -> Result<Outcome, String> {
+    let mut scheduler = Scheduler::new(workflow, options, runtime);
+    scheduler.rebuild = Some(Replaying::new(Rebuild::Replay, recording));
+    scheduler.fast_forward()?;
+    if scheduler.running > 0 {
+        let running: Vec<String> = scheduler.parked_nodes();
+        scheduler.parked_clear();
+        scheduler.fail_run(format!(
+            "the recording stops while {} ran: the run was interrupted; resume it to finish",
+            running.join(", ")
+        ));
+    }
+    Ok(scheduler.end())
 }
 
 /// Starts a run that stays alive while paused and takes decisions through its handle.
@@ -244,9 +243,14 @@ pub fn start(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> 
     handle(Scheduler::new(workflow, options, runtime))
 }
 
-/// Continues a stored paused run as a live run (the app, after a restart).
-pub fn start_from(workflow: Arc<Workflow>, snapshot: Snapshot, runtime: Runtime) -> Result<RunHandle, String> {
-    Ok(handle(Scheduler::restore(workflow, snapshot, runtime)?))
+/// Continues a recorded run as a live run that takes decisions through its handle (the app).
+pub fn start_from(
+    workflow: Arc<Workflow>,
+    options: RunOptions,
+    recording: Recording,
+    runtime: Runtime,
+) -> Result<RunHandle, String> {
+    Ok(handle(Scheduler::rebuilt(workflow, options, recording, Vec::new(), runtime)?))
 }
 
 fn handle(scheduler: Scheduler) -> RunHandle {
@@ -267,9 +271,47 @@ enum Done {
     Route { node: usize, live: Vec<usize>, answer: Result<RouteAnswer, String>, output: Arc<str> },
 }
 
+/// Work a rebuild started but does not run: a node task or a routing call, waiting for its recorded input (or, when
+/// a resumed run goes on for real, to be started).
+enum Parked {
+    Node { node: usize, iteration: u32, started: Instant, previous_output: Arc<str>, scope: Scope },
+    Route { node: usize, live: Vec<usize>, output: Arc<str>, ask: RouteAsk },
+}
+
+/// What a routing call asks.
+struct RouteAsk {
+    context: Value,
+    choices: Vec<Choice>,
+    visit: u32,
+    model: Option<String>,
+}
+
+/// A rebuild in progress: the recorded inputs not applied yet.
+struct Replaying {
+    mode: Rebuild,
+    inputs: VecDeque<Recorded>,
+    /// Recorded events not shown yet (a replay shows those the scheduler does not derive).
+    events: VecDeque<crate::events::Event>,
+    /// The last recorded event's number.
+    last_seq: u64,
+    parked: Vec<Parked>,
+}
+
+impl Replaying {
+    fn new(mode: Rebuild, recording: Recording) -> Replaying {
+        let last_seq = recording.events.last().map_or(0, |e| e.seq);
+        Replaying {
+            mode,
+            inputs: recording.inputs.into(),
+            events: recording.events.into(),
+            last_seq,
+            parked: Vec::new(),
+        }
+    }
+}
+
 struct Scheduler {
     shared: Arc<Shared>,
-    on_pause: Option<PauseHook>,
     run_id: String,
     input: Value,
     dry_run: bool,
@@ -305,6 +347,9 @@ struct Scheduler {
     clock: Clock,
     /// Nodes found skipped, waiting to cascade; a worklist so long dead chains do not recurse.
     to_skip: VecDeque<usize>,
+    /// Set while recorded inputs are applied again.
+    rebuild: Option<Replaying>,
+    reuse: Option<Arc<Reuse>>,
 }
 
 /// Wall-clock milliseconds (so approval deadlines mean the same in another process) advanced by tokio's clock (so
@@ -337,7 +382,7 @@ impl Clock {
 
 impl Scheduler {
     fn new(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> Scheduler {
-        let run_id = options.run_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
         let input = options.input.clone().unwrap_or(Value::Null);
         let dry_run = input.get("dryRun").and_then(Value::as_bool).unwrap_or(false);
         let step_budget = options.step_budget.or(workflow.defaults.step_budget).unwrap_or(DEFAULT_STEP_BUDGET);
@@ -345,6 +390,7 @@ impl Scheduler {
         let model = options.model.clone().or_else(|| workflow.defaults.model.clone());
         let emitter = Emitter::new(&run_id, 0, runtime.log.clone(), runtime.observers.clone());
         let mut s = Scheduler::empty(workflow, runtime, emitter, run_id, input, model);
+        s.reuse = options.reuse.map(Arc::new);
         s.dry_run = dry_run;
         s.step_budget = step_budget;
         s.concurrency = concurrency.map_or(usize::MAX, |c| c.max(1) as usize);
@@ -366,7 +412,6 @@ impl Scheduler {
         let forward_in_unreachable: Vec<usize> =
             (0..n).map(|v| topo.forward_in[v].iter().filter(|&&i| never_followed[i]).count()).collect();
         let (done_tx, done_rx) = mpsc::unbounded_channel();
-        let on_pause = runtime.on_pause.clone();
         let shared = Arc::new(Shared {
             workflow,
             topo,
@@ -378,7 +423,6 @@ impl Scheduler {
         });
         Scheduler {
             shared,
-            on_pause,
             run_id,
             scope: Scope::new(input.clone()),
             input,
@@ -413,111 +457,29 @@ impl Scheduler {
             paused: false,
             clock: Clock::new(),
             to_skip: VecDeque::new(),
+            rebuild: None,
+            reuse: None,
         }
     }
 
-    fn restore(workflow: Arc<Workflow>, snap: Snapshot, runtime: Runtime) -> Result<Scheduler, String> {
-        if snap.edge_follows.len() != workflow.edges.len() {
-            return Err("the workflow changed since this run paused (its edges differ); it cannot be resumed".into());
-        }
-        let emitter = Emitter::new(&snap.run_id, snap.next_seq - 1, runtime.log.clone(), runtime.observers.clone());
-        let mut s =
-            Scheduler::empty(workflow, runtime, emitter, snap.run_id.clone(), snap.input.clone(), snap.model.clone());
-        let idx = |id: &str| -> Result<usize, String> {
-            s.shared
-                .topo
-                .index
-                .get(id)
-                .copied()
-                .ok_or_else(|| format!("the workflow changed since this run paused: node `{id}` is gone"))
-        };
-        s.dry_run = snap.dry_run;
-        s.step_budget = snap.step_budget;
-        s.concurrency = snap.concurrency.map_or(usize::MAX, |c| c.max(1) as usize);
-        s.steps = snap.steps;
-        s.edge_follows = snap.edge_follows;
-        s.deferred = snap.deferred.into_iter().collect();
-        s.pending = snap.pending;
-        s.trace = snap.trace;
-        s.started = true;
-        s.paused = true;
-        *s.shared.model_calls.lock().unwrap() = snap.model_calls;
-        for (id, r) in snap.results {
-            let i = idx(&id)?;
-            if r.status != NodeStatus::Skipped {
-                s.scope.results.insert(id.clone(), Arc::new(r.data.clone()));
-                s.outputs[i] = Arc::from(output_text(&r.data).as_str());
-            }
-            s.results[i] = Some(r);
-        }
-        for (k, v) in snap.state {
-            s.scope.state.insert(k, v);
-        }
-        for (id, v) in snap.iterations {
-            s.iterations[idx(&id)?] = v;
-        }
-        for (id, v) in snap.route_visits {
-            s.route_visits[idx(&id)?] = v;
-        }
-        for (id, v) in snap.approval_visits {
-            s.approval_visits[idx(&id)?] = v;
-        }
-        if snap.edge_marks.len() != s.edge_marks.len() {
-            return Err("the workflow changed since this run paused (its edges differ); it cannot be resumed".into());
-        }
-        s.edge_marks = snap.edge_marks;
-        for (e, mark) in s.edge_marks.iter().enumerate() {
-            if *mark != EdgeMark::Open {
-                s.join_resolved[s.shared.topo.target(e)] += 1;
-            }
-        }
-        for (id, outputs) in snap.join_outputs {
-            s.join_outputs[idx(&id)?] = outputs.into_iter().map(|(e, t)| (e, Arc::from(t.as_str()))).collect();
-        }
-        for p in &s.pending {
-            idx(&p.node)?;
+    /// A run rebuilt from its recording, its `decisions` applied, ready to go on for real.
+    fn rebuilt(
+        workflow: Arc<Workflow>,
+        options: RunOptions,
+        recording: Recording,
+        decisions: Vec<(String, Value)>,
+        runtime: Runtime,
+    ) -> Result<Scheduler, String> {
+        let mut s = Scheduler::new(workflow, options, runtime);
+        let replaying = Replaying::new(Rebuild::Resume, recording);
+        s.shared.emitter.quiet_through(replaying.last_seq);
+        s.rebuild = Some(replaying);
+        s.fast_forward()?;
+        s.go_live();
+        for (node, decision) in decisions {
+            s.decide(&node, &decision, false)?;
         }
         Ok(s)
-    }
-
-    fn snapshot(&self) -> Snapshot {
-        let nodes = &self.shared.workflow.nodes;
-        let by_id = |v: &[u32]| -> HashMap<String, u32> {
-            v.iter().enumerate().filter(|(_, c)| **c > 0).map(|(i, c)| (nodes[i].id.clone(), *c)).collect()
-        };
-        Snapshot {
-            run_id: self.run_id.clone(),
-            input: self.input.clone(),
-            dry_run: self.dry_run,
-            step_budget: self.step_budget,
-            concurrency: (self.concurrency != usize::MAX).then_some(self.concurrency as u32),
-            model: self.shared.default_model.clone(),
-            next_seq: self.shared.emitter.next_seq(),
-            steps: self.steps,
-            results: self
-                .results
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| r.clone().map(|r| (nodes[i].id.clone(), r)))
-                .collect(),
-            state: self.scope.state.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            iterations: by_id(&self.iterations),
-            model_calls: self.shared.model_calls.lock().unwrap().clone(),
-            route_visits: by_id(&self.route_visits),
-            approval_visits: by_id(&self.approval_visits),
-            edge_follows: self.edge_follows.clone(),
-            edge_marks: self.edge_marks.clone(),
-            join_outputs: self
-                .join_outputs
-                .iter()
-                .enumerate()
-                .filter(|(_, o)| !o.is_empty())
-                .map(|(i, o)| (nodes[i].id.clone(), o.iter().map(|(e, t)| (*e, t.to_string())).collect()))
-                .collect(),
-            deferred: self.deferred.iter().copied().collect(),
-            pending: self.pending.clone(),
-            trace: self.trace.clone(),
-        }
     }
 
     fn emit(&self, kind: EventKind) {
@@ -552,14 +514,7 @@ impl Scheduler {
                     break;
                 }
                 // Paused: nothing runs and approvals wait.
-                if !self.paused {
-                    self.paused = true;
-                    let pending = self.pending.iter().map(|p| p.node.clone()).collect();
-                    self.emit(EventKind::WorkflowPaused { pending });
-                    if let (Some(hook), true) = (&self.on_pause, commands.is_some()) {
-                        hook(&self.snapshot());
-                    }
-                }
+                self.pause();
                 let Some(rx) = commands.as_mut() else { break };
                 let deadline = self.next_deadline();
                 tokio::select! {
@@ -581,6 +536,18 @@ impl Scheduler {
         self.end()
     }
 
+    /// Nothing runs and approvals wait: says so once, to observers and to the run log.
+    fn pause(&mut self) {
+        if !self.paused {
+            self.paused = true;
+            let pending: Vec<String> = self.pending.iter().map(|p| p.node.clone()).collect();
+            if self.rebuild.is_none() {
+                self.shared.emitter.status(RunStatus::Paused, &pending);
+            }
+            self.emit(EventKind::WorkflowPaused { pending });
+        }
+    }
+
     fn begin(&mut self) {
         let wf = &self.shared.workflow;
         self.emit(EventKind::WorkflowStart { workflow: wf.name.clone(), input: self.input.clone() });
@@ -600,15 +567,15 @@ impl Scheduler {
         if matches!(self.status, RunStatus::Failed | RunStatus::Cancelled) {
             self.pending.clear();
         }
-        let mut snapshot = paused.then(|| self.snapshot());
+        if self.rebuild.as_ref().is_none_or(|r| r.mode == Rebuild::Resume) {
+            let pending: Vec<String> = self.pending.iter().map(|p| p.node.clone()).collect();
+            self.shared.emitter.status(self.status, &pending);
+        }
         let results = self.take_results();
         let end = EventKind::WorkflowEnd { status: self.status, results, error: self.error.clone() };
         let EventKind::WorkflowEnd { results, .. } = self.shared.emitter.emit_and_return(end) else {
             unreachable!("the emitter hands back the payload it was given")
         };
-        if let Some(snapshot) = snapshot.as_mut() {
-            snapshot.next_seq = self.shared.emitter.next_seq(); // after `workflow:end`
-        }
         let result = RunResult {
             run_id: self.run_id.clone(),
             status: self.status,
@@ -629,7 +596,7 @@ impl Scheduler {
                 .collect(),
             error: self.error.clone(),
         };
-        Outcome { result, snapshot, log_error: self.shared.emitter.log_error() }
+        Outcome { result, log_error: self.shared.emitter.log_error() }
     }
 
     /// The final results in document order; the run is over, so they are moved out, not copied.
@@ -654,21 +621,180 @@ impl Scheduler {
 
     fn command(&mut self, cmd: Command) {
         match cmd {
-            Command::Cancel => {
-                if self.status == RunStatus::Running {
-                    self.status = RunStatus::Cancelled;
-                    self.error = Some("cancelled".into());
-                    self.ready.clear();
-                    self.cancel.cancel();
-                }
-            }
+            Command::Cancel => self.cancel_run(),
             Command::Decide { node, decision, reply } => {
                 let r = if self.status == RunStatus::Running {
-                    self.decide(&node, &decision)
+                    self.decide(&node, &decision, false)
                 } else {
                     Err("the run has ended".into())
                 };
                 let _ = reply.send(r);
+            }
+        }
+    }
+
+    fn cancel_run(&mut self) {
+        if self.status == RunStatus::Running {
+            self.record(Input::Cancelled);
+            self.status = RunStatus::Cancelled;
+            self.error = Some("cancelled".into());
+            self.ready.clear();
+            self.cancel.cancel();
+        }
+    }
+
+    /// Keeps an input in the run log before it is applied (not while recorded inputs are applied again).
+    fn record(&self, input: Input) {
+        if self.rebuild.is_none() {
+            self.shared.emitter.record(input);
+        }
+    }
+
+    // ---- rebuilding from recorded inputs
+
+    /// Applies the recorded inputs in order, as the run did: nodes and routing calls that start are parked, not
+    /// run; each recorded input settles the parked work it names. Returns at the end of the recording, or with why
+    /// the recording does not fit this workflow.
+    fn fast_forward(&mut self) -> Result<(), String> {
+        if !self.started {
+            self.started = true;
+            self.begin();
+        }
+        loop {
+            if self.status == RunStatus::Running {
+                while self.next_input(|i| matches!(i, Input::TimedOut { .. })) {
+                    self.apply_next()?;
+                }
+                while self.running < self.concurrency && self.status == RunStatus::Running {
+                    let Some(act) = self.ready.pop_front() else { break };
+                    self.activate(act);
+                }
+            }
+            if self.running == 0 && (self.ready.is_empty() || self.status != RunStatus::Running) {
+                if self.status == RunStatus::Running && self.flush_deferred() {
+                    continue;
+                }
+                if self.status != RunStatus::Running || self.pending.is_empty() {
+                    break;
+                }
+                self.pause();
+            }
+            if !self.next_input(|_| true) {
+                break;
+            }
+            self.apply_next()?;
+        }
+        match self.rebuild.as_ref().and_then(|r| r.inputs.front()) {
+            Some(left) => Err(format!(
+                "the recording does not fit this workflow: the run ended before its input #{} ({:?}) was applied",
+                left.seq, left.input
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn next_input(&self, test: impl Fn(&Input) -> bool) -> bool {
+        self.rebuild.as_ref().and_then(|r| r.inputs.front()).is_some_and(|r| test(&r.input))
+    }
+
+    /// Applies the next recorded input, numbering events on from where it was applied.
+    fn apply_next(&mut self) -> Result<(), String> {
+        let Some(recorded) = self.rebuild.as_mut().and_then(|r| r.inputs.pop_front()) else { return Ok(()) };
+        self.catch_up(recorded.seq);
+        let unfit = |what: String| format!("the recording does not fit this workflow: {what}");
+        let index =
+            |id: &str| self.shared.topo.index.get(id).copied().ok_or_else(|| unfit(format!("node `{id}` is gone")));
+        match recorded.input {
+            Input::NodeDone { node, iteration, data, tool_calls, usage, duration_ms, model_calls } => {
+                let at = index(&node)?;
+                let parked = self
+                    .unpark(|p| matches!(p, Parked::Node { node, iteration: i, .. } if *node == at && *i == iteration));
+                let Some(Parked::Node { previous_output, .. }) = parked else {
+                    return Err(unfit(format!("`{node}` (iteration {iteration}) ended but was not running")));
+                };
+                self.running -= 1;
+                self.shared.model_calls.lock().unwrap().insert(node, model_calls);
+                let outcome = node::NodeOutcome { data, tool_calls, usage };
+                self.node_done(at, iteration, duration_ms, previous_output, outcome);
+            }
+            Input::Routed { node, answer } => {
+                let at = index(&node)?;
+                let Some(Parked::Route { live, output, .. }) =
+                    self.unpark(|p| matches!(p, Parked::Route { node, .. } if *node == at))
+                else {
+                    return Err(unfit(format!("a route was chosen after `{node}`, which was not routing")));
+                };
+                self.running -= 1;
+                self.apply_route(at, live, answer, output);
+            }
+            Input::Decided { node, decision, .. } => {
+                let pos = self.pending.iter().position(|p| p.node == node);
+                let pos = pos.ok_or_else(|| unfit(format!("`{node}` was decided but is not waiting")))?;
+                self.settle_approval(pos, decision);
+            }
+            Input::TimedOut { node } => {
+                let pos = self.pending.iter().position(|p| p.node == node);
+                let pos = pos.ok_or_else(|| unfit(format!("`{node}` timed out but is not waiting")))?;
+                self.time_out(pos);
+            }
+            Input::Cancelled => self.cancel_run(),
+        }
+        Ok(())
+    }
+
+    /// Before an input recorded at `seq`: a replay shows the recorded events the scheduler does not derive (what
+    /// node tasks emitted); either way the numbering goes on from `seq`.
+    fn catch_up(&mut self, seq: u64) {
+        let Some(r) = self.rebuild.as_mut() else { return };
+        if r.mode == Rebuild::Replay {
+            while r.events.front().is_some_and(|e| e.seq < seq) {
+                let e = r.events.pop_front().expect("checked");
+                if e.seq >= self.shared.emitter.next_seq() {
+                    self.shared.emitter.replay(e);
+                }
+            }
+        }
+        self.shared.emitter.skip_to(seq);
+    }
+
+    fn unpark(&mut self, test: impl Fn(&Parked) -> bool) -> Option<Parked> {
+        let parked = &mut self.rebuild.as_mut()?.parked;
+        let at = parked.iter().position(test)?;
+        Some(parked.remove(at))
+    }
+
+    fn parked_nodes(&self) -> Vec<String> {
+        let parked = self.rebuild.as_ref().map_or(&[][..], |r| &r.parked[..]);
+        parked
+            .iter()
+            .map(|p| match p {
+                Parked::Node { node, .. } | Parked::Route { node, .. } => format!("`{}`", self.id(*node)),
+            })
+            .collect()
+    }
+
+    fn parked_clear(&mut self) {
+        if let Some(r) = self.rebuild.as_mut() {
+            self.running -= r.parked.len();
+            r.parked.clear();
+        }
+    }
+
+    /// Ends a rebuild: events are numbered after the recorded ones, and the work that was running when the
+    /// recording stopped starts for real.
+    fn go_live(&mut self) {
+        let Some(r) = self.rebuild.take() else { return };
+        self.shared.emitter.skip_to(r.last_seq + 1);
+        self.shared.emitter.status(
+            if self.paused { RunStatus::Paused } else { RunStatus::Running },
+            &self.pending.iter().map(|p| p.node.clone()).collect::<Vec<_>>(),
+        );
+        for parked in r.parked {
+            match parked {
+                Parked::Node { node, iteration, started, previous_output, scope } => {
+                    self.spawn_node(node, iteration, started, previous_output, scope)
+                }
+                Parked::Route { node, live, output, ask } => self.spawn_route(node, live, output, ask),
             }
         }
     }
@@ -705,7 +831,7 @@ impl Scheduler {
 
         if let Some(pinned) = &n.pinned {
             let outcome = node::NodeOutcome { data: Ok(pinned.clone()), tool_calls: Vec::new(), usage: None };
-            self.node_done(node, iteration, started, act.previous_output, outcome);
+            self.node_done(node, iteration, elapsed_ms(started), act.previous_output, outcome);
             return;
         }
         match n.node_type {
@@ -721,26 +847,47 @@ impl Scheduler {
                     other => json!({ "text": other.to_string() }),
                 };
                 let outcome = node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None };
-                self.node_done(node, iteration, started, act.previous_output, outcome);
+                self.node_done(node, iteration, elapsed_ms(started), act.previous_output, outcome);
             }
             NodeType::If => self.run_if(node, iteration, started, act.previous_output),
             NodeType::Approval => self.reach_approval(node, act.previous_output),
             NodeType::Agent | NodeType::Script => {
+                if let Some(reused) = self.reuse.as_ref().and_then(|r| r.result(&n.id, iteration)).cloned() {
+                    let from = self.reuse.as_ref().map_or("", |r| r.run.as_str());
+                    self.emit(EventKind::log(Some(&n.id), "reused", format!("result of run {from}")));
+                    let outcome =
+                        node::NodeOutcome { data: reused.data, tool_calls: reused.tool_calls, usage: reused.usage };
+                    self.node_done(node, iteration, 0, act.previous_output, outcome);
+                    return;
+                }
                 self.running += 1;
-                let shared = self.shared.clone();
                 let scope = self.scope.clone();
-                let tx = self.done_tx.clone();
-                let cancel = self.cancel.clone();
-                let previous_output = act.previous_output;
-                tokio::spawn(async move {
-                    let outcome = tokio::select! {
-                        o = node::execute(shared, node, scope) => o,
-                        _ = cancel.cancelled() => node::NodeOutcome { data: Err("cancelled".into()), tool_calls: Vec::new(), usage: None },
-                    };
-                    let _ = tx.send(Done::Node { node, iteration, started, previous_output, outcome });
-                });
+                match self.rebuild.as_mut() {
+                    Some(r) => r.parked.push(Parked::Node {
+                        node,
+                        iteration,
+                        started,
+                        previous_output: act.previous_output,
+                        scope,
+                    }),
+                    None => self.spawn_node(node, iteration, started, act.previous_output, scope),
+                }
             }
         }
+    }
+
+    /// Runs an agent or script node in its own task, which reports back with `Done::Node`.
+    fn spawn_node(&self, node: usize, iteration: u32, started: Instant, previous_output: Arc<str>, scope: Scope) {
+        let shared = self.shared.clone();
+        let tx = self.done_tx.clone();
+        let cancel = self.cancel.clone();
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                o = node::execute(shared, node, scope) => o,
+                _ = cancel.cancelled() => node::NodeOutcome { data: Err("cancelled".into()), tool_calls: Vec::new(), usage: None },
+            };
+            let _ = tx.send(Done::Node { node, iteration, started, previous_output, outcome });
+        });
     }
 
     fn run_if(&mut self, node: usize, iteration: u32, started: Instant, previous_output: Arc<str>) {
@@ -792,7 +939,7 @@ impl Scheduler {
                 node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None }
             }
         };
-        self.node_done(node, iteration, started, previous_output, outcome);
+        self.node_done(node, iteration, elapsed_ms(started), previous_output, outcome);
     }
 
     fn reach_approval(&mut self, node: usize, previous_output: Arc<str>) {
@@ -816,14 +963,27 @@ impl Scheduler {
             previous_output: previous_output.to_string(),
             deadline_ms,
         });
+        if let Some(decision) = self.reuse.as_ref().and_then(|r| r.decision(&n.id, visit)).cloned() {
+            let pos = self.pending.len() - 1;
+            self.settle_approval(pos, decision);
+            return;
+        }
+        if self.rebuild.is_some() {
+            // A decision the script gave the moment the approval was reached is the next recorded input.
+            let immediate = |i: &Input| matches!(i, Input::Decided { node, immediate: true, .. } if *node == n.id);
+            if self.next_input(immediate) {
+                let _ = self.apply_next();
+            }
+            return;
+        }
         let scripted = self.shared.script.as_ref().and_then(|s| s.approval(&n.id, visit)).cloned();
         if let Some(decision) = scripted {
-            self.decide(&n.id, &decision).expect("the approval was just added");
+            self.decide(&n.id, &decision, true).expect("the approval was just added");
         }
     }
 
-    /// Applies a decision to a pending approval and routes on from it.
-    fn decide(&mut self, node_id: &str, value: &Value) -> Result<(), String> {
+    /// Applies a decision to a pending approval and routes on from it. `immediate`: the script's, as it was reached.
+    fn decide(&mut self, node_id: &str, value: &Value, immediate: bool) -> Result<(), String> {
         let Some(pos) = self.pending.iter().position(|p| p.node == node_id) else {
             let waiting: Vec<&str> = self.pending.iter().map(|p| p.node.as_str()).collect();
             return Err(format!(
@@ -832,6 +992,7 @@ impl Scheduler {
             ));
         };
         let decision = Decision::normalize(value);
+        self.record(Input::Decided { node: node_id.to_string(), decision: decision.clone(), immediate });
         self.settle_approval(pos, decision);
         Ok(())
     }
@@ -839,6 +1000,9 @@ impl Scheduler {
     fn settle_approval(&mut self, pos: usize, decision: Decision) {
         if self.paused {
             self.paused = false;
+            if self.rebuild.is_none() {
+                self.shared.emitter.status(RunStatus::Running, &[]);
+            }
             self.emit(EventKind::WorkflowResumed {});
         }
         let p = self.pending.remove(pos);
@@ -860,7 +1024,7 @@ impl Scheduler {
         let data = json!({ "decision": decision.decision, "note": decision.note });
         let outcome = node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None };
         let previous: Arc<str> = Arc::from(p.previous_output.as_str());
-        self.node_done(node, self.iterations[node], Instant::now(), previous, outcome);
+        self.node_done(node, self.iterations[node], 0, previous, outcome);
     }
 
     fn next_deadline(&self) -> Option<i64> {
@@ -870,13 +1034,19 @@ impl Scheduler {
     fn expire_approvals(&mut self) {
         let now = self.clock.now_ms();
         while let Some(pos) = self.pending.iter().position(|p| p.deadline_ms.is_some_and(|d| d <= now)) {
-            let node = self.shared.topo.index[&self.pending[pos].node];
-            let timeout = node_types::resolve_handle(&self.shared.workflow.nodes[node], handle::TIMEOUT);
-            let topo = &self.shared.topo;
-            let has_timeout_edge = timeout.is_some_and(|t| topo.out[node].iter().any(|&e| topo.handles[e] == Some(t)));
-            let decision = if has_timeout_edge { "timeout" } else { "reject" };
-            self.settle_approval(pos, Decision { decision: decision.into(), note: "timed out".into() });
+            self.record(Input::TimedOut { node: self.pending[pos].node.clone() });
+            self.time_out(pos);
         }
+    }
+
+    /// A pending approval's time is up: it follows its `timeout` edge, or is rejected when it has none.
+    fn time_out(&mut self, pos: usize) {
+        let node = self.shared.topo.index[&self.pending[pos].node];
+        let timeout = node_types::resolve_handle(&self.shared.workflow.nodes[node], handle::TIMEOUT);
+        let topo = &self.shared.topo;
+        let has_timeout_edge = timeout.is_some_and(|t| topo.out[node].iter().any(|&e| topo.handles[e] == Some(t)));
+        let decision = if has_timeout_edge { "timeout" } else { "reject" };
+        self.settle_approval(pos, Decision { decision: decision.into(), note: "timed out".into() });
     }
 
     // ---- finishing nodes
@@ -885,9 +1055,16 @@ impl Scheduler {
         self.running -= 1;
         match done {
             Done::Node { node, iteration, started, previous_output, outcome } => {
-                self.node_done(node, iteration, started, previous_output, outcome)
+                let duration_ms = elapsed_ms(started);
+                let id = self.id(node);
+                let calls = self.shared.model_calls.lock().unwrap().get(id).copied().unwrap_or(0);
+                self.record(Input::node_done(id, iteration, &outcome, duration_ms, calls));
+                self.node_done(node, iteration, duration_ms, previous_output, outcome)
             }
-            Done::Route { node, live, answer, output } => self.apply_route(node, live, answer, output),
+            Done::Route { node, live, answer, output } => {
+                self.record(Input::Routed { node: self.id(node).to_string(), answer: answer.clone() });
+                self.apply_route(node, live, answer, output)
+            }
         }
     }
 
@@ -895,7 +1072,7 @@ impl Scheduler {
         &mut self,
         node: usize,
         iteration: u32,
-        started: Instant,
+        duration_ms: u64,
         previous_output: Arc<str>,
         outcome: node::NodeOutcome,
     ) {
@@ -922,7 +1099,7 @@ impl Scheduler {
             node: n.id.clone(),
             iteration,
             result: result.clone(),
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms,
             usage: outcome.usage.filter(|u| *u != Usage::default()),
         });
         let error = result.error.clone();
@@ -1128,12 +1305,26 @@ impl Scheduler {
         let context = self.route_view(node);
         let visit = self.route_visits[node];
         self.route_visits[node] += 1;
+        if let Some(answer) = self.reuse.as_ref().and_then(|r| r.route(self.id(node), visit)).cloned() {
+            self.apply_route(node, live, answer, output);
+            return;
+        }
         self.running += 1;
+        let model = self.shared.workflow.nodes[node].model.clone().or_else(|| self.shared.default_model.clone());
+        let ask = RouteAsk { context, choices, visit, model };
+        match self.rebuild.as_mut() {
+            Some(r) => r.parked.push(Parked::Route { node, live, output, ask }),
+            None => self.spawn_route(node, live, output, ask),
+        }
+    }
+
+    /// Asks the model to route in its own task, which reports back with `Done::Route`.
+    fn spawn_route(&self, node: usize, live: Vec<usize>, output: Arc<str>, ask: RouteAsk) {
         let shared = self.shared.clone();
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
-        let model = self.shared.workflow.nodes[node].model.clone().or_else(|| self.shared.default_model.clone());
         tokio::spawn(async move {
+            let RouteAsk { context, choices, visit, model } = ask;
             let n = &shared.workflow.nodes[node];
             let request = RouteRequest {
                 node: &n.id,
@@ -1336,6 +1527,10 @@ impl crate::model::NodeIo for RouteIo {
     fn retry_notice(&self, message: &str) {
         self.shared.llm_error(self.node, message);
     }
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    started.elapsed().as_millis() as u64
 }
 
 /// How a matched `if` condition is named in logs and trace reasons.

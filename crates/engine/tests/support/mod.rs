@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use switchyard_engine::events::{Collector, Event, EventKind, Observer};
+use switchyard_engine::events::{Collector, Event, EventKind, MemoryLog, Observer};
 use switchyard_engine::format::{self, Format};
 use switchyard_engine::model::{
     Choice, ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest,
@@ -103,6 +103,9 @@ pub struct Ran {
     pub outcome: Outcome,
     pub events: Vec<Event>,
     pub model: Arc<Recording>,
+    /// The run log: its events and inputs, as the run store keeps them.
+    pub log: MemoryLog,
+    pub options: RunOptions,
 }
 
 impl Ran {
@@ -148,7 +151,7 @@ impl Ran {
 }
 
 pub fn runtime(script: Arc<Script>, model: Arc<Recording>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
-    Runtime { model, script: Some(script), log: None, observers, on_pause: None }
+    Runtime { model, script: Some(script), log: None, observers }
 }
 
 /// Validates (panicking on errors, so tests never run an invalid graph by accident), then runs.
@@ -158,10 +161,50 @@ pub async fn run_with(wf: &Workflow, script_yaml: &str, options: RunOptions) -> 
     let script = script(script_yaml);
     let model = Recording::new(script.clone());
     let collector = Collector::default();
-    let outcome =
-        run::run(Arc::new(wf.clone()), options, runtime(script, model.clone(), vec![Arc::new(collector.clone())]))
-            .await;
-    Ran { outcome, events: collector.events(), model }
+    let log = MemoryLog::default();
+    let mut rt = runtime(script, model.clone(), vec![Arc::new(collector.clone())]);
+    rt.log = Some(Arc::new(log.clone()));
+    let outcome = run::run(Arc::new(wf.clone()), options.clone(), rt).await;
+    let ran = Ran { outcome, events: collector.events(), model, log, options };
+    replays_the_same(wf, &ran);
+    ran
+}
+
+/// Every test run is also played again from its recording: the replay must make no model call and give the same
+/// events (how long quick nodes took aside), results and trace.
+pub fn replays_the_same(wf: &Workflow, ran: &Ran) {
+    let model = Recording::new(script(""));
+    let collector = Collector::default();
+    let rt = Runtime { model: model.clone(), script: None, log: None, observers: vec![Arc::new(collector.clone())] };
+    let options = RunOptions { run_id: Some(ran.result().run_id.clone()), ..ran.options.clone() };
+    let replayed = run::replay(Arc::new(wf.clone()), options, ran.log.recording(), rt)
+        .unwrap_or_else(|e| panic!("the run does not replay: {e}"));
+    assert!(model.asked().is_empty(), "a replay asked the model: {:?}", model.asked());
+    let normalized = |events: &[Event]| -> Vec<(u64, EventKind)> {
+        events
+            .iter()
+            .map(|e| {
+                let mut kind = e.kind.clone();
+                if let EventKind::NodeExit { duration_ms, .. } = &mut kind {
+                    *duration_ms = 0;
+                }
+                (e.seq, kind)
+            })
+            .collect()
+    };
+    let (recorded, replayed_events) = (normalized(&ran.log.recording().events), normalized(&collector.events()));
+    if let Some(at) =
+        (0..recorded.len().max(replayed_events.len())).find(|&i| recorded.get(i) != replayed_events.get(i))
+    {
+        panic!(
+            "the replay differs at event {at}:\nrecorded: {:?}\nreplayed: {:?}",
+            recorded.get(at),
+            replayed_events.get(at)
+        );
+    }
+    assert_eq!(replayed.result.results, ran.result().results);
+    assert_eq!(replayed.result.trace, ran.result().trace);
+    assert_eq!(replayed.result.status, ran.result().status);
 }
 
 pub async fn run(wf: &Workflow, script_yaml: &str) -> Ran {
