@@ -129,6 +129,9 @@ pub struct RunRequest {
     pub script_path: Option<String>,
     /// `provider/model` overriding the workflow's default.
     pub model: Option<String>,
+    /// Run from a node: this stored run's results stand for every node upstream of `from_node`.
+    pub reuse_run: Option<String>,
+    pub from_node: Option<String>,
 }
 
 /// Starts a run; its events arrive on `on_events` in batches, in order.
@@ -147,7 +150,15 @@ pub async fn start_run(
     let (runtime, forwarder) = runtime(&state, &script, &on_events)?;
     let model =
         request.model.or(if request.workflow.defaults.model.is_none() { settings()?.default_model } else { None });
-    let options = RunOptions { input: request.input, model, run_id: Some(run::new_run_id()), ..Default::default() };
+    let reuse = match (&request.reuse_run, &request.from_node) {
+        (Some(earlier), Some(from)) => {
+            let recording = state.store()?.load(earlier).map_err(|e| e.to_string())?.recording;
+            Some(run::Reuse::upstream_of(&request.workflow, from, earlier, &recording)?)
+        }
+        _ => None,
+    };
+    let options =
+        RunOptions { input: request.input, model, run_id: Some(run::new_run_id()), reuse, ..Default::default() };
     // The run's row is written before its first event; this process holds the run while it lives.
     let claim = match state.store() {
         Ok(store) => Some(
@@ -195,6 +206,56 @@ pub async fn resume_run(
     }
     let claim = store.claim(&run_id).map_err(|e| e.to_string())?;
     // The run goes on with the document it started with; the window shows that document.
+    let document = stored_document(&stored);
+    let script = load_script(stored.row.script_path.as_deref())?;
+    let (runtime, forwarder) = runtime(&state, &script, &on_events)?;
+    let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)?;
+    let run_id = track(&state, handle, forwarder, Some(claim));
+    Ok(Resumed { run_id, document })
+}
+
+/// A stored run as the window shows it: the document it ran and its events.
+#[derive(Serialize, Type)]
+pub struct OpenedRun {
+    pub document: Opened,
+    pub events: Vec<Event>,
+    pub row: RunRow,
+}
+
+/// Opens a stored run: the document it started with (not the file as it is now) and what happened.
+#[tauri::command]
+#[specta::specta]
+pub fn open_run(state: State<'_, AppState>, run_id: String) -> Result<OpenedRun, String> {
+    let stored = state.store()?.load(&run_id).map_err(|e| e.to_string())?;
+    Ok(OpenedRun { document: stored_document(&stored), events: stored.recording.events, row: stored.row })
+}
+
+/// Plays a stored run again through the engine from its recorded inputs — no model or tool call — streaming its
+/// events like a live run.
+#[tauri::command]
+#[specta::specta]
+pub fn replay_run(
+    state: State<'_, AppState>,
+    run_id: String,
+    on_events: Channel<Vec<Event>>,
+) -> Result<Resumed, String> {
+    let stored = state.store()?.load(&run_id).map_err(|e| e.to_string())?;
+    let document = stored_document(&stored);
+    let forwarder = Forwarder::spawn(on_events);
+    let runtime = Runtime {
+        model: Arc::new(Providers::new(&Settings::default())),
+        script: None,
+        log: None,
+        observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
+    };
+    let outcome = run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime);
+    forwarder.close();
+    outcome?;
+    Ok(Resumed { run_id, document })
+}
+
+/// The document a stored run started with, named by the file it came from.
+fn stored_document(stored: &store::StoredRun) -> Opened {
     let (path, format) = match &stored.row.workflow_ref {
         Some(r) => match r.rsplit_once('#') {
             Some((p, f)) if Format::from_name(f).is_some() => (Some(p.to_string()), f.to_string()),
@@ -202,12 +263,7 @@ pub async fn resume_run(
         },
         None => (None, "switchyard".to_string()),
     };
-    let document = Opened { workflow: stored.workflow.clone(), format, notes: Vec::new(), path };
-    let script = load_script(stored.row.script_path.as_deref())?;
-    let (runtime, forwarder) = runtime(&state, &script, &on_events)?;
-    let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)?;
-    let run_id = track(&state, handle, forwarder, Some(claim));
-    Ok(Resumed { run_id, document })
+    Opened { workflow: stored.workflow.clone(), format, notes: Vec::new(), path }
 }
 
 fn load_script(path: Option<&str>) -> Result<Option<Arc<Script>>, String> {

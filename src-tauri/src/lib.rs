@@ -27,6 +27,8 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::cancel_run,
         commands::list_runs,
         commands::run_events,
+        commands::open_run,
+        commands::replay_run,
         commands::get_settings,
         commands::save_settings,
         commands::startup_file,

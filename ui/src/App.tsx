@@ -63,12 +63,7 @@ function Toolbar() {
         <button className="primary" onClick={() => s.run()} disabled={Boolean(blocked)} title={blocked ?? "Ctrl+Enter"} data-testid="run">Run</button>
       )}
       {blocked && !running && <span className="blocked" data-testid="run-blocked" title={blocked}>{blocked}</span>}
-      {s.pausedRuns.length > 0 && (
-        <select value="" onChange={(e) => e.target.value && s.resumeStored(e.target.value)} data-testid="paused-runs" title="Runs paused earlier: choose one to continue it">
-          <option value="">Paused runs ({s.pausedRuns.length})</option>
-          {s.pausedRuns.map((r) => <option key={r.id} value={r.id}>{r.workflowPath.split("/").pop()} · {r.id.slice(0, 8)}</option>)}
-        </select>
-      )}
+      <ContinueRuns />
       <span className="grow" />
       <button onClick={() => s.setDialog("settings", true)} data-testid="settings-button" className={s.settingsProblem ? "warn" : ""} title={s.settingsProblem ? `Settings problem: ${s.settingsProblem.message}` : "Model providers and limits"}>
         {s.settingsProblem ? "⚠ Settings" : "Settings"}
@@ -76,6 +71,19 @@ function Toolbar() {
       <button onClick={() => s.setTheme(s.theme === "light" ? "dark" : "light")} data-testid="theme">{s.theme === "light" ? "Dark" : "Light"}</button>
       <button onClick={() => s.setDialog("help", true)} title="F1">?</button>
     </header>
+  );
+}
+
+/** Paused and interrupted runs, to continue one. */
+function ContinueRuns() {
+  const history = useSession((s) => s.history);
+  const waiting = history.filter((r) => (r.status === "paused" || r.status === "interrupted") && !r.live);
+  if (!waiting.length) return null;
+  return (
+    <select value="" onChange={(e) => e.target.value && useSession.getState().resumeStored(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
+      <option value="">Continue… ({waiting.length})</option>
+      {waiting.map((r) => <option key={r.id} value={r.id}>{r.status} · {(r.workflowRef ?? r.workflow).split("/").pop()} · {r.id.slice(0, 8)}</option>)}
+    </select>
   );
 }
 
@@ -146,6 +154,10 @@ function Workbench() {
 
   useEffect(() => {
     void useSession.getState().init();
+    // The history changes when a run ends or pauses.
+    return useRun.subscribe((r, p) => {
+      if (r.status !== p.status && r.status !== "running") void useSession.getState().refreshHistory();
+    });
   }, []);
 
   useEffect(() => {

@@ -23,6 +23,13 @@ export const commands = {
 	/**  Stored runs, newest first; paused and interrupted ones can go on. */
 	listRuns: () => typedError<RunSummary_Serialize[], string>(__TAURI_INVOKE("list_runs")),
 	runEvents: (runId: string) => typedError<Event_Serialize[], string>(__TAURI_INVOKE("run_events", { runId })),
+	/**  Opens a stored run: the document it started with (not the file as it is now) and what happened. */
+	openRun: (runId: string) => typedError<OpenedRun_Serialize, string>(__TAURI_INVOKE("open_run", { runId })),
+	/**
+	 *  Plays a stored run again through the engine from its recorded inputs — no model or tool call — streaming its
+	 *  events like a live run.
+	 */
+	replayRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, string>(__TAURI_INVOKE("replay_run", { runId, onEvents })),
 	/**  The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem. */
 	getSettings: () => __TAURI_INVOKE<SettingsState_Serialize>("get_settings"),
 	/**  Saves the settings, or refuses with the problems by field (nothing is written then). */
@@ -463,6 +470,23 @@ export type OnError =
 /**  A document as the window receives it. */
 export type Opened = Opened_Serialize | Opened_Deserialize;
 
+/**  A stored run as the window shows it: the document it ran and its events. */
+export type OpenedRun = OpenedRun_Serialize | OpenedRun_Deserialize;
+
+/**  A stored run as the window shows it: the document it ran and its events. */
+export type OpenedRun_Deserialize = {
+	document: Opened_Deserialize,
+	events: Event_Deserialize[],
+	row: RunRow_Deserialize,
+};
+
+/**  A stored run as the window shows it: the document it ran and its events. */
+export type OpenedRun_Serialize = {
+	document: Opened_Serialize,
+	events: Event_Serialize[],
+	row: RunRow_Serialize,
+};
+
 /**  A document as the window receives it. */
 export type Opened_Deserialize = {
 	workflow: Workflow_Deserialize,
@@ -611,6 +635,9 @@ export type RunRequest_Deserialize = {
 	scriptPath?: string | null,
 	/**  `provider/model` overriding the workflow's default. */
 	model?: string | null,
+	/**  Run from a node: this stored run's results stand for every node upstream of `from_node`. */
+	reuseRun?: string | null,
+	fromNode?: string | null,
 };
 
 export type RunRequest_Serialize = {
@@ -623,6 +650,9 @@ export type RunRequest_Serialize = {
 	scriptPath: string | null,
 	/**  `provider/model` overriding the workflow's default. */
 	model: string | null,
+	/**  Run from a node: this stored run's results stand for every node upstream of `from_node`. */
+	reuseRun: string | null,
+	fromNode: string | null,
 };
 
 /**  One run of the history. */

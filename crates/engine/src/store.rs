@@ -280,9 +280,9 @@ impl RunStore {
         let started = parse(&r.started).unwrap_or(0);
         let ended = r.ended.as_deref().and_then(parse);
         let status = RunState::from_db(&r.status, live);
-        // An interrupted run's time stops at its last sign of life.
+        // An interrupted run's time stops at its last sign of life: its last event.
         let until = match status {
-            RunState::Interrupted => parse(&r.updated).unwrap_or(started),
+            RunState::Interrupted => self.last_event_ms(&r.id).or(parse(&r.updated)).unwrap_or(started),
             _ => ended.unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
         };
         RunRow {
@@ -295,6 +295,17 @@ impl RunStore {
             duration_ms: (until - started).max(0) as u64,
             pending: serde_json::from_str(&r.pending).unwrap_or_default(),
         }
+    }
+
+    fn last_event_ms(&self, id: &str) -> Option<i64> {
+        let conn = self.conn.lock().unwrap();
+        let text: String = conn
+            .query_row("SELECT event FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1", params![id], |r| {
+                r.get(0)
+            })
+            .ok()?;
+        let event: Event = serde_json::from_str(&text).ok()?;
+        chrono::DateTime::parse_from_rfc3339(&event.ts).ok().map(|t| t.timestamp_millis())
     }
 
     /// Everything needed to continue, replay or reuse a run.
@@ -416,5 +427,135 @@ impl RunLog for RunStore {
             )
             .map(|_| ())
             .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{self, Format};
+
+    fn workflow() -> Workflow {
+        let text = "switchyard: 1\nname: stored\nnodes:\n  - {id: start, type: start}\n";
+        format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow
+    }
+
+    fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions) -> NewRun<'a> {
+        NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), script_path: None, options }
+    }
+
+    #[test]
+    fn a_run_is_listed_running_while_its_process_holds_it_and_interrupted_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+        let (wf, options) = (workflow(), RunOptions::default());
+        let claim = store.create(&new_run("r1", &wf, &options)).unwrap();
+        assert_eq!(store.get("r1").unwrap().status, RunState::Running);
+        assert!(matches!(store.claim("r1"), Err(StoreError::InUse { .. })), "a live run cannot be taken twice");
+        drop(claim); // the process died without saying how the run ended
+        let row = store.get("r1").unwrap();
+        assert_eq!(row.status, RunState::Interrupted);
+        assert!(row.status.resumable());
+        // Another store on the same file (another process) sees the same.
+        let other = RunStore::open(store.path()).unwrap();
+        assert_eq!(other.list().unwrap()[0].status, RunState::Interrupted);
+        // Once it ends, it is what its status says.
+        store.run_status("r1", RunStatus::Completed, &[]).unwrap();
+        assert_eq!(store.get("r1").unwrap().status, RunState::Completed);
+    }
+
+    #[test]
+    fn a_store_written_by_a_newer_switchyard_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 99;").unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let Err(error) = RunStore::open(&path) else { panic!("a newer store opened") };
+        assert_eq!(error.code(), "STORE_TOO_NEW");
+        let message = error.to_string();
+        assert!(message.contains(&path.display().to_string()) && message.contains("schema 99"), "{message}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "the file was altered");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_gives_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.sqlite");
+        std::fs::write(
+            &path,
+            b"this is not a database, just some text that is long enough to fill a header".repeat(20),
+        )
+        .unwrap();
+        let Err(error) = RunStore::open(&path) else { panic!("garbage opened as a store") };
+        assert_eq!(error.code(), "STORE_CORRUPT");
+        assert!(error.to_string().contains(&path.display().to_string()), "{error}");
+        assert!(error.to_string().contains("move it aside"), "{error}");
+    }
+
+    #[test]
+    fn a_store_from_before_schema_versions_is_brought_up_to_date_keeping_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE runs (id TEXT PRIMARY KEY, workflow_path TEXT NOT NULL, script_path TEXT,
+                   status TEXT NOT NULL, snapshot TEXT, updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')));
+                 CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+                 INSERT INTO runs (id, workflow_path, status) VALUES ('old', '/tmp/old.yaml', 'completed');",
+            )
+            .unwrap();
+        }
+        let store = RunStore::open(&path).unwrap();
+        let row = store.get("old").unwrap();
+        assert_eq!((row.status, row.workflow_ref.as_deref()), (RunState::Completed, Some("/tmp/old.yaml")));
+        // It kept no copy of its workflow, so it cannot be rebuilt; it says why.
+        let Err(error) = store.load("old") else { panic!("an old run loaded") };
+        assert!(error.to_string().contains("earlier Switchyard"), "{error}");
+    }
+
+    #[test]
+    fn two_processes_write_runs_to_one_store_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.sqlite");
+        RunStore::open(&path).unwrap();
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let store = RunStore::open(&path).unwrap();
+                    let (wf, options) = (workflow(), RunOptions::default());
+                    let id = format!("run-{w}");
+                    let _claim = store.create(&new_run(&id, &wf, &options)).unwrap();
+                    for seq in 1..=200u64 {
+                        let kind = crate::events::EventKind::NodeSkipped { node: "start".into() };
+                        store
+                            .append(&Event { seq, run: id.clone(), ts: "2026-01-01T00:00:00.000Z".into(), kind })
+                            .unwrap();
+                    }
+                    store.run_status(&id, RunStatus::Completed, &[]).unwrap();
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let store = RunStore::open(&path).unwrap();
+        assert_eq!(store.list().unwrap().len(), 2);
+        for w in 0..2 {
+            assert_eq!(store.events(&format!("run-{w}")).unwrap().len(), 200);
+        }
+    }
+
+    #[test]
+    fn an_unknown_run_is_named_with_the_store_and_what_lists_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+        let Err(error) = store.load("nope") else { panic!() };
+        assert_eq!(error.code(), "NO_SUCH_RUN");
+        assert!(error.to_string().contains("switchyard runs"), "{error}");
     }
 }

@@ -54,6 +54,7 @@ export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose
     items.push({ label: "Duplicate", hint: "Ctrl+D", run: () => doc.duplicateSelection(), testId: "menu-duplicate" });
     items.push({ label: "Copy", hint: "Ctrl+C", run: () => doc.copySelection(), testId: "menu-copy" });
     items.push({ label: "Delete", hint: "Del", run: deleteSelection, testId: "menu-delete" });
+    items.push({ label: "Run from here", hint: "last run upstream", run: () => void useSession.getState().runFrom(request.id), testId: "menu-run-from" });
   } else if (request.kind === "edge") {
     items.push({ label: "Delete edge", hint: "Del", run: deleteSelection, testId: "menu-delete" });
   } else {

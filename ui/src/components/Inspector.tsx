@@ -239,7 +239,21 @@ function RunDetails({ id }: { id: string }) {
       </div>
       {it.instruction && (<><h4>Rendered prompt</h4><pre>{it.instruction}</pre></>)}
       {run.status === "running" && run.streamed && (<><h4>Streaming</h4><pre>{run.streamed}</pre></>)}
-      {it.result && (<><h4>Output</h4><pre data-testid="run-output">{JSON.stringify(it.result.data, null, 2)}</pre></>)}
+      {it.result && (
+        <>
+          <h4>Output</h4>
+          <pre data-testid="run-output">{JSON.stringify(it.result.data, null, 2)}</pre>
+          {it.result.status === "success" && (
+            <button
+              onClick={() => useDocument.getState().updateNode(id, { pinned: it.result!.data })}
+              title="Later runs use this output instead of running the node (Settings → pinned output clears it)"
+              data-testid="pin-output"
+            >
+              Pin this output
+            </button>
+          )}
+        </>
+      )}
       {it.result?.error && (<><h4>Error</h4><pre className="field-error">{it.result.error}</pre></>)}
       {it.result && it.result.toolCalls.length > 0 && (
         <>

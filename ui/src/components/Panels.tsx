@@ -8,7 +8,6 @@ import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
 
-type Tab = "run" | "problems" | "events" | "notes";
 
 /** Selects a node and brings it into view. */
 function useReveal() {
@@ -21,7 +20,9 @@ function useReveal() {
 }
 
 export function BottomPanel() {
-  const [tab, setTab] = useState<Tab>("problems");
+  const tab = useSession((s) => s.panel);
+  const setTab = useSession((s) => s.setPanel);
+  const history = useSession((s) => s.history);
   const report = useValidation((s) => s.report);
   const notes = useDocument((s) => s.notes);
   const pending = useRun((s) => s.pending);
@@ -42,6 +43,9 @@ export function BottomPanel() {
           Problems {report.errors.length ? <b className="error">{report.errors.length}</b> : null} {report.warnings.length ? <b className="warning">{report.warnings.length}</b> : null}
         </button>
         <button role="tab" className={tab === "events" ? "on" : ""} onClick={() => setTab("events")} data-testid="tab-events">Events</button>
+        <button role="tab" className={tab === "history" ? "on" : ""} onClick={() => setTab("history")} data-testid="tab-history">
+          History {history.some((r) => r.status === "interrupted") ? <b className="error">{history.filter((r) => r.status === "interrupted").length}</b> : null}
+        </button>
         {notes.length > 0 && <button role="tab" className={tab === "notes" ? "on" : ""} onClick={() => setTab("notes")}>Import notes ({notes.length})</button>}
         {pending.map((p) => (
           <button key={p.node} className="pending" onClick={() => review(p.node)} data-testid={`pending-${p.node}`}>‖ {p.node} waits</button>
@@ -51,6 +55,7 @@ export function BottomPanel() {
         {tab === "run" && <RunList />}
         {tab === "problems" && <Problems />}
         {tab === "events" && <Events />}
+        {tab === "history" && <History />}
         {tab === "notes" && (
           <ul className="notes">{notes.map((n, i) => <li key={i}>{n}</li>)}</ul>
         )}
@@ -133,6 +138,49 @@ function RunList() {
         </tbody>
       </table>
       {error && <div className="field-error" data-testid="run-error">{error}</div>}
+    </div>
+  );
+}
+
+/** Stored runs: this workflow's (or all), with what can be done with each. */
+function History() {
+  const history = useSession((s) => s.history);
+  const path = useDocument((s) => s.path);
+  const [all, setAll] = useState(false);
+  const s = useSession.getState();
+  const runs = all || !path ? history : history.filter((r) => r.workflowRef === path);
+  return (
+    <div data-testid="history">
+      <label className="muted small">
+        <input type="checkbox" checked={all || !path} disabled={!path} onChange={(e) => setAll(e.target.checked)} /> every workflow&apos;s runs
+      </label>
+      {!runs.length ? (
+        <p className="muted">No stored run{path && !all ? " of this workflow" : ""} yet.</p>
+      ) : (
+        <table className="run-list history">
+          <thead>
+            <tr><th>status</th><th>workflow</th><th>started</th><th>time</th><th>waits for</th><th /></tr>
+          </thead>
+          <tbody>
+            {runs.slice(0, MAX_ROWS).map((r) => (
+              <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status}>
+                <td className={`status ${r.status}`}>{r.status}{r.live ? " (here)" : ""}</td>
+                <td title={r.workflowRef ?? ""}>{r.workflow}</td>
+                <td>{new Date(r.started).toLocaleString()}</td>
+                <td className="num">{duration(r.durationMs)}</td>
+                <td>{r.pending.join(", ")}</td>
+                <td className="actions">
+                  <button onClick={() => s.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
+                  <button onClick={() => s.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
+                  {(r.status === "paused" || r.status === "interrupted") && !r.live && (
+                    <button className="primary" onClick={() => s.resumeStored(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-continue-${r.id}`}>Continue</button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
     </div>
   );
 }

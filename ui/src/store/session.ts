@@ -34,7 +34,10 @@ const pickSavePath = async (defaultPath: string): Promise<string | null> => dial
 
 export type Theme = "light" | "dark";
 export type RunMode = "script" | "model";
-export type PausedRun = { id: string; workflowPath: string };
+export type { RunSummary_Serialize as RunSummary } from "../bindings";
+import type { RunSummary_Serialize as RunSummary } from "../bindings";
+/** The bottom panel's tabs. */
+export type PanelTab = "run" | "problems" | "events" | "history" | "notes";
 export type { CommandError, SettingsProblem } from "../bindings";
 import type { CommandError } from "../bindings";
 
@@ -48,7 +51,9 @@ type SessionState = {
   settings: Settings | null;
   /** Why the settings file could not be read (the app then runs on defaults). */
   settingsProblem: CommandError | null;
-  pausedRuns: PausedRun[];
+  /** Stored runs, newest first. */
+  history: RunSummary[];
+  panel: PanelTab;
   recentFiles: string[];
   theme: Theme;
   /** Notes typed in approval dialogs, kept when a dialog is put off with "Later". */
@@ -73,11 +78,19 @@ type SessionState = {
   setModel: (model: string) => void;
   chooseScript: () => Promise<void>;
   clearScript: () => void;
-  run: () => Promise<void>;
+  /** Runs the document; `from`: from a node, with an earlier run's results upstream of it. */
+  run: (from?: { run: string; node: string }) => Promise<void>;
   cancel: () => void;
   decide: (node: string, decision: "approve" | "reject", note: string) => Promise<void>;
   resumeStored: (id: string) => Promise<void>;
-  refreshPaused: () => Promise<void>;
+  refreshHistory: () => Promise<void>;
+  /** Shows a stored run on the canvas: the document it ran, its statuses, outputs and trace. */
+  openRun: (id: string) => Promise<void>;
+  /** Plays a stored run again through the engine, from its recorded answers: no model call. */
+  replayRun: (id: string) => Promise<void>;
+  /** Runs the document from `node`, taking the last run's results for every node upstream of it. */
+  runFrom: (node: string) => Promise<void>;
+  setPanel: (tab: PanelTab) => void;
   setTheme: (theme: Theme) => void;
   setSettings: (settings: Settings) => void;
   layout: () => Promise<void>;
@@ -136,7 +149,8 @@ export const useSession = create<SessionState>((set, get) => {
     model: "",
     settings: null,
     settingsProblem: null,
-    pausedRuns: [],
+    history: [],
+    panel: "problems",
     recentFiles: [],
     theme: "light",
     approvalNotes: {},
@@ -167,7 +181,13 @@ export const useSession = create<SessionState>((set, get) => {
       const s = await commands.getSettings().catch((e) => ({ settings: null, problem: { code: "SETTINGS_UNREADABLE", message: errorText(e), problems: [] } }));
       set({ settings: s?.settings ?? ({ providers: [], limits: { timeout_ms: 120000, retries: 2, max_tool_turns: 8 } } as unknown as Settings), settingsProblem: (s?.problem as CommandError | null) ?? null });
       if (s?.problem) fail(`Settings: ${s.problem.message} — the app uses defaults until Settings are saved again.`);
-      await get().refreshPaused();
+      await get().refreshHistory();
+      // Runs whose process died are offered at once: they can go on where they stopped.
+      const interrupted = get().history.filter((r) => r.status === "interrupted");
+      if (interrupted.length) {
+        set({ panel: "history" });
+        fail(`${interrupted.length} run${interrupted.length > 1 ? "s were" : " was"} interrupted when Switchyard stopped: History → Continue runs it on; nodes that completed do not run again.`);
+      }
     },
 
     open: async (file) => {
@@ -238,7 +258,7 @@ export const useSession = create<SessionState>((set, get) => {
     },
     clearScript: () => set({ scriptPath: null }),
 
-    run: async () => {
+    run: async (from?: { run: string; node: string }) => {
       const { mode, scriptPath, model } = get();
       const run = useRun.getState();
       if (run.status === "running" || run.status === "paused") return;
@@ -249,9 +269,13 @@ export const useSession = create<SessionState>((set, get) => {
       try {
         useRun.getState().begin("", wf.nodes.map((n) => n.id));
         const id = await unwrap(
-          commands.startRun({ workflow: wf, workflowPath: doc.path, input: null, scriptPath: mode === "script" ? scriptPath : null, model: mode === "model" && model ? model : null }, runEventChannel()),
+          commands.startRun(
+            { workflow: wf, workflowPath: doc.path, input: null, scriptPath: mode === "script" ? scriptPath : null, model: mode === "model" && model ? model : null, reuseRun: from?.run ?? null, fromNode: from?.node ?? null },
+            runEventChannel(),
+          ),
         );
         useRun.setState({ runId: id });
+        void get().refreshHistory();
       } catch (e) {
         useRun.setState({ status: "failed", error: errorText(e) });
         fail(`The run could not start: ${errorText(e)}`);
@@ -283,18 +307,61 @@ export const useSession = create<SessionState>((set, get) => {
         useRun.getState().begin(resumed.runId, doc.workflow.nodes.map((n) => n.id));
         useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
         set({ dismissed: [], reviewing: null });
-        info(`Resumed run ${id.slice(0, 8)} of ${doc.path}`);
+        info(`Continued run ${id.slice(0, 8)}${doc.path ? ` of ${baseName(doc.path)}` : ""}`);
+        set({ panel: "run" });
         get().requestView("open");
       } catch (e) {
-        fail(`Could not resume: ${errorText(e)}`);
+        fail(`Could not continue run ${id.slice(0, 8)}: ${errorText(e)}`);
       }
-      await get().refreshPaused();
+      await get().refreshHistory();
     },
 
-    refreshPaused: async () => {
+    refreshHistory: async () => {
       const runs = await commands.listRuns().catch(() => null);
-      if (runs?.status === "ok") set({ pausedRuns: runs.data.filter((r) => r.status === "paused" && !r.live).map((r) => ({ id: r.id, workflowPath: r.workflowPath })) });
+      if (runs?.status === "ok") set({ history: runs.data });
     },
+
+    openRun: async (id) => {
+      if (!(await confirmDiscard())) return;
+      try {
+        const opened = await unwrap(commands.openRun(id));
+        const doc = opened.document;
+        useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
+        useRun.getState().begin(id, doc.workflow.nodes.map((n) => n.id));
+        useRun.getState().apply(opened.events as unknown as Event[]);
+        // A run whose process died shows as it was left.
+        if (opened.row.status === "interrupted") useRun.setState({ status: "failed", error: "interrupted: History → Continue runs it on" });
+        set({ dismissed: [], reviewing: null, panel: "run" });
+        info(`Run ${id.slice(0, 8)} (${opened.row.status}) as it ran`);
+        get().requestView("open");
+      } catch (e) {
+        fail(`Could not open run ${id.slice(0, 8)}: ${errorText(e)}`);
+      }
+    },
+
+    replayRun: async (id) => {
+      if (!(await confirmDiscard())) return;
+      try {
+        const opened = await unwrap(commands.openRun(id));
+        const doc = opened.document;
+        useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
+        useRun.getState().begin(id, doc.workflow.nodes.map((n) => n.id));
+        set({ dismissed: [], reviewing: null, panel: "run" });
+        await unwrap(commands.replayRun(id, runEventChannel()));
+        info(`Replayed run ${id.slice(0, 8)} from its recording: no model or tool was called`);
+        get().requestView("open");
+      } catch (e) {
+        fail(`Could not replay run ${id.slice(0, 8)}: ${errorText(e)}`);
+      }
+    },
+
+    runFrom: async (node) => {
+      const last = useRun.getState().runId || get().history.find((r) => r.workflowRef === useDocument.getState().path)?.id;
+      if (!last) return fail("Run the workflow once first: running from a node takes the last run's results for the nodes before it.");
+      await get().run({ run: last, node });
+    },
+
+    setPanel: (panel) => set({ panel }),
 
     setTheme: (theme) => {
       set({ theme });
