@@ -138,7 +138,7 @@ fn a_paused_run_is_stored_and_resumed_from_another_process() {
 
     let again = cli.run(&["resume", id, "--decide", "review=approve"]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(stderr(&again).contains("not paused"));
+    assert!(stderr(&again).contains("is completed; only paused and interrupted runs"), "{}", stderr(&again));
     let missing = cli.run(&["resume", "no-such-run", "--decide", "review=approve"]);
     assert_eq!(missing.status.code(), Some(2));
 }
@@ -334,4 +334,115 @@ fn tea_and_openexpertise_files_run_from_the_command_line() {
     let out = cli.run(&["export", &fixture("the_edge_agent/simple_workflow.yaml"), "--format", "tea"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("switchyard: 1"));
+}
+
+const SLOW: &str = "switchyard: 1
+name: slow review
+nodes:
+  - {id: start, type: start}
+  - {id: draft, type: agent, user_prompt: Write}
+  - {id: review, type: agent, user_prompt: 'Review {{ draft.text }}'}
+  - {id: ship, type: agent}
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: review}
+  - {from: review, to: ship}
+";
+
+#[test]
+fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what_completed() {
+    let cli = Cli::new();
+    let wf = cli.write("slow.yaml", SLOW);
+    let slow =
+        cli.write("slow.script.yaml", "nodes: {draft: {text: D}, review: {text: R, delay_ms: 60000}, ship: {text: S}}");
+    let events = cli.home.path().join("first.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["run", &wf, "--script", &slow, "--events", events.to_str().unwrap()])
+        .env("SWITCHYARD_HOME", cli.home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until `review` has started (its node:enter is in the events file), then kill the process outright.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(&events).unwrap_or_default().contains(r#""node":"review","iteration""#) {
+        assert!(std::time::Instant::now() < deadline, "the run never reached `review`");
+        std::thread::yield_now();
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let (code, runs) = cli.json(&["runs", "--json"]);
+    assert_eq!(code, 0);
+    let row = &runs[0];
+    let keys: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["id", "workflow", "status", "started", "durationMs", "pending"]);
+    assert_eq!(row["status"], "interrupted");
+    assert!(row["workflow"].as_str().unwrap().ends_with("slow.yaml"));
+    let id = row["id"].as_str().unwrap();
+
+    // The same answers, without the delay: `review` runs again, `draft` does not.
+    let fast = cli.write("slow.script.yaml", "nodes: {draft: {text: NOT AGAIN}, review: {text: R}, ship: {text: S}}");
+    assert!(fast.ends_with("slow.script.yaml"));
+    let resumed_events = cli.home.path().join("resumed.jsonl");
+    let (code, done) = cli.json(&["resume", id, "--json", "--events", resumed_events.to_str().unwrap()]);
+    assert_eq!(code, 0, "{done}");
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["results"]["draft"]["data"]["text"], "D", "the recorded result, not a new one");
+    assert_eq!(ran(&done), ["start", "draft", "review", "ship"]);
+    let resumed = std::fs::read_to_string(&resumed_events).unwrap();
+    assert!(!resumed.contains(r#""type":"node:enter","node":"draft""#), "{resumed}");
+    assert!(resumed.contains(r#""node":"review","iteration""#), "{resumed}");
+
+    // History and replay tell the same story.
+    let (_, shown) = cli.json(&["show", id, "--json"]);
+    assert_eq!(shown, done);
+    let (code, replayed) = cli.json(&["replay", id, "--json"]);
+    assert_eq!(code, 0, "the replay differs from the recording");
+    assert_eq!(replayed, done);
+    let (_, runs) = cli.json(&["runs", "--json"]);
+    assert_eq!(runs[0]["status"], "completed");
+}
+
+#[test]
+fn run_from_a_node_reuses_the_earlier_results_upstream() {
+    let cli = Cli::new();
+    let wf = cli.write("slow.yaml", SLOW);
+    let first = cli.write("first.script.yaml", "nodes: {draft: {text: D1}, review: {text: R1}, ship: {text: S1}}");
+    let (_, earlier) = cli.json(&["run", &wf, "--script", &first, "--json"]);
+    let id = earlier["runId"].as_str().unwrap();
+    let second = cli.write("second.script.yaml", "nodes: {draft: {text: D2}, review: {text: R2}, ship: {text: S2}}");
+    let (code, again) = cli.json(&["run", &wf, "--script", &second, "--reuse", id, "--from", "review", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(again["results"]["draft"]["data"]["text"], "D1", "upstream of `review`: the earlier result");
+    assert_eq!(again["results"]["review"]["data"]["text"], "R2");
+    assert_eq!(again["results"]["ship"]["data"]["text"], "S2");
+
+    let unknown = cli.run(&["run", &wf, "--script", &second, "--reuse", id, "--from", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(stderr(&unknown).contains("--from nope: no such node"), "{}", stderr(&unknown));
+    let no_run = cli.run(&["run", &wf, "--script", &second, "--reuse", "no-such-run", "--from", "review"]);
+    assert_eq!(no_run.status.code(), Some(2));
+    assert!(stderr(&no_run).contains("no run `no-such-run`"), "{}", stderr(&no_run));
+}
+
+#[test]
+fn a_corrupt_run_store_is_named_and_commands_that_need_no_store_still_work() {
+    let cli = Cli::new();
+    let store = cli.write("runs.sqlite", &"not a database ".repeat(100));
+    let out = cli.run(&["runs"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(&store) && stderr(&out).contains("move it aside"), "{}", stderr(&out));
+    let run = cli.run(&["run", "examples/approval-flow.yaml", "--script", "examples/approval-flow.script.yaml"]);
+    assert_eq!(run.status.code(), Some(2));
+    assert!(stderr(&run).contains("not a readable database"), "{}", stderr(&run));
+    assert_eq!(cli.run(&["validate", "examples/approval-flow.yaml"]).status.code(), Some(0));
+    let unstored = cli.run(&[
+        "run",
+        "examples/approval-flow.yaml",
+        "--script",
+        "examples/approval-flow.script.yaml",
+        "--no-store",
+    ]);
+    assert_eq!(unstored.status.code(), Some(0), "{}", stderr(&unstored));
 }
