@@ -2,8 +2,8 @@
 // under Xvfb (scripts/e2e.sh starts them). Each test opens a fresh app window.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fit, launch, openFile, root, waitMessage, work } from "./harness.mjs";
 
@@ -135,3 +135,57 @@ test("a paused run survives quitting the app and continues after a restart", asy
   await waitStatus("publish", "succeeded");
   assert.equal(await status("revise"), "skipped");
 });
+
+test("a run whose process was killed is offered at launch and continues from History without re-running what completed", async () => {
+  const wf = join(work, "slow.yaml");
+  writeFileSync(
+    wf,
+    `switchyard: 1
+name: slow review
+nodes:
+  - {id: start, type: start, position: {x: 0, y: 0}}
+  - {id: draft, type: agent, user_prompt: Write, position: {x: 300, y: 0}}
+  - {id: review, type: agent, user_prompt: "Review {{ draft.text }}", position: {x: 600, y: 0}}
+  - {id: ship, type: agent, position: {x: 900, y: 0}}
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: review}
+  - {from: review, to: ship}
+`,
+  );
+  const script = join(work, "slow.script.yaml");
+  writeFileSync(script, "nodes: {draft: {text: D}, review: {text: R, delay_ms: 60000}, ship: {text: S}}\n");
+  const events = join(work, "slow.jsonl");
+  const cli = join(root, "target/debug/switchyard");
+  const child = spawn(cli, ["run", wf, "--script", script, "--events", events], { stdio: "ignore" });
+  await until(() => existsSync(events) && readFileSync(events, "utf8").includes('"node":"review","iteration"'), "the run never reached review");
+  child.kill("SIGKILL");
+  await new Promise((done) => child.once("exit", done));
+  // The answers, without the delay: only `review` (in flight when the process died) and `ship` run again.
+  writeFileSync(script, "nodes: {draft: {text: NOT AGAIN}, review: {text: R}, ship: {text: S}}\n");
+  const [row] = JSON.parse(execFileSync(cli, ["runs", "--json"], { encoding: "utf8" }));
+  assert.equal(row.status, "interrupted");
+
+  await browser.deleteSession();
+  await open();
+  await waitMessage(browser, /interrupted when Switchyard stopped/);
+  const entry = await browser.$(`[data-testid="history-${row.id}"]`);
+  await entry.waitForDisplayed({ timeout: 5000 });
+  assert.equal(await entry.getAttribute("data-status"), "interrupted");
+  await (await browser.$(`[data-testid="history-continue-${row.id}"]`)).click();
+  await fit(browser);
+  await waitStatus("ship", "succeeded");
+  assert.equal(await status("draft"), "succeeded");
+  const shown = JSON.parse(execFileSync(cli, ["show", row.id, "--json"], { encoding: "utf8" }));
+  assert.equal(shown.status, "completed");
+  assert.equal(shown.results.draft.data.text, "D", "draft's recorded result, not a new run of it");
+  assert.equal(shown.trace.steps.filter((s) => s.node === "draft").length, 1);
+});
+
+async function until(test, message, timeout = 20000) {
+  const end = Date.now() + timeout;
+  while (!test()) {
+    if (Date.now() > end) throw new Error(message);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -148,7 +148,9 @@ function History() {
   const path = useDocument((s) => s.path);
   const [all, setAll] = useState(false);
   const s = useSession.getState();
-  const runs = all || !path ? history : history.filter((r) => r.workflowRef === path);
+  // This workflow's runs, and every run that waits for the person (paused, or interrupted when its process died).
+  const waits = (r: (typeof history)[number]) => (r.status === "paused" || r.status === "interrupted") && !r.live;
+  const runs = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r));
   return (
     <div data-testid="history">
       <label className="muted small">
