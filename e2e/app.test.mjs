@@ -186,6 +186,6 @@ async function until(test, message, timeout = 20000) {
   const end = Date.now() + timeout;
   while (!test()) {
     if (Date.now() > end) throw new Error(message);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => globalThis.setTimeout(r, 50));
   }
 }

@@ -49,6 +49,8 @@ test("main views", async () => {
   await click(browser, await pointOf(browser, '[data-testid="review-review"]'));
   await click(browser, await pointOf(browser, '[data-testid="approval-approve"]'));
   await waitStatus(browser, "publish", "succeeded");
+  await click(browser, await pointOf(browser, '[data-testid="tab-history"]'));
+  await shot("history");
 
   await openFile(browser, join(root, "../shared/fixtures/sweny/triage.yml"));
   await shot("import-sweny");

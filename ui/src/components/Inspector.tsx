@@ -221,6 +221,9 @@ function EdgeFields({ edge }: { edge: Edge }) {
 
 function RunDetails({ id }: { id: string }) {
   const run = useNodeRun(id);
+  // Only node types with a pinned output (agents, scripts) offer to pin one.
+  const type = useDocument((s) => s.workflow.nodes.find((n) => n.id === id)?.type);
+  const pinnable = Boolean(type && nodeTypeSpec(type)?.fields.some((f) => f.key === "pinned"));
   const pick = useSession((s) => s.inspector.iteration);
   const setPick = (iteration: number) => useSession.getState().inspect("run", iteration);
   if (!run || !run.iterations.length) return <p className="muted" data-testid="run-details-empty">This node has not run yet. Run the workflow to see what it received and produced.</p>;
@@ -243,7 +246,7 @@ function RunDetails({ id }: { id: string }) {
         <>
           <h4>Output</h4>
           <pre data-testid="run-output">{JSON.stringify(it.result.data, null, 2)}</pre>
-          {it.result.status === "success" && (
+          {it.result.status === "success" && pinnable && (
             <button
               onClick={() => useDocument.getState().updateNode(id, { pinned: it.result!.data })}
               title="Later runs use this output instead of running the node (Settings → pinned output clears it)"
