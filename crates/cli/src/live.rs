@@ -5,7 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use switchyard_engine::events::{Event, EventKind, Observer, RunLog};
+use switchyard_engine::events::{Event, EventKind, LogItem, Observer, RunLog};
 use switchyard_engine::run::Recorded;
 use switchyard_engine::NodeStatus;
 use switchyard_engine::RunStatus;
@@ -42,6 +42,10 @@ impl RunLog for Tee {
             }
         }
         first_error
+    }
+
+    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), String> {
+        self.0.iter().map(|log| log.write_batch(run, items)).fold(Ok(()), Result::and)
     }
 
     fn record_input(&self, run: &str, input: &Recorded) -> Result<(), String> {

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use switchyard_engine::document::{Edge, Node, NodeType, Workflow};
-use switchyard_engine::events::{Event, Observer};
+use switchyard_engine::events::{Event, Observer, RunLog};
 use switchyard_engine::run::{self, RunOptions, Runtime};
 use switchyard_engine::script::{Answer, OneOrMany, Script, ScriptedModel};
+use switchyard_engine::store::{NewRun, RunStore};
 use switchyard_engine::validate::{validate, Options};
 use switchyard_engine::RunStatus;
 
@@ -23,7 +24,11 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--one") {
         let (kind, shape, n) = (&args[i + 1], &args[i + 2], args[i + 3].parse().unwrap());
-        let (wall, steps) = if kind == "floor" { floor(shape, n) } else { engine(shape, n) };
+        let (wall, steps) = match kind.as_str() {
+            "floor" => floor(shape, n),
+            "logged" => engine(shape, n, true),
+            _ => engine(shape, n, false),
+        };
         println!("{}", json!({"wall_ms": ms(wall), "steps": steps, "peak_rss_mb": peak_rss_mb()}));
         return;
     }
@@ -44,6 +49,8 @@ fn main() {
                 .unwrap()
         };
         let (e, f) = (best("engine"), best("floor"));
+        // The same run with the durable run log on (a SQLite store in a temporary folder), in the same session.
+        let l = if *shape == "validate" { e.clone() } else { best("logged") };
         let steps = e["steps"].as_f64().unwrap();
         let per = |v: &Value| v["wall_ms"].as_f64().unwrap() * 1000.0 / steps;
         let line = json!({
@@ -51,6 +58,8 @@ fn main() {
             "wall_ms": e["wall_ms"], "per_step_us": round(per(&e)), "peak_rss_mb": e["peak_rss_mb"],
             "floor_wall_ms": f["wall_ms"], "floor_per_step_us": round(per(&f)), "floor_peak_rss_mb": f["peak_rss_mb"],
             "overhead_x": round(per(&e) / per(&f)),
+            "logged_wall_ms": l["wall_ms"], "logged_per_step_us": round(per(&l)), "logged_peak_rss_mb": l["peak_rss_mb"],
+            "log_cost_x": round(per(&l) / per(&e)),
         });
         println!("{line}");
         per_step.insert(format!("{shape}_{n}"), per(&e));
@@ -63,6 +72,8 @@ fn main() {
         "linearity_10k_over_1k": round(per_step["chain_10000"] / per_step["chain_1000"]),
         "fanout_over_latency": round(find("fanout_50ms", 1_000)["wall_ms"].as_f64().unwrap() / LATENCY_MS as f64),
         "chain_10000_peak_rss_mb": find("chain", 10_000)["peak_rss_mb"],
+        "chain_10000_logged_peak_rss_mb": find("chain", 10_000)["logged_peak_rss_mb"],
+        "log_cost_x_worst": lines.iter().filter(|l| l["shape"] != "validate").map(|l| l["log_cost_x"].as_f64().unwrap()).fold(0.0, f64::max),
         "validate_100000_ms": find("validate", 100_000)["wall_ms"],
     });
     println!("{summary}");
@@ -137,7 +148,7 @@ impl Observer for Counter {
     }
 }
 
-fn engine(shape: &str, n: usize) -> (Duration, usize) {
+fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
     let (wf, script) = build(shape, n);
     if shape == "validate" {
         let t = Instant::now();
@@ -149,15 +160,33 @@ fn engine(shape: &str, n: usize) -> (Duration, usize) {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let script = Arc::new(script);
+        let dir = tempfile::tempdir().unwrap();
+        let options = RunOptions { run_id: Some(run::new_run_id()), ..RunOptions::default() };
+        let mut claim = None;
+        let log = if logged {
+            let store = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+            let new = NewRun {
+                id: options.run_id.as_deref().unwrap(),
+                workflow: &wf,
+                workflow_ref: None,
+                script_path: None,
+                options: &options,
+            };
+            claim = Some(store.create(&new).unwrap());
+            Some(store as Arc<dyn RunLog>)
+        } else {
+            None
+        };
         let runtime = Runtime {
             model: Arc::new(ScriptedModel::new(script.clone())),
             script: Some(script),
-            log: None,
+            log,
             observers: vec![Arc::new(Counter(Default::default()))],
         };
         let wf = Arc::new(wf);
         let t = Instant::now();
-        let outcome = run::run(wf, RunOptions::default(), runtime).await;
+        let outcome = run::run(wf, options, runtime).await;
+        drop(claim);
         let wall = t.elapsed();
         assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
         (wall, outcome.result.trace.steps.len())

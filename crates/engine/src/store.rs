@@ -21,7 +21,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
-use crate::events::{Event, RunLog};
+use crate::events::{Event, LogItem, RunLog};
 use crate::result::RunStatus;
 use crate::run::{Recorded, Recording, RunOptions};
 use crate::Workflow;
@@ -336,7 +336,7 @@ impl RunStore {
     }
 
     pub fn inputs(&self, run_id: &str) -> Result<Vec<Recorded>, StoreError> {
-        self.column_of(run_id, "SELECT input FROM inputs WHERE run_id = ?1 ORDER BY n", "input")
+        self.column_of(run_id, "SELECT input FROM inputs WHERE run_id = ?1 ORDER BY id", "input")
     }
 
     fn column_of<T: serde::de::DeserializeOwned>(
@@ -386,6 +386,34 @@ fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
 }
 
 impl RunLog for RunStore {
+    /// One transaction for the whole batch, with prepared statements: a commit per batch, not per event.
+    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), String> {
+        let failed = |e: rusqlite::Error| format!("cannot write to the run log {}: {e}", self.path.display());
+        let mut conn = self.conn.lock().unwrap();
+        let tx = conn.transaction().map_err(failed)?;
+        {
+            let mut event =
+                tx.prepare_cached("INSERT INTO events (run_id, seq, event) VALUES (?1, ?2, ?3)").map_err(failed)?;
+            let mut input = tx.prepare_cached("INSERT INTO inputs (run_id, input) VALUES (?1, ?2)").map_err(failed)?;
+            for item in items {
+                match item {
+                    LogItem::Event(e) => {
+                        let text = serde_json::to_string(e).map_err(|e| e.to_string())?;
+                        event.execute(params![e.run, e.seq as i64, text]).map_err(failed)?;
+                    }
+                    LogItem::Input(i) => {
+                        let text = serde_json::to_string(i).map_err(|e| e.to_string())?;
+                        input.execute(params![run, text]).map_err(failed)?;
+                    }
+                    LogItem::Status { status, pending } => {
+                        set_status(&tx, run, *status, pending).map_err(failed)?;
+                    }
+                }
+            }
+        }
+        tx.commit().map_err(failed)
+    }
+
     fn append(&self, event: &Event) -> Result<(), String> {
         let text = serde_json::to_string(event).map_err(|e| e.to_string())?;
         self.conn
@@ -404,30 +432,26 @@ impl RunLog for RunStore {
         self.conn
             .lock()
             .unwrap()
-            .execute(
-                "INSERT INTO inputs (run_id, n, input) VALUES (?1, (SELECT coalesce(max(n), -1) + 1 FROM inputs WHERE run_id = ?1), ?2)",
-                params![run, text],
-            )
+            .execute("INSERT INTO inputs (run_id, input) VALUES (?1, ?2)", params![run, text])
             .map(|_| ())
             .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))
     }
 
     fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), String> {
-        let ended = matches!(status, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled);
-        let pending = serde_json::to_string(pending).expect("strings serialize");
-        self.conn
-            .lock()
-            .unwrap()
-            .execute(
-                &format!(
-                    "UPDATE runs SET status = ?2, pending = ?3, updated_at = {NOW},
-                       ended_at = CASE WHEN ?4 THEN {NOW} ELSE NULL END WHERE id = ?1"
-                ),
-                params![run, status.as_str(), pending, ended],
-            )
-            .map(|_| ())
+        set_status(&self.conn.lock().unwrap(), run, status, pending)
             .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))
     }
+}
+
+fn set_status(conn: &Connection, run: &str, status: RunStatus, pending: &[String]) -> rusqlite::Result<()> {
+    let ended = matches!(status, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled);
+    let pending = serde_json::to_string(pending).expect("strings serialize");
+    conn.prepare_cached(&format!(
+        "UPDATE runs SET status = ?2, pending = ?3, updated_at = {NOW},
+           ended_at = CASE WHEN ?4 THEN {NOW} ELSE NULL END WHERE id = ?1"
+    ))?
+    .execute(params![run, status.as_str(), pending, ended])
+    .map(|_| ())
 }
 
 #[cfg(test)]

@@ -596,6 +596,8 @@ impl Scheduler {
                 .collect(),
             error: self.error.clone(),
         };
+        // The run is over when everything it emitted is in the log and with the observers.
+        self.shared.emitter.flush();
         Outcome { result, log_error: self.shared.emitter.log_error() }
     }
 

@@ -27,7 +27,8 @@ fn migrations() -> Migrations<'static> {
                  PRIMARY KEY (run_id, seq)
              );",
         ),
-        // 2: runs keep the document and options they started with, their times and pending approvals; inputs.
+        // 2: runs keep the document and options they started with, their times and pending approvals; inputs; events
+        // clustered by run (one b-tree, not a table and an index: half the writes per event).
         M::up(
             "ALTER TABLE runs ADD COLUMN workflow_name TEXT;
              ALTER TABLE runs ADD COLUMN document TEXT;
@@ -36,12 +37,21 @@ fn migrations() -> Migrations<'static> {
              ALTER TABLE runs ADD COLUMN ended_at TEXT;
              ALTER TABLE runs ADD COLUMN pending TEXT;
              CREATE TABLE inputs (
+                 id INTEGER PRIMARY KEY,
                  run_id TEXT NOT NULL,
-                 n INTEGER NOT NULL,
-                 input TEXT NOT NULL,
-                 PRIMARY KEY (run_id, n)
+                 input TEXT NOT NULL
              );
-             CREATE INDEX runs_started ON runs (started_at);",
+             CREATE INDEX inputs_run ON inputs (run_id, id);
+             CREATE INDEX runs_started ON runs (started_at);
+             CREATE TABLE events_by_run (
+                 run_id TEXT NOT NULL,
+                 seq INTEGER NOT NULL,
+                 event TEXT NOT NULL,
+                 PRIMARY KEY (run_id, seq)
+             ) WITHOUT ROWID;
+             INSERT INTO events_by_run SELECT run_id, seq, event FROM events;
+             DROP TABLE events;
+             ALTER TABLE events_by_run RENAME TO events;",
         ),
     ])
 }
@@ -63,6 +73,9 @@ pub(super) fn bring_up_to_date(conn: &mut Connection, path: &Path) -> Result<(),
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).map_err(corrupt)?;
     conn.pragma_update(None, "journal_mode", "WAL").map_err(corrupt)?;
     conn.pragma_update(None, "synchronous", "NORMAL").map_err(corrupt)?;
+    // A checkpoint (which syncs the database file) every 16 MB of log rather than every 4 MB: a run's log is
+    // committed in small batches, and each checkpoint costs a sync.
+    conn.pragma_update(None, "wal_autocheckpoint", 4096).map_err(corrupt)?;
     if found < latest() {
         migrations().to_latest(conn).map_err(|e| StoreError::Open {
             path: path.to_path_buf(),
