@@ -9,12 +9,12 @@ use specta::Type;
 use switchyard_engine::events::{Event, Observer, RunLog};
 use switchyard_engine::files;
 use switchyard_engine::format::{self, Format};
-use switchyard_engine::model::Model;
 use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{Providers, Settings};
-use switchyard_engine::run::{self, RunController, RunHandle, RunOptions, Runtime};
-use switchyard_engine::script::{Script, ScriptedModel};
-use switchyard_engine::store::{self, Claim, NewRun, RunRow, RunStore};
+use switchyard_engine::run::{self, RunController, RunHandle, Runtime};
+use switchyard_engine::script::Script;
+use switchyard_engine::session::{self, Continuing, Prepared, WorkflowRef};
+use switchyard_engine::store::{self, Claim, RunRow, RunStore};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::Workflow;
 use tauri::ipc::Channel;
@@ -141,40 +141,31 @@ pub async fn start_run(
     state: State<'_, AppState>,
     request: RunRequest,
     on_events: Channel<Vec<Event>>,
-) -> Result<String, String> {
-    let report = validate(request.workflow.clone(), request.script_path.is_some())?;
-    if let Some(first) = report.errors.first() {
-        return Err(format!("the workflow does not validate: {} ({} errors)", first.message, report.errors.len()));
-    }
-    let script = load_script(request.script_path.as_deref())?;
-    let (runtime, forwarder) = runtime(&state, &script, &on_events)?;
-    let model =
-        request.model.or(if request.workflow.defaults.model.is_none() { settings()?.default_model } else { None });
-    let reuse = match (&request.reuse_run, &request.from_node) {
-        (Some(earlier), Some(from)) => {
-            let recording = state.store()?.load(earlier).map_err(|e| e.to_string())?.recording;
-            Some(run::Reuse::upstream_of(&request.workflow, from, earlier, &recording)?)
-        }
-        _ => None,
+) -> Result<String, CommandError> {
+    let store = state.store().ok().cloned();
+    let asked = session::RunRequest {
+        workflow_ref: request.workflow_path.as_deref().map(|p| WorkflowRef::new(Path::new(p), None)),
+        input: request.input,
+        script_path: request.script_path.map(PathBuf::from),
+        model: request.model,
+        step_budget: None,
+        reuse: request.reuse_run.zip(request.from_node),
     };
-    let options =
-        RunOptions { input: request.input, model, run_id: Some(run::new_run_id()), reuse, ..Default::default() };
+    let prepared = session::prepare(request.workflow, asked, store.as_deref())?;
     // The run's row is written before its first event; this process holds the run while it lives.
-    let claim = match state.store() {
-        Ok(store) => Some(
-            store
-                .create(&NewRun {
-                    id: options.run_id.as_deref().expect("set above"),
-                    workflow: &request.workflow,
-                    workflow_ref: request.workflow_path.as_deref(),
-                    script_path: request.script_path.as_deref(),
-                    options: &options,
-                })
-                .map_err(|e| e.to_string())?,
-        ),
-        Err(_) => None,
+    let claim = match &store {
+        Some(store) => Some(session::begin(store, &prepared)?),
+        None => None,
     };
-    let handle = run::start(Arc::new(request.workflow), options, runtime);
+    let forwarder = Forwarder::spawn(on_events);
+    let Prepared { workflow, options, script, model, .. } = prepared;
+    let runtime = Runtime {
+        model,
+        script,
+        log: store.map(|s| s as Arc<dyn RunLog>),
+        observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
+    };
+    let handle = run::start(workflow, options, runtime);
     Ok(track(&state, handle, forwarder, claim))
 }
 
@@ -192,24 +183,24 @@ pub async fn resume_run(
     state: State<'_, AppState>,
     run_id: String,
     on_events: Channel<Vec<Event>>,
-) -> Result<Resumed, String> {
+) -> Result<Resumed, CommandError> {
     if state.runs.lock().unwrap().contains_key(&run_id) {
-        return Err(format!("run {run_id} is already live"));
+        return Err(CommandError::new("RUN_IN_USE", format!("run {run_id} is already running in this window")));
     }
-    let store = state.store()?;
-    let stored = store.load(&run_id).map_err(|e| e.to_string())?;
-    if !stored.row.status.resumable() {
-        return Err(format!(
-            "run {run_id} is {}; only paused and interrupted runs can go on",
-            stored.row.status.as_str()
-        ));
-    }
-    let claim = store.claim(&run_id).map_err(|e| e.to_string())?;
+    let store = state.store().map_err(|e| CommandError::new("STORE_UNAVAILABLE", e))?.clone();
+    let continuing = session::continue_run(&store, &run_id)?;
     // The run goes on with the document it started with; the window shows that document.
-    let document = stored_document(&stored);
-    let script = load_script(stored.row.script_path.as_deref())?;
-    let (runtime, forwarder) = runtime(&state, &script, &on_events)?;
-    let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)?;
+    let document = stored_document(&continuing.stored);
+    let Continuing { stored, claim, script, model, .. } = continuing;
+    let forwarder = Forwarder::spawn(on_events);
+    let runtime = Runtime {
+        model,
+        script,
+        log: Some(store as Arc<dyn RunLog>),
+        observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
+    };
+    let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
+        .map_err(|e| CommandError::new("RECORDING_UNFIT", e))?;
     let run_id = track(&state, handle, forwarder, Some(claim));
     Ok(Resumed { run_id, document })
 }
@@ -264,30 +255,6 @@ fn stored_document(stored: &store::StoredRun) -> Opened {
         None => (None, "switchyard".to_string()),
     };
     Opened { workflow: stored.workflow.clone(), format, notes: Vec::new(), path }
-}
-
-fn load_script(path: Option<&str>) -> Result<Option<Arc<Script>>, String> {
-    path.map(|p| Script::load(Path::new(p)).map(Arc::new).map_err(|e| e.to_string())).transpose()
-}
-
-fn runtime(
-    state: &AppState,
-    script: &Option<Arc<Script>>,
-    on_events: &Channel<Vec<Event>>,
-) -> Result<(Runtime, Forwarder), String> {
-    let model: Arc<dyn Model> = match script {
-        Some(s) => Arc::new(ScriptedModel::new(s.clone())),
-        None => Arc::new(Providers::new(&settings()?)),
-    };
-    let forwarder = Forwarder::spawn(on_events.clone());
-    let store = state.store().ok().cloned();
-    let runtime = Runtime {
-        model,
-        script: script.clone(),
-        log: store.map(|s| s as Arc<dyn RunLog>),
-        observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
-    };
-    Ok((runtime, forwarder))
 }
 
 /// Keeps the run's controller (and this process's claim on it) while it lives; the run log records how it ends.

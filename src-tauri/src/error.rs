@@ -27,3 +27,9 @@ impl From<SettingsError> for CommandError {
         CommandError { code: e.code().into(), message: e.to_string(), problems: e.problems().to_vec() }
     }
 }
+
+impl From<switchyard_engine::session::SessionError> for CommandError {
+    fn from(e: switchyard_engine::session::SessionError) -> CommandError {
+        CommandError::new(e.code(), e.to_string())
+    }
+}

@@ -15,9 +15,9 @@ export const commands = {
 	/**  The one validator, with providers checked unless the run will be scripted. */
 	validate: (workflow: Workflow_Deserialize, scripted: boolean) => typedError<Report_Serialize, string>(__TAURI_INVOKE("validate", { workflow, scripted })),
 	/**  Starts a run; its events arrive on `on_events` in batches, in order. */
-	startRun: (request: RunRequest_Deserialize, onEvents: Channel<Event_Deserialize[]>) => typedError<string, string>(__TAURI_INVOKE("start_run", { request, onEvents })),
+	startRun: (request: RunRequest_Deserialize, onEvents: Channel<Event_Deserialize[]>) => typedError<string, CommandError>(__TAURI_INVOKE("start_run", { request, onEvents })),
 	/**  Continues a paused run stored by an earlier session (or this one), streaming its events like `start_run`. */
-	resumeRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, string>(__TAURI_INVOKE("resume_run", { runId, onEvents })),
+	resumeRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, CommandError>(__TAURI_INVOKE("resume_run", { runId, onEvents })),
 	decide: (runId: string, node: string, decision: string, note: string) => typedError<null, string>(__TAURI_INVOKE("decide", { runId, node, decision, note })),
 	cancelRun: (runId: string) => typedError<null, string>(__TAURI_INVOKE("cancel_run", { runId })),
 	/**  Stored runs, newest first; paused and interrupted ones can go on. */

@@ -11,13 +11,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use switchyard_engine::events::{Collector, Event, EventKind, Observer, RunLog};
 use switchyard_engine::format::{self, Format, Loaded};
-use switchyard_engine::model::Model;
 use switchyard_engine::providers::{Providers, Settings};
-use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};
-use switchyard_engine::script::{Script, ScriptedModel};
-use switchyard_engine::store::{NewRun, RunState, RunStore, StoredRun};
+use switchyard_engine::run::{self, Outcome, Runtime};
+use switchyard_engine::session::{self, Continuing, Prepared, RunRequest, SessionError, WorkflowRef};
+use switchyard_engine::store::{RunState, RunStore};
 use switchyard_engine::validate::{self, Report};
-use switchyard_engine::{RunStatus, Workflow};
+use switchyard_engine::RunStatus;
 
 #[derive(Parser)]
 #[command(name = "switchyard", version, about = "Validate, run and export AI-agent workflows headless.")]
@@ -272,32 +271,6 @@ fn parse_input(raw: &str) -> Result<Value, Unusable> {
     Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
-fn check_input(workflow: &Workflow, input: &Option<Value>) -> Result<(), Unusable> {
-    let (Some(schema), Some(input)) = (&workflow.input_schema, input) else {
-        return Ok(());
-    };
-    let validator = jsonschema::validator_for(schema).map_err(|e| Unusable(format!("input_schema: {e}")))?;
-    let problems: Vec<String> = validator.iter_errors(input).map(|e| e.to_string()).collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(Unusable(format!("the input does not match the workflow's input_schema: {}", problems.join("; "))))
-    }
-}
-
-fn load_script(path: &Option<PathBuf>) -> Result<Option<Arc<Script>>, Unusable> {
-    path.as_ref().map(|p| Script::load(p).map(Arc::new).map_err(|e| Unusable(e.to_string()))).transpose()
-}
-
-/// The scripted model for an offline run, else the configured providers.
-fn model_for(script: &Option<Arc<Script>>, settings: Option<&Settings>) -> Arc<dyn Model> {
-    match (script, settings) {
-        (Some(s), _) => Arc::new(ScriptedModel::new(s.clone())),
-        (None, Some(settings)) => Arc::new(Providers::new(settings)),
-        (None, None) => Arc::new(Providers::new(&Settings::default())),
-    }
-}
-
 fn open_store() -> Result<Arc<RunStore>, Unusable> {
     RunStore::open(&switchyard_engine::store::default_path()).map(Arc::new).map_err(|e| Unusable(e.to_string()))
 }
@@ -325,92 +298,45 @@ fn sinks(store: Option<Arc<RunStore>>, events: &Option<PathBuf>, json: bool) -> 
 
 async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let loaded = load(&args.file, args.format)?;
-    let script = load_script(&args.script)?;
-    let settings = settings_unless_scripted(script.is_some())?;
-    let options = validation_options(settings.as_ref());
-    if let (Some(model), Some(providers)) = (&args.model, options.providers.as_ref()) {
-        let provider = model.split_once('/').map_or(model.as_str(), |(p, _)| p);
-        if !providers.iter().any(|p| p == provider) {
+    let input = args.input.as_deref().map(parse_input).transpose()?;
+    // The store keeps the run; running from a node reads an earlier run from it even with --no-store.
+    let store = if args.no_store && args.reuse.is_none() { None } else { Some(open_store()?) };
+    let request = RunRequest {
+        workflow_ref: Some(WorkflowRef::new(&args.file, args.format)),
+        input,
+        script_path: args.script.clone(),
+        model: args.model.clone(),
+        step_budget: args.step_budget,
+        reuse: args.reuse.clone(),
+    };
+    let prepared = match session::prepare(loaded.workflow, request, store.as_deref()) {
+        Ok(prepared) => prepared,
+        Err(SessionError::Invalid { report, count, .. }) => {
+            print_findings(&args.file, &report);
             return Err(Unusable(format!(
-                "--model {model}: provider `{provider}` is not configured (configured: {})",
-                providers.join(", ")
+                "{} does not validate ({count} errors); nothing was run",
+                args.file.display()
             )));
         }
-    }
-    let mut workflow_for_check = loaded.workflow.clone();
-    if args.model.is_some() {
-        // --model replaces the workflow's default, so check the references as they will be resolved.
-        workflow_for_check.defaults.model = args.model.clone();
-    }
-    let report = validate::validate(&workflow_for_check, &options);
-    if !report.is_ok() {
-        print_findings(&args.file, &report);
-        return Err(Unusable(format!(
-            "{} does not validate ({} errors); nothing was run",
-            args.file.display(),
-            report.errors.len()
-        )));
-    }
-    if let Some(script) = &script {
-        let ids: Vec<&str> = loaded.workflow.nodes.iter().map(|n| n.id.as_str()).collect();
-        for unknown in script.unknown_ids(&ids) {
-            eprintln!("warning: the script names `{unknown}`, which is not a node of this workflow");
-        }
-    }
-    let input = args.input.as_deref().map(parse_input).transpose()?;
-    check_input(&loaded.workflow, &input)?;
-    let store = if args.no_store { None } else { Some(open_store()?) };
-    let reuse = match &args.reuse {
-        None => None,
-        Some((run_id, from)) => {
-            let store = match &store {
-                Some(store) => store.clone(),
-                None => open_store()?,
-            };
-            let earlier = store.load(run_id).map_err(|e| Unusable(e.to_string()))?;
-            let reuse =
-                run::Reuse::upstream_of(&loaded.workflow, from, run_id, &earlier.recording).map_err(Unusable)?;
-            let reused: usize = reuse.results.values().map(Vec::len).sum();
-            eprintln!("reusing {reused} node result(s) of run {run_id} upstream of `{from}`");
-            Some(reuse)
-        }
+        // Named as the option that asked for it: "--model x/y: provider `x` is not configured".
+        Err(e @ SessionError::UnknownProvider { .. }) => return Err(Unusable(format!("--{e}"))),
+        Err(e) => return Err(Unusable(e.to_string())),
     };
-    let (log, observers) = sinks(store.clone(), &args.events, args.json)?;
-    let workflow = Arc::new(loaded.workflow);
-    // A node's model, else --model, else the workflow's default, else the settings' default.
-    let fallback =
-        settings.as_ref().filter(|_| workflow.defaults.model.is_none()).and_then(|s| s.default_model.clone());
-    let options = RunOptions {
-        input,
-        run_id: Some(run::new_run_id()),
-        step_budget: args.step_budget,
-        model: args.model.or(fallback),
-        reuse,
-        ..RunOptions::default()
-    };
-    let workflow_path = std::fs::canonicalize(&args.file).unwrap_or(args.file.clone());
-    let workflow_ref = match args.format {
-        Some(f) => format!("{}#{}", workflow_path.display(), f.name()),
-        None => workflow_path.display().to_string(),
-    };
-    let script_path = args.script.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone()));
-    let script_ref = script_path.as_ref().map(|p| p.display().to_string());
+    for warning in &prepared.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some((run_id, from)) = &args.reuse {
+        eprintln!("reusing {} node result(s) of run {run_id} upstream of `{from}`", prepared.reused);
+    }
+    let store = if args.no_store { None } else { store };
     // The run's row is written before its first event, and this process holds the run while it lives.
     let _claim = match &store {
-        Some(store) => Some(
-            store
-                .create(&NewRun {
-                    id: options.run_id.as_deref().expect("set above"),
-                    workflow: &workflow,
-                    workflow_ref: Some(&workflow_ref),
-                    script_path: script_ref.as_deref(),
-                    options: &options,
-                })
-                .map_err(|e| Unusable(e.to_string()))?,
-        ),
+        Some(store) => Some(session::begin(store, &prepared).map_err(|e| Unusable(e.to_string()))?),
         None => None,
     };
-    let runtime = Runtime { model: model_for(&script, settings.as_ref()), script, log, observers };
+    let (log, observers) = sinks(store.clone(), &args.events, args.json)?;
+    let Prepared { workflow, options, script, model, .. } = prepared;
+    let runtime = Runtime { model, script, log, observers };
     let outcome = run::run(workflow, options, runtime).await;
     finish(outcome, store.is_some(), args.json)
 }
@@ -462,45 +388,16 @@ fn parse_decision(raw: &str) -> Result<(String, Value), Unusable> {
     Ok((node.to_string(), json!({"decision": decision, "note": note})))
 }
 
-/// A stored run ready to continue or play again: its record, and what the file it came from says now.
-fn stored_run(store: &RunStore, run_id: &str) -> Result<StoredRun, Unusable> {
-    let stored = store.load(run_id).map_err(|e| Unusable(e.to_string()))?;
-    if let Some(reference) = &stored.row.workflow_ref {
-        let (path, format) = match reference.rsplit_once('#') {
-            Some((p, f)) if Format::from_name(f).is_some() => (PathBuf::from(p), Format::from_name(f)),
-            _ => (PathBuf::from(reference), None),
-        };
-        match format::load_file(&path, format) {
-            Ok(now) if now.workflow != stored.workflow => eprintln!(
-                "note: {} has changed since run {run_id} started; the run goes on with the workflow it started with",
-                path.display()
-            ),
-            Ok(_) => {}
-            Err(_) => eprintln!(
-                "note: {} cannot be read now; the run goes on with the workflow it started with",
-                path.display()
-            ),
-        }
-    }
-    Ok(stored)
-}
-
 async fn cmd_resume(run_id: &str, raw: &[String], json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
     let decisions = raw.iter().map(|d| parse_decision(d)).collect::<Result<Vec<_>, _>>()?;
     let store = open_store()?;
-    let stored = stored_run(&store, run_id)?;
-    if !stored.row.status.resumable() {
-        return Err(Unusable(format!(
-            "run `{run_id}` is {}; only paused and interrupted runs can be resumed",
-            stored.row.status.as_str()
-        )));
+    let continuing = session::continue_run(&store, run_id).map_err(|e| Unusable(e.to_string()))?;
+    if let Some(note) = &continuing.note {
+        eprintln!("note: {note}");
     }
-    let _claim = store.claim(run_id).map_err(|e| Unusable(e.to_string()))?;
-    let script_path = stored.row.script_path.as_ref().map(PathBuf::from);
-    let script = load_script(&script_path)?;
     let (log, observers) = sinks(Some(store.clone()), &events, json)?;
-    let settings = settings_unless_scripted(script.is_some())?;
-    let runtime = Runtime { model: model_for(&script, settings.as_ref()), script, log, observers };
+    let Continuing { stored, claim: _claim, script, model, .. } = continuing;
+    let runtime = Runtime { model, script, log, observers };
     let outcome = run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime)
         .await
         .map_err(Unusable)?;

@@ -14,6 +14,7 @@ pub mod result;
 pub mod run;
 pub mod schema;
 pub mod script;
+pub mod session;
 pub mod store;
 pub mod template;
 pub mod validate;

@@ -20,7 +20,7 @@ use crate::script::AnswerStatus;
 use crate::template::{self, Scope};
 
 /// What a node task reports back to the scheduler.
-pub(super) struct NodeOutcome {
+pub(crate) struct NodeOutcome {
     pub data: Result<Value, String>,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,

@@ -1,0 +1,380 @@
+//! Preparing, starting and continuing runs: what the command line and the app both do before the executor runs, in
+//! one place, so that a run started from either is checked the same way and kept the same way.
+//!
+//! `prepare` takes a workflow as the shell has it (loaded from a file, or drawn on the canvas) and what the person
+//! asked for (input, script file, model, run from a node) and returns a run ready to start, or a typed error with a
+//! stable code: the workflow must validate (with the model override applied, providers checked unless a script
+//! answers), the input must match the workflow's `input_schema`, the script file must load. `begin` records the run
+//! in the store (status `running`) and claims it for this process before its first event. `continue_run` opens a
+//! paused or interrupted run for `run::resume` / `run::start_from`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::format::{self, Format};
+use crate::model::Model;
+use crate::providers::{Providers, Settings};
+use crate::run::{self, Reuse, RunOptions};
+use crate::script::{Script, ScriptedModel};
+use crate::store::{Claim, NewRun, RunStore, StoreError, StoredRun};
+use crate::validate::{self, Report};
+use crate::Workflow;
+
+/// A workflow file as runs name it: its path, and the format it was read as when that was forced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowRef {
+    pub path: PathBuf,
+    pub format: Option<Format>,
+}
+
+impl WorkflowRef {
+    pub fn new(path: &Path, format: Option<Format>) -> WorkflowRef {
+        WorkflowRef { path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()), format }
+    }
+
+    /// Reads the stored form, `path` or `path#format`.
+    pub fn parse(text: &str) -> WorkflowRef {
+        match text.rsplit_once('#') {
+            Some((path, name)) if Format::from_name(name).is_some() => {
+                WorkflowRef { path: PathBuf::from(path), format: Format::from_name(name) }
+            }
+            _ => WorkflowRef { path: PathBuf::from(text), format: None },
+        }
+    }
+}
+
+impl fmt::Display for WorkflowRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.format {
+            Some(format) => write!(f, "{}#{}", self.path.display(), format.name()),
+            None => write!(f, "{}", self.path.display()),
+        }
+    }
+}
+
+/// Why a run cannot be prepared, started or continued.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{file} does not validate ({count} errors): {first}")]
+    Invalid { file: String, count: usize, first: String, report: Box<Report> },
+    #[error("model {model}: provider `{provider}` is not configured (configured: {configured})")]
+    UnknownProvider { model: String, provider: String, configured: String },
+    #[error("the input does not match the workflow's input_schema: {0}")]
+    InputMismatch(String),
+    #[error("input_schema is not a valid JSON Schema: {0}")]
+    InputSchema(String),
+    #[error("{0}")]
+    Script(String),
+    #[error("{0}")]
+    Settings(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Reuse(String),
+    #[error("run `{id}` is {status}; only paused and interrupted runs can be resumed")]
+    NotResumable { id: String, status: &'static str },
+    #[error("{0}")]
+    Rebuild(String),
+}
+
+impl SessionError {
+    /// A stable code for the window and scripts.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SessionError::Invalid { .. } => "INVALID_WORKFLOW",
+            SessionError::UnknownProvider { .. } => "UNKNOWN_PROVIDER",
+            SessionError::InputMismatch(_) => "INPUT_MISMATCH",
+            SessionError::InputSchema(_) => "INVALID_INPUT_SCHEMA",
+            SessionError::Script(_) => "SCRIPT_UNREADABLE",
+            SessionError::Settings(_) => "SETTINGS_UNREADABLE",
+            SessionError::Store(e) => e.code(),
+            SessionError::Reuse(_) => "REUSE_FAILED",
+            SessionError::NotResumable { .. } => "NOT_RESUMABLE",
+            SessionError::Rebuild(_) => "RECORDING_UNFIT",
+        }
+    }
+}
+
+/// What a person asks to run.
+#[derive(Default)]
+pub struct RunRequest {
+    /// Where the workflow came from; kept with the run.
+    pub workflow_ref: Option<WorkflowRef>,
+    pub input: Option<Value>,
+    /// An offline run: answers from this script file.
+    pub script_path: Option<PathBuf>,
+    /// `provider/model` overriding the workflow's default.
+    pub model: Option<String>,
+    pub step_budget: Option<u32>,
+    /// Run from a node: (the stored run whose results stand upstream of it, the node).
+    pub reuse: Option<(String, String)>,
+}
+
+/// A run ready to start: the shell adds its own log and observers and calls `run::run` or `run::start`.
+pub struct Prepared {
+    pub workflow: Arc<Workflow>,
+    pub options: RunOptions,
+    pub script: Option<Arc<Script>>,
+    pub model: Arc<dyn Model>,
+    pub workflow_ref: Option<WorkflowRef>,
+    pub script_path: Option<PathBuf>,
+    /// Validation warnings, and script answers for nodes the workflow does not have.
+    pub report: Report,
+    pub warnings: Vec<String>,
+    /// How many upstream results a run from a node reuses.
+    pub reused: usize,
+}
+
+fn load_script(path: Option<&Path>) -> Result<Option<Arc<Script>>, SessionError> {
+    path.map(|p| Script::load(p).map(Arc::new).map_err(|e| SessionError::Script(e.to_string()))).transpose()
+}
+
+fn load_settings() -> Result<Settings, SessionError> {
+    Settings::load(&Settings::default_path()).map_err(|e| SessionError::Settings(e.to_string()))
+}
+
+/// The scripted model for an offline run, else the configured providers.
+fn model_for(script: &Option<Arc<Script>>, settings: Option<&Settings>) -> Arc<dyn Model> {
+    match (script, settings) {
+        (Some(s), _) => Arc::new(ScriptedModel::new(s.clone())),
+        (None, Some(settings)) => Arc::new(Providers::new(settings)),
+        (None, None) => Arc::new(Providers::new(&Settings::default())),
+    }
+}
+
+/// Checks a run request against the workflow and returns the run ready to start.
+pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>) -> Result<Prepared, SessionError> {
+    let script = load_script(request.script_path.as_deref())?;
+    // With a script every answer is scripted, so providers are not checked.
+    let settings = if script.is_some() { None } else { Some(load_settings()?) };
+    let providers = settings.as_ref().map(Settings::provider_ids);
+    if let (Some(model), Some(providers)) = (&request.model, &providers) {
+        let provider = model.split_once('/').map_or(model.as_str(), |(p, _)| p);
+        if !providers.iter().any(|p| p == provider) {
+            return Err(SessionError::UnknownProvider {
+                model: model.clone(),
+                provider: provider.to_string(),
+                configured: providers.join(", "),
+            });
+        }
+    }
+    // The model override replaces the workflow's default, so references are checked as they will be resolved.
+    let report = if request.model.is_some() {
+        let mut checked = workflow.clone();
+        checked.defaults.model = request.model.clone();
+        validate::validate(&checked, &validate::Options { providers })
+    } else {
+        validate::validate(&workflow, &validate::Options { providers })
+    };
+    if let Some(first) = report.errors.first() {
+        let file =
+            request.workflow_ref.as_ref().map_or_else(|| "the workflow".to_string(), |r| r.path.display().to_string());
+        return Err(SessionError::Invalid {
+            file,
+            count: report.errors.len(),
+            first: first.message.clone(),
+            report: Box::new(report),
+        });
+    }
+    let mut warnings = Vec::new();
+    if let Some(script) = &script {
+        let ids: Vec<&str> = workflow.nodes.iter().map(|n| n.id.as_str()).collect();
+        for unknown in script.unknown_ids(&ids) {
+            warnings.push(format!("the script names `{unknown}`, which is not a node of this workflow"));
+        }
+    }
+    check_input(&workflow, request.input.as_ref())?;
+    let reuse = match (&request.reuse, store) {
+        (None, _) => None,
+        (Some(_), None) => return Err(SessionError::Reuse("running from a node needs the run store".into())),
+        (Some((run_id, from)), Some(store)) => {
+            let earlier = store.load(run_id)?;
+            Some(Reuse::upstream_of(&workflow, from, run_id, &earlier.recording).map_err(SessionError::Reuse)?)
+        }
+    };
+    let reused = reuse.as_ref().map_or(0, |r| r.results.values().map(Vec::len).sum());
+    // A node's model, else the override, else the workflow's default, else the settings' default.
+    let fallback =
+        settings.as_ref().filter(|_| workflow.defaults.model.is_none()).and_then(|s| s.default_model.clone());
+    let options = RunOptions {
+        input: request.input,
+        run_id: Some(run::new_run_id()),
+        step_budget: request.step_budget,
+        model: request.model.or(fallback),
+        reuse,
+        ..RunOptions::default()
+    };
+    let script_path = request.script_path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
+    Ok(Prepared {
+        model: model_for(&script, settings.as_ref()),
+        workflow: Arc::new(workflow),
+        options,
+        script,
+        workflow_ref: request.workflow_ref,
+        script_path,
+        report,
+        warnings,
+        reused,
+    })
+}
+
+/// The input must match the workflow's `input_schema`, when it declares one.
+pub fn check_input(workflow: &Workflow, input: Option<&Value>) -> Result<(), SessionError> {
+    let (Some(schema), Some(input)) = (&workflow.input_schema, input) else {
+        return Ok(());
+    };
+    let validator = jsonschema::validator_for(schema).map_err(|e| SessionError::InputSchema(e.to_string()))?;
+    let problems: Vec<String> = validator.iter_errors(input).map(|e| e.to_string()).collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(SessionError::InputMismatch(problems.join("; ")))
+    }
+}
+
+/// Records a prepared run in the store (status `running`) and claims it for this process, before its first event.
+pub fn begin(store: &RunStore, prepared: &Prepared) -> Result<Claim, SessionError> {
+    let workflow_ref = prepared.workflow_ref.as_ref().map(WorkflowRef::to_string);
+    let script_path = prepared.script_path.as_ref().map(|p| p.display().to_string());
+    Ok(store.create(&NewRun {
+        id: prepared.options.run_id.as_deref().expect("prepare sets the run id"),
+        workflow: &prepared.workflow,
+        workflow_ref: workflow_ref.as_deref(),
+        script_path: script_path.as_deref(),
+        options: &prepared.options,
+    })?)
+}
+
+/// A stored run opened to go on: claimed for this process, with its script and model.
+pub struct Continuing {
+    pub stored: StoredRun,
+    pub claim: Claim,
+    pub script: Option<Arc<Script>>,
+    pub model: Arc<dyn Model>,
+    /// Said when the workflow file has changed (or cannot be read) since the run started: it goes on with the
+    /// document it started with.
+    pub note: Option<String>,
+}
+
+/// Opens a paused or interrupted run to continue it.
+pub fn continue_run(store: &RunStore, run_id: &str) -> Result<Continuing, SessionError> {
+    let stored = store.load(run_id)?;
+    if !stored.row.status.resumable() {
+        return Err(SessionError::NotResumable { id: run_id.to_string(), status: stored.row.status.as_str() });
+    }
+    let claim = store.claim(run_id)?;
+    let script = load_script(stored.row.script_path.as_deref().map(Path::new))?;
+    let settings = if script.is_some() { None } else { Some(load_settings()?) };
+    let note = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse).and_then(|r| {
+        match format::load_file(&r.path, r.format) {
+            Ok(now) if now.workflow == stored.workflow => None,
+            Ok(_) => Some(format!(
+                "{} has changed since run {run_id} started; the run goes on with the workflow it started with",
+                r.path.display()
+            )),
+            Err(_) => Some(format!(
+                "{} cannot be read now; the run goes on with the workflow it started with",
+                r.path.display()
+            )),
+        }
+    });
+    Ok(Continuing { model: model_for(&script, settings.as_ref()), stored, claim, script, note })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workflow(yaml: &str) -> Workflow {
+        format::load_str(&format!("switchyard: 1\nname: t\n{yaml}"), Some(Format::Switchyard), None).unwrap().workflow
+    }
+
+    fn scripted() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("answers.yaml");
+        std::fs::write(&path, "nodes: {}\n").unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn a_workflow_ref_reads_back_as_written() {
+        let r = WorkflowRef { path: PathBuf::from("/a/b.yaml"), format: Some(Format::Sweny) };
+        assert_eq!(WorkflowRef::parse(&r.to_string()), r);
+        assert_eq!(WorkflowRef::parse("/a/b#c.yaml"), WorkflowRef { path: PathBuf::from("/a/b#c.yaml"), format: None });
+    }
+
+    #[test]
+    fn an_invalid_workflow_is_refused_with_its_code_and_first_error() {
+        let (_dir, script) = scripted();
+        let wf = workflow("nodes:\n  - {id: a, type: agent}\n");
+        let request = RunRequest { script_path: Some(script), ..RunRequest::default() };
+        let Err(e) = prepare(wf, request, None) else { panic!("an invalid workflow was prepared") };
+        assert_eq!(e.code(), "INVALID_WORKFLOW");
+        assert!(e.to_string().contains("does not validate"), "{e}");
+    }
+
+    #[test]
+    fn an_input_that_does_not_match_the_schema_is_refused_with_what_is_wrong() {
+        let (_dir, script) = scripted();
+        let wf = workflow("input_schema: {type: object, required: [topic]}\nnodes:\n  - {id: start, type: start}\n");
+        let request =
+            RunRequest { script_path: Some(script), input: Some(serde_json::json!({"x": 1})), ..RunRequest::default() };
+        let Err(e) = prepare(wf, request, None) else { panic!("a wrong input was accepted") };
+        assert_eq!(e.code(), "INPUT_MISMATCH");
+        assert!(e.to_string().contains("topic"), "{e}");
+    }
+
+    #[test]
+    fn a_script_that_cannot_be_read_is_named() {
+        let wf = workflow("nodes:\n  - {id: start, type: start}\n");
+        let request = RunRequest { script_path: Some(PathBuf::from("/no/such/answers.yaml")), ..RunRequest::default() };
+        let Err(e) = prepare(wf, request, None) else { panic!() };
+        assert_eq!(e.code(), "SCRIPT_UNREADABLE");
+        assert!(e.to_string().contains("/no/such/answers.yaml"), "{e}");
+    }
+
+    #[test]
+    fn script_answers_for_missing_nodes_are_warnings_and_a_prepared_run_has_an_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("answers.yaml");
+        std::fs::write(&script, "nodes: {ghost: {text: boo}}\n").unwrap();
+        let wf = workflow("nodes:\n  - {id: start, type: start}\n");
+        let prepared = prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).unwrap();
+        assert_eq!(prepared.warnings.len(), 1);
+        assert!(prepared.warnings[0].contains("ghost"));
+        assert!(prepared.options.run_id.is_some());
+    }
+
+    #[test]
+    fn running_from_a_node_without_a_store_is_refused() {
+        let (_dir, script) = scripted();
+        let wf = workflow("nodes:\n  - {id: start, type: start}\n");
+        let request = RunRequest {
+            script_path: Some(script),
+            reuse: Some(("r".into(), "start".into())),
+            ..RunRequest::default()
+        };
+        let Err(e) = prepare(wf, request, None) else { panic!() };
+        assert_eq!(e.code(), "REUSE_FAILED");
+    }
+
+    #[test]
+    fn only_paused_and_interrupted_runs_continue() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+        let (_d, script) = scripted();
+        let wf = workflow("nodes:\n  - {id: start, type: start}\n");
+        let prepared = prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).unwrap();
+        let claim = begin(&store, &prepared).unwrap();
+        let id = prepared.options.run_id.clone().unwrap();
+        assert!(matches!(continue_run(&store, &id), Err(SessionError::NotResumable { status: "running", .. })));
+        drop(claim);
+        let continuing = continue_run(&store, &id).unwrap();
+        assert_eq!(continuing.stored.row.status.as_str(), "interrupted");
+        // Held by this process now, it shows as running: nobody else can continue it.
+        assert!(matches!(continue_run(&store, &id), Err(SessionError::NotResumable { status: "running", .. })));
+    }
+}
