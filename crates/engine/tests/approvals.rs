@@ -255,3 +255,23 @@ edges:
     assert!(ran.result().pending.is_empty());
     assert_eq!(ran.edges().last().copied(), Some(("review", "(end)", "dry run")));
 }
+
+#[tokio::test]
+async fn a_scripted_decision_beside_a_parallel_branch_replays_in_the_same_order() {
+    // The approval and `other` start in the same step; the script decides the approval the moment it is reached.
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: ok, type: approval}
+  - {id: other, type: agent}
+  - {id: ship, type: agent}
+edges:
+  - {from: start, to: ok}
+  - {from: start, to: other}
+  - {from: ok, to: ship, handle: approve}",
+    );
+    // `run` replays every run and checks the events are the same.
+    let ran = run(&wf, "nodes: {other: {text: o}, ship: {text: s}}\napprovals: {ok: approve}").await;
+    assert_eq!(ran.result().status, RunStatus::Completed);
+    assert!(ran.ran().contains(&"ship") && ran.ran().contains(&"other"));
+}

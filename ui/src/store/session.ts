@@ -130,6 +130,14 @@ export const useSession = create<SessionState>((set, get) => {
     set({ scriptPath: beside ?? null });
     return beside;
   };
+  /** Loads the document a stored run started with, and an empty run view for it. */
+  const showStoredRun = async (id: string) => {
+    const opened = await unwrap(commands.openRun(id));
+    const doc = opened.document;
+    useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
+    useRun.getState().begin(id, doc.workflow.nodes.map((n) => n.id));
+    return opened;
+  };
   const confirmDiscard = async () =>
     !useDocument.getState().dirty || (dialogOverride()?.discard ?? (await ask("Discard unsaved changes?", { title: "Switchyard", kind: "warning" })));
   const writeTo = async (file: string) => {
@@ -324,10 +332,7 @@ export const useSession = create<SessionState>((set, get) => {
     openRun: async (id) => {
       if (!(await confirmDiscard())) return;
       try {
-        const opened = await unwrap(commands.openRun(id));
-        const doc = opened.document;
-        useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
-        useRun.getState().begin(id, doc.workflow.nodes.map((n) => n.id));
+        const opened = await showStoredRun(id);
         useRun.getState().apply(opened.events as unknown as Event[]);
         // A run whose process died shows as it was left.
         if (opened.row.status === "interrupted") useRun.setState({ status: "failed", error: "interrupted: History → Continue runs it on" });
@@ -342,10 +347,7 @@ export const useSession = create<SessionState>((set, get) => {
     replayRun: async (id) => {
       if (!(await confirmDiscard())) return;
       try {
-        const opened = await unwrap(commands.openRun(id));
-        const doc = opened.document;
-        useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
-        useRun.getState().begin(id, doc.workflow.nodes.map((n) => n.id));
+        await showStoredRun(id);
         set({ dismissed: [], reviewing: null, panel: "run" });
         await unwrap(commands.replayRun(id, runEventChannel()));
         info(`Replayed run ${id.slice(0, 8)} from its recording: no model or tool was called`);

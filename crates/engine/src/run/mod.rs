@@ -330,6 +330,16 @@ struct Scheduler {
     rebuild: Option<Replaying>,
 }
 
+/// Where a run stands after starting what is ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Node tasks or routing calls are out: wait for one.
+    Working,
+    /// Nothing runs and approvals wait.
+    Paused,
+    Over,
+}
+
 /// Wall-clock milliseconds (so approval deadlines mean the same in another process) advanced by tokio's clock (so
 /// tests can pause time).
 #[derive(Clone, Copy)]
@@ -462,42 +472,68 @@ impl Scheduler {
             }
             return;
         }
+        // Applied (and its effects carried out) at once, as a rebuild applies the recorded decision: the events
+        // come in the same order either way.
         let scripted = self.shared.script.as_ref().and_then(|s| s.approval(node, visit)).cloned();
         if let Some(decision) = scripted {
-            self.state.decide(node, &decision, true).expect("the approval was just added");
+            self.apply(|st| st.decide(node, &decision, true)).expect("the approval was just added");
+        }
+    }
+
+    /// Begins the run once; a rebuilt run has begun already.
+    fn begin_once(&mut self) {
+        if !self.started {
+            self.started = true;
+            self.apply(RunState::begin);
+        }
+    }
+
+    /// Starts what is ready; when nothing runs, settles deferred edges and says whether the run paused or is over.
+    fn step(&mut self) -> Step {
+        loop {
+            if self.state.is_live() {
+                self.apply(RunState::start_ready);
+            }
+            if !self.state.is_idle() {
+                if self.state.running > 0 {
+                    return Step::Working;
+                }
+                continue; // something became ready while effects were carried out (a scripted decision)
+            }
+            if self.state.is_live() && self.apply(RunState::flush_deferred) {
+                continue;
+            }
+            if !self.state.is_live() || self.state.pending.is_empty() {
+                return Step::Over;
+            }
+            // Nothing runs and approvals wait.
+            self.apply(RunState::pause);
+            return Step::Paused;
         }
     }
 
     /// The main loop. With `commands`, it waits for decisions while paused; without, it returns at a pause.
     async fn drive(mut self, mut commands: Option<mpsc::UnboundedReceiver<Command>>) -> Outcome {
-        if !self.started {
-            self.started = true;
-            self.apply(RunState::begin);
-        }
+        self.begin_once();
         loop {
             if self.state.is_live() {
                 self.expire_approvals();
-                self.apply(RunState::start_ready);
             }
-            if self.state.is_idle() {
-                if self.state.is_live() && self.apply(RunState::flush_deferred) {
+            match self.step() {
+                Step::Over => break,
+                Step::Working => {}
+                Step::Paused => {
+                    let Some(rx) = commands.as_mut() else { break };
+                    let deadline = self.state.next_deadline();
+                    tokio::select! {
+                        cmd = rx.recv() => match cmd {
+                            Some(cmd) => self.command(cmd),
+                            None => { commands = None; }
+                        },
+                        _ = self.clock.sleep_until(deadline) => {}
+                    }
                     continue;
                 }
-                if !self.state.is_live() || self.state.pending.is_empty() {
-                    break;
-                }
-                // Paused: nothing runs and approvals wait.
-                self.apply(RunState::pause);
-                let Some(rx) = commands.as_mut() else { break };
-                let deadline = self.state.next_deadline();
-                tokio::select! {
-                    cmd = rx.recv() => match cmd {
-                        Some(cmd) => self.command(cmd),
-                        None => { commands = None; }
-                    },
-                    _ = self.clock.sleep_until(deadline) => {}
-                }
-                continue;
             }
             let deadline = self.state.next_deadline();
             tokio::select! {
@@ -628,27 +664,13 @@ impl Scheduler {
     /// run; each recorded input settles the parked work it names. Returns at the end of the recording, or with why
     /// the recording does not fit this workflow.
     fn fast_forward(&mut self) -> Result<(), String> {
-        if !self.started {
-            self.started = true;
-            self.apply(RunState::begin);
-        }
+        self.begin_once();
         loop {
-            if self.state.is_live() {
-                while self.next_input(|i| matches!(i, Input::TimedOut { .. })) {
-                    self.apply_next()?;
-                }
-                self.apply(RunState::start_ready);
+            // Timers fired where the live loop checks them: before ready nodes start.
+            while self.state.is_live() && self.next_input(|i| matches!(i, Input::TimedOut { .. })) {
+                self.apply_next()?;
             }
-            if self.state.is_idle() {
-                if self.state.is_live() && self.apply(RunState::flush_deferred) {
-                    continue;
-                }
-                if !self.state.is_live() || self.state.pending.is_empty() {
-                    break;
-                }
-                self.apply(RunState::pause);
-            }
-            if !self.next_input(|_| true) {
+            if self.step() == Step::Over || !self.next_input(|_| true) {
                 break;
             }
             self.apply_next()?;
