@@ -2,8 +2,8 @@
 // under Xvfb (scripts/e2e.sh starts them). Each test opens a fresh app window.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fit, launch, openFile, root, waitMessage, work } from "./harness.mjs";
 
@@ -136,7 +136,7 @@ test("a paused run survives quitting the app and continues after a restart", asy
   assert.equal(await status("revise"), "skipped");
 });
 
-test("a run whose process was killed is offered at launch and continues from History without re-running what completed", async () => {
+test("the app killed mid-run offers the interrupted run at launch, continues it without re-running what completed, and replays it", async () => {
   const wf = join(work, "slow.yaml");
   writeFileSync(
     wf,
@@ -153,20 +153,22 @@ edges:
   - {from: review, to: ship}
 `,
   );
+  // The script beside the workflow is picked for it; `review` takes a minute.
   const script = join(work, "slow.script.yaml");
   writeFileSync(script, "nodes: {draft: {text: D}, review: {text: R, delay_ms: 60000}, ship: {text: S}}\n");
-  const events = join(work, "slow.jsonl");
+  await openFile(browser, wf);
+  await fit(browser);
+  await (await browser.$('[data-testid="run"]')).click();
+  await waitStatus("review", "running");
+  // The app dies as a crash would: SIGKILL, no chance to say how the run ended.
+  execFileSync("pkill", ["-KILL", "-f", "target/debug/switchyard-app"]);
+  await browser.deleteSession().catch(() => undefined);
   const cli = join(root, "target/debug/switchyard");
-  const child = spawn(cli, ["run", wf, "--script", script, "--events", events], { stdio: "ignore" });
-  await until(() => existsSync(events) && readFileSync(events, "utf8").includes('"node":"review","iteration"'), "the run never reached review");
-  child.kill("SIGKILL");
-  await new Promise((done) => child.once("exit", done));
-  // The answers, without the delay: only `review` (in flight when the process died) and `ship` run again.
-  writeFileSync(script, "nodes: {draft: {text: NOT AGAIN}, review: {text: R}, ship: {text: S}}\n");
   const [row] = JSON.parse(execFileSync(cli, ["runs", "--json"], { encoding: "utf8" }));
   assert.equal(row.status, "interrupted");
+  // The same answers without the delay: only `review` (in flight when the app died) and `ship` run again.
+  writeFileSync(script, "nodes: {draft: {text: NOT AGAIN}, review: {text: R}, ship: {text: S}}\n");
 
-  await browser.deleteSession();
   await open();
   await waitMessage(browser, /interrupted when Switchyard stopped/);
   const entry = await browser.$(`[data-testid="history-${row.id}"]`);
@@ -180,12 +182,11 @@ edges:
   assert.equal(shown.status, "completed");
   assert.equal(shown.results.draft.data.text, "D", "draft's recorded result, not a new run of it");
   assert.equal(shown.trace.steps.filter((s) => s.node === "draft").length, 1);
-});
 
-async function until(test, message, timeout = 20000) {
-  const end = Date.now() + timeout;
-  while (!test()) {
-    if (Date.now() > end) throw new Error(message);
-    await new Promise((r) => globalThis.setTimeout(r, 50));
-  }
-}
+  // Replay plays it again on the canvas from the recording.
+  await (await browser.$('[data-testid="tab-history"]')).click();
+  await (await browser.$(`[data-testid="history-replay-${row.id}"]`)).click();
+  await waitMessage(browser, /Replayed run .* no model or tool was called/);
+  await waitStatus("ship", "succeeded");
+  assert.equal(await status("review"), "succeeded");
+});

@@ -446,3 +446,132 @@ fn a_corrupt_run_store_is_named_and_commands_that_need_no_store_still_work() {
     ]);
     assert_eq!(unstored.status.code(), Some(0), "{}", stderr(&unstored));
 }
+
+const BRANCHES: &str = "switchyard: 1
+name: branches
+nodes:
+  - {id: start, type: start}
+  - {id: slow, type: agent, user_prompt: Research}
+  - {id: quick, type: agent, user_prompt: Draft}
+  - {id: check, type: approval, message: Go on?}
+  - {id: polish, type: agent, user_prompt: 'Polish {{ quick.text }}'}
+  - {id: merge, type: agent, user_prompt: '{{ slow.text }} / {{ polish.text }}'}
+edges:
+  - {from: start, to: slow}
+  - {from: start, to: quick}
+  - {from: quick, to: check}
+  - {from: check, to: polish, handle: approve}
+  - {from: slow, to: merge}
+  - {from: polish, to: merge}
+";
+
+/// Starts `switchyard ARGS --events FILE`, waits until FILE holds `marker`, kills the process with SIGKILL.
+fn kill_when(cli: &Cli, args: &[&str], events: &Path, marker: &str) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .args(["--events", events.to_str().unwrap()])
+        .env("SWITCHYARD_HOME", cli.home.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !std::fs::read_to_string(events).unwrap_or_default().contains(marker) {
+        assert!(std::time::Instant::now() < deadline, "never saw {marker}");
+        assert!(child.try_wait().unwrap().is_none(), "the process ended before {marker}");
+        std::thread::yield_now();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// Every `node:enter` of each node, over several events files.
+fn enters(files: &[std::path::PathBuf]) -> std::collections::BTreeMap<String, usize> {
+    let mut count = std::collections::BTreeMap::new();
+    for file in files {
+        for line in std::fs::read_to_string(file).unwrap_or_default().lines() {
+            let event: Value = serde_json::from_str(line).unwrap();
+            if event["type"] == "node:enter" {
+                *count.entry(event["node"].as_str().unwrap().to_string()).or_insert(0) += 1;
+            }
+        }
+    }
+    count
+}
+
+#[test]
+fn a_run_killed_at_any_point_resumes_in_a_new_process_and_every_node_runs_once_in_total() {
+    // (what to wait for before SIGKILL, and why)
+    let points = [
+        (r#""node":"slow","iteration""#, "before the first node ends"),
+        (r#""type":"node:exit","node":"quick""#, "mid-branch: `quick` done, `slow` running"),
+        (r#""type":"approval:requested""#, "an approval waits while `slow` runs"),
+    ];
+    let reference = {
+        let cli = Cli::new();
+        let wf = cli.write("branches.yaml", BRANCHES);
+        let fast = cli
+            .write("answers.yaml", "nodes: {slow: {text: S}, quick: {text: Q}, polish: {text: P}, merge: {text: M}}\n");
+        let (_, paused) = cli.json(&["run", &wf, "--script", &fast, "--json"]);
+        let id = paused["runId"].as_str().unwrap().to_string();
+        cli.json(&["resume", &id, "--decide", "check=approve", "--json"]).1
+    };
+    for (marker, point) in points {
+        let cli = Cli::new();
+        let wf = cli.write("branches.yaml", BRANCHES);
+        let slow = "nodes: {slow: {text: S, delay_ms: 60000}, quick: {text: Q}, polish: {text: P}, merge: {text: M}}\n";
+        let answers = cli.write("answers.yaml", slow);
+        let first = cli.home.path().join("first.jsonl");
+        kill_when(&cli, &["run", &wf, "--script", &answers], &first, marker);
+        let (_, runs) = cli.json(&["runs", "--json"]);
+        assert_eq!(runs[0]["status"], "interrupted", "{point}");
+        let id = runs[0]["id"].as_str().unwrap().to_string();
+
+        // The same answers without the delay; the next process goes on until the approval, a third decides it.
+        cli.write("answers.yaml", &slow.replace(", delay_ms: 60000", ""));
+        let second = cli.home.path().join("second.jsonl");
+        let (code, after) = cli.json(&["resume", &id, "--json", "--events", second.to_str().unwrap()]);
+        assert_eq!((code, after["status"].as_str()), (0, Some("paused")), "{point}: {after}");
+        assert_eq!(after["pending"][0]["node"], "check", "{point}");
+        let third = cli.home.path().join("third.jsonl");
+        let (code, done) =
+            cli.json(&["resume", &id, "--decide", "check=approve", "--json", "--events", third.to_str().unwrap()]);
+        assert_eq!((code, done["status"].as_str()), (0, Some("completed")), "{point}: {done}");
+        assert_eq!(done["results"], reference["results"], "{point}: the results of an uninterrupted run");
+        let count = enters(&[first, second, third]);
+        for node in ["start", "slow", "quick", "polish", "merge"] {
+            assert_eq!(count.get(node), Some(&1), "{point}: `{node}` entered {:?} times", count.get(node));
+        }
+    }
+}
+
+#[test]
+fn a_paused_run_resumed_by_one_process_while_another_lists_runs() {
+    let cli = Cli::new();
+    let wf = cli.write("branches.yaml", BRANCHES);
+    let answers = cli.write(
+        "answers.yaml",
+        "nodes: {slow: {text: S}, quick: {text: Q}, polish: {text: P, delay_ms: 1500}, merge: {text: M}}\n",
+    );
+    let (_, paused) = cli.json(&["run", &wf, "--script", &answers, "--json"]);
+    let id = paused["runId"].as_str().unwrap().to_string();
+    let resumer = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["resume", &id, "--decide", "check=approve", "--json"])
+        .env("SWITCHYARD_HOME", cli.home.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A third process lists runs while the second resumes one.
+    let mut seen = Vec::new();
+    for _ in 0..20 {
+        let (code, runs) = cli.json(&["runs", "--json"]);
+        assert_eq!(code, 0);
+        seen.push(runs[0]["status"].as_str().unwrap().to_string());
+    }
+    let done = resumer.wait_with_output().unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(seen.iter().all(|s| ["paused", "running", "completed"].contains(&s.as_str())), "{seen:?}");
+    let (_, runs) = cli.json(&["runs", "--json"]);
+    assert_eq!(runs[0]["status"], "completed");
+}

@@ -575,6 +575,33 @@ mod tests {
     }
 
     #[test]
+    fn a_truncated_store_is_reported_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.sqlite");
+        {
+            let store = RunStore::open(&path).unwrap();
+            let (wf, options) = (workflow(), RunOptions::default());
+            let _claim = store.create(&new_run("r1", &wf, &options)).unwrap();
+            for seq in 1..=2000u64 {
+                let kind = crate::events::EventKind::NodeProgress { node: "start".into(), message: "x".repeat(200) };
+                store.append(&Event { seq, run: "r1".into(), ts: "2026-01-01T00:00:00.000Z".into(), kind }).unwrap();
+            }
+        } // the last connection closes: the log is checkpointed into the file
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len > 100_000, "the store should span many pages ({len} bytes)");
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(len / 2).unwrap();
+        let error = match RunStore::open(&path) {
+            Err(e) => e,
+            Ok(store) => match store.events("r1").and_then(|_| store.list()) {
+                Err(e) => e,
+                Ok(_) => panic!("a store cut in half read without error"),
+            },
+        };
+        assert_eq!(error.code(), "STORE_CORRUPT", "{error}");
+        assert!(error.to_string().contains(&path.display().to_string()), "{error}");
+    }
+
+    #[test]
     fn an_unknown_run_is_named_with_the_store_and_what_lists_runs() {
         let dir = tempfile::tempdir().unwrap();
         let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
