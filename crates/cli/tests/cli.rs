@@ -355,22 +355,9 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
     let wf = cli.write("slow.yaml", SLOW);
     let slow =
         cli.write("slow.script.yaml", "nodes: {draft: {text: D}, review: {text: R, delay_ms: 60000}, ship: {text: S}}");
+    // Kill the process outright once `review` has started (its node:enter is in the events file).
     let events = cli.home.path().join("first.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(["run", &wf, "--script", &slow, "--events", events.to_str().unwrap()])
-        .env("SWITCHYARD_HOME", cli.home.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Wait until `review` has started (its node:enter is in the events file), then kill the process outright.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !std::fs::read_to_string(&events).unwrap_or_default().contains(r#""node":"review","iteration""#) {
-        assert!(std::time::Instant::now() < deadline, "the run never reached `review`");
-        std::thread::yield_now();
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_when(&cli, &["run", &wf, "--script", &slow], &events, r#""node":"review","iteration""#);
 
     let (code, runs) = cli.json(&["runs", "--json"]);
     assert_eq!(code, 0);
