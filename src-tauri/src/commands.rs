@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
+use switchyard_engine::code::consent::{Consent, TrustStore};
 use switchyard_engine::events::{Event, Observer, RunLog};
 use switchyard_engine::files;
 use switchyard_engine::format::{self, Format};
@@ -134,6 +135,26 @@ pub struct RunRequest {
     pub from_node: Option<String>,
 }
 
+/// The code steps a run of this document would execute and whether this version of their code is trusted: the
+/// window shows them and asks before the run when it is not.
+#[tauri::command]
+#[specta::specta]
+pub fn code_consent(workflow: Workflow, workflow_path: Option<String>) -> Result<Consent, CommandError> {
+    let workflow_ref = workflow_path.as_deref().map(|p| WorkflowRef::new(Path::new(p), None));
+    let (_, consent) = session::code_for(&workflow, workflow_ref.as_ref(), false, &TrustStore::default_location())?;
+    Ok(consent)
+}
+
+/// Records the person's consent to this version of a workflow's code (the fingerprint `code_consent` gave).
+#[tauri::command]
+#[specta::specta]
+pub fn trust_code(fingerprint: String, workflow_path: Option<String>) -> Result<(), CommandError> {
+    let label = workflow_path.unwrap_or_else(|| "(unsaved workflow)".into());
+    TrustStore::default_location()
+        .trust(&fingerprint, &label)
+        .map_err(|e| CommandError::new("TRUST_UNREADABLE", e.to_string()))
+}
+
 /// Starts a run; its events arrive on `on_events` in batches, in order.
 #[tauri::command]
 #[specta::specta]
@@ -150,6 +171,8 @@ pub async fn start_run(
         model: request.model,
         step_budget: None,
         reuse: request.reuse_run.zip(request.from_node),
+        // The app's consent is the trust file: the window asks (`code_consent`, `trust_code`) before it runs.
+        allow_code: false,
     };
     let prepared = session::prepare(request.workflow, asked, store.as_deref())?;
     // The run's row is written before its first event; this process holds the run while it lives.
@@ -158,12 +181,13 @@ pub async fn start_run(
         None => None,
     };
     let forwarder = Forwarder::spawn(on_events);
-    let Prepared { workflow, options, script, model, .. } = prepared;
+    let Prepared { workflow, options, script, model, code, .. } = prepared;
     let runtime = Runtime {
         model,
         script,
         log: store.map(|s| s as Arc<dyn RunLog>),
         observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
+        code,
     };
     let handle = run::start(workflow, options, runtime);
     Ok(track(&state, handle, forwarder, claim))
@@ -188,16 +212,17 @@ pub async fn resume_run(
         return Err(CommandError::new("RUN_IN_USE", format!("run {run_id} is already running in this window")));
     }
     let store = state.store().map_err(|e| CommandError::new("STORE_UNAVAILABLE", e))?.clone();
-    let continuing = session::continue_run(&store, &run_id)?;
+    let continuing = session::continue_run(&store, &run_id, false)?;
     // The run goes on with the document it started with; the window shows that document.
     let document = stored_document(&continuing.stored);
-    let Continuing { stored, claim, script, model, .. } = continuing;
+    let Continuing { stored, claim, script, model, code, .. } = continuing;
     let forwarder = Forwarder::spawn(on_events);
     let runtime = Runtime {
         model,
         script,
         log: Some(store as Arc<dyn RunLog>),
         observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
+        code,
     };
     let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
         .map_err(|e| CommandError::new("RECORDING_UNFIT", e))?;
@@ -238,6 +263,7 @@ pub fn replay_run(
         script: None,
         log: None,
         observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
+        code: Default::default(),
     };
     let outcome = run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime);
     forwarder.close();

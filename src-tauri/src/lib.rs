@@ -21,6 +21,8 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::save_file,
         commands::to_yaml,
         commands::validate,
+        commands::code_consent,
+        commands::trust_code,
         commands::start_run,
         commands::resume_run,
         commands::decide,

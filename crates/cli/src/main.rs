@@ -10,6 +10,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 use switchyard_engine::events::{Collector, Event, EventKind, Observer, RunLog};
+use switchyard_engine::code::consent::TrustStore;
 use switchyard_engine::format::{self, Format, Loaded};
 use switchyard_engine::providers::{Providers, Settings};
 use switchyard_engine::run::{self, Outcome, Runtime};
@@ -72,6 +73,10 @@ enum Command {
         /// With --reuse: the node to run from; it and everything after it run for real.
         #[arg(long, requires = "reuse")]
         from: Option<String>,
+        /// Let this run execute the workflow's code steps (python, javascript, bash, lua). Without it, code runs
+        /// only when `switchyard trust FILE` recorded this version of the workflow's code.
+        #[arg(long)]
+        allow_code: bool,
     },
     /// Continue a paused or interrupted run. Nodes that completed are not run again; approvals are decided with
     /// --decide NODE=approve|reject[:note].
@@ -83,6 +88,19 @@ enum Command {
         json: bool,
         #[arg(long)]
         events: Option<PathBuf>,
+        /// Let the run's code steps execute (see `run --allow-code`).
+        #[arg(long)]
+        allow_code: bool,
+    },
+    /// Allow a workflow's code steps to run from now on, until their code changes: records the fingerprint of
+    /// this version of its code (and of the tool modules it calls) in the trust file beside the settings.
+    Trust {
+        file: PathBuf,
+        #[arg(long, value_parser = parse_format)]
+        format: Option<Format>,
+        /// Forget every version recorded for this file instead.
+        #[arg(long)]
+        forget: bool,
     },
     /// List the runs in the run store, newest first.
     Runs {
@@ -131,11 +149,58 @@ fn parse_format(s: &str) -> Result<Format, String> {
     })
 }
 
-/// Exit 2: the input could not be used at all.
-struct Unusable(String);
+/// Exit 2: the input could not be used at all. With `--json` the errors are printed as one JSON object on stdout, so
+/// a tool reading it always has something to parse.
+struct Unusable {
+    message: String,
+    /// `{code, message, line?}` objects (or validation findings).
+    errors: Vec<Value>,
+}
+
+fn coded(code: &str, message: impl Into<String>) -> Unusable {
+    let message = message.into();
+    Unusable { errors: vec![json!({"code": code, "message": message})], message }
+}
+
+fn unusable(message: impl Into<String>) -> Unusable {
+    let message = message.into();
+    Unusable { errors: vec![json!({"code": "UNUSABLE", "message": message})], message }
+}
+
+impl From<format::LoadError> for Unusable {
+    fn from(e: format::LoadError) -> Unusable {
+        let mut error = json!({"code": e.code, "message": e.to_string()});
+        if let Some(line) = e.line {
+            error["line"] = json!(line);
+        }
+        Unusable { message: e.to_string(), errors: vec![error] }
+    }
+}
+
+impl From<SessionError> for Unusable {
+    fn from(e: SessionError) -> Unusable {
+        let errors = match &e {
+            SessionError::Invalid { report, .. } => {
+                report.errors.iter().map(|f| serde_json::to_value(f).expect("a finding is JSON")).collect()
+            }
+            e => vec![json!({"code": e.code(), "message": e.to_string()})],
+        };
+        Unusable { message: e.to_string(), errors }
+    }
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // With --json, even a command that cannot go on prints one JSON object; a run says it was invalid.
+    let json_errors = match &cli.command {
+        Command::Validate { json: true, .. } | Command::Runs { json: true } | Command::Show { json: true, .. } => {
+            Some(false)
+        }
+        Command::Run { json: true, .. } | Command::Resume { json: true, .. } | Command::Replay { json: true, .. } => {
+            Some(true)
+        }
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
     let code = match cli.command {
         Command::Validate { file, json, format, script } => cmd_validate(&file, json, format, script.is_some()),
@@ -144,7 +209,20 @@ fn main() -> ExitCode {
             print!("{}", switchyard_engine::schema::workflow_schema_json());
             Ok(0)
         }
-        Command::Run { file, input, script, json, events, format, model, step_budget, no_store, reuse, from } => {
+        Command::Run {
+            file,
+            input,
+            script,
+            json,
+            events,
+            format,
+            model,
+            step_budget,
+            no_store,
+            reuse,
+            from,
+            allow_code,
+        } => {
             let reuse = reuse.zip(from);
             runtime.block_on(cmd_run(RunArgs {
                 file,
@@ -157,11 +235,13 @@ fn main() -> ExitCode {
                 step_budget,
                 no_store,
                 reuse,
+                allow_code,
             }))
         }
-        Command::Resume { run_id, decisions, json, events } => {
-            runtime.block_on(cmd_resume(&run_id, &decisions, json, events))
+        Command::Resume { run_id, decisions, json, events, allow_code } => {
+            runtime.block_on(cmd_resume(&run_id, &decisions, json, events, allow_code))
         }
+        Command::Trust { file, format, forget } => cmd_trust(&file, format, forget),
         Command::Runs { json } => cmd_runs(json),
         Command::Show { run_id, json } => cmd_show(&run_id, json),
         Command::Replay { run_id, json, events } => cmd_replay(&run_id, json, events),
@@ -169,15 +249,20 @@ fn main() -> ExitCode {
     };
     match code {
         Ok(c) => ExitCode::from(c),
-        Err(Unusable(message)) => {
+        Err(Unusable { message, errors }) => {
             eprintln!("error: {message}");
+            match json_errors {
+                Some(true) => println!("{}", json!({"status": "invalid", "errors": errors})),
+                Some(false) => println!("{}", json!({"errors": errors})),
+                None => {}
+            }
             ExitCode::from(2)
         }
     }
 }
 
 fn load(file: &Path, format: Option<Format>) -> Result<Loaded, Unusable> {
-    let loaded = format::load_file(file, format).map_err(|e| Unusable(e.to_string()))?;
+    let loaded = format::load_file(file, format).map_err(Unusable::from)?;
     for note in &loaded.notes {
         eprintln!("note: {}: {note}", file.display());
     }
@@ -185,7 +270,7 @@ fn load(file: &Path, format: Option<Format>) -> Result<Loaded, Unusable> {
 }
 
 fn settings() -> Result<Settings, Unusable> {
-    Settings::load(&Settings::default_path()).map_err(|e| Unusable(e.to_string()))
+    Settings::load(&Settings::default_path()).map_err(|e| coded("SETTINGS_UNREADABLE", e.to_string()))
 }
 
 /// The provider settings a run needs: none when a script answers everything.
@@ -259,12 +344,13 @@ struct RunArgs {
     no_store: bool,
     /// A stored run, and the node to run from.
     reuse: Option<(String, String)>,
+    allow_code: bool,
 }
 
 fn parse_input(raw: &str) -> Result<Value, Unusable> {
     let text = match raw.strip_prefix('@') {
         Some(path) => {
-            std::fs::read_to_string(path).map_err(|e| Unusable(format!("cannot read input file {path}: {e}")))?
+            std::fs::read_to_string(path).map_err(|e| coded("INPUT_UNREADABLE", format!("cannot read input file {path}: {e}")))?
         }
         None => raw.to_string(),
     };
@@ -272,7 +358,7 @@ fn parse_input(raw: &str) -> Result<Value, Unusable> {
 }
 
 fn open_store() -> Result<Arc<RunStore>, Unusable> {
-    RunStore::open(&switchyard_engine::store::default_path()).map(Arc::new).map_err(|e| Unusable(e.to_string()))
+    RunStore::open(&switchyard_engine::store::default_path()).map(Arc::new).map_err(|e| coded(e.code(), e.to_string()))
 }
 
 /// Run logs and observers for one CLI run: the store, an --events file, and the live log.
@@ -285,7 +371,7 @@ fn sinks(store: Option<Arc<RunStore>>, events: &Option<PathBuf>, json: bool) -> 
         logs.push(store);
     }
     if let Some(path) = events {
-        logs.push(Arc::new(live::JsonLines::create(path).map_err(Unusable)?));
+        logs.push(Arc::new(live::JsonLines::create(path).map_err(unusable)?));
     }
     let observers: Vec<Arc<dyn Observer>> = if json { Vec::new() } else { vec![Arc::new(live::LiveLog)] };
     let log: Option<Arc<dyn RunLog>> = match logs.len() {
@@ -308,20 +394,37 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         model: args.model.clone(),
         step_budget: args.step_budget,
         reuse: args.reuse.clone(),
+        allow_code: args.allow_code,
     };
     let prepared = match session::prepare(loaded.workflow, request, store.as_deref()) {
         Ok(prepared) => prepared,
-        Err(SessionError::Invalid { report, count, .. }) => {
-            print_findings(&args.file, &report);
-            return Err(Unusable(format!(
-                "{} does not validate ({count} errors); nothing was run",
-                args.file.display()
-            )));
+        Err(e @ SessionError::Invalid { .. }) => {
+            if let SessionError::Invalid { report, .. } = &e {
+                print_findings(&args.file, report);
+            }
+            let count = if let SessionError::Invalid { count, .. } = &e { *count } else { 0 };
+            let mut unusable = Unusable::from(e);
+            unusable.message = format!("{} does not validate ({count} errors); nothing was run", args.file.display());
+            return Err(unusable);
         }
         // Named as the option that asked for it: "--model x/y: provider `x` is not configured".
-        Err(e @ SessionError::UnknownProvider { .. }) => return Err(Unusable(format!("--{e}"))),
-        Err(e) => return Err(Unusable(e.to_string())),
+        Err(e @ SessionError::UnknownProvider { .. }) => {
+            let mut unusable = Unusable::from(e);
+            unusable.message = format!("--{}", unusable.message);
+            return Err(unusable);
+        }
+        Err(e) => return Err(e.into()),
     };
+    let consent = &prepared.consent;
+    if !consent.steps.is_empty() && !prepared.code.allowed {
+        let nodes: Vec<&str> = consent.steps.iter().map(|s| s.node.as_str()).collect();
+        eprintln!(
+            "warning: {} code step(s) ({}) will not run without your consent: add --allow-code, or run `switchyard trust {}` once for this version",
+            nodes.len(),
+            nodes.join(", "),
+            args.file.display()
+        );
+    }
     for warning in &prepared.warnings {
         eprintln!("warning: {warning}");
     }
@@ -331,12 +434,12 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let store = if args.no_store { None } else { store };
     // The run's row is written before its first event, and this process holds the run while it lives.
     let _claim = match &store {
-        Some(store) => Some(session::begin(store, &prepared).map_err(|e| Unusable(e.to_string()))?),
+        Some(store) => Some(session::begin(store, &prepared)?),
         None => None,
     };
     let (log, observers) = sinks(store.clone(), &args.events, args.json)?;
-    let Prepared { workflow, options, script, model, .. } = prepared;
-    let runtime = Runtime { model, script, log, observers };
+    let Prepared { workflow, options, script, model, code, .. } = prepared;
+    let runtime = Runtime { model, script, log, observers, code };
     let outcome = run::run(workflow, options, runtime).await;
     finish(outcome, store.is_some(), args.json)
 }
@@ -380,33 +483,72 @@ fn finish(outcome: Outcome, stored: bool, json: bool) -> Result<u8, Unusable> {
 fn parse_decision(raw: &str) -> Result<(String, Value), Unusable> {
     let (node, rest) = raw
         .split_once('=')
-        .ok_or_else(|| Unusable(format!("--decide {raw}: write NODE=approve or NODE=reject[:note]")))?;
+        .ok_or_else(|| unusable(format!("--decide {raw}: write NODE=approve or NODE=reject[:note]")))?;
     let (decision, note) = rest.split_once(':').unwrap_or((rest, ""));
     if !["approve", "reject"].contains(&decision) {
-        return Err(Unusable(format!("--decide {raw}: the decision must be approve or reject")));
+        return Err(unusable(format!("--decide {raw}: the decision must be approve or reject")));
     }
     Ok((node.to_string(), json!({"decision": decision, "note": note})))
 }
 
-async fn cmd_resume(run_id: &str, raw: &[String], json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
+async fn cmd_resume(
+    run_id: &str,
+    raw: &[String],
+    json: bool,
+    events: Option<PathBuf>,
+    allow_code: bool,
+) -> Result<u8, Unusable> {
     let decisions = raw.iter().map(|d| parse_decision(d)).collect::<Result<Vec<_>, _>>()?;
     let store = open_store()?;
-    let continuing = session::continue_run(&store, run_id).map_err(|e| Unusable(e.to_string()))?;
+    let continuing = session::continue_run(&store, run_id, allow_code)?;
     if let Some(note) = &continuing.note {
         eprintln!("note: {note}");
     }
     let (log, observers) = sinks(Some(store.clone()), &events, json)?;
-    let Continuing { stored, claim: _claim, script, model, .. } = continuing;
-    let runtime = Runtime { model, script, log, observers };
+    let Continuing { stored, claim: _claim, script, model, code, .. } = continuing;
+    let runtime = Runtime { model, script, log, observers, code };
     let outcome = run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime)
         .await
-        .map_err(Unusable)?;
+        .map_err(unusable)?;
     finish(outcome, true, json)
+}
+
+fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Unusable> {
+    let trust = TrustStore::default_location();
+    let workflow_ref = WorkflowRef::new(file, format);
+    if forget {
+        let removed = trust.forget(&workflow_ref.path.display().to_string()).map_err(|e| coded("TRUST_UNREADABLE", e.to_string()))?;
+        println!("{}: forgot {removed} trusted version(s); its code needs consent again", file.display());
+        return Ok(0);
+    }
+    let loaded = load(file, format)?;
+    let (_, consent) = session::code_for(&loaded.workflow, Some(&workflow_ref), true, &trust)?;
+    let Some(fingerprint) = &consent.fingerprint else {
+        println!("{}: no code steps; nothing to trust", file.display());
+        return Ok(0);
+    };
+    trust
+        .trust(fingerprint, &workflow_ref.path.display().to_string())
+        .map_err(|e| coded("TRUST_UNREADABLE", e.to_string()))?;
+    for step in &consent.steps {
+        let what = step.module.as_deref().map_or_else(
+            || format!("{} line(s)", step.source.lines().count()),
+            |m| format!("module {m}"),
+        );
+        println!("  {} ({}): {what}", step.node, step.language);
+    }
+    println!(
+        "{}: trusted {} code step(s), fingerprint {}; they run without --allow-code until their code changes",
+        file.display(),
+        consent.steps.len(),
+        &fingerprint[..12]
+    );
+    Ok(0)
 }
 
 fn cmd_runs(json: bool) -> Result<u8, Unusable> {
     let store = open_store()?;
-    let runs = store.list().map_err(|e| Unusable(e.to_string()))?;
+    let runs = store.list().map_err(|e| coded(e.code(), e.to_string()))?;
     if json {
         let rows: Vec<Value> = runs
             .iter()
@@ -449,16 +591,17 @@ fn format_duration(ms: u64) -> String {
 /// Rebuilds a stored run's result from its recording (no model call), as `run --json` printed it.
 fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
     let store = open_store()?;
-    let stored = store.load(run_id).map_err(|e| Unusable(e.to_string()))?;
+    let stored = store.load(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
     let status = stored.row.status;
     let runtime = Runtime {
         model: Arc::new(Providers::new(&Settings::default())),
         script: None,
         log: None,
         observers: Vec::new(),
+        code: Default::default(),
     };
     let outcome =
-        run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(Unusable)?;
+        run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(unusable)?;
     let mut out = result_json(&outcome.result);
     if matches!(status, RunState::Interrupted | RunState::Running) {
         out["status"] = json!(status);
@@ -480,14 +623,14 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
 /// Plays a stored run again from its recording: the same events, results and trace, with no model or tool call.
 fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
     let store = open_store()?;
-    let stored = store.load(run_id).map_err(|e| Unusable(e.to_string()))?;
+    let stored = store.load(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
     let recorded = stored.recording.events.clone();
     let (log, mut observers) = sinks(None, &events, json)?;
     let produced = Collector::default();
     observers.push(Arc::new(produced.clone()));
-    let runtime = Runtime { model: Arc::new(Providers::new(&Settings::default())), script: None, log, observers };
+    let runtime = Runtime { model: Arc::new(Providers::new(&Settings::default())), script: None, log, observers, code: Default::default() };
     let outcome =
-        run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(Unusable)?;
+        run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(unusable)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&result_json(&outcome.result)).unwrap());
     }

@@ -182,6 +182,7 @@ fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
             script: Some(script),
             log,
             observers: vec![Arc::new(Counter(Default::default()))],
+            code: Default::default(),
         };
         let wf = Arc::new(wf);
         let t = Instant::now();

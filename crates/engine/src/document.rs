@@ -33,6 +33,10 @@ pub struct Workflow {
     /// How results merge into `state`, per key (default: the latest value wins).
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
     pub state: indexmap::IndexMap<String, StateField>,
+    /// Environment variables code steps receive, by name. Their values come from the environment Switchyard runs
+    /// in when the step starts; they are never written to the file, the run store or events.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
     pub nodes: Vec<Node>,
     #[serde(default)]
     pub edges: Vec<Edge>,
@@ -187,8 +191,13 @@ pub struct Node {
     // --- script
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<String>,
+    /// The body of the step: a function body in `language` whose returned object is the output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Instead of `code`: a JavaScript module, relative to the workflow file, whose default export is called
+    /// (OpenExpertise tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
 
     // --- any executing node
     /// Output data that replaces execution.
@@ -225,6 +234,7 @@ impl Node {
             timeout_seconds: None,
             language: None,
             code: None,
+            module: None,
             pinned: None,
             on_error: None,
             retry: None,
@@ -239,7 +249,7 @@ impl Node {
     /// The document fields that are set, by their YAML names, apart from `id`, `type` and `position`. Validation
     /// checks them against the type's definition (`node_types`), so a half-edited node still loads.
     pub fn fields_set(&self) -> impl Iterator<Item = &'static str> {
-        let fields: [(bool, &'static str); 19] = [
+        let fields: [(bool, &'static str); 20] = [
             (self.name.is_some(), "name"),
             (self.description.is_some(), "description"),
             (self.initial_input.is_some(), "initial_input"),
@@ -255,6 +265,7 @@ impl Node {
             (self.timeout_seconds.is_some(), "timeout_seconds"),
             (self.language.is_some(), "language"),
             (self.code.is_some(), "code"),
+            (self.module.is_some(), "module"),
             (self.pinned.is_some(), "pinned"),
             (self.on_error.is_some(), "on_error"),
             (self.retry.is_some(), "retry"),
@@ -423,6 +434,7 @@ impl Workflow {
             input_schema: None,
             defaults: Defaults::default(),
             state: indexmap::IndexMap::new(),
+            env: Vec::new(),
             nodes: Vec::new(),
             edges: Vec::new(),
         }

@@ -2,6 +2,7 @@
 //! nothing of windows or terminals; the desktop app and the `switchyard` command line are thin shells over it.
 //! `ARCHITECTURE.md` at the repository root maps SEMANTICS.md onto these modules.
 
+pub mod code;
 pub mod document;
 pub mod events;
 pub mod files;

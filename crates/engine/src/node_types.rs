@@ -299,12 +299,19 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
             NodeType::Script => (
                 "Script",
                 "{}",
-                "A code step from an imported file; it runs from its pinned output or a script file's answer.",
+                "A code step: Python, JavaScript, bash or Lua, run with your consent; its returned object is the output.",
                 vec![out(handle::OUTPUT, "", Execution), out(handle::ERROR, "error", Error)],
                 vec![
-                    field("language", "language", FieldKind::Text).placeholder("python"),
-                    field("code", "code", FieldKind::Multiline)
-                        .help("Runs only from a pinned output or a script file."),
+                    select("language", "language", &["python", "javascript", "bash", "lua"]),
+                    field("code", "code", FieldKind::Multiline).help(
+                        "A function body: it sees state, input, context (and item, index) and returns an object. \
+                         Bash reads them as JSON on stdin and prints an object. Runs only with your consent.",
+                    ),
+                    field("module", "module", FieldKind::Text)
+                        .placeholder("./tools/step.mjs")
+                        .help("Instead of code: a JavaScript module next to the workflow; its default export is called with state."),
+                    field("timeout_seconds", "timeout (seconds)", FieldKind::Number)
+                        .help("The step is stopped after this long (default 300)."),
                 ]
                 .into_iter()
                 .chain(step_fields())

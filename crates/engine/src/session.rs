@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::code::consent::{self, Consent, TrustStore};
+use crate::code::Code;
 use crate::format::{self, Format};
 use crate::model::Model;
 use crate::providers::{Providers, Settings};
@@ -78,6 +80,8 @@ pub enum SessionError {
     NotResumable { id: String, status: &'static str },
     #[error("{0}")]
     Rebuild(String),
+    #[error(transparent)]
+    Trust(#[from] crate::code::consent::TrustError),
 }
 
 impl SessionError {
@@ -94,6 +98,7 @@ impl SessionError {
             SessionError::Reuse(_) => "REUSE_FAILED",
             SessionError::NotResumable { .. } => "NOT_RESUMABLE",
             SessionError::Rebuild(_) => "RECORDING_UNFIT",
+            SessionError::Trust(_) => "TRUST_UNREADABLE",
         }
     }
 }
@@ -111,6 +116,8 @@ pub struct RunRequest {
     pub step_budget: Option<u32>,
     /// Run from a node: (the stored run whose results stand upstream of it, the node).
     pub reuse: Option<(String, String)>,
+    /// The person allows this run's code steps (`--allow-code`), trusted or not.
+    pub allow_code: bool,
 }
 
 /// A run ready to start: the shell adds its own log and observers and calls `run::run` or `run::start`.
@@ -126,6 +133,40 @@ pub struct Prepared {
     pub warnings: Vec<String>,
     /// How many upstream results a run from a node reuses.
     pub reused: usize,
+    /// The code steps this run may execute, and whether the person consented.
+    pub code: Code,
+    pub consent: Consent,
+}
+
+/// The folder a workflow's code runs in: its file's, else the current one.
+fn code_dir(workflow_ref: Option<&WorkflowRef>) -> PathBuf {
+    workflow_ref
+        .and_then(|r| r.path.parent().map(Path::to_path_buf))
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
+}
+
+/// What the code steps of this workflow may do in a run: consent from `allow` or the trust file, the workflow's
+/// folder, its declared variables and the machine's interpreters.
+pub fn code_for(
+    workflow: &Workflow,
+    workflow_ref: Option<&WorkflowRef>,
+    allow: bool,
+    trust: &TrustStore,
+) -> Result<(Code, Consent), SessionError> {
+    let dir = code_dir(workflow_ref);
+    let consent = if allow {
+        let steps = consent::code_steps(workflow, &dir);
+        Consent { fingerprint: consent::fingerprint(&steps), steps, trusted: true }
+    } else {
+        Consent::check(workflow, &dir, trust)?
+    };
+    let code = Code {
+        allowed: consent.granted(),
+        dir: Some(dir),
+        interpreters: Code::interpreters_from_env(),
+    };
+    Ok((code, consent))
 }
 
 fn load_script(path: Option<&Path>) -> Result<Option<Arc<Script>>, SessionError> {
@@ -208,7 +249,11 @@ pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>
         ..RunOptions::default()
     };
     let script_path = request.script_path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
+    let (code, consent) =
+        code_for(&workflow, request.workflow_ref.as_ref(), request.allow_code, &TrustStore::default_location())?;
     Ok(Prepared {
+        code,
+        consent,
         model: model_for(&script, settings.as_ref()),
         workflow: Arc::new(workflow),
         options,
@@ -254,13 +299,15 @@ pub struct Continuing {
     pub claim: Claim,
     pub script: Option<Arc<Script>>,
     pub model: Arc<dyn Model>,
+    /// Consent is asked again when a run continues: for the document it started with.
+    pub code: Code,
     /// Said when the workflow file has changed (or cannot be read) since the run started: it goes on with the
     /// document it started with.
     pub note: Option<String>,
 }
 
-/// Opens a paused or interrupted run to continue it.
-pub fn continue_run(store: &RunStore, run_id: &str) -> Result<Continuing, SessionError> {
+/// Opens a paused or interrupted run to continue it; `allow_code` as in [`RunRequest`].
+pub fn continue_run(store: &RunStore, run_id: &str, allow_code: bool) -> Result<Continuing, SessionError> {
     let stored = store.load(run_id)?;
     if !stored.row.status.resumable() {
         return Err(SessionError::NotResumable { id: run_id.to_string(), status: stored.row.status.as_str() });
@@ -281,7 +328,9 @@ pub fn continue_run(store: &RunStore, run_id: &str) -> Result<Continuing, Sessio
             )),
         }
     });
-    Ok(Continuing { model: model_for(&script, settings.as_ref()), stored, claim, script, note })
+    let workflow_ref = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse);
+    let (code, _) = code_for(&stored.workflow, workflow_ref.as_ref(), allow_code, &TrustStore::default_location())?;
+    Ok(Continuing { model: model_for(&script, settings.as_ref()), stored, claim, script, code, note })
 }
 
 #[cfg(test)]
@@ -370,11 +419,11 @@ mod tests {
         let prepared = prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).unwrap();
         let claim = begin(&store, &prepared).unwrap();
         let id = prepared.options.run_id.clone().unwrap();
-        assert!(matches!(continue_run(&store, &id), Err(SessionError::NotResumable { status: "running", .. })));
+        assert!(matches!(continue_run(&store, &id, false), Err(SessionError::NotResumable { status: "running", .. })));
         drop(claim);
-        let continuing = continue_run(&store, &id).unwrap();
+        let continuing = continue_run(&store, &id, false).unwrap();
         assert_eq!(continuing.stored.row.status.as_str(), "interrupted");
         // Held by this process now, it shows as running: nobody else can continue it.
-        assert!(matches!(continue_run(&store, &id), Err(SessionError::NotResumable { status: "running", .. })));
+        assert!(matches!(continue_run(&store, &id, false), Err(SessionError::NotResumable { status: "running", .. })));
     }
 }

@@ -37,6 +37,7 @@ async fn run_local(yaml: &str, mode: Option<StructuredMode>) -> (Outcome, Vec<Ev
         script: None,
         log: None,
         observers: vec![Arc::new(collector.clone())],
+        code: Default::default(),
     };
     let outcome = run::run(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
     (outcome, collector.events())

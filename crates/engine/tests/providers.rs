@@ -56,6 +56,7 @@ async fn run_with(settings: &Settings, yaml: &str, input: Value) -> (Outcome, Ve
         script: None,
         log: None,
         observers: vec![Arc::new(collector.clone())],
+        code: Default::default(),
     };
     let outcome =
         run::run(Arc::new(workflow(yaml)), RunOptions { input: Some(input), ..Default::default() }, runtime).await;
@@ -217,6 +218,7 @@ async fn cancelling_aborts_the_request_at_once() {
         script: None,
         log: None,
         observers: vec![Arc::new(collector.clone())],
+        code: Default::default(),
     };
     let handle = run::start(Arc::new(workflow(ONE_AGENT)), RunOptions::default(), runtime);
     while server.requests().is_empty() {

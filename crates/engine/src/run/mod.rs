@@ -59,6 +59,8 @@ pub struct Runtime {
     pub script: Option<Arc<Script>>,
     pub log: Option<Arc<dyn RunLog>>,
     pub observers: Vec<Arc<dyn Observer>>,
+    /// Consent and setup for code steps; the default runs no code.
+    pub code: crate::code::Code,
 }
 
 /// A person's (or a script's) decision on a pending approval, normalized as in seed 002.
@@ -175,6 +177,8 @@ pub(crate) struct Shared {
     pub script: Option<Arc<Script>>,
     pub emitter: Emitter,
     pub default_model: Option<String>,
+    /// This run's code steps: warm interpreter workers, stopped when the run ends.
+    pub code: crate::code::CodeRunner,
     model_calls: Mutex<HashMap<String, u32>>,
 }
 
@@ -374,6 +378,7 @@ impl Scheduler {
         let state = RunState::new(workflow.clone(), &options);
         let emitter = Emitter::new(&run_id, 0, runtime.log.clone(), runtime.observers.clone());
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let declared_env = workflow.env.clone();
         let shared = Arc::new(Shared {
             workflow,
             topo: state.topo.clone(),
@@ -381,6 +386,7 @@ impl Scheduler {
             script: runtime.script,
             emitter,
             default_model: state.default_model.clone(),
+            code: crate::code::CodeRunner::new(runtime.code, declared_env),
             model_calls: Mutex::new(HashMap::new()),
         });
         Scheduler {

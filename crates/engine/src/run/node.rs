@@ -12,6 +12,7 @@ use futures::{FutureExt, StreamExt};
 use serde_json::{json, Value};
 
 use super::Shared;
+use crate::code::{self, Body, Call, CodeError, Language};
 use crate::document::{Node, NodeType};
 use crate::events::{EventKind, Usage};
 use crate::model::{ExecuteRequest, ModelError, NodeIo, ToolSpec};
@@ -37,7 +38,7 @@ pub(super) async fn execute(shared: Arc<Shared>, node: usize, scope: Scope) -> N
             let items = match template::evaluate(&for_each.items, &scope) {
                 Ok(Value::Array(items)) => Ok(items),
                 Ok(Value::Null) => Ok(Vec::new()),
-                Ok(other) => Err(format!("`for_each.items` ({}) gave {}, not a list", for_each.items, kind_of(&other))),
+                Ok(other) => Err(format!("`for_each.items` ({}) gave {}, not a list", for_each.items, code::kind_of(&other))),
                 Err(e) => Err(format!("`for_each.items` ({}) could not be evaluated: {e}", for_each.items)),
             };
             match items {
@@ -63,17 +64,6 @@ pub(super) async fn execute(shared: Arc<Shared>, node: usize, scope: Scope) -> N
     NodeOutcome { data, tool_calls, usage }
 }
 
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "nothing",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "text",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
-}
-
 type Calls = Arc<Mutex<Vec<ToolCall>>>;
 type UsageCell = Arc<Mutex<Option<Usage>>>;
 
@@ -93,7 +83,7 @@ fn execute_once<'a>(
         let mut attempt = 0;
         loop {
             let result = match n.node_type {
-                NodeType::Script => run_script(shared, n),
+                NodeType::Script => run_script(shared, node, scope).await,
                 _ => run_agent(shared, node, scope, calls, usage, depth).await,
             };
             match result {
@@ -119,25 +109,84 @@ fn execute_once<'a>(
     .boxed()
 }
 
-/// A script node runs only from its pinned output (handled by the scheduler) or a script file's answer.
-fn run_script(shared: &Shared, n: &Node) -> Result<Value, ModelError> {
+/// A script node: a script file's answer when it has one (a pinned output never gets here), else its code, run
+/// with the user's consent (`crate::code`).
+async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<Value, ModelError> {
+    let n = &shared.workflow.nodes[node];
     let call_index = shared.next_call(&n.id);
-    let answer = shared.script.as_ref().and_then(|s| s.answer(&n.id, call_index)).ok_or_else(|| {
-        ModelError::fatal(format!(
-            "script node `{}` ({}) has no pinned output and the script file does not supply it; \
-             Switchyard does not run embedded code: pin its output or add it under `nodes:` in the script",
-            n.id,
-            n.language.as_deref().unwrap_or("code")
-        ))
-    })?;
-    if answer.status == AnswerStatus::Failed {
-        return Err(ModelError::retryable(answer.error.clone().unwrap_or_else(|| "scripted failure".into())));
+    if let Some(answer) = shared.script.as_ref().and_then(|s| s.answer(&n.id, call_index)) {
+        if answer.status == AnswerStatus::Failed {
+            return Err(ModelError::retryable(answer.error.clone().unwrap_or_else(|| "scripted failure".into())));
+        }
+        return Ok(match (&answer.data, &answer.text) {
+            (Some(d), _) => d.clone(),
+            (None, Some(t)) => json!({ "text": t }),
+            (None, None) => json!({}),
+        });
     }
-    Ok(match (&answer.data, &answer.text) {
-        (Some(d), _) => d.clone(),
-        (None, Some(t)) => json!({ "text": t }),
-        (None, None) => json!({}),
+    let language = Language::parse(n.language.as_deref()).map_err(|e| ModelError::fatal(e.to_string()))?;
+    let (body, text) = match (&n.module, &n.code) {
+        (Some(module), _) => (Body::Module(module.clone()), ""),
+        (None, Some(code)) => (Body::Inline(code.clone()), code.as_str()),
+        (None, None) => {
+            return Err(ModelError::fatal(format!(
+                "script node `{}` has no code: write its code, name a module, or pin its output",
+                n.id
+            )))
+        }
+    };
+    if !shared.code.allowed() {
+        return Err(ModelError::fatal(format!(
+            "code step `{}` ({language}) did not run: code from a file runs only with your consent. Run with \
+             --allow-code, or record consent for this version of the workflow with `switchyard trust FILE`; the app \
+             asks before the run",
+            n.id
+        )));
+    }
+    let call = Call {
+        node: n.id.clone(),
+        language,
+        body,
+        names: code_names(shared, node, scope, text),
+        timeout: n.timeout_seconds.map_or(code::DEFAULT_TIMEOUT, Duration::from_secs),
+    };
+    let print = |stream: code::Stream, line: &str| {
+        shared.emitter.emit(EventKind::log(Some(&n.id), stream.log_type(), line.to_string()));
+    };
+    shared.code.run(&call, &print).await.map_err(|e| match e {
+        CodeError::MissingInterpreter { .. } | CodeError::Module { .. } => ModelError::fatal(e.to_string()),
+        e => ModelError::retryable(e.to_string()),
     })
+}
+
+/// What a code step sees (docs/formats.md): `state`, `input`, `context` (input and each completed node's output),
+/// `item` and `index` inside a `for_each`, and `parallel_results` (one entry per node that led here: its id as
+/// `branch`, its `output`, and the `state` with that output merged) when the code reads it — TEA's fan-in.
+fn code_names(shared: &Shared, node: usize, scope: &Scope, code: &str) -> serde_json::Map<String, Value> {
+    let mut names = serde_json::Map::new();
+    let state = scope.state_json();
+    if code.contains("parallel_results") {
+        let mut results = Vec::new();
+        for &e in &shared.topo.incoming[node] {
+            let Some((from, _)) = shared.topo.ends[e] else { continue };
+            let id = &shared.workflow.nodes[from].id;
+            let Some(output) = scope.results.get(id) else { continue };
+            let mut branch_state = state.clone();
+            if let (Value::Object(merged), Value::Object(own)) = (&mut branch_state, &**output) {
+                merged.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            results.push(json!({"branch": id, "output": **output, "state": branch_state, "success": true, "error": null}));
+        }
+        names.insert("parallel_results".into(), Value::Array(results));
+    }
+    names.insert("state".into(), state);
+    names.insert("input".into(), (*scope.input).clone());
+    names.insert("context".into(), scope.context_json());
+    if let Some((item, index)) = &scope.item {
+        names.insert("item".into(), item.clone());
+        names.insert("index".into(), json!(index));
+    }
+    names
 }
 
 async fn run_agent(

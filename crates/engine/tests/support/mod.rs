@@ -139,6 +139,23 @@ impl Ran {
         self.model.routes().len()
     }
 
+    /// The `log` events of a node with this log type (`stdout`, `stderr`, …), their content as text.
+    pub fn logs(&self, node: &str, log_type: &str) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Log { node: Some(n), log_type: t, content } if n == node && t == log_type => {
+                    Some(content.as_str().map_or_else(|| content.to_string(), str::to_string))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn error(&self, node: &str) -> String {
+        self.result().node(node).and_then(|r| r.error.clone()).unwrap_or_else(|| panic!("{node} did not fail"))
+    }
+
     pub fn warnings(&self) -> Vec<String> {
         self.events
             .iter()
@@ -151,7 +168,29 @@ impl Ran {
 }
 
 pub fn runtime(script: Arc<Script>, model: Arc<Recording>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
-    Runtime { model, script: Some(script), log: None, observers }
+    Runtime { model, script: Some(script), log: None, observers, code: Default::default() }
+}
+
+/// Runs a workflow whose code steps run (consent given, in `dir`), with a script for its agents; then replays it.
+pub async fn run_code(wf: &Workflow, script_yaml: &str, input: Option<Value>, dir: &std::path::Path) -> Ran {
+    run_code_with(wf, script_yaml, input, switchyard_engine::code::Code { allowed: true, dir: Some(dir.into()), ..Default::default() }).await
+}
+
+pub async fn run_code_with(wf: &Workflow, script_yaml: &str, input: Option<Value>, code: switchyard_engine::code::Code) -> Ran {
+    let report = validate::validate(wf, &Options::default());
+    assert!(report.is_ok(), "test workflow does not validate: {:?}", report.errors);
+    let script = script(script_yaml);
+    let model = Recording::new(script.clone());
+    let collector = Collector::default();
+    let log = MemoryLog::default();
+    let mut rt = runtime(script, model.clone(), vec![Arc::new(collector.clone())]);
+    rt.log = Some(Arc::new(log.clone()));
+    rt.code = code;
+    let options = RunOptions { input, ..RunOptions::default() };
+    let outcome = run::run(Arc::new(wf.clone()), options.clone(), rt).await;
+    let ran = Ran { outcome, events: collector.events(), model, log, options };
+    replays_the_same(wf, &ran);
+    ran
 }
 
 /// Validates (panicking on errors, so tests never run an invalid graph by accident), then runs.
@@ -175,7 +214,13 @@ pub async fn run_with(wf: &Workflow, script_yaml: &str, options: RunOptions) -> 
 pub fn replays_the_same(wf: &Workflow, ran: &Ran) {
     let model = Recording::new(script(""));
     let collector = Collector::default();
-    let rt = Runtime { model: model.clone(), script: None, log: None, observers: vec![Arc::new(collector.clone())] };
+    let rt = Runtime {
+        model: model.clone(),
+        script: None,
+        log: None,
+        observers: vec![Arc::new(collector.clone())],
+        code: Default::default(),
+    };
     let options = RunOptions { run_id: Some(ran.result().run_id.clone()), ..ran.options.clone() };
     let replayed = run::replay(Arc::new(wf.clone()), options, ran.log.recording(), rt)
         .unwrap_or_else(|e| panic!("the run does not replay: {e}"));
