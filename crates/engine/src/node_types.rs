@@ -302,7 +302,9 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                 "A code step: Python, JavaScript, bash or Lua, run with your consent; its returned object is the output.",
                 vec![out(handle::OUTPUT, "", Execution), out(handle::ERROR, "error", Error)],
                 vec![
-                    select("language", "language", &["python", "javascript", "bash", "lua"]),
+                    field("language", "language", FieldKind::Text)
+                        .placeholder("python")
+                        .help("python, javascript, bash or lua."),
                     field("code", "code", FieldKind::Multiline).help(
                         "A function body: it sees state, input, context (and item, index) and returns an object. \
                          Bash reads them as JSON on stdin and prints an object. Runs only with your consent.",

@@ -16,6 +16,9 @@ fn env() -> &'static Environment<'static> {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Lenient);
         env.set_keep_trailing_newline(true);
+        // Python's dict and str methods (`state.get('x', 0)`, `.items()`, `.keys()`, `.upper()`…), as TEA's Jinja2
+        // conditions use them.
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env
     })
 }
@@ -243,6 +246,18 @@ mod tests {
         for name in CONTEXT_NAMES.iter().chain(&ITEM_NAMES) {
             assert!(s.get_value(&JValue::from(*name)).is_some(), "`{name}` is not in the scope");
         }
+    }
+
+    #[test]
+    fn python_dict_methods_work_on_state_and_data_as_in_tea() {
+        let s = scope();
+        assert!(is_true("state.get('score', 0) > 0.9", &s).unwrap());
+        assert!(is_true("state.get('missing', 0) == 0", &s).unwrap());
+        assert!(is_true("state.get('missing') is none", &s).unwrap());
+        assert!(is_true("'score' in state.keys()", &s).unwrap());
+        assert!(is_true("state.items() | list | length == 1", &s).unwrap());
+        assert!(is_true("investigate.get('novel_count') == 2 and input.get('topic').upper() == 'RUST'", &s).unwrap());
+        assert_eq!(evaluate("state.values() | list", &s).unwrap(), json!([0.95]));
     }
 
     #[test]

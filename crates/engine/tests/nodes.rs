@@ -135,7 +135,7 @@ edges:
 }
 
 #[tokio::test]
-async fn a_script_node_runs_from_the_script_file_or_fails_saying_why() {
+async fn a_script_node_runs_from_the_script_file_or_without_consent_fails_saying_how_to_allow_it() {
     let wf = workflow(
         "nodes:
   - {id: start, type: start}
@@ -148,7 +148,7 @@ edges:
     let ran = run(&wf, "").await;
     assert_eq!(ran.result().status, RunStatus::Failed);
     let error = ran.result().node("load").unwrap().error.unwrap();
-    assert!(error.contains("no pinned output") && error.contains("script"), "{error}");
+    assert!(error.contains("consent") && error.contains("--allow-code"), "{error}");
 }
 
 const FLAKY: &str = "nodes:

@@ -17,6 +17,10 @@ const END: &str = "__end__";
 /// TEA's own bound on loops: each loop's back edge is bounded by it on import.
 pub const TEA_LOOP_LIMIT: i64 = 1000;
 const NODE_KEYS: &[&str] = &[
+    "index_var",
+    "condition",
+    "body",
+    "max_iterations",
     "name",
     "run",
     "language",
@@ -72,13 +76,26 @@ pub(super) fn import(value: &Value) -> Result<(Workflow, Vec<String>), LoadError
         workflow.nodes.push(node(&names[i], raw, &known, &mut notes)?);
     }
 
-    // Legacy edges, grouped by source.
-    let raw_edges = top.get("edges").and_then(Value::as_array).cloned().unwrap_or_default();
+    // Legacy edges, grouped by source; an edge whose `to` is a list is one edge per target (parallel branches).
+    let mut raw_edges = Vec::new();
+    for e in top.get("edges").and_then(Value::as_array).into_iter().flatten() {
+        match e.get("to") {
+            Some(Value::Array(targets)) => raw_edges.extend(targets.iter().map(|t| {
+                let mut one = e.clone();
+                one["to"] = t.clone();
+                one
+            })),
+            _ => raw_edges.push(e.clone()),
+        }
+    }
     let mut by_source: HashMap<String, Vec<(usize, &Value)>> = HashMap::new();
     for (i, e) in raw_edges.iter().enumerate() {
         let (Some(from), Some(to)) = (e.get("from").and_then(Value::as_str), e.get("to").and_then(Value::as_str))
         else {
-            return Err(LoadError::new(format!("edges[{i}]: needs `from` and `to`")).with_code("INVALID_EDGE"));
+            return Err(LoadError::new(format!(
+                "edges[{i}]: needs `from` (a node name or __start__) and `to` (a node name, __end__, or a list of node names)"
+            ))
+            .with_code("INVALID_EDGE"));
         };
         if from != START && !known.contains(from) {
             return Err(
@@ -132,7 +149,23 @@ pub(super) fn import(value: &Value) -> Result<(Workflow, Vec<String>), LoadError
         }
     }
 
+    // While loops: expanded now that their navigation is known; it leaves by the loop's `false` handle.
+    let mut loops = 0;
+    for (i, raw) in raw_nodes.iter().enumerate() {
+        if raw.get("type").and_then(Value::as_str) == Some("while_loop") {
+            let name = &names[i];
+            for e in workflow.edges.iter_mut().filter(|e| &e.from == name && e.handle.is_none()) {
+                e.handle = Some(handle::FALSE.into());
+            }
+            expand_while(&mut workflow, name, raw, &mut used_ids, &mut notes)?;
+            loops += 1;
+        }
+    }
     bound_loops(&mut workflow, &mut notes);
+    if loops > 0 {
+        let budget = workflow.defaults.step_budget.unwrap_or(crate::document::DEFAULT_STEP_BUDGET);
+        workflow.defaults.step_budget = Some(budget.max((TEA_LOOP_LIMIT as u32) * 10));
+    }
     super::layered_positions(&mut workflow);
     Ok((workflow, notes))
 }
@@ -140,6 +173,11 @@ pub(super) fn import(value: &Value) -> Result<(Workflow, Vec<String>), LoadError
 fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>) -> Result<Node, LoadError> {
     let mut node = Node::new(name, NodeType::Script);
     let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
+    if raw.get("type").and_then(Value::as_str) == Some("while_loop") {
+        // Expanded into an `if` node and its body once the navigation is known (`expand_while`).
+        check_while(name, raw)?;
+        return Ok(node);
+    }
     if raw.get("type").and_then(Value::as_str) == Some("dynamic_parallel") {
         let items = raw.get("items").ok_or_else(|| {
             LoadError::new(format!("node `{name}`: a dynamic_parallel node needs `items`"))
@@ -167,24 +205,61 @@ fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>)
             Value::String(s) => condition(s),
             other => other.to_string(),
         };
-        let concurrency = raw.get("max_concurrency").and_then(Value::as_u64).map(|c| c as u32);
-        node.for_each = Some(ForEach { items, concurrency: Some(concurrency.unwrap_or(4)) });
-        node.language = Some("tea-action".into());
-        node.code = Some(serde_yaml::to_string(&raw[modes[0]]).unwrap_or_default());
-        if let Some(var) = text("item_var").filter(|v| v != "item") {
-            notes.push(format!("node `{name}`: its item is called `item` here, not `{var}`"));
+        let concurrency = match raw.get("max_concurrency") {
+            None | Some(Value::Null) => 4,
+            Some(v) => match v.as_u64().filter(|&c| c >= 1) {
+                Some(c) => c as u32,
+                None => {
+                    return Err(LoadError::new(format!(
+                        "dynamic_parallel node '{name}': max_concurrency must be positive integer, got {v}"
+                    ))
+                    .with_code("TEA_INVALID_MAX_CONCURRENCY"))
+                }
+            },
+        };
+        node.for_each = Some(ForEach { items, concurrency: Some(concurrency) });
+        let item_var = text("item_var").unwrap_or_else(|| "item".into());
+        let index_var = text("index_var").unwrap_or_else(|| "index".into());
+        match modes[0] {
+            "action" => {
+                let action = &raw["action"];
+                let uses = action.get("uses").and_then(Value::as_str).ok_or_else(|| {
+                    LoadError::new(format!("dynamic_parallel node '{name}' action requires 'uses' field"))
+                        .with_code("TEA_ACTION_WITHOUT_USES")
+                })?;
+                // Each branch sees its item in `state` in TEA; here a `for_each` item is `item` / `index`.
+                let with = action.get("with").map(|w| {
+                    let text = serde_json::to_string(w).unwrap_or_default();
+                    let text = text
+                        .replace(&format!("state.{item_var}"), "item")
+                        .replace(&format!("state.{index_var}"), "index")
+                        .replace(&format!("state['{item_var}']"), "item")
+                        .replace(&format!("state[\\\"{item_var}\\\"]"), "item");
+                    serde_json::from_str::<Value>(&text).unwrap_or_else(|_| w.clone())
+                });
+                action_node(&mut node, uses, with.as_ref(), notes);
+            }
+            mode => {
+                node.language = Some("tea-action".into());
+                node.code = Some(format!("{mode}: {}", serde_yaml::to_string(&raw[mode]).unwrap_or_default()));
+                notes.push(format!(
+                    "node `{name}`: dynamic_parallel `{mode}` branches are not supported yet; pin its output or answer it from a script file"
+                ));
+            }
         }
-    } else if let Some(code) = text("run") {
-        node.language = Some(text("language").unwrap_or_else(|| "python".into()));
-        node.code = Some(code);
-    } else if raw.get("uses").is_some() || raw.get("action").is_some() {
-        let action = raw
-            .get("action")
-            .cloned()
-            .unwrap_or_else(|| serde_json::json!({ "uses": raw.get("uses"), "with": raw.get("with") }));
-        node.language = Some("tea-action".into());
-        node.code = Some(serde_yaml::to_string(&action).unwrap_or_default());
-        notes.push(format!("node `{name}`: the built-in action runs from a pinned output or the script file"));
+    } else if raw.get("run").is_some() {
+        run_body(&mut node, raw, notes)?;
+    } else if let Some(action) = raw.get("uses").and_then(Value::as_str) {
+        action_node(&mut node, action, raw.get("with"), notes);
+    } else if raw.get("action").is_some() {
+        let action = &raw["action"];
+        match action.get("uses").and_then(Value::as_str) {
+            Some(uses) => action_node(&mut node, uses, action.get("with"), notes),
+            None => {
+                return Err(LoadError::new(format!("node `{name}`: its `action` needs `uses` naming the action"))
+                    .with_code("TEA_ACTION_WITHOUT_USES"))
+            }
+        }
     }
     if let Some(map) = raw.as_object() {
         for key in map.keys().filter(|k| !NODE_KEYS.contains(&k.as_str())) {
@@ -192,6 +267,167 @@ fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>)
         }
     }
     Ok(node)
+}
+
+/// A `run:` body: Python unless `language` (or `run: {type, code}`) says otherwise. Lua runs; Prolog is kept and
+/// fails at run time with what to do.
+fn run_body(node: &mut Node, raw: &Value, notes: &mut Vec<String>) -> Result<(), LoadError> {
+    let name = node.id.clone();
+    let (language, code) = match &raw["run"] {
+        Value::String(code) => (raw.get("language").and_then(Value::as_str).unwrap_or("python"), code.clone()),
+        Value::Object(run) => (
+            run.get("type").and_then(Value::as_str).or(raw.get("language").and_then(Value::as_str)).unwrap_or("python"),
+            run.get("code").and_then(Value::as_str).unwrap_or_default().to_string(),
+        ),
+        other => {
+            return Err(LoadError::new(format!("node `{name}`: `run` must be code, not {other}"))
+                .with_code("TEA_INVALID_RUN"))
+        }
+    };
+    if let Err(e) = crate::code::Language::parse(Some(language)) {
+        notes.push(format!("node `{name}`: {e}"));
+    }
+    node.language = Some(language.to_string());
+    node.code = Some(code);
+    Ok(())
+}
+
+/// A built-in action: `llm.call` and `llm.chat` become agents; the rest are kept as steps that say at run time that
+/// the action is not supported yet.
+fn action_node(node: &mut Node, uses: &str, with: Option<&Value>, notes: &mut Vec<String>) {
+    let name = node.id.clone();
+    let text = |k: &str| with.and_then(|w| w.get(k)).and_then(Value::as_str).map(str::to_string);
+    if !matches!(uses, "llm.call" | "llm.chat") {
+        node.language = Some("tea-action".into());
+        node.code = Some(serde_yaml::to_string(&serde_json::json!({ "uses": uses, "with": with })).unwrap_or_default());
+        notes.push(format!(
+            "node `{name}`: action `{uses}` is not supported yet; pin its output or answer it from a script file"
+        ));
+        return;
+    }
+    node.node_type = NodeType::Agent;
+    let mut system = text("system");
+    let mut prompt = text("prompt");
+    if let Some(messages) = with.and_then(|w| w.get("messages")).and_then(Value::as_array) {
+        let mut turns = Vec::new();
+        for m in messages {
+            let content = m.get("content").and_then(Value::as_str).unwrap_or_default();
+            match m.get("role").and_then(Value::as_str).unwrap_or("user") {
+                "system" => system = Some(content.to_string()),
+                "user" => turns.push(content.to_string()),
+                role => turns.push(format!("{role}: {content}")),
+            }
+        }
+        prompt = Some(turns.join("\n\n"));
+    }
+    node.system_prompt = system;
+    node.user_prompt = prompt;
+    match (text("provider").filter(|p| p != "auto"), text("model")) {
+        (_, Some(model)) if model.contains('/') => node.model = Some(model),
+        (Some(provider), Some(model)) => node.model = Some(format!("{provider}/{model}")),
+        (_, Some(model)) => notes.push(format!(
+            "node `{name}`: TEA model `{model}` names no provider; the agent uses the run's default model (set one with --model or in the workflow)"
+        )),
+        _ => {}
+    }
+    notes.push(format!("node `{name}`: `{uses}` is an agent; its answer is `text` here (TEA names it `content`)"));
+}
+
+/// A `while_loop` node, checked as TEA checks it: a condition, an integer `max_iterations` from 1 to 1000, a body of
+/// at least one node, no loop inside.
+fn check_while(name: &str, raw: &Value) -> Result<(), LoadError> {
+    let refuse = |message: String, code: &'static str| Err(LoadError::new(message).with_code(code));
+    match raw.get("condition") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => {
+            return refuse(format!("while_loop node '{name}' requires 'condition'"), "TEA_WHILE_WITHOUT_CONDITION")
+        }
+        Some(Value::String(s)) if s.trim().is_empty() => {
+            return refuse(format!("while_loop node '{name}' requires 'condition'"), "TEA_WHILE_WITHOUT_CONDITION")
+        }
+        _ => {}
+    }
+    match raw.get("max_iterations") {
+        None | Some(Value::Null) => {
+            return refuse(
+                format!("while_loop node '{name}' requires 'max_iterations'"),
+                "TEA_WHILE_WITHOUT_MAX_ITERATIONS",
+            )
+        }
+        Some(v) if !v.as_i64().is_some_and(|n| (1..=1000).contains(&n)) => {
+            return refuse(
+                format!("while_loop node '{name}': max_iterations must be integer between 1-1000, got {v}"),
+                "TEA_WHILE_INVALID_MAX_ITERATIONS",
+            )
+        }
+        _ => {}
+    }
+    let body = raw.get("body").and_then(Value::as_array).filter(|b| !b.is_empty());
+    let Some(body) = body else {
+        return refuse(
+            format!("while_loop node '{name}' requires 'body' with at least one node"),
+            "TEA_WHILE_EMPTY_BODY",
+        );
+    };
+    if let Some(nested) = body.iter().find(|b| b.get("type").and_then(Value::as_str) == Some("while_loop")) {
+        return refuse(
+            format!(
+                "Nested while-loops not supported: '{name}' contains nested while_loop '{}'",
+                nested.get("name").and_then(Value::as_str).unwrap_or("unnamed")
+            ),
+            "TEA_NESTED_WHILE",
+        );
+    }
+    Ok(())
+}
+
+/// Expands a `while_loop` node into an `if` node named like it (the condition, checked before every pass, and the
+/// pass count) and its body nodes in a chain back to it. The loop's own navigation leaves by the `if`'s `false`
+/// handle, after the condition fails or `max_iterations` passes ran (TEA exits normally then).
+fn expand_while(
+    workflow: &mut Workflow,
+    name: &str,
+    raw: &Value,
+    used_ids: &mut HashSet<String>,
+    notes: &mut Vec<String>,
+) -> Result<(), LoadError> {
+    let max = raw["max_iterations"].as_i64().expect("checked");
+    let condition = match &raw["condition"] {
+        Value::String(s) => self::condition(s),
+        other => other.to_string(),
+    };
+    let check = workflow.nodes.iter_mut().find(|n| n.id == name).expect("the loop node exists");
+    check.node_type = NodeType::If;
+    check.name = Some(format!("while {}", raw["condition"].as_str().unwrap_or("")));
+    check.conditions =
+        Some(vec![Condition { operator: ConditionOperator::Expression, value: format!("({condition}) and iteration <= {max}") }]);
+    let mut previous = name.to_string();
+    let mut first = true;
+    for (i, body) in raw["body"].as_array().expect("checked").iter().enumerate() {
+        let base = body.get("name").and_then(Value::as_str).map_or_else(|| format!("{name}_body_{}", i + 1), str::to_string);
+        let mut id = base.clone();
+        while used_ids.contains(&id) {
+            id = format!("{name}.{base}");
+            if used_ids.contains(&id) {
+                id.push('_');
+            }
+        }
+        used_ids.insert(id.clone());
+        let known = HashSet::new();
+        let mut n = self::node(&id, body, &known, notes)?;
+        n.name = Some(base);
+        workflow.nodes.push(n);
+        let mut edge = Edge::new(&previous, &id);
+        if first {
+            edge.handle = Some(format!("{}0", handle::CONDITION_PREFIX));
+            first = false;
+        }
+        workflow.edges.push(edge);
+        previous = id;
+    }
+    let mut back = Edge::new(&previous, name);
+    back.max_iterations = Some(max);
+    workflow.edges.push(back);
+    Ok(())
 }
 
 /// A TEA condition as an expression: `{{ … }}` unwrapped, `!flag` and bare `flag` read from `state`.

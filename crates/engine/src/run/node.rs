@@ -124,6 +124,13 @@ async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<
             (None, None) => json!({}),
         });
     }
+    if n.language.as_deref() == Some("tea-action") {
+        let action = n.code.as_deref().unwrap_or_default().lines().find_map(|l| l.strip_prefix("uses: ")).unwrap_or("?");
+        return Err(ModelError::fatal(format!(
+            "TEA action `{}` is not supported yet: pin this node's output or answer it from a script file",
+            action.trim()
+        )));
+    }
     let language = Language::parse(n.language.as_deref()).map_err(|e| ModelError::fatal(e.to_string()))?;
     let (body, text) = match (&n.module, &n.code) {
         (Some(module), _) => (Body::Module(module.clone()), ""),
