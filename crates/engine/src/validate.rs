@@ -102,6 +102,37 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     report
 }
 
+/// A code step runs only with consent, in a language Switchyard runs, from code or a module (docs/formats.md).
+fn check_code_step(node: &crate::Node, report: &mut Report) {
+    let id = node.id.as_str();
+    if node.code.is_some() && node.module.is_some() {
+        report.node_error("CODE_AND_MODULE", id, "a script node runs `code` or a `module`, not both; remove one".into());
+    }
+    if node.language.as_deref() == Some("tea-action") {
+        report.node_warning(
+            "UNSUPPORTED_ACTION",
+            id,
+            "this TEA action is not supported yet, so the node fails when it runs; pin its output or answer it from a script file".into(),
+        );
+        return;
+    }
+    match crate::code::Language::parse(node.language.as_deref()) {
+        Err(e) => report.node_warning("UNSUPPORTED_LANGUAGE", id, format!("{e}; otherwise the node fails when it runs")),
+        Ok(language) if node.code.is_some() || node.module.is_some() => report.node_warning(
+            "CODE_NEEDS_CONSENT",
+            id,
+            format!(
+                "runs {language} code from this file, which needs your consent: `switchyard run --allow-code`, `switchyard trust FILE`, or allow it when the app asks"
+            ),
+        ),
+        Ok(_) => report.node_warning(
+            "NO_CODE",
+            id,
+            "this script node has no code or module, so it fails when it runs; write its code or pin its output".into(),
+        ),
+    }
+}
+
 fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: &mut Report) {
     let starts: Vec<&str> =
         workflow.nodes.iter().filter(|n| n.node_type == NodeType::Start).map(|n| n.id.as_str()).collect();
@@ -183,6 +214,9 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
             if let Some(model) = node.model.as_ref().or(workflow.defaults.model.as_ref()) {
                 check_model_ref(model, id, options, report);
             }
+        }
+        if node.node_type == NodeType::Script && node.pinned.is_none() {
+            check_code_step(node, report);
         }
     }
     if let Some(schema) = &workflow.input_schema {

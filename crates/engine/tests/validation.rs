@@ -249,3 +249,39 @@ fn references_are_checked_in_one_pass_on_large_graphs() {
     assert_eq!(found.len(), 1, "{:?}", &found[..found.len().min(3)]);
     assert_eq!((found[0].code, found[0].node.as_deref()), ("REFERENCE_NOT_UPSTREAM", Some("last")));
 }
+
+#[test]
+fn every_code_step_is_reported_as_needing_consent_and_one_that_cannot_run_says_why() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: py, type: script, language: python, code: 'return {}'}
+  - {id: pinned, type: script, language: python, code: 'return {}', pinned: {a: 1}}
+  - {id: prolog, type: script, language: prolog, code: 'x :- y.'}
+  - {id: empty, type: script, language: python}
+  - {id: both, type: script, language: javascript, code: 'return {}', module: ./m.mjs}
+edges:
+  - {from: start, to: py}
+  - {from: py, to: pinned}
+  - {from: pinned, to: prolog}
+  - {from: prolog, to: empty}
+  - {from: empty, to: both}",
+    );
+    let report = switchyard_engine::validate::validate(&wf, &Default::default());
+    let found: Vec<(&str, &str)> = report
+        .errors
+        .iter()
+        .chain(&report.warnings)
+        .filter_map(|f| Some((f.code, f.node.as_deref()?)))
+        .collect();
+    for expected in [
+        ("CODE_NEEDS_CONSENT", "py"),
+        ("UNSUPPORTED_LANGUAGE", "prolog"),
+        ("NO_CODE", "empty"),
+        ("CODE_AND_MODULE", "both"),
+        ("CODE_NEEDS_CONSENT", "both"),
+    ] {
+        assert!(found.contains(&expected), "{expected:?} missing from {found:?}");
+    }
+    assert!(!found.iter().any(|(_, node)| *node == "pinned"), "a pinned step runs no code: {found:?}");
+}
