@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::{json, Value};
-use switchyard_engine::events::{Collector, Event, EventKind, Observer, RunLog};
 use switchyard_engine::code::consent::TrustStore;
+use switchyard_engine::events::{Collector, Event, EventKind, Observer, RunLog};
 use switchyard_engine::format::{self, Format, Loaded};
 use switchyard_engine::providers::{Providers, Settings};
 use switchyard_engine::run::{self, Outcome, Runtime};
@@ -349,9 +349,8 @@ struct RunArgs {
 
 fn parse_input(raw: &str) -> Result<Value, Unusable> {
     let text = match raw.strip_prefix('@') {
-        Some(path) => {
-            std::fs::read_to_string(path).map_err(|e| coded("INPUT_UNREADABLE", format!("cannot read input file {path}: {e}")))?
-        }
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| coded("INPUT_UNREADABLE", format!("cannot read input file {path}: {e}")))?,
         None => raw.to_string(),
     };
     Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
@@ -517,7 +516,9 @@ fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Un
     let trust = TrustStore::default_location();
     let workflow_ref = WorkflowRef::new(file, format);
     if forget {
-        let removed = trust.forget(&workflow_ref.path.display().to_string()).map_err(|e| coded("TRUST_UNREADABLE", e.to_string()))?;
+        let removed = trust
+            .forget(&workflow_ref.path.display().to_string())
+            .map_err(|e| coded("TRUST_UNREADABLE", e.to_string()))?;
         println!("{}: forgot {removed} trusted version(s); its code needs consent again", file.display());
         return Ok(0);
     }
@@ -531,10 +532,10 @@ fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Un
         .trust(fingerprint, &workflow_ref.path.display().to_string())
         .map_err(|e| coded("TRUST_UNREADABLE", e.to_string()))?;
     for step in &consent.steps {
-        let what = step.module.as_deref().map_or_else(
-            || format!("{} line(s)", step.source.lines().count()),
-            |m| format!("module {m}"),
-        );
+        let what = step
+            .module
+            .as_deref()
+            .map_or_else(|| format!("{} line(s)", step.source.lines().count()), |m| format!("module {m}"));
         println!("  {} ({}): {what}", step.node, step.language);
     }
     println!(
@@ -628,7 +629,13 @@ fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, U
     let (log, mut observers) = sinks(None, &events, json)?;
     let produced = Collector::default();
     observers.push(Arc::new(produced.clone()));
-    let runtime = Runtime { model: Arc::new(Providers::new(&Settings::default())), script: None, log, observers, code: Default::default() };
+    let runtime = Runtime {
+        model: Arc::new(Providers::new(&Settings::default())),
+        script: None,
+        log,
+        observers,
+        code: Default::default(),
+    };
     let outcome =
         run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(unusable)?;
     if json {

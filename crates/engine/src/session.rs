@@ -161,11 +161,7 @@ pub fn code_for(
     } else {
         Consent::check(workflow, &dir, trust)?
     };
-    let code = Code {
-        allowed: consent.granted(),
-        dir: Some(dir),
-        interpreters: Code::interpreters_from_env(),
-    };
+    let code = Code { allowed: consent.granted(), dir: Some(dir), interpreters: Code::interpreters_from_env() };
     Ok((code, consent))
 }
 

@@ -106,7 +106,11 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
 fn check_code_step(node: &crate::Node, report: &mut Report) {
     let id = node.id.as_str();
     if node.code.is_some() && node.module.is_some() {
-        report.node_error("CODE_AND_MODULE", id, "a script node runs `code` or a `module`, not both; remove one".into());
+        report.node_error(
+            "CODE_AND_MODULE",
+            id,
+            "a script node runs `code` or a `module`, not both; remove one".into(),
+        );
     }
     if node.language.as_deref() == Some("tea-action") {
         report.node_warning(

@@ -98,7 +98,11 @@ async fn a_value_that_is_not_an_object_is_the_outputs_result_and_a_python_body_w
         ("lua", "return 'text'", json!({"result": "text"})),
         ("python", "return None", json!({})),
         ("javascript", "", json!({})),
-        ("python", "import os\ntotal = 1 + 2\n_hidden = 5\ndef helper(): pass\nlabel = f'n={total}'", json!({"total": 3, "label": "n=3"})),
+        (
+            "python",
+            "import os\ntotal = 1 + 2\n_hidden = 5\ndef helper(): pass\nlabel = f'n={total}'",
+            json!({"total": 3, "label": "n=3"}),
+        ),
     ] {
         let ran = run_code(&one_step(language, code, ""), "", None, dir.path()).await;
         assert_eq!(ran.data("step"), expected, "{language}: {code}");
@@ -183,7 +187,6 @@ async fn a_missing_interpreter_fails_the_step_with_what_to_install() {
             allowed: true,
             dir: Some(dir.path().into()),
             interpreters: BTreeMap::from([(language, PathBuf::from("/nonexistent/interpreter"))]),
-            ..Code::default()
         };
         let ran = run_code_with(&one_step(language.name(), "return {}", ""), "", None, code).await;
         let error = ran.error("step");

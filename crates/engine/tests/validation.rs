@@ -268,12 +268,8 @@ edges:
   - {from: empty, to: both}",
     );
     let report = switchyard_engine::validate::validate(&wf, &Default::default());
-    let found: Vec<(&str, &str)> = report
-        .errors
-        .iter()
-        .chain(&report.warnings)
-        .filter_map(|f| Some((f.code, f.node.as_deref()?)))
-        .collect();
+    let found: Vec<(&str, &str)> =
+        report.errors.iter().chain(&report.warnings).filter_map(|f| Some((f.code, f.node.as_deref()?))).collect();
     for expected in [
         ("CODE_NEEDS_CONSENT", "py"),
         ("UNSUPPORTED_LANGUAGE", "prolog"),

@@ -68,7 +68,8 @@ fn execute(
     }
     let print_fn = lua
         .create_function(move |_, values: mlua::Variadic<mlua::Value>| {
-            let parts: Vec<String> = values.iter().map(|v| v.to_string().unwrap_or_else(|_| format!("{v:?}"))).collect();
+            let parts: Vec<String> =
+                values.iter().map(|v| v.to_string().unwrap_or_else(|_| format!("{v:?}"))).collect();
             let _ = lines.send(parts.join("\t"));
             Ok(())
         })
@@ -93,8 +94,7 @@ fn execute(
         return Err(CodeError::TimedOut(timeout.as_secs()));
     }
     let value = result.map_err(failed)?;
-    lua.from_value::<Value>(value)
-        .map_err(|e| CodeError::BadOutput(format!("cannot be read as data: {}", describe(e))))
+    lua.from_value::<Value>(value).map_err(|e| CodeError::BadOutput(format!("cannot be read as data: {}", describe(e))))
 }
 
 /// A Lua error as one line: the innermost message with its `node:line:` prefix.

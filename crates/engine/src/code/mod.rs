@@ -48,10 +48,14 @@ impl Code {
     /// Interpreter overrides from `SWITCHYARD_PYTHON`, `SWITCHYARD_NODE` and `SWITCHYARD_BASH`, as both shells
     /// read them.
     pub fn interpreters_from_env() -> BTreeMap<Language, PathBuf> {
-        [(Language::Python, "SWITCHYARD_PYTHON"), (Language::JavaScript, "SWITCHYARD_NODE"), (Language::Bash, "SWITCHYARD_BASH")]
-            .into_iter()
-            .filter_map(|(language, var)| std::env::var_os(var).map(|path| (language, PathBuf::from(path))))
-            .collect()
+        [
+            (Language::Python, "SWITCHYARD_PYTHON"),
+            (Language::JavaScript, "SWITCHYARD_NODE"),
+            (Language::Bash, "SWITCHYARD_BASH"),
+        ]
+        .into_iter()
+        .filter_map(|(language, var)| std::env::var_os(var).map(|path| (language, PathBuf::from(path))))
+        .collect()
     }
 }
 
@@ -166,7 +170,9 @@ impl CodeRunner {
                 let request = self.request(call)?;
                 let mut worker = match self.take_idle(call.language) {
                     Some(w) => w,
-                    None => Worker::start(call.language, &self.program(call.language), &self.dir(), &self.environment())?,
+                    None => {
+                        Worker::start(call.language, &self.program(call.language), &self.dir(), &self.environment())?
+                    }
                 };
                 let answer = worker.call(&request, call.timeout, print).await;
                 if worker.reusable() {

@@ -142,7 +142,10 @@ fn spawn(
     env: &[(String, String)],
 ) -> Result<Child, CodeError> {
     if !dir.is_dir() {
-        return Err(CodeError::Failed(format!("code runs in the workflow's folder, {}, which does not exist", dir.display())));
+        return Err(CodeError::Failed(format!(
+            "code runs in the workflow's folder, {}, which does not exist",
+            dir.display()
+        )));
     }
     // Cleared first: variables set on `command` before this call would be lost.
     command

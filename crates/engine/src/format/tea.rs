@@ -280,8 +280,9 @@ fn run_body(node: &mut Node, raw: &Value, notes: &mut Vec<String>) -> Result<(),
             run.get("code").and_then(Value::as_str).unwrap_or_default().to_string(),
         ),
         other => {
-            return Err(LoadError::new(format!("node `{name}`: `run` must be code, not {other}"))
-                .with_code("TEA_INVALID_RUN"))
+            return Err(
+                LoadError::new(format!("node `{name}`: `run` must be code, not {other}")).with_code("TEA_INVALID_RUN")
+            )
         }
     };
     if let Err(e) = crate::code::Language::parse(Some(language)) {
@@ -398,12 +399,15 @@ fn expand_while(
     let check = workflow.nodes.iter_mut().find(|n| n.id == name).expect("the loop node exists");
     check.node_type = NodeType::If;
     check.name = Some(format!("while {}", raw["condition"].as_str().unwrap_or("")));
-    check.conditions =
-        Some(vec![Condition { operator: ConditionOperator::Expression, value: format!("({condition}) and iteration <= {max}") }]);
+    check.conditions = Some(vec![Condition {
+        operator: ConditionOperator::Expression,
+        value: format!("({condition}) and iteration <= {max}"),
+    }]);
     let mut previous = name.to_string();
     let mut first = true;
     for (i, body) in raw["body"].as_array().expect("checked").iter().enumerate() {
-        let base = body.get("name").and_then(Value::as_str).map_or_else(|| format!("{name}_body_{}", i + 1), str::to_string);
+        let base =
+            body.get("name").and_then(Value::as_str).map_or_else(|| format!("{name}_body_{}", i + 1), str::to_string);
         let mut id = base.clone();
         while used_ids.contains(&id) {
             id = format!("{name}.{base}");

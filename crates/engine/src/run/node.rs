@@ -38,7 +38,9 @@ pub(super) async fn execute(shared: Arc<Shared>, node: usize, scope: Scope) -> N
             let items = match template::evaluate(&for_each.items, &scope) {
                 Ok(Value::Array(items)) => Ok(items),
                 Ok(Value::Null) => Ok(Vec::new()),
-                Ok(other) => Err(format!("`for_each.items` ({}) gave {}, not a list", for_each.items, code::kind_of(&other))),
+                Ok(other) => {
+                    Err(format!("`for_each.items` ({}) gave {}, not a list", for_each.items, code::kind_of(&other)))
+                }
                 Err(e) => Err(format!("`for_each.items` ({}) could not be evaluated: {e}", for_each.items)),
             };
             match items {
@@ -125,7 +127,8 @@ async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<
         });
     }
     if n.language.as_deref() == Some("tea-action") {
-        let action = n.code.as_deref().unwrap_or_default().lines().find_map(|l| l.strip_prefix("uses: ")).unwrap_or("?");
+        let action =
+            n.code.as_deref().unwrap_or_default().lines().find_map(|l| l.strip_prefix("uses: ")).unwrap_or("?");
         return Err(ModelError::fatal(format!(
             "TEA action `{}` is not supported yet: pin this node's output or answer it from a script file",
             action.trim()
@@ -173,17 +176,37 @@ fn code_names(shared: &Shared, node: usize, scope: &Scope, code: &str) -> serde_
     let mut names = serde_json::Map::new();
     let state = scope.state_json();
     if code.contains("parallel_results") {
-        let mut results = Vec::new();
-        for &e in &shared.topo.incoming[node] {
-            let Some((from, _)) = shared.topo.ends[e] else { continue };
-            let id = &shared.workflow.nodes[from].id;
-            let Some(output) = scope.results.get(id) else { continue };
-            let mut branch_state = state.clone();
-            if let (Value::Object(merged), Value::Object(own)) = (&mut branch_state, &**output) {
-                merged.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
-            }
-            results.push(json!({"branch": id, "output": **output, "state": branch_state, "success": true, "error": null}));
-        }
+        // Each branch's state as TEA gives it: the state here, without what only the other branches wrote, with
+        // this branch's output merged.
+        let branches: Vec<(&String, &Arc<Value>)> = shared.topo.incoming[node]
+            .iter()
+            .filter_map(|&e| shared.topo.ends[e])
+            .filter_map(|(from, _)| {
+                let id = &shared.workflow.nodes[from].id;
+                scope.results.get(id).map(|output| (id, output))
+            })
+            .collect();
+        let written = |output: &Value| -> Vec<String> {
+            output.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+        };
+        let results: Vec<Value> = branches
+            .iter()
+            .map(|(id, output)| {
+                let mut branch_state = state.clone();
+                let own = written(output);
+                if let Value::Object(merged) = &mut branch_state {
+                    for (_, theirs) in branches.iter().filter(|(other, _)| other != id) {
+                        for key in written(theirs).iter().filter(|k| !own.contains(k)) {
+                            merged.remove(key);
+                        }
+                    }
+                    if let Value::Object(mine) = &***output {
+                        merged.extend(mine.iter().map(|(k, v)| (k.clone(), v.clone())));
+                    }
+                }
+                json!({"branch": id, "output": ***output, "state": branch_state, "success": true, "error": null})
+            })
+            .collect();
         names.insert("parallel_results".into(), Value::Array(results));
     }
     names.insert("state".into(), state);

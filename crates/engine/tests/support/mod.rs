@@ -173,10 +173,21 @@ pub fn runtime(script: Arc<Script>, model: Arc<Recording>, observers: Vec<Arc<dy
 
 /// Runs a workflow whose code steps run (consent given, in `dir`), with a script for its agents; then replays it.
 pub async fn run_code(wf: &Workflow, script_yaml: &str, input: Option<Value>, dir: &std::path::Path) -> Ran {
-    run_code_with(wf, script_yaml, input, switchyard_engine::code::Code { allowed: true, dir: Some(dir.into()), ..Default::default() }).await
+    run_code_with(
+        wf,
+        script_yaml,
+        input,
+        switchyard_engine::code::Code { allowed: true, dir: Some(dir.into()), ..Default::default() },
+    )
+    .await
 }
 
-pub async fn run_code_with(wf: &Workflow, script_yaml: &str, input: Option<Value>, code: switchyard_engine::code::Code) -> Ran {
+pub async fn run_code_with(
+    wf: &Workflow,
+    script_yaml: &str,
+    input: Option<Value>,
+    code: switchyard_engine::code::Code,
+) -> Ran {
     let report = validate::validate(wf, &Options::default());
     assert!(report.is_ok(), "test workflow does not validate: {:?}", report.errors);
     let script = script(script_yaml);
