@@ -562,3 +562,77 @@ fn a_paused_run_resumed_by_one_process_while_another_lists_runs() {
     let (_, runs) = cli.json(&["runs", "--json"]);
     assert_eq!(runs[0]["status"], "completed");
 }
+
+#[test]
+fn code_runs_with_allow_code_or_a_trusted_fingerprint_and_never_without_consent() {
+    let cli = Cli::new();
+    let fixture = repo().join("../shared/fixtures/the_edge_agent/parallel_fanout.yaml").to_string_lossy().into_owned();
+    // Refused: the run fails at the first code step, says how to allow it, and validation said so before.
+    let out = cli.run(&["run", &fixture, "--no-store"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("will not run without your consent") && err.contains("--allow-code"), "{err}");
+    assert!(err.contains("switchyard trust"), "{err}");
+    let (_, report) = cli.json(&["validate", &fixture, "--json"]);
+    let warned: Vec<&str> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "CODE_NEEDS_CONSENT")
+        .map(|f| f["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(warned, ["start_node", "branch_1", "branch_2", "branch_3", "fan_in"]);
+    // Given for one run.
+    let (code, r) = cli.json(&["run", &fixture, "--no-store", "--allow-code", "--json"]);
+    assert_eq!((code, r["state"]["count"].clone()), (0, serde_json::json!(6)));
+    // Given for this version of the code: trusted, it runs; changed, it is refused again.
+    let copy = cli.write("fanout.yaml", &std::fs::read_to_string(&fixture).unwrap());
+    let out = cli.run(&["trust", &copy]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("trusted 5 code step(s)"));
+    let (code, r) = cli.json(&["run", &copy, "--no-store", "--json"]);
+    assert_eq!((code, r["state"]["count"].clone()), (0, serde_json::json!(6)));
+    let changed = std::fs::read_to_string(&copy).unwrap().replace("return {\"count\": 3}", "return {\"count\": 30}");
+    std::fs::write(&copy, changed).unwrap();
+    let (code, r) = cli.json(&["run", &copy, "--no-store", "--json"]);
+    assert_eq!((code, r["status"].clone()), (1, serde_json::json!("failed")));
+    assert!(r["error"].as_str().unwrap().contains("consent"));
+    assert_eq!(cli.run(&["trust", "--forget", &copy]).status.code(), Some(0));
+    // A missing interpreter names what to install.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["run", &fixture, "--no-store", "--allow-code", "--json"])
+        .env("SWITCHYARD_HOME", cli.home.path())
+        .env("SWITCHYARD_PYTHON", "/nonexistent/python3")
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["error"].as_str().unwrap().contains("install Python 3"), "{r}");
+}
+
+#[test]
+fn with_json_a_command_that_cannot_go_on_still_prints_one_json_object() {
+    let cli = Cli::new();
+    let (code, r) = cli.json(&["validate", "no/such/file.yaml", "--json"]);
+    assert_eq!(code, 2);
+    assert_eq!(r["errors"][0]["code"], "INVALID_FILE");
+    let broken = cli.write("broken.yaml", "switchyard: 1\nname: x\nnodes:\n  - id: a\n   type: start\n");
+    let (code, r) = cli.json(&["validate", &broken, "--json"]);
+    assert_eq!(
+        (code, r["errors"][0]["code"].clone(), r["errors"][0]["line"].clone()),
+        (2, "PARSE_ERROR".into(), 5.into())
+    );
+    let cycle = cli.write(
+        "cycle.yaml",
+        "switchyard: 1\nname: c\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\n  - {id: b, type: agent}\nedges:\n  - {from: start, to: a}\n  - {from: a, to: b}\n  - {from: b, to: a}\n",
+    );
+    let (code, r) = cli.json(&["run", &cycle, "--script", "examples/alert-triage.script.yaml", "--json"]);
+    assert_eq!((code, r["status"].clone()), (2, serde_json::json!("invalid")));
+    assert!(r["errors"].as_array().unwrap().iter().any(|e| e["code"] == "UNBOUNDED_CYCLE"), "{r}");
+    let (code, r) = cli.json(&["run", &broken, "--json"]);
+    assert_eq!(
+        (code, r["status"].clone(), r["errors"][0]["code"].clone()),
+        (2, "invalid".into(), "PARSE_ERROR".into())
+    );
+    let (code, r) = cli.json(&["show", "no-such-run", "--json"]);
+    assert_eq!((code, r["errors"][0]["code"].clone()), (2, "NO_SUCH_RUN".into()));
+}
