@@ -335,6 +335,68 @@ fn sweny_instructions_load_from_files_and_errors_are_clear() {
 }
 
 #[test]
+fn sweny_files_its_own_loader_refuses_are_refused_with_a_code_and_the_place() {
+    let nodes =
+        "nodes:\n  a: {name: A, instruction: hi}\n  b: {name: B, instruction: hi}\n  c: {name: C, instruction: hi}\n";
+    let cases = [
+        (format!("id: f\nname: F\n{nodes}edges: []\n"), "MISSING_ENTRY", "`entry` must name"),
+        (format!("id: f\nname: F\nentry: z\n{nodes}edges: []\n"), "MISSING_ENTRY", "`entry: z` names no node"),
+        (
+            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: b}}\n  - {{from: a, to: c}}\n"),
+            "AMBIGUOUS_EDGES",
+            "node `a` has 2 unconditional edges (to b, c)",
+        ),
+        (
+            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: q}}\n"),
+            "UNKNOWN_EDGE_TARGET",
+            "`to: q`",
+        ),
+        (
+            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: q, to: a, when: x}}\n"),
+            "UNKNOWN_EDGE_SOURCE",
+            "`from: q`",
+        ),
+        (
+            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: b, max_iterations: 0}}\n"),
+            "INVALID_MAX_ITERATIONS",
+            "at least 1",
+        ),
+        (
+            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: b, when: ''}}\n"),
+            "INVALID_EDGE",
+            "non-empty",
+        ),
+        (
+            "id: f\nname: F\nentry: a\nnodes:\n  a: {instruction: hi}\nedges: []\n".into(),
+            "INVALID_NODE",
+            "`name` is required",
+        ),
+        (
+            "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A}\nedges: []\n".into(),
+            "MISSING_INSTRUCTION",
+            "`instruction`",
+        ),
+        // What SWEny's schema constrains beyond these: here `id` is required and `output` must be an object.
+        (format!("name: F\nentry: a\n{nodes}edges: []\n"), "SWENY_SCHEMA", "\"id\" is a required property"),
+        (
+            "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: hi, output: 3}\nedges: []\n".into(),
+            "SWENY_SCHEMA",
+            "`/nodes/a/output`",
+        ),
+    ];
+    for (text, code, says) in cases {
+        let e = format::load_str(&text, Some(Format::Sweny), Some(Path::new("flow.yml"))).unwrap_err();
+        assert_eq!(e.code, code, "{text}");
+        assert!(e.to_string().contains(says) && e.to_string().contains("flow.yml"), "{e}");
+    }
+    // One unconditional edge beside conditional ones is fine.
+    let ok = format!(
+        "id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: b}}\n  - {{from: a, to: c, when: it failed}}\n"
+    );
+    assert!(format::load_str(&ok, Some(Format::Sweny), None).is_ok());
+}
+
+#[test]
 fn formats_are_detected_from_content_and_can_be_forced() {
     let cases = [
         ("switchyard: 1\nname: x\nnodes: []\n", Format::Switchyard),

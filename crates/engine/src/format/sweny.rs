@@ -12,6 +12,33 @@ use crate::document::{Edge, Node, NodeType, OnError, Retry, Workflow};
 const KNOWN_TOP: &[&str] = &["id", "name", "description", "entry", "nodes", "edges", "$schema"];
 const KNOWN_NODE: &[&str] = &["name", "instruction", "skills", "output", "retry"];
 
+/// SWEny's published JSON Schema for its format (MIT), as its loader enforces it.
+const SWENY_SCHEMA: &str = include_str!("../../../../schema/sweny-workflow.schema.json");
+
+/// Refuses what SWEny's own schema refuses, naming the place (`/nodes/gather/instruction`) and what is wrong.
+fn check_schema(value: &Value) -> Result<(), LoadError> {
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let validator = VALIDATOR.get_or_init(|| {
+        let schema: Value = serde_json::from_str(SWENY_SCHEMA).expect("the bundled SWEny schema is JSON");
+        jsonschema::validator_for(&schema).expect("the bundled SWEny schema compiles")
+    });
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .take(3)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            format!("{}: {e}", if at.is_empty() { "the file".to_string() } else { format!("`{at}`") })
+        })
+        .collect();
+    match problems.first() {
+        None => Ok(()),
+        Some(_) => {
+            Err(LoadError::new(format!("not a valid SWEny workflow: {}", problems.join("; ")))
+                .with_code("SWENY_SCHEMA"))
+        }
+    }
+}
+
 pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<String>), LoadError> {
     let mut notes = Vec::new();
     let top = value.as_object().expect("detect() checked the top level is a map");
@@ -22,16 +49,15 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
         notes.push(format!("top-level field `{key}` has no Switchyard equivalent and was left out"));
     }
 
-    let entry = top
-        .get("entry")
-        .and_then(Value::as_str)
-        .ok_or_else(|| LoadError::new("`entry` must name the node the workflow starts at"))?;
     let nodes = top.get("nodes").and_then(Value::as_object).expect("detect() checked `nodes` is a map");
+    let node_list = || nodes.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+    let entry = top.get("entry").and_then(Value::as_str).filter(|e| !e.is_empty()).ok_or_else(|| {
+        LoadError::new(format!("`entry` must name the node the workflow starts at (one of: {})", node_list()))
+            .with_code("MISSING_ENTRY")
+    })?;
     if !nodes.contains_key(entry) {
-        return Err(LoadError::new(format!(
-            "`entry: {entry}` names no node; the nodes are: {}",
-            nodes.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
-        )));
+        return Err(LoadError::new(format!("`entry: {entry}` names no node; the nodes are: {}", node_list()))
+            .with_code("MISSING_ENTRY"));
     }
 
     let mut start_id = "start".to_string();
@@ -42,14 +68,23 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
 
     let mut skills_seen: Vec<String> = Vec::new();
     for (id, raw) in nodes {
-        let raw = raw
-            .as_object()
-            .ok_or_else(|| LoadError::new(format!("node `{id}`: must be a mapping with `name` and `instruction`")))?;
+        let raw = raw.as_object().ok_or_else(|| {
+            LoadError::new(format!("node `{id}`: must be a mapping with `name` and `instruction`"))
+                .with_code("INVALID_NODE")
+        })?;
         let mut node = Node::new(id.clone(), NodeType::Agent);
         node.name = raw.get("name").and_then(Value::as_str).map(str::to_string);
         node.on_error = Some(OnError::Continue);
-        let instruction =
-            raw.get("instruction").ok_or_else(|| LoadError::new(format!("node `{id}`: `instruction` is required")))?;
+        match raw.get("name") {
+            Some(Value::String(n)) if !n.trim().is_empty() => {}
+            _ => {
+                return Err(LoadError::new(format!("node `{id}`: `name` is required (a non-empty string)"))
+                    .with_code("INVALID_NODE"))
+            }
+        }
+        let instruction = raw.get("instruction").ok_or_else(|| {
+            LoadError::new(format!("node `{id}`: `instruction` is required")).with_code("MISSING_INSTRUCTION")
+        })?;
         node.user_prompt = Some(instruction_text(id, instruction, base_dir, &mut notes)?);
         node.output_schema = raw.get("output").cloned();
         if let Some(max) = raw.get("retry").and_then(|r| r.get("max")).and_then(Value::as_u64) {
@@ -79,19 +114,48 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
     let edges = match top.get("edges") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a.clone(),
-        Some(_) => return Err(LoadError::new("`edges` must be a list of {from, to, when?, max_iterations?}")),
+        Some(_) => {
+            return Err(LoadError::new("`edges` must be a list of {from, to, when?, max_iterations?}")
+                .with_code("INVALID_EDGE"))
+        }
     };
+    let mut unconditional: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
     for (i, raw) in edges.iter().enumerate() {
         let text = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_string);
         let (Some(from), Some(to)) = (text("from"), text("to")) else {
-            return Err(LoadError::new(format!("edges[{i}]: `from` and `to` must be node ids")));
+            return Err(
+                LoadError::new(format!("edges[{i}]: `from` and `to` must be node ids")).with_code("INVALID_EDGE")
+            );
         };
+        for (end, id, code) in [("from", &from, "UNKNOWN_EDGE_SOURCE"), ("to", &to, "UNKNOWN_EDGE_TARGET")] {
+            if !nodes.contains_key(id.as_str()) {
+                return Err(LoadError::new(format!(
+                    "edges[{i}]: `{end}: {id}` names no node; the nodes are: {}",
+                    node_list()
+                ))
+                .with_code(code));
+            }
+        }
+        if let Some(when) = raw.get("when") {
+            if !when.as_str().is_some_and(|w| !w.trim().is_empty()) {
+                return Err(LoadError::new(format!(
+                    "edges[{i}] ({from} -> {to}): `when` must be a non-empty condition"
+                ))
+                .with_code("INVALID_EDGE"));
+            }
+        } else {
+            unconditional
+                .entry(raw["from"].as_str().unwrap_or_default())
+                .or_default()
+                .push(raw["to"].as_str().unwrap_or_default());
+        }
         let mut edge = Edge::new(from, to);
         edge.when = text("when");
         edge.max_iterations = match raw.get("max_iterations") {
             None | Some(Value::Null) => None,
-            Some(v) => Some(v.as_i64().ok_or_else(|| {
-                LoadError::new(format!("edges[{i}]: `max_iterations` must be a whole number of at least 1"))
+            Some(v) => Some(v.as_i64().filter(|&n| n >= 1).ok_or_else(|| {
+                LoadError::new(format!("edges[{i}]: `max_iterations` must be a whole number of at least 1, not {v}"))
+                    .with_code("INVALID_MAX_ITERATIONS")
             })?),
         };
         if let Some(obj) = raw.as_object() {
@@ -101,6 +165,19 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
         }
         workflow.edges.push(edge);
     }
+    // SWEny routes to exactly one next node: two unconditional ways out leave it nothing to decide between.
+    let mut ambiguous: Vec<(&&str, &Vec<&str>)> = unconditional.iter().filter(|(_, to)| to.len() > 1).collect();
+    ambiguous.sort();
+    if let Some((from, to)) = ambiguous.first() {
+        return Err(LoadError::new(format!(
+            "node `{from}` has {} unconditional edges (to {}); SWEny follows exactly one: give all but one a `when`",
+            to.len(),
+            to.join(", ")
+        ))
+        .with_code("AMBIGUOUS_EDGES"));
+    }
+    // Then everything else SWEny's schema constrains, including fields approximated or left out here.
+    check_schema(value)?;
     super::layered_positions(&mut workflow);
     Ok((workflow, notes))
 }
