@@ -137,7 +137,7 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
             }
         }
         if let Some(when) = raw.get("when") {
-            if !when.as_str().is_some_and(|w| !w.trim().is_empty()) {
+            if when.as_str().is_none_or(|w| w.trim().is_empty()) {
                 return Err(LoadError::new(format!(
                     "edges[{i}] ({from} -> {to}): `when` must be a non-empty condition"
                 ))
