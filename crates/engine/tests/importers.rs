@@ -344,7 +344,7 @@ async fn the_triage_branching_skips_dedup_and_keeps_the_bypass() {
     let wf = loaded.workflow;
     assert_eq!(
         wf.edges.iter().find(|e| e.to == "dedup").unwrap().guard.as_deref(),
-        Some("((state.similar_issues | length) > 0)")
+        Some("(((state.similar_issues or []) | length) > 0)")
     );
     assert!(wf.state.contains_key("labels"), "merge strategies carried over");
     let script = std::fs::read_to_string(scripts().join("oe-issue-triage.script.yaml")).unwrap();

@@ -121,7 +121,12 @@ fn node(id: &str, raw: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Resu
                 }
                 .to_string(),
             );
-            n.code = Some(format!("// {kind}: {implementation}"));
+            if implementation.is_empty() {
+                n.code = Some(format!("// {kind}: no impl"));
+                notes.push(format!("node `{id}`: a {kind} without `impl` has nothing to run; pin its output"));
+            } else {
+                n.module = Some(implementation.to_string());
+            }
             if kind != "tool" {
                 notes.push(format!("node `{id}`: kind `{kind}` runs as a script node"));
             }
@@ -187,12 +192,13 @@ fn add_loop(workflow: &mut Workflow, i: usize, raw: &Value) -> Result<(), LoadEr
     let body = raw["body"].as_str().filter(|b| workflow.node(b).is_some()).ok_or_else(|| {
         LoadError::new(format!("graph.loops[{i}]: `body` must name a node")).with_code("OE_LOOP_UNKNOWN_BODY")
     })?;
-    let until = raw["until"].as_str().ok_or_else(|| {
-        LoadError::new(format!("graph.loops[{i}]: `until` is required")).with_code("OE_LOOP_WITHOUT_UNTIL")
-    })?;
-    let until = translate(until).map_err(|e| {
-        LoadError::new(format!("graph.loops[{i}]: `until` does not parse: {e}")).with_code("INVALID_EXPRESSION")
-    })?;
+    // Without `until` the body simply runs `max_iters` times.
+    let until = match raw["until"].as_str() {
+        None => "false".to_string(),
+        Some(until) => translate(until).map_err(|e| {
+            LoadError::new(format!("graph.loops[{i}]: `until` does not parse: {e}")).with_code("INVALID_EXPRESSION")
+        })?,
+    };
     let max = raw["max_iters"].as_u64().unwrap_or(10).max(1);
     let done = format!("({until}) or iteration >= {max}");
     for e in workflow.edges.iter_mut().filter(|e| e.from == body) {
@@ -362,12 +368,19 @@ impl Parser {
         self.comparison()
     }
 
+    /// An ordering comparison with a missing (or null) side is false, as OpenExpertise evaluates it, never an error.
     fn comparison(&mut self) -> Result<String, String> {
         let left = self.primary()?;
         for op in ["==", "!=", "<=", ">=", "<", ">"] {
             if self.peek(op) {
                 self.at += 1;
-                return Ok(format!("({left} {op} {})", self.primary()?));
+                let right = self.primary()?;
+                if op == "==" || op == "!=" {
+                    return Ok(format!("({left} {op} {right})"));
+                }
+                return Ok(format!(
+                    "(({left} {op} {right}) if ({left} is defined and {left} is not none and {right} is defined and {right} is not none) else false)"
+                ));
             }
         }
         Ok(left)
@@ -390,7 +403,8 @@ impl Parser {
                     self.expect("(")?;
                     let inner = self.or()?;
                     self.expect(")")?;
-                    Ok(format!("({inner} | length)"))
+                    // A missing list has length 0.
+                    Ok(format!("(({inner} or []) | length)"))
                 }
                 other => Err(format!("unknown name `{other}` at position {} (paths start with `$.`)", token.position)),
             },
@@ -428,24 +442,39 @@ mod tests {
     use super::translate;
 
     #[test]
-    fn the_when_dsl_translates_with_precedence() {
+    fn the_when_dsl_evaluates_with_precedence_and_missing_fields_as_openexpertise_does() {
+        use crate::template::{is_true, Scope};
+        use serde_json::json;
+        let scope = |state: serde_json::Value| {
+            let mut s = Scope::new(json!({}));
+            for (k, v) in state.as_object().unwrap() {
+                s.state.insert(k.clone(), v.clone());
+            }
+            s.item = Some((json!({"key": 1}), 2));
+            s
+        };
         let cases = [
-            ("length($.similar_issues) > 0", "(($.similar_issues | length) > 0)"),
-            ("$.is_duplicate == true", "(state.is_duplicate == true)"),
-            (
-                "length($.findings) > 0 && $.risk_score > 0.5",
-                "((($.findings | length) > 0) and (state.risk_score > 0.5))",
-            ),
-            ("!$.skipped_by_user", "(not state.skipped_by_user)"),
-            ("$.a || $.b && !$.c", "(state.a or (state.b and (not state.c)))"),
-            ("($.a || $.b) && $.c != 'x'", "((state.a or state.b) and (state.c != \"x\"))"),
-            ("$.summary.flags == null", "(state.summary.flags == none)"),
-            ("$item.key <= $index", "(item.key <= index)"),
+            ("length($.similar_issues) > 0", json!({"similar_issues": [1]}), true),
+            ("$.is_duplicate == true", json!({"is_duplicate": true}), true),
+            ("length($.findings) > 0 && $.risk_score > 0.5", json!({"findings": [1], "risk_score": 0.7}), true),
+            ("length($.findings) > 0 && $.risk_score > 0.5", json!({"findings": [1], "risk_score": 0.2}), false),
+            ("!$.skipped_by_user", json!({}), true),
+            ("$.a || $.b && !$.c", json!({"b": true, "c": true}), false),
+            ("$.a || $.b && !$.c", json!({"a": true, "c": true}), true),
+            ("($.a || $.b) && $.c != 'x'", json!({"b": 1, "c": "y"}), true),
+            ("$.summary.flags == null", json!({"summary": {"flags": null}}), true),
+            ("$item.key <= $index", json!({}), true),
+            // Missing fields: length 0, comparisons false, never an error.
+            ("length($.findings) > 0", json!({}), false),
+            ("length($.findings) == 0", json!({}), true),
+            ("$.risk_score > 0.5", json!({}), false),
+            ("$.risk_score < 0.5", json!({}), false),
+            ("$.a.b >= 1", json!({"a": {}}), false),
+            ("$.missing == 'x'", json!({}), false),
         ];
-        for (source, expected) in cases {
-            let expected =
-                expected.replace("$.similar_issues", "state.similar_issues").replace("$.findings", "state.findings");
-            assert_eq!(translate(source).unwrap(), expected, "{source}");
+        for (source, state, expected) in cases {
+            let expression = translate(source).unwrap_or_else(|e| panic!("{source}: {e}"));
+            assert_eq!(is_true(&expression, &scope(state.clone())), Ok(expected), "{source} over {state} ({expression})");
         }
         for bad in ["$.a >", "length $.a", "$.a && || $.b", "foo($.a)", "$.a == 'x", "$. > 1", "($.a"] {
             assert!(translate(bad).is_err(), "{bad} should not parse");
