@@ -370,20 +370,33 @@ impl Parser {
 
     /// An ordering comparison with a missing (or null) side is false, as OpenExpertise evaluates it, never an error.
     fn comparison(&mut self) -> Result<String, String> {
-        let left = self.primary()?;
+        let (left, left_may_miss) = self.operand()?;
         for op in ["==", "!=", "<=", ">=", "<", ">"] {
             if self.peek(op) {
                 self.at += 1;
-                let right = self.primary()?;
-                if op == "==" || op == "!=" {
-                    return Ok(format!("({left} {op} {right})"));
+                let (right, right_may_miss) = self.operand()?;
+                let compared = format!("({left} {op} {right})");
+                let guards: Vec<String> = [(&left, left_may_miss), (&right, right_may_miss)]
+                    .into_iter()
+                    .filter(|(_, may_miss)| *may_miss && op != "==" && op != "!=")
+                    .map(|(side, _)| format!("{side} is defined and {side} is not none"))
+                    .collect();
+                if guards.is_empty() {
+                    return Ok(compared);
                 }
-                return Ok(format!(
-                    "(({left} {op} {right}) if ({left} is defined and {left} is not none and {right} is defined and {right} is not none) else false)"
-                ));
+                return Ok(format!("({compared} if ({}) else false)", guards.join(" and ")));
             }
         }
         Ok(left)
+    }
+
+    /// A comparison operand, and whether it can be missing (a path, or a parenthesized expression) rather than a
+    /// literal or a length.
+    fn operand(&mut self) -> Result<(String, bool), String> {
+        let may_miss = self.tokens.get(self.at).is_some_and(|t| {
+            t.kind == Kind::Path || (t.kind == Kind::Op && t.text == "(")
+        });
+        Ok((self.primary()?, may_miss))
     }
 
     fn primary(&mut self) -> Result<String, String> {
