@@ -5,7 +5,7 @@ import { ReactFlowProvider, useReactFlow } from "@xyflow/react";
 import { ask } from "@tauri-apps/plugin-dialog";
 import { Canvas } from "./components/Canvas";
 import { Inspector } from "./components/Inspector";
-import { ApprovalDialog, BottomPanel, HelpPanel } from "./components/Panels";
+import { ApprovalDialog, BottomPanel, CodeConsentDialog, HelpPanel } from "./components/Panels";
 import { Palette } from "./components/Palette";
 import { SettingsDialog } from "./components/SettingsDialog";
 import { Toasts } from "./components/Toasts";
@@ -122,6 +122,12 @@ function FindBox() {
   );
 }
 
+function CodeConsent() {
+  const asked = useSession((s) => s.consent);
+  if (!asked) return null;
+  return <CodeConsentDialog consent={asked.consent} onAnswer={(allow) => void useSession.getState().answerConsent(allow)} />;
+}
+
 function Approvals() {
   const pending = useRun((s) => s.pending);
   const reviewing = useSession((s) => s.reviewing);
@@ -199,6 +205,7 @@ function Workbench() {
       </div>
       <BottomPanel />
       <Approvals />
+      <CodeConsent />
       {dialogs.help && <HelpPanel onClose={() => useSession.getState().setDialog("help", false)} />}
       {dialogs.settings && settings && <SettingsDialog onClose={() => useSession.getState().setDialog("settings", false)} />}
     </div>

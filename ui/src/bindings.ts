@@ -14,6 +14,13 @@ export const commands = {
 	toYaml: (workflow: Workflow_Deserialize) => __TAURI_INVOKE<string>("to_yaml", { workflow }),
 	/**  The one validator, with providers checked unless the run will be scripted. */
 	validate: (workflow: Workflow_Deserialize, scripted: boolean) => typedError<Report_Serialize, string>(__TAURI_INVOKE("validate", { workflow, scripted })),
+	/**
+	 *  The code steps a run of this document would execute and whether this version of their code is trusted: the
+	 *  window shows them and asks before the run when it is not.
+	 */
+	codeConsent: (workflow: Workflow_Deserialize, workflowPath: string | null) => typedError<Consent_Serialize, CommandError>(__TAURI_INVOKE("code_consent", { workflow, workflowPath })),
+	/**  Records the person's consent to this version of a workflow's code (the fingerprint `code_consent` gave). */
+	trustCode: (fingerprint: string, workflowPath: string | null) => typedError<null, CommandError>(__TAURI_INVOKE("trust_code", { fingerprint, workflowPath })),
 	/**  Starts a run; its events arrive on `on_events` in batches, in order. */
 	startRun: (request: RunRequest_Deserialize, onEvents: Channel<Event_Deserialize[]>) => typedError<string, CommandError>(__TAURI_INVOKE("start_run", { request, onEvents })),
 	/**  Continues a paused run stored by an earlier session (or this one), streaming its events like `start_run`. */
@@ -61,6 +68,29 @@ export type AgentTools_Serialize = {
 	subagents?: boolean,
 };
 
+/**  One code step as the person is shown it before consenting. */
+export type CodeStep = CodeStep_Serialize | CodeStep_Deserialize;
+
+/**  One code step as the person is shown it before consenting. */
+export type CodeStep_Deserialize = {
+	node: string,
+	language: string,
+	/**  The module file, for a step that calls one. */
+	module?: string | null,
+	/**  The code: the node's body, or the module file's text (or why it cannot be read). */
+	source: string,
+};
+
+/**  One code step as the person is shown it before consenting. */
+export type CodeStep_Serialize = {
+	node: string,
+	language: string,
+	/**  The module file, for a step that calls one. */
+	module?: string,
+	/**  The code: the node's body, or the module file's text (or why it cannot be read). */
+	source: string,
+};
+
 /**  An error as the window receives it. */
 export type CommandError = {
 	/**  Stable SCREAMING_SNAKE code, e.g. `SETTINGS_INVALID`. */
@@ -89,6 +119,23 @@ export type Condition_Deserialize = {
 export type Condition_Serialize = {
 	operator: ConditionOperator,
 	value: string,
+};
+
+/**  What a run of this workflow needs: the steps, their fingerprint, and whether that version is trusted. */
+export type Consent = Consent_Serialize | Consent_Deserialize;
+
+/**  What a run of this workflow needs: the steps, their fingerprint, and whether that version is trusted. */
+export type Consent_Deserialize = {
+	steps: CodeStep_Deserialize[],
+	fingerprint?: string | null,
+	trusted: boolean,
+};
+
+/**  What a run of this workflow needs: the steps, their fingerprint, and whether that version is trusted. */
+export type Consent_Serialize = {
+	steps: CodeStep_Serialize[],
+	fingerprint: string | null,
+	trusted: boolean,
 };
 
 /**  Run defaults a workflow carries; a run may override them. */
@@ -415,7 +462,13 @@ export type Node_Deserialize = {
 	/**  Seconds after which the `timeout` edges are followed (or the approval rejects). */
 	timeout_seconds?: number | null,
 	language?: string | null,
+	/**  The body of the step: a function body in `language` whose returned object is the output. */
 	code?: string | null,
+	/**
+	 *  Instead of `code`: a JavaScript module, relative to the workflow file, whose default export is called
+	 *  (OpenExpertise tools).
+	 */
+	module?: string | null,
 	/**  Output data that replaces execution. */
 	pinned?: any | null,
 	on_error?: OnError | null,
@@ -453,7 +506,13 @@ export type Node_Serialize = {
 	/**  Seconds after which the `timeout` edges are followed (or the approval rejects). */
 	timeout_seconds?: number,
 	language?: string,
+	/**  The body of the step: a function body in `language` whose returned object is the output. */
 	code?: string,
+	/**
+	 *  Instead of `code`: a JavaScript module, relative to the workflow file, whose default export is called
+	 *  (OpenExpertise tools).
+	 */
+	module?: string,
 	/**  Output data that replaces execution. */
 	pinned?: any,
 	on_error?: OnError,
@@ -831,6 +890,11 @@ export type Workflow_Deserialize = {
 	defaults?: Defaults_Deserialize,
 	/**  How results merge into `state`, per key (default: the latest value wins). */
 	state?: { [key in string]: StateField },
+	/**
+	 *  Environment variables code steps receive, by name. Their values come from the environment Switchyard runs
+	 *  in when the step starts; they are never written to the file, the run store or events.
+	 */
+	env?: string[],
 	nodes: Node_Deserialize[],
 	edges?: Edge_Deserialize[],
 };
@@ -847,6 +911,11 @@ export type Workflow_Serialize = {
 	defaults?: Defaults_Serialize,
 	/**  How results merge into `state`, per key (default: the latest value wins). */
 	state?: { [key in string]: StateField },
+	/**
+	 *  Environment variables code steps receive, by name. Their values come from the environment Switchyard runs
+	 *  in when the step starts; they are never written to the file, the run store or events.
+	 */
+	env?: string[],
 	nodes: Node_Serialize[],
 	edges: Edge_Serialize[],
 };

@@ -1,4 +1,5 @@
 // The bottom panel (the run list, problems, raw events, importer notes), approval dialogs, and the help overlay.
+import type { Consent_Serialize as Consent } from "../bindings";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { useReactFlow } from "@xyflow/react";
 import type { Event } from "../types";
@@ -254,6 +255,34 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
           <button onClick={onClose} disabled={busy} data-testid="approval-later">Later</button>
           <button className="danger" onClick={() => decide("reject")} disabled={busy} data-testid="approval-reject">Reject</button>
           <button className="primary" onClick={() => decide("approve")} disabled={busy} data-testid="approval-approve">Approve</button>
+        </div>
+      </div>
+    </div>
+  );
+}
+
+/** Asks, before a run, whether this version of the workflow's code may run: every code step with its code. */
+export function CodeConsentDialog({ consent, onAnswer }: { consent: Consent; onAnswer: (allow: boolean) => void }) {
+  return (
+    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="consent-dialog" onKeyDown={(e) => e.key === "Escape" && onAnswer(false)}>
+      <div className="modal consent">
+        <h2>Run this workflow's code?</h2>
+        <p className="message">
+          {consent.steps.length} code step{consent.steps.length > 1 ? "s" : ""} will run on this computer, in the workflow's folder, with your user's rights. Allow only code you trust. You are asked again when the code changes.
+        </p>
+        <ol className="code-steps" data-testid="consent-steps">
+          {consent.steps.map((step) => (
+            <li key={step.node}>
+              <h4>
+                {step.node} <span className="dim">{step.language}{step.module ? ` · ${step.module}` : ""}</span>
+              </h4>
+              <pre>{step.source}</pre>
+            </li>
+          ))}
+        </ol>
+        <div className="actions">
+          <button onClick={() => onAnswer(false)} data-testid="consent-cancel" autoFocus>Don't run</button>
+          <button className="primary" onClick={() => onAnswer(true)} data-testid="consent-allow">Allow and run</button>
         </div>
       </div>
     </div>

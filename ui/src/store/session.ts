@@ -4,7 +4,7 @@
 import { create } from "zustand";
 import { Channel } from "@tauri-apps/api/core";
 import { ask, open as nativeOpen, save as nativeSave } from "@tauri-apps/plugin-dialog";
-import type { Event_Deserialize } from "../bindings";
+import type { Consent_Serialize as Consent, Event_Deserialize } from "../bindings";
 import type { Event, Settings } from "../types";
 import { commands, unwrap } from "../api";
 import { layout, needsLayout } from "../model/layout";
@@ -65,6 +65,8 @@ type SessionState = {
   /** The inspector's tab for a node, and which iteration its "Last run" tab shows (null: the latest). */
   inspector: { tab: "settings" | "run"; iteration: number | null };
   dialogs: { help: boolean; settings: boolean; find: boolean };
+  /** A run waiting for the person to allow this version of the workflow's code, and where it was to start from. */
+  consent: { consent: Consent; from?: { run: string; node: string } } | null;
 
   init: () => Promise<void>;
   open: (path: string) => Promise<void>;
@@ -78,8 +80,11 @@ type SessionState = {
   setModel: (model: string) => void;
   chooseScript: () => Promise<void>;
   clearScript: () => void;
-  /** Runs the document; `from`: from a node, with an earlier run's results upstream of it. */
+  /** Runs the document; `from`: from a node, with an earlier run's results upstream of it. A workflow whose code
+   * steps are not trusted yet first asks (`consent`). */
   run: (from?: { run: string; node: string }) => Promise<void>;
+  /** Answers the code consent question: allowed, the version is trusted and the run starts; refused, nothing runs. */
+  answerConsent: (allow: boolean) => Promise<void>;
   cancel: () => void;
   decide: (node: string, decision: "approve" | "reject", note: string) => Promise<void>;
   resumeStored: (id: string) => Promise<void>;
@@ -163,6 +168,7 @@ export const useSession = create<SessionState>((set, get) => {
     theme: "light",
     approvalNotes: {},
     reviewing: null,
+    consent: null,
     dismissed: [],
     view: { kind: "open", nonce: 0 },
     inspector: { tab: "settings", iteration: null },
@@ -273,6 +279,17 @@ export const useSession = create<SessionState>((set, get) => {
       if (runBlocked(useValidation.getState().report.errors, mode, scriptPath)) return;
       const doc = useDocument.getState();
       const wf = doc.workflow; // the graph as it is now; later edits do not change this run
+      try {
+        // Code from a file never runs without consent: once per version of the workflow's code.
+        const consent = await unwrap(commands.codeConsent(wf, doc.path));
+        if (consent.steps.length > 0 && !consent.trusted) {
+          set({ consent: { consent, from } });
+          return;
+        }
+      } catch (e) {
+        fail(`The run could not start: ${errorText(e)}`);
+        return;
+      }
       set({ dismissed: [], reviewing: null, approvalNotes: {} });
       try {
         useRun.getState().begin("", wf.nodes.map((n) => n.id));
@@ -288,6 +305,19 @@ export const useSession = create<SessionState>((set, get) => {
         useRun.setState({ status: "failed", error: errorText(e) });
         fail(`The run could not start: ${errorText(e)}`);
       }
+    },
+
+    answerConsent: async (allow) => {
+      const asked = get().consent;
+      set({ consent: null });
+      if (!asked || !allow || !asked.consent.fingerprint) return;
+      try {
+        await unwrap(commands.trustCode(asked.consent.fingerprint, useDocument.getState().path));
+      } catch (e) {
+        fail(`Could not record your consent: ${errorText(e)}`);
+        return;
+      }
+      await get().run(asked.from);
     },
 
     cancel: () => {
