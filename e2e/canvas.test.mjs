@@ -196,3 +196,45 @@ test("Settings refuses a duplicate provider id with the reason on the field", as
   assert.ok(await (await browser.$('[data-testid="settings"]')).isDisplayed(), "the dialog stays open");
   await chord(browser, [KEY.escape]);
 });
+
+test("a workflow with code asks before its first run, shows the code, runs it once allowed, and does not ask again", async () => {
+  const file = join(work, "code-steps.yaml");
+  writeFileSync(join(work, "code-steps.script.yaml"), "nodes: {}\n"); // answers nothing: the code itself runs
+  await openWorkflow(
+    "code-steps.yaml",
+    `switchyard: 1
+name: Code steps
+nodes:
+  - {id: start, type: start, position: {x: 0, y: 100}}
+  - {id: calc, type: script, language: python, code: "return {'n': 6 * 7}", position: {x: 320, y: 100}}
+  - {id: shell, type: script, language: bash, code: "echo '{\\"ok\\": true}'", position: {x: 640, y: 100}}
+edges:
+  - {from: start, to: calc}
+  - {from: calc, to: shell}
+`,
+  );
+  assert.ok(file);
+  await click(browser, await pointOf(browser, '[data-testid="run"]'));
+  const dialog = await browser.$('[data-testid="consent-dialog"]');
+  await dialog.waitForDisplayed({ timeout: 5000 });
+  const listed = await (await browser.$('[data-testid="consent-steps"]')).getText();
+  assert.match(listed, /calc[\s\S]*python[\s\S]*6 \* 7/);
+  assert.match(listed, /shell[\s\S]*bash/);
+  await click(browser, await pointOf(browser, '[data-testid="consent-cancel"]'));
+  await dialog.waitForDisplayed({ reverse: true, timeout: 3000 });
+  assert.notEqual(await browser.$(node("calc")).getAttribute("data-status"), "succeeded", "declined: nothing ran");
+
+  await click(browser, await pointOf(browser, '[data-testid="run"]'));
+  await dialog.waitForDisplayed({ timeout: 5000 });
+  await click(browser, await pointOf(browser, '[data-testid="consent-allow"]'));
+  await waitStatus(browser, "shell", "succeeded");
+  assert.equal(await browser.$(node("calc")).getAttribute("data-status"), "succeeded");
+  await browser.waitUntil(async () => /42/.test(await browser.$(node("calc")).getText()), { timeout: 3000, timeoutMsg: "calc's card does not show its output" });
+
+  // Trusted now: the next run starts at once.
+  await (await browser.$('[data-testid="run"]')).waitForClickable({ timeout: 10000 });
+  await click(browser, await pointOf(browser, '[data-testid="run"]'));
+  await browser.waitUntil(async () => (await browser.$$('[data-testid="run-list"] tbody tr')).length > 0, { timeout: 5000 });
+  assert.equal(await dialog.isExisting(), false, "a trusted version is not asked about again");
+  await waitStatus(browser, "shell", "succeeded");
+});
