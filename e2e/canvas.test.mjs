@@ -218,6 +218,7 @@ edges:
   const dialog = await browser.$('[data-testid="consent-dialog"]');
   await dialog.waitForDisplayed({ timeout: 5000 });
   const listed = await (await browser.$('[data-testid="consent-steps"]')).getText();
+  await browser.saveScreenshot(join(root, "docs/screenshots/code-consent.png"));
   assert.match(listed, /calc[\s\S]*python[\s\S]*6 \* 7/);
   assert.match(listed, /shell[\s\S]*bash/);
   await click(browser, await pointOf(browser, '[data-testid="consent-cancel"]'));
@@ -229,6 +230,7 @@ edges:
   await click(browser, await pointOf(browser, '[data-testid="consent-allow"]'));
   await waitStatus(browser, "shell", "succeeded");
   assert.equal(await browser.$(node("calc")).getAttribute("data-status"), "succeeded");
+  await browser.saveScreenshot(join(work, "consent-after.png"));
   await browser.waitUntil(async () => /42/.test(await browser.$(node("calc")).getText()), { timeout: 3000, timeoutMsg: "calc's card does not show its output" });
 
   // Trusted now: the next run starts at once.

@@ -77,6 +77,30 @@ fn main() {
         "validate_100000_ms": find("validate", 100_000)["wall_ms"],
     });
     println!("{summary}");
+    // A code step's cost with its worker warm: (a chain of 201 steps - a chain of 1) / 200, beside the engine's own
+    // per-step figure (the 1,000-node chain).
+    for shape in ["code_python", "code_javascript"] {
+        let best = |n: usize| -> f64 {
+            (0..3)
+                .map(|_| {
+                    let out = std::process::Command::new(&exe)
+                        .args(["--one", "engine", shape, &n.to_string()])
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{shape}: {}", String::from_utf8_lossy(&out.stderr));
+                    serde_json::from_slice::<Value>(&out.stdout).unwrap()["wall_ms"].as_f64().unwrap()
+                })
+                .fold(f64::MAX, f64::min)
+        };
+        let (one, many) = (best(1), best(201));
+        println!(
+            "{}",
+            json!({
+                "shape": shape, "first_step_ms": round(one), "warm_per_step_us": round((many - one) * 1000.0 / 200.0),
+                "engine_per_step_us": round(per_step["chain_1000"]),
+            })
+        );
+    }
 }
 
 fn round(v: f64) -> f64 {
@@ -124,6 +148,20 @@ fn build(shape: &str, n: usize) -> (Workflow, Script) {
                 wf.edges.push(Edge::new(id.clone(), "join"));
                 let answer = Answer { text: Some("done".into()), delay_ms: Some(LATENCY_MS), ..Answer::default() };
                 script.nodes.insert(id, OneOrMany::One(answer));
+            }
+        }
+        "code_python" | "code_javascript" => {
+            let (language, code) = match shape {
+                "code_python" => ("python", "return {\"i\": state.get(\"i\", 0) + 1}"),
+                _ => ("javascript", "return { i: (state.i ?? 0) + 1 };"),
+            };
+            for i in 0..n {
+                let mut node = Node::new(format!("c{i}"), NodeType::Script);
+                node.language = Some(language.into());
+                node.code = Some(code.into());
+                wf.nodes.push(node);
+                let from = if i == 0 { "start".to_string() } else { format!("c{}", i - 1) };
+                wf.edges.push(Edge::new(from, format!("c{i}")));
             }
         }
         "loop" => {
@@ -182,7 +220,7 @@ fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
             script: Some(script),
             log,
             observers: vec![Arc::new(Counter(Default::default()))],
-            code: Default::default(),
+            code: switchyard_engine::code::Code { allowed: true, dir: Some(dir.path().into()), ..Default::default() },
         };
         let wf = Arc::new(wf);
         let t = Instant::now();

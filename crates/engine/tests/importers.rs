@@ -376,6 +376,8 @@ async fn for_each_fans_out_and_array_append_accumulates() {
 }
 
 const PERSIST: &str = "name: persist
+state:
+  schema: {items: {type: array}, summary: {type: object}, refined_summary: {type: string}}
 graph:
   nodes:
     - {id: load, kind: tool, impl: ./tools/load.mjs, writes: [items]}
@@ -428,7 +430,7 @@ state:
     first_seen: {type: string, merge: set_once}
 graph:
   nodes:
-    - {id: load, kind: dataset, impl: ./load.mjs}
+    - {id: load, kind: tool, impl: ./load.mjs}
     - {id: enrich, kind: agent, prompt: 'enrich {{$item}}'}
   edges:
     - {from: load, to: enrich}
@@ -446,16 +448,29 @@ graph:
 
 #[test]
 fn malformed_openexpertise_files_are_refused_with_a_code() {
+    let a = "{id: a, kind: agent, prompt: p}";
     let cases = [
-        ("graph:\n  nodes: [{id: a}]\n  edges: [{from: a, to: a, when: '$.x >'}]\n", "INVALID_EXPRESSION"),
-        ("graph:\n  nodes: [{id: a}]\n  loops: [{body: nope, until: '$.x'}]\n", "OE_LOOP_UNKNOWN_BODY"),
-        ("graph:\n  nodes: [{kind: agent}]\n", "OE_NODE_WITHOUT_ID"),
-        ("graph:\n  nodes: []\n", "NO_NODES"),
-        ("state: {schema: {x: {merge: sometimes}}}\ngraph:\n  nodes: [{id: a}]\n", "OE_UNKNOWN_MERGE"),
+        (format!("name: t\ngraph:\n  nodes: [{a}]\n  edges: [{{from: a, to: a, when: '$.x >'}}]\n"), "INVALID_EXPRESSION", "does not parse"),
+        (format!("name: t\ngraph:\n  nodes: [{a}]\n  loops: [{{body: nope, until: '$.x'}}]\n"), "OE_LOOP_UNKNOWN_BODY", "`body`"),
+        ("name: t\ngraph:\n  nodes: [{kind: agent, prompt: p}]\n".into(), "OE_NODE_WITHOUT_ID", "`id`"),
+        ("name: t\ngraph:\n  nodes: []\n".into(), "NO_NODES", "empty"),
+        (format!("name: t\nstate: {{schema: {{x: {{merge: sometimes}}}}}}\ngraph:\n  nodes: [{a}]\n"), "OE_UNKNOWN_MERGE", "sometimes"),
+        // OpenExpertise's validator's own refusals.
+        (format!("graph:\n  nodes: [{a}]\n"), "OE_MISSING_NAME", "`name` is required"),
+        ("name: t\ngraph:\n  nodes: [{id: a, kind: wizard}]\n".into(), "OE_UNKNOWN_KIND", "kind `wizard` is not one of agent, tool"),
+        ("name: t\ngraph:\n  nodes: [{id: a, prompt: p}]\n".into(), "OE_UNKNOWN_KIND", "`kind` is required"),
+        ("name: t\ngraph:\n  nodes: [{id: a, kind: tool}]\n".into(), "OE_MISSING_FIELD", "needs `impl`"),
+        (
+            "name: t\nstate: {schema: {x: {type: string}}}\ngraph:\n  nodes: [{id: a, kind: agent, prompt: p, writes: [x, y]}]\n".into(),
+            "OE_UNDECLARED_STATE_FIELD",
+            "node `a` writes undeclared state field `y`",
+        ),
+        (format!("name: t\ngraph:\n  nodes: [{a}]\n  edges: [{{from: a, to: b}}]\n"), "OE_UNKNOWN_EDGE_NODE", "`to: b` names no node"),
     ];
-    for (text, code) in cases {
-        let err = format::load_str(text, None, None).unwrap_err();
+    for (text, code, says) in cases {
+        let err = format::load_str(&text, Some(Format::OpenExpertise), None).unwrap_err();
         assert_eq!(err.code, code, "{text}: {err}");
+        assert!(err.to_string().contains(says), "{err}");
     }
 }
 

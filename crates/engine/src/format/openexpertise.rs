@@ -48,6 +48,7 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
     if raw_nodes.is_empty() {
         return Err(LoadError::new("`graph.nodes` is empty: an experience lists its nodes").with_code("NO_NODES"));
     }
+    check(top, &raw_nodes)?;
     let mut start_id = "start".to_string();
     while raw_nodes.iter().any(|n| n["id"] == start_id.as_str()) {
         start_id.insert(0, '_');
@@ -100,6 +101,79 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
     }
     super::layered_positions(&mut workflow);
     Ok((workflow, notes))
+}
+
+/// The node kinds OpenExpertise's schema knows.
+const KINDS: &[&str] = &["agent", "tool", "skill", "dataset", "experience"];
+
+/// What OpenExpertise's validator refuses: no `name`, a node without a known `kind` or without what its kind needs
+/// (`impl`, `prompt`), an edge to an unknown node, and `reads` / `writes` naming a field `state.schema` does not
+/// declare.
+fn check(top: &serde_json::Map<String, Value>, raw_nodes: &[Value]) -> Result<(), LoadError> {
+    if !top.get("name").and_then(Value::as_str).is_some_and(|n| !n.trim().is_empty()) {
+        return Err(LoadError::new("`name` is required: give the experience a name").with_code("OE_MISSING_NAME"));
+    }
+    let declared: Vec<&str> = top
+        .get("state")
+        .and_then(|s| s.get("schema"))
+        .and_then(Value::as_object)
+        .map(|s| s.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let ids: Vec<&str> = raw_nodes.iter().filter_map(|n| n["id"].as_str()).collect();
+    for (i, raw) in raw_nodes.iter().enumerate() {
+        let id = raw["id"].as_str().ok_or_else(|| {
+            LoadError::new(format!("graph.nodes[{i}]: every node needs an `id`")).with_code("OE_NODE_WITHOUT_ID")
+        })?;
+        let kind = raw["kind"].as_str();
+        match kind {
+            Some(k) if KINDS.contains(&k) => {}
+            Some(k) => {
+                return Err(LoadError::new(format!(
+                    "graph.nodes[{i}] (`{id}`): kind `{k}` is not one of {}",
+                    KINDS.join(", ")
+                ))
+                .with_code("OE_UNKNOWN_KIND"))
+            }
+            None => {
+                return Err(LoadError::new(format!(
+                    "graph.nodes[{i}] (`{id}`): `kind` is required ({})",
+                    KINDS.join(", ")
+                ))
+                .with_code("OE_UNKNOWN_KIND"))
+            }
+        }
+        let needs = match kind {
+            Some("agent") => "prompt",
+            Some("dataset") => "source",
+            _ => "impl",
+        };
+        if raw.get(needs).is_none() {
+            return Err(LoadError::new(format!("graph.nodes[{i}] (`{id}`): a {} node needs `{needs}`", kind.unwrap()))
+                .with_code("OE_MISSING_FIELD"));
+        }
+        for list in ["writes", "reads"] {
+            for field in raw.get(list).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+                if !declared.contains(&field) {
+                    return Err(LoadError::new(format!(
+                        "node `{id}` {} undeclared state field `{field}`; declare it in state.schema",
+                        list
+                    ))
+                    .with_code("OE_UNDECLARED_STATE_FIELD"));
+                }
+            }
+        }
+    }
+    for (i, edge) in top["graph"]["edges"].as_array().into_iter().flatten().enumerate() {
+        for end in ["from", "to"] {
+            if let Some(id) = edge[end].as_str() {
+                if !ids.contains(&id) {
+                    return Err(LoadError::new(format!("graph.edges[{i}]: `{end}: {id}` names no node"))
+                        .with_code("OE_UNKNOWN_EDGE_NODE"));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn node(id: &str, raw: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Result<Node, LoadError> {
@@ -393,9 +467,8 @@ impl Parser {
     /// A comparison operand, and whether it can be missing (a path, or a parenthesized expression) rather than a
     /// literal or a length.
     fn operand(&mut self) -> Result<(String, bool), String> {
-        let may_miss = self.tokens.get(self.at).is_some_and(|t| {
-            t.kind == Kind::Path || (t.kind == Kind::Op && t.text == "(")
-        });
+        let may_miss =
+            self.tokens.get(self.at).is_some_and(|t| t.kind == Kind::Path || (t.kind == Kind::Op && t.text == "("));
         Ok((self.primary()?, may_miss))
     }
 
@@ -487,7 +560,11 @@ mod tests {
         ];
         for (source, state, expected) in cases {
             let expression = translate(source).unwrap_or_else(|e| panic!("{source}: {e}"));
-            assert_eq!(is_true(&expression, &scope(state.clone())), Ok(expected), "{source} over {state} ({expression})");
+            assert_eq!(
+                is_true(&expression, &scope(state.clone())),
+                Ok(expected),
+                "{source} over {state} ({expression})"
+            );
         }
         for bad in ["$.a >", "length $.a", "$.a && || $.b", "foo($.a)", "$.a == 'x", "$. > 1", "($.a"] {
             assert!(translate(bad).is_err(), "{bad} should not parse");
