@@ -230,8 +230,7 @@ edges:
   await click(browser, await pointOf(browser, '[data-testid="consent-allow"]'));
   await waitStatus(browser, "shell", "succeeded");
   assert.equal(await browser.$(node("calc")).getAttribute("data-status"), "succeeded");
-  await browser.saveScreenshot(join(work, "consent-after.png"));
-  await browser.waitUntil(async () => /42/.test(await browser.$(node("calc")).getText()), { timeout: 3000, timeoutMsg: "calc's card does not show its output" });
+  await browser.waitUntil(async () => /42/.test(await browser.$(node("calc")).getProperty("textContent")), { timeout: 3000, timeoutMsg: "calc's card does not show its output" });
 
   // Trusted now: the next run starts at once.
   await (await browser.$('[data-testid="run"]')).waitForClickable({ timeout: 10000 });
