@@ -487,3 +487,61 @@ fn imported_files_export_as_canonical_yaml_that_loads_back() {
         assert_eq!(again.workflow, wf, "{}", path.display());
     }
 }
+
+/// An OpenExpertise fixture copied into a folder with small real tool modules beside it.
+fn experience_with_tools(name: &str, tools: &[(&str, &str)]) -> (tempfile::TempDir, Workflow) {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixtures().join(format!("openexpertise/{name}/experience.yaml"))).unwrap();
+    std::fs::write(dir.path().join("experience.yaml"), text).unwrap();
+    std::fs::create_dir(dir.path().join("tools")).unwrap();
+    for (file, source) in tools {
+        std::fs::write(dir.path().join("tools").join(file), source).unwrap();
+    }
+    let wf = format::load_file(&dir.path().join("experience.yaml"), None).unwrap().workflow;
+    (dir, wf)
+}
+
+#[tokio::test]
+async fn the_openexpertise_fixtures_run_with_real_tool_modules_and_scripted_agents() {
+    let (dir, wf) = experience_with_tools(
+        "issue-triage",
+        &[
+            ("load_issue.mjs", "export default async function (state, ctx) {\n  return { issue: { number: ctx.input.number ?? 1, title: 'Crash on save' } };\n}\n"),
+            ("search_similar.mjs", "export default function (state) {\n  console.log(`searching for ${state.issue.title}`);\n  return { similar_issues: state.issue.title.includes('Crash') ? [{ number: 7 }] : [] };\n}\n"),
+        ],
+    );
+    let agents = "nodes:
+  classify: {data: {classification: {type: bug, severity: high, area: editor}}}
+  dedup: {data: {is_duplicate: true, duplicate_of: '#7'}}
+  assign_labels: {data: {labels: [bug, editor]}}
+  suggest_owner: {data: {suggested_owner: '@ana'}}";
+    let ran = run_code(&wf, agents, Some(json!({"number": 42})), dir.path()).await;
+    assert_eq!(ran.result().status, RunStatus::Completed, "{:?}", ran.result().error);
+    let s = state(&ran);
+    assert_eq!(s["issue"], json!({"number": 42, "title": "Crash on save"}), "the tool module's output");
+    assert_eq!(s["similar_issues"], json!([{"number": 7}]));
+    assert!(ran.skipped().is_empty(), "a similar issue was found, so dedup ran");
+    assert_eq!(s["duplicate_of"], "#7");
+    assert_eq!(ran.logs("search_similar", "stdout"), ["searching for Crash on save"]);
+
+    let (dir, wf) = experience_with_tools(
+        "oncall-runbook",
+        &[
+            ("fetch_incident.mjs", "export default async () => ({ incident: { id: 'INC-7', service: 'checkout' } });\n"),
+            ("list_dimensions.mjs", "export function run(state) {\n  return { dimensions: ['db', 'network', 'deploys'].map((key) => ({ key, service: state.incident.service })) };\n}\n"),
+        ],
+    );
+    let agents = "nodes:
+  investigate:
+    - data: {findings: [{title: pool exhausted, evidence: logs, impact: high}]}
+    - data: {findings: [{title: packet loss, evidence: metrics, impact: low}]}
+    - data: {findings: [{title: bad deploy, evidence: diff, impact: high}]}
+  prioritize: {data: {prioritized_findings: [{title: pool exhausted, priority: P1}]}}
+  summary: {data: {summary: DB pool exhausted after deploy.}}";
+    let ran = run_code(&wf, agents, Some(json!({})), dir.path()).await;
+    assert_eq!(ran.result().status, RunStatus::Completed, "{:?}", ran.result().error);
+    assert_eq!(state(&ran)["dimensions"][2], json!({"key": "deploys", "service": "checkout"}));
+    assert_eq!(state(&ran)["findings"].as_array().unwrap().len(), 3, "one finding per dimension, appended");
+    let prompts: Vec<String> = ran.model.executes().into_iter().filter(|e| e.0 == "investigate").map(|e| e.1).collect();
+    assert_eq!(prompts.len(), 3);
+}
