@@ -148,6 +148,24 @@ async fn cancelling_a_run_kills_the_step_and_what_it_started() {
         ),
         ("bash", "sleep 60 &\necho \"pid $!\" >&2\nwait"),
     ];
+    // Lua runs inside Switchyard: cancelling stops the interpreter at its next instruction check.
+    {
+        let wf = Arc::new(one_step("lua", "print('spinning')\nwhile true do end", ""));
+        let collector = Collector::default();
+        let mut rt = runtime(script(""), Recording::new(script("")), vec![Arc::new(collector.clone())]);
+        rt.code = Code { allowed: true, dir: Some(dir.path().into()), ..Code::default() };
+        let handle = run::start(wf, RunOptions::default(), rt);
+        while !collector
+            .events()
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::Log { log_type, .. } if log_type == "stdout"))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        handle.cancel();
+        let outcome = tokio::time::timeout(Duration::from_secs(10), handle.finish()).await.expect("cancel is prompt");
+        assert_eq!(outcome.result.status, RunStatus::Cancelled, "lua");
+    }
     for (language, code) in cases {
         let wf = Arc::new(one_step(language, code, ""));
         let collector = Collector::default();
@@ -182,7 +200,11 @@ async fn cancelling_a_run_kills_the_step_and_what_it_started() {
 #[tokio::test]
 async fn a_missing_interpreter_fails_the_step_with_what_to_install() {
     let dir = tempfile::tempdir().unwrap();
-    for (language, expected) in [(Language::Python, "install Python 3"), (Language::JavaScript, "install Node.js")] {
+    for (language, expected) in [
+        (Language::Python, "install Python 3"),
+        (Language::JavaScript, "install Node.js"),
+        (Language::Bash, "install bash"),
+    ] {
         let code = Code {
             allowed: true,
             dir: Some(dir.path().into()),
@@ -240,6 +262,21 @@ edges:
     assert_eq!(items.iter().map(|i| i["item"].clone()).collect::<Vec<_>>(), [json!(1), json!(2), json!(3), json!(4)]);
     let pids: std::collections::BTreeSet<String> = items.iter().map(|i| i["pid"].to_string()).collect();
     assert_eq!(pids.len(), 2, "two items at a time need two workers, reused after: {pids:?}");
+}
+
+#[tokio::test]
+async fn a_python_module_step_calls_its_run_function() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tool.py"),
+        "def run(state, names):\n    return {'seen': sorted(state), 'n': names['input']['n'] + 1}\n",
+    )
+    .unwrap();
+    let wf = workflow(
+        "nodes:\n  - {id: start, type: start}\n  - {id: tool, type: script, language: python, module: ./tool.py}\nedges: [{from: start, to: tool}]\n",
+    );
+    let ran = run_code(&wf, "", Some(json!({"n": 1})), dir.path()).await;
+    assert_eq!(ran.data("tool"), json!({"seen": ["n"], "n": 2}));
 }
 
 #[tokio::test]

@@ -64,7 +64,8 @@ impl Code {
 pub enum Body {
     /// A function body written in the node.
     Inline(String),
-    /// A module file (JavaScript) whose default export is called, relative to the workflow's folder.
+    /// A module file (JavaScript, or Python) whose default export (`run` in Python) is called, relative to the
+    /// workflow's folder.
     Module(String),
 }
 

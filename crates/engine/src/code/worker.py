@@ -5,6 +5,7 @@
 # written on stdout as one line each, starting with the record separator and the nonce Switchyard gave this process
 # (SWITCHYARD_WORKER), so anything else the code prints is told apart and shown as the node's log.
 import ast
+import importlib.util
 import json
 import os
 import sys
@@ -66,6 +67,17 @@ def _where(error, filename):
     return f" (line {line})" if line else ""
 
 
+def _call_module(path, names):
+    """An OpenExpertise-style tool module: its `default` (or `run`) function, called with the state and the names."""
+    spec = importlib.util.spec_from_file_location("switchyard_step_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    run = getattr(module, "default", None) or getattr(module, "run", None)
+    if not callable(run):
+        raise TypeError(path + " defines no function: define run(state, names)")
+    return run(names.get("state"), names)
+
+
 def _names(names):
     if isinstance(names.get("parallel_results"), list):
         names["parallel_results"] = [Record(r) if isinstance(r, dict) else r for r in names["parallel_results"]]
@@ -77,7 +89,11 @@ for request_line in sys.stdin:
     node, names = request["node"], _names(request["names"])
     filename = "<" + node + ">"
     try:
-        result = _run(node, request["code"], names)
+        if request.get("module"):
+            filename = request["module"]
+            result = _call_module(request["module"], names)
+        else:
+            result = _run(node, request["code"], names)
     except BaseException as error:  # noqa: BLE001 - every failure of user code (sys.exit too) fails the step
         traceback.print_exception(error, file=sys.stderr)
         detail = str(error)

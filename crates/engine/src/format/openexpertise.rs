@@ -110,7 +110,7 @@ const KINDS: &[&str] = &["agent", "tool", "skill", "dataset", "experience"];
 /// (`impl`, `prompt`), an edge to an unknown node, and `reads` / `writes` naming a field `state.schema` does not
 /// declare.
 fn check(top: &serde_json::Map<String, Value>, raw_nodes: &[Value]) -> Result<(), LoadError> {
-    if !top.get("name").and_then(Value::as_str).is_some_and(|n| !n.trim().is_empty()) {
+    if top.get("name").and_then(Value::as_str).is_none_or(|n| n.trim().is_empty()) {
         return Err(LoadError::new("`name` is required: give the experience a name").with_code("OE_MISSING_NAME"));
     }
     let declared: Vec<&str> = top

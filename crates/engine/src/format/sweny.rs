@@ -49,7 +49,9 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
         notes.push(format!("top-level field `{key}` has no Switchyard equivalent and was left out"));
     }
 
-    let nodes = top.get("nodes").and_then(Value::as_object).expect("detect() checked `nodes` is a map");
+    let nodes = top.get("nodes").and_then(Value::as_object).ok_or_else(|| {
+        LoadError::new("`nodes` must be a map of node id to {name, instruction}").with_code("INVALID_NODE")
+    })?;
     let node_list = || nodes.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
     let entry = top.get("entry").and_then(Value::as_str).filter(|e| !e.is_empty()).ok_or_else(|| {
         LoadError::new(format!("`entry` must name the node the workflow starts at (one of: {})", node_list()))
