@@ -109,8 +109,10 @@ pub fn to_yaml(workflow: Workflow) -> String {
 #[tauri::command]
 #[specta::specta]
 pub fn validate(workflow: Workflow, scripted: bool) -> Result<Report, String> {
-    let providers = if scripted { None } else { Some(settings()?.provider_ids()) };
-    Ok(validate::validate(&workflow, &validate::Options { providers }))
+    let settings = settings();
+    let providers = if scripted { None } else { Some(settings.as_ref().map_err(Clone::clone)?.provider_ids()) };
+    let mcp_servers = settings.ok().map(|s| s.mcp_servers.keys().cloned().collect());
+    Ok(validate::validate(&workflow, &validate::Options { providers, mcp_servers }))
 }
 
 fn settings() -> Result<Settings, String> {
@@ -181,13 +183,14 @@ pub async fn start_run(
         None => None,
     };
     let forwarder = Forwarder::spawn(on_events);
-    let Prepared { workflow, options, script, model, code, .. } = prepared;
+    let Prepared { workflow, options, script, model, code, mcp, .. } = prepared;
     let runtime = Runtime {
         model,
         script,
         log: store.map(|s| s as Arc<dyn RunLog>),
         observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
         code,
+        mcp,
     };
     let handle = run::start(workflow, options, runtime);
     Ok(track(&state, handle, forwarder, claim))
@@ -215,7 +218,7 @@ pub async fn resume_run(
     let continuing = session::continue_run(&store, &run_id, false)?;
     // The run goes on with the document it started with; the window shows that document.
     let document = stored_document(&continuing.stored);
-    let Continuing { stored, claim, script, model, code, .. } = continuing;
+    let Continuing { stored, claim, script, model, code, mcp, .. } = continuing;
     let forwarder = Forwarder::spawn(on_events);
     let runtime = Runtime {
         model,
@@ -223,6 +226,7 @@ pub async fn resume_run(
         log: Some(store as Arc<dyn RunLog>),
         observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
         code,
+        mcp,
     };
     let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
         .map_err(|e| CommandError::new("RECORDING_UNFIT", e))?;
@@ -264,6 +268,7 @@ pub fn replay_run(
         log: None,
         observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
         code: Default::default(),
+        mcp: Default::default(),
     };
     let outcome = run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime);
     forwarder.close();

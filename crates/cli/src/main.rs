@@ -284,7 +284,10 @@ fn settings_unless_scripted(scripted: bool) -> Result<Option<Settings>, Unusable
 
 /// With a script every answer is scripted, so providers are not checked; without, nodes must name configured ones.
 fn validation_options(settings: Option<&Settings>) -> validate::Options {
-    validate::Options { providers: settings.map(Settings::provider_ids) }
+    validate::Options {
+        providers: settings.map(Settings::provider_ids),
+        mcp_servers: settings.map(|s| s.mcp_servers.keys().cloned().collect()),
+    }
 }
 
 fn print_findings(file: &Path, report: &Report) {
@@ -437,8 +440,8 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         None => None,
     };
     let (log, observers) = sinks(store.clone(), &args.events, args.json)?;
-    let Prepared { workflow, options, script, model, code, .. } = prepared;
-    let runtime = Runtime { model, script, log, observers, code };
+    let Prepared { workflow, options, script, model, code, mcp, .. } = prepared;
+    let runtime = Runtime { model, script, log, observers, code, mcp };
     let outcome = run::run(workflow, options, runtime).await;
     finish(outcome, store.is_some(), args.json)
 }
@@ -504,8 +507,8 @@ async fn cmd_resume(
         eprintln!("note: {note}");
     }
     let (log, observers) = sinks(Some(store.clone()), &events, json)?;
-    let Continuing { stored, claim: _claim, script, model, code, .. } = continuing;
-    let runtime = Runtime { model, script, log, observers, code };
+    let Continuing { stored, claim: _claim, script, model, code, mcp, .. } = continuing;
+    let runtime = Runtime { model, script, log, observers, code, mcp };
     let outcome = run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime)
         .await
         .map_err(unusable)?;
@@ -600,6 +603,7 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
         log: None,
         observers: Vec::new(),
         code: Default::default(),
+        mcp: Default::default(),
     };
     let outcome =
         run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(unusable)?;
@@ -635,6 +639,7 @@ fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, U
         log,
         observers,
         code: Default::default(),
+        mcp: Default::default(),
     };
     let outcome =
         run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(unusable)?;

@@ -221,6 +221,7 @@ fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
             log,
             observers: vec![Arc::new(Counter(Default::default()))],
             code: switchyard_engine::code::Code { allowed: true, dir: Some(dir.path().into()), ..Default::default() },
+            mcp: Default::default(),
         };
         let wf = Arc::new(wf);
         let t = Instant::now();

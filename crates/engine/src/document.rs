@@ -294,6 +294,9 @@ pub struct AgentTools {
     /// Offer the agents linked by `subagent` edges as tools.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub subagents: bool,
+    /// MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 #[cfg_attr(feature = "specta", derive(specta::Type))]

@@ -8,6 +8,7 @@ pub mod events;
 pub mod files;
 pub mod format;
 pub mod graph;
+pub mod mcp;
 pub mod model;
 pub mod node_types;
 pub mod providers;

@@ -251,6 +251,9 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                     field("tools.web_search", "web search", FieldKind::Checkbox),
                     field("tools.subagents", "subagents", FieldKind::Checkbox)
                         .help("Offer the agents linked by subagent edges as tools."),
+                    field("tools.mcp", "MCP tools", FieldKind::Json)
+                        .placeholder("[\"github\", \"files/read_file\"]")
+                        .help("MCP servers from the settings (every tool) or server/tool; the model sees server__tool."),
                 ]
                 .into_iter()
                 .chain(step_fields())
@@ -408,6 +411,7 @@ mod tests {
     fn sample(field: &FieldSpec) -> Value {
         match field.kind {
             FieldKind::Text | FieldKind::Multiline | FieldKind::Template => json!("x"),
+            FieldKind::Json if field.key == "tools.mcp" => json!(["server"]),
             FieldKind::Json => json!({"type": "object"}),
             FieldKind::Number => json!(2),
             FieldKind::Select => json!(field.options[0]),

@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::code::consent::{self, Consent, TrustStore};
 use crate::code::Code;
 use crate::format::{self, Format};
+use crate::mcp::McpSessions;
 use crate::model::Model;
 use crate::providers::{Providers, Settings};
 use crate::run::{self, Reuse, RunOptions};
@@ -136,6 +137,25 @@ pub struct Prepared {
     /// The code steps this run may execute, and whether the person consented.
     pub code: Code,
     pub consent: Consent,
+    /// The MCP servers its agents may use (from the settings, read even for a scripted run when an agent names one).
+    pub mcp: Arc<McpSessions>,
+}
+
+/// Whether any agent names MCP tools.
+fn uses_mcp(workflow: &Workflow) -> bool {
+    workflow.nodes.iter().any(|n| n.tools.as_ref().is_some_and(|t| !t.mcp.is_empty()))
+}
+
+/// The MCP servers a run of this workflow may start: those in the settings, when an agent names any.
+fn mcp_for(workflow: &Workflow, settings: Option<&Settings>) -> Result<Arc<McpSessions>, SessionError> {
+    if !uses_mcp(workflow) {
+        return Ok(Arc::default());
+    }
+    let servers = match settings {
+        Some(s) => s.mcp_servers.clone(),
+        None => load_settings()?.mcp_servers,
+    };
+    Ok(Arc::new(McpSessions::new(servers)))
 }
 
 /// The folder a workflow's code runs in: its file's, else the current one.
@@ -198,13 +218,18 @@ pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>
             });
         }
     }
+    let mcp_names: Option<Vec<String>> = match (&settings, uses_mcp(&workflow)) {
+        (Some(s), _) => Some(s.mcp_servers.keys().cloned().collect()),
+        (None, true) => Some(load_settings()?.mcp_servers.keys().cloned().collect()),
+        (None, false) => None,
+    };
     // The model override replaces the workflow's default, so references are checked as they will be resolved.
     let report = if request.model.is_some() {
         let mut checked = workflow.clone();
         checked.defaults.model = request.model.clone();
-        validate::validate(&checked, &validate::Options { providers })
+        validate::validate(&checked, &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone() })
     } else {
-        validate::validate(&workflow, &validate::Options { providers })
+        validate::validate(&workflow, &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone() })
     };
     if let Some(first) = report.errors.first() {
         let file =
@@ -247,7 +272,20 @@ pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>
     let script_path = request.script_path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
     let (code, consent) =
         code_for(&workflow, request.workflow_ref.as_ref(), request.allow_code, &TrustStore::default_location())?;
+    let mcp = mcp_for(&workflow, settings.as_ref())?;
+    for n in workflow.nodes.iter() {
+        for entry in n.tools.iter().flat_map(|t| t.mcp.iter()) {
+            let server = entry.split_once('/').map_or(entry.as_str(), |(s, _)| s);
+            if !mcp.is_configured(server) {
+                warnings.push(format!(
+                    "node `{}` uses MCP server `{server}`, which is not configured: add it under mcp_servers in the settings; the agent runs without it",
+                    n.id
+                ));
+            }
+        }
+    }
     Ok(Prepared {
+        mcp,
         code,
         consent,
         model: model_for(&script, settings.as_ref()),
@@ -297,6 +335,7 @@ pub struct Continuing {
     pub model: Arc<dyn Model>,
     /// Consent is asked again when a run continues: for the document it started with.
     pub code: Code,
+    pub mcp: Arc<McpSessions>,
     /// Said when the workflow file has changed (or cannot be read) since the run started: it goes on with the
     /// document it started with.
     pub note: Option<String>,
@@ -326,7 +365,8 @@ pub fn continue_run(store: &RunStore, run_id: &str, allow_code: bool) -> Result<
     });
     let workflow_ref = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse);
     let (code, _) = code_for(&stored.workflow, workflow_ref.as_ref(), allow_code, &TrustStore::default_location())?;
-    Ok(Continuing { model: model_for(&script, settings.as_ref()), stored, claim, script, code, note })
+    let mcp = mcp_for(&stored.workflow, settings.as_ref())?;
+    Ok(Continuing { model: model_for(&script, settings.as_ref()), stored, claim, script, code, mcp, note })
 }
 
 #[cfg(test)]

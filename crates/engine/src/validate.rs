@@ -88,6 +88,8 @@ impl Report {
 pub struct Options {
     /// Configured provider ids; `None` skips the check (a script file supplies every answer).
     pub providers: Option<Vec<String>>,
+    /// Configured MCP server names; `None` skips the check.
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 pub fn validate(workflow: &Workflow, options: &Options) -> Report {
@@ -221,6 +223,18 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
         }
         if node.node_type == NodeType::Script && node.pinned.is_none() {
             check_code_step(node, report);
+        }
+        if let Some(servers) = &options.mcp_servers {
+            for entry in node.tools.iter().flat_map(|t| t.mcp.iter()) {
+                let server = entry.split_once('/').map_or(entry.as_str(), |(s, _)| s);
+                if !servers.iter().any(|s| s == server) {
+                    report.node_warning(
+                        "UNKNOWN_MCP_SERVER",
+                        id,
+                        format!("MCP server `{server}` is not configured, so the agent runs without it; add it under mcp_servers in the settings (configured: {})", if servers.is_empty() { "none".to_string() } else { servers.join(", ") }),
+                    );
+                }
+            }
         }
     }
     if let Some(schema) = &workflow.input_schema {

@@ -27,6 +27,7 @@ fn settings(mode: Option<StructuredMode>) -> Settings {
         }],
         default_model: None,
         limits: Limits { timeout_ms: 120_000, ..Limits::default() },
+        ..Settings::default()
     }
 }
 
@@ -38,6 +39,7 @@ async fn run_local(yaml: &str, mode: Option<StructuredMode>) -> (Outcome, Vec<Ev
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
+        mcp: Default::default(),
     };
     let outcome = run::run(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
     (outcome, collector.events())

@@ -28,6 +28,7 @@ fn settings(kind: ProviderKind, url: &str, limits: Limits, mode: Option<Structur
         }],
         default_model: None,
         limits,
+        ..Settings::default()
     }
 }
 
@@ -57,6 +58,7 @@ async fn run_with(settings: &Settings, yaml: &str, input: Value) -> (Outcome, Ve
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
+        mcp: Default::default(),
     };
     let outcome =
         run::run(Arc::new(workflow(yaml)), RunOptions { input: Some(input), ..Default::default() }, runtime).await;
@@ -219,6 +221,7 @@ async fn cancelling_aborts_the_request_at_once() {
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
+        mcp: Default::default(),
     };
     let handle = run::start(Arc::new(workflow(ONE_AGENT)), RunOptions::default(), runtime);
     while server.requests().is_empty() {

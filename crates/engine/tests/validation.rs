@@ -114,13 +114,13 @@ edges:
   - {from: start, to: a}
   - {from: a, to: b}",
     );
-    let configured = Options { providers: Some(vec!["local".into()]) };
+    let configured = Options { providers: Some(vec!["local".into()]), ..Options::default() };
     let report = validate(&wf, &configured);
     let unknown: Vec<_> =
         report.errors.iter().filter(|f| f.code == "UNKNOWN_PROVIDER").map(|f| f.node.clone().unwrap()).collect();
     assert_eq!(unknown, ["a"]);
     assert!(report.errors[0].message.contains("openai"));
-    assert!(validate(&wf, &Options { providers: None }).is_ok());
+    assert!(validate(&wf, &Options { providers: None, ..Options::default() }).is_ok());
 }
 
 #[test]

@@ -95,10 +95,16 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
                 "node `{id}`: `retry` maps to retries of failed model calls; SWEny's eval-driven retry instruction was left out"
             ));
         }
-        for skill in raw.get("skills").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-            if !skills_seen.iter().any(|s| s == skill) {
-                skills_seen.push(skill.to_string());
+        let skills: Vec<String> =
+            raw.get("skills").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
+        for skill in &skills {
+            if !skills_seen.contains(skill) {
+                skills_seen.push(skill.clone());
             }
+        }
+        if !skills.is_empty() {
+            // A SWEny skill is a tool set: the MCP server of the same name, when one is configured.
+            node.tools = Some(crate::document::AgentTools { mcp: skills, ..Default::default() });
         }
         for key in raw.keys().filter(|k| !KNOWN_NODE.contains(&k.as_str())) {
             notes.push(format!("node `{id}`: field `{key}` has no Switchyard equivalent and was left out"));
@@ -107,7 +113,7 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
     }
     if !skills_seen.is_empty() {
         notes.push(format!(
-            "skills ({}) are SWEny tool bundles Switchyard does not provide; agents run without them",
+            "skills ({}) use the MCP servers of the same names (tools.mcp); configure them under mcp_servers in the settings — an agent runs without a skill whose server is missing, and validation says which",
             skills_seen.join(", ")
         ));
     }

@@ -59,6 +59,10 @@ pub struct Settings {
     pub default_model: Option<String>,
     #[serde(default)]
     pub limits: Limits,
+    /// MCP servers agents may use, by name: `{command, args, env, cwd}` or `{url, headers}` — the `mcpServers` shape
+    /// (that key is accepted too), so a list from another tool can be pasted (docs/tools.md).
+    #[serde(default, alias = "mcpServers", skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerConfig>,
 }
 
 /// One thing wrong with settings, located by field so the settings dialog can mark it.
@@ -674,7 +678,7 @@ mod tests {
                 (true, None) => Some("local/m".into()),
                 _ => None,
             };
-            let mut settings = Settings { providers, default_model, limits: Limits::default() };
+            let mut settings = Settings { providers, default_model, limits: Limits::default(), ..Settings::default() };
             settings.limits.retries = rng.u32(0..5);
             match settings.save(&path) {
                 Ok(()) => {

@@ -61,6 +61,8 @@ pub struct Runtime {
     pub observers: Vec<Arc<dyn Observer>>,
     /// Consent and setup for code steps; the default runs no code.
     pub code: crate::code::Code,
+    /// The MCP servers agents may use (from the settings); started on first use, stopped with the run.
+    pub mcp: Arc<crate::mcp::McpSessions>,
 }
 
 /// A person's (or a script's) decision on a pending approval, normalized as in seed 002.
@@ -179,6 +181,7 @@ pub(crate) struct Shared {
     pub default_model: Option<String>,
     /// This run's code steps: warm interpreter workers, stopped when the run ends.
     pub code: crate::code::CodeRunner,
+    pub mcp: Arc<crate::mcp::McpSessions>,
     model_calls: Mutex<HashMap<String, u32>>,
 }
 
@@ -387,6 +390,7 @@ impl Scheduler {
             emitter,
             default_model: state.default_model.clone(),
             code: crate::code::CodeRunner::new(runtime.code, declared_env),
+            mcp: runtime.mcp,
             model_calls: Mutex::new(HashMap::new()),
         });
         Scheduler {

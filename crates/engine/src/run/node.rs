@@ -233,7 +233,7 @@ async fn run_agent(
         None => String::new(),
     };
     let prompt = render_prompt(n, scope).map_err(ModelError::fatal)?;
-    let tools = tool_specs(shared, node);
+    let tools = tool_specs(shared, node).await;
     let io = AgentIo {
         shared: shared.clone(),
         node,
@@ -342,9 +342,25 @@ fn schema_errors(schema: &Value, data: &Value) -> Option<String> {
     (!errors.is_empty()).then(|| errors.join("; "))
 }
 
-fn tool_specs(shared: &Shared, node: usize) -> Vec<ToolSpec> {
+/// The tools an agent offers the model: web search, its subagents, and the MCP tools its `tools.mcp` names (each as
+/// `server__tool`, with the server's description and input schema untouched). A server that is not configured or
+/// does not start leaves the agent without its tools, with a warning on the node.
+async fn tool_specs(shared: &Shared, node: usize) -> Vec<ToolSpec> {
     let n = &shared.workflow.nodes[node];
     let mut tools = Vec::new();
+    for entry in n.tools.iter().flat_map(|t| t.mcp.iter()) {
+        match shared.mcp.tools_for(entry).await {
+            Ok(found) => tools.extend(found.into_iter().map(|(server, tool)| ToolSpec {
+                name: crate::mcp::exposed_name(&server, &tool.name),
+                description: tool.description,
+                parameters: tool.input_schema,
+            })),
+            Err(e) => shared.emitter.emit(EventKind::NodeWarning {
+                node: n.id.clone(),
+                message: format!("{e}; the agent runs without `{entry}`"),
+            }),
+        }
+    }
     if n.tools.as_ref().is_some_and(|t| t.web_search) {
         tools.push(ToolSpec {
             name: "web_search".into(),
@@ -416,7 +432,16 @@ impl NodeIo for AgentIo {
             .subagents_enabled()
             .then(|| shared.topo.subagents[self.node].iter().copied().find(|&c| shared.workflow.nodes[c].id == tool))
             .flatten();
+        let mcp_tool = crate::mcp::split_name(tool).filter(|(server, _)| child.is_none() && shared.mcp.is_configured(server));
         let result = match child {
+            None if mcp_tool.is_some() => {
+                let (server, name) = mcp_tool.expect("checked");
+                match shared.mcp.call(server, name, input.clone()).await {
+                    // A tool's own error goes back to the model as the tool's result (SEMANTICS §4).
+                    Ok(result) => result,
+                    Err(e) => Err(e.to_string()),
+                }
+            }
             None if tool == "web_search" => {
                 Err("web_search is provided by the model's provider; this model has none".to_string())
             }

@@ -168,7 +168,7 @@ impl Ran {
 }
 
 pub fn runtime(script: Arc<Script>, model: Arc<Recording>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
-    Runtime { model, script: Some(script), log: None, observers, code: Default::default() }
+    Runtime { model, script: Some(script), log: None, observers, code: Default::default(), mcp: Default::default() }
 }
 
 /// Runs a workflow whose code steps run (consent given, in `dir`), with a script for its agents; then replays it.
@@ -231,6 +231,7 @@ pub fn replays_the_same(wf: &Workflow, ran: &Ran) {
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
+        mcp: Default::default(),
     };
     let options = RunOptions { run_id: Some(ran.result().run_id.clone()), ..ran.options.clone() };
     let replayed = run::replay(Arc::new(wf.clone()), options, ran.log.recording(), rt)

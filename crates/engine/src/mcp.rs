@@ -1,0 +1,340 @@
+//! MCP servers as tools for agents (docs/tools.md). The settings name servers (`mcp_servers:`, the widely used
+//! `mcpServers` shape); an agent's `tools.mcp` picks servers (`github`: every tool) or single tools
+//! (`github/create_issue`); the model sees each tool as `server__tool` with its description and input schema, untouched.
+//!
+//! The client is the official Rust SDK (`rmcp`) kept behind [`ToolServer`], so the rest of the engine never sees it.
+//! A run starts a server on first use ([`McpSessions`]), keeps it for the run and stops it when the run ends: a stdio
+//! server's process is killed with it, an HTTP session is closed. A tool error is the tool's result for the model
+//! (SEMANTICS §4), not a node failure; every call has a timeout.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+/// How long a server may take to start and answer `initialize`, and a tool call to return, unless configured.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// What separates the server from the tool in the names the model sees: `github__create_issue`.
+pub const SEPARATOR: &str = "__";
+
+/// One server in the settings: a command to start (stdio) or a URL (streamable HTTP). `env` and `headers` values
+/// may name environment variables as `${NAME}`, read when the server starts, so secrets never sit in the file.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum McpServerConfig {
+    Stdio(StdioServer),
+    Http(HttpServer),
+}
+
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdioServer {
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Seconds a start or a tool call may take (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u32>,
+}
+
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpServer {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u32>,
+}
+
+impl McpServerConfig {
+    pub fn timeout(&self) -> Duration {
+        let seconds = match self {
+            McpServerConfig::Stdio(s) => s.timeout_seconds,
+            McpServerConfig::Http(h) => h.timeout_seconds,
+        };
+        seconds.map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.into()))
+    }
+}
+
+/// A tool a server offers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct McpTool {
+    pub name: String,
+    pub description: String,
+    /// The tool's JSON Schema for its input, as the server gave it.
+    pub input_schema: Value,
+    /// The server marks it as changing its environment (`destructiveHint`, or not `readOnlyHint`).
+    pub destructive: bool,
+}
+
+/// Why a server or a tool could not be used. Messages name the server and say what to do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    #[error("MCP server `{0}` is not configured; add it under mcp_servers in the settings")]
+    Unknown(String),
+    #[error("MCP server `{server}` did not start: {reason}")]
+    Start { server: String, reason: String },
+    #[error("MCP server `{server}`: {reason}")]
+    Failed { server: String, reason: String },
+    #[error("MCP server `{server}`: `{tool}` did not answer within {seconds} s")]
+    TimedOut { server: String, tool: String, seconds: u64 },
+}
+
+/// A server, as the engine uses it. `rmcp` is behind this trait and nowhere else.
+#[async_trait]
+pub trait ToolServer: Send + Sync {
+    /// Every tool, following pagination.
+    async fn tools(&self) -> Result<Vec<McpTool>, McpError>;
+    /// Calls a tool; `Err` when the call itself failed, `Ok(Err)` when the tool reported an error.
+    async fn call(&self, tool: &str, input: Value) -> Result<Result<Value, String>, McpError>;
+}
+
+/// Replaces `${NAME}` with the variable's value; a variable that is not set is an error naming it.
+pub fn expand(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let Some(end) = rest[at..].find('}') else {
+            return Err(format!("`{text}` has an unclosed ${{"));
+        };
+        let name = &rest[at + 2..at + end];
+        let value = std::env::var(name).map_err(|_| format!("the environment variable {name} is not set"))?;
+        out.push_str(&value);
+        rest = &rest[at + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+mod client {
+    //! The `rmcp` client behind [`ToolServer`].
+    use super::*;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::RunningService;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+    use rmcp::{RoleClient, ServiceExt};
+
+    pub struct RmcpServer {
+        name: String,
+        timeout: Duration,
+        client: RunningService<RoleClient, ()>,
+    }
+
+    pub async fn connect(name: &str, config: &McpServerConfig) -> Result<RmcpServer, McpError> {
+        let start = |reason: String| McpError::Start { server: name.to_string(), reason };
+        let timeout = config.timeout();
+        let connecting = async {
+            match config {
+                McpServerConfig::Stdio(s) => {
+                    let mut command = tokio::process::Command::new(&s.command);
+                    command.args(&s.args);
+                    for (k, v) in &s.env {
+                        command.env(k, expand(v).map_err(|e| start(format!("env {k}: {e}")))?);
+                    }
+                    if let Some(cwd) = &s.cwd {
+                        command.current_dir(PathBuf::from(cwd));
+                    }
+                    // What the server writes on stderr is its own business; it is not shown as ours.
+                    let (transport, _) = TokioChildProcess::builder(command)
+                        .stderr(std::process::Stdio::null())
+                        .spawn()
+                        .map_err(|e| start(format!("`{}` cannot be started ({e}); is it installed and on PATH?", s.command)))?;
+                    ().serve(transport).await.map_err(|e| start(e.to_string()))
+                }
+                McpServerConfig::Http(h) => {
+                    let mut headers = HashMap::new();
+                    for (k, v) in &h.headers {
+                        let value = expand(v).map_err(|e| start(format!("header {k}: {e}")))?;
+                        let header = k.parse().map_err(|_| start(format!("`{k}` is not a valid header name")))?;
+                        let value = value.parse().map_err(|_| start(format!("header {k}: not a valid value")))?;
+                        headers.insert(header, value);
+                    }
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(h.url.as_str());
+                    config.custom_headers = headers;
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    ().serve(transport).await.map_err(|e| start(format!("{} ({e})", h.url)))
+                }
+            }
+        };
+        let client = tokio::time::timeout(timeout, connecting)
+            .await
+            .map_err(|_| start(format!("no answer within {} s", timeout.as_secs())))??;
+        Ok(RmcpServer { name: name.to_string(), timeout, client })
+    }
+
+    #[async_trait]
+    impl ToolServer for RmcpServer {
+        async fn tools(&self) -> Result<Vec<McpTool>, McpError> {
+            let failed = |reason: String| McpError::Failed { server: self.name.clone(), reason };
+            let tools = tokio::time::timeout(self.timeout, self.client.list_all_tools())
+                .await
+                .map_err(|_| failed(format!("tools/list did not answer within {} s", self.timeout.as_secs())))?
+                .map_err(|e| failed(format!("tools/list failed: {e}")))?;
+            Ok(tools
+                .into_iter()
+                .map(|t| {
+                    let annotations = t.annotations.as_ref();
+                    let read_only = annotations.and_then(|a| a.read_only_hint).unwrap_or(false);
+                    let destructive = annotations.and_then(|a| a.destructive_hint).unwrap_or(!read_only);
+                    McpTool {
+                        name: t.name.to_string(),
+                        description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+                        input_schema: Value::Object((*t.input_schema).clone()),
+                        destructive: destructive && !read_only,
+                    }
+                })
+                .collect())
+        }
+
+        async fn call(&self, tool: &str, input: Value) -> Result<Result<Value, String>, McpError> {
+            let mut params = CallToolRequestParams::new(tool.to_string());
+            match input {
+                Value::Object(arguments) => params = params.with_arguments(arguments),
+                Value::Null => {}
+                other => params = params.with_arguments(Map::from_iter([("input".to_string(), other)])),
+            }
+            let result = tokio::time::timeout(self.timeout, self.client.call_tool(params))
+                .await
+                .map_err(|_| McpError::TimedOut {
+                    server: self.name.clone(),
+                    tool: tool.to_string(),
+                    seconds: self.timeout.as_secs(),
+                })?
+                .map_err(|e| McpError::Failed { server: self.name.clone(), reason: format!("`{tool}` failed: {e}") })?;
+            let text: Vec<String> =
+                result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+            let text = text.join("\n");
+            if result.is_error == Some(true) {
+                return Ok(Err(if text.is_empty() { format!("`{tool}` reported an error") } else { text }));
+            }
+            Ok(Ok(match result.structured_content {
+                Some(structured) => structured,
+                None => serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+            }))
+        }
+    }
+}
+
+/// Starts a server and lists its tools: what `switchyard mcp` and the settings' "test" do.
+pub async fn probe(name: &str, config: &McpServerConfig) -> Result<Vec<McpTool>, McpError> {
+    let server = client::connect(name, config).await?;
+    server.tools().await
+}
+
+/// The servers of one run: started on first use, kept for the run, stopped when it ends (when this is dropped).
+#[derive(Default)]
+pub struct McpSessions {
+    configs: BTreeMap<String, McpServerConfig>,
+    started: tokio::sync::Mutex<HashMap<String, Result<(Arc<dyn ToolServer>, Vec<McpTool>), McpError>>>,
+}
+
+impl McpSessions {
+    pub fn new(configs: impl IntoIterator<Item = (String, McpServerConfig)>) -> McpSessions {
+        McpSessions { configs: configs.into_iter().collect(), started: Default::default() }
+    }
+
+    pub fn is_configured(&self, server: &str) -> bool {
+        self.configs.contains_key(server)
+    }
+
+    /// The server, started on first use, and its tools. A server that failed to start is not tried again in the run.
+    async fn server(&self, name: &str) -> Result<(Arc<dyn ToolServer>, Vec<McpTool>), McpError> {
+        let mut started = self.started.lock().await;
+        if let Some(known) = started.get(name) {
+            return known.clone();
+        }
+        let config = self.configs.get(name).ok_or_else(|| McpError::Unknown(name.to_string()))?;
+        let result = async {
+            let server = client::connect(name, config).await?;
+            let tools = server.tools().await?;
+            Ok((Arc::new(server) as Arc<dyn ToolServer>, tools))
+        }
+        .await;
+        started.insert(name.to_string(), result.clone());
+        result
+    }
+
+    /// The tools an agent's `tools.mcp` entry offers: every tool of `server`, or `server/tool`.
+    pub async fn tools_for(&self, entry: &str) -> Result<Vec<(String, McpTool)>, McpError> {
+        let (server, only) = match entry.split_once('/') {
+            Some((server, tool)) => (server, Some(tool)),
+            None => (entry, None),
+        };
+        let (_, tools) = self.server(server).await?;
+        let chosen: Vec<(String, McpTool)> = tools
+            .into_iter()
+            .filter(|t| only.is_none_or(|o| o == t.name))
+            .map(|t| (server.to_string(), t))
+            .collect();
+        if let (Some(tool), true) = (only, chosen.is_empty()) {
+            return Err(McpError::Failed { server: server.to_string(), reason: format!("it has no tool `{tool}`") });
+        }
+        Ok(chosen)
+    }
+
+    /// Calls `tool` of `server`.
+    pub async fn call(&self, server: &str, tool: &str, input: Value) -> Result<Result<Value, String>, McpError> {
+        let (live, _) = self.server(server).await?;
+        live.call(tool, input).await
+    }
+}
+
+/// The name the model sees for a server's tool.
+pub fn exposed_name(server: &str, tool: &str) -> String {
+    format!("{server}{SEPARATOR}{tool}")
+}
+
+/// A tool name as the model or a script file writes it (`server__tool` or `server/tool`), split; `None` when it is
+/// not an MCP tool name.
+pub fn split_name(name: &str) -> Option<(&str, &str)> {
+    name.split_once('/').or_else(|| name.split_once(SEPARATOR))
+}
+
+/// A tool's result as the model is given it.
+pub fn result_json(result: &Result<Value, String>) -> Value {
+    match result {
+        Ok(v) => v.clone(),
+        Err(e) => json!({ "error": e }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mcp_servers_json_shape_reads_as_stdio_or_http() {
+        let servers: BTreeMap<String, McpServerConfig> = serde_json::from_value(json!({
+            "files": {"command": "npx", "args": ["-y", "server"], "env": {"TOKEN": "${GITHUB_TOKEN}"}},
+            "remote": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}
+        }))
+        .unwrap();
+        assert!(matches!(servers["files"], McpServerConfig::Stdio(_)));
+        assert!(matches!(servers["remote"], McpServerConfig::Http(_)));
+        assert!(serde_json::from_value::<McpServerConfig>(json!({"command": "x", "typo": 1})).is_err());
+    }
+
+    #[test]
+    fn variables_are_expanded_and_a_missing_one_is_named() {
+        std::env::set_var("SWITCHYARD_MCP_TEST_VALUE", "abc");
+        assert_eq!(expand("Bearer ${SWITCHYARD_MCP_TEST_VALUE}!").unwrap(), "Bearer abc!");
+        assert!(expand("${SWITCHYARD_MCP_TEST_MISSING}").unwrap_err().contains("SWITCHYARD_MCP_TEST_MISSING"));
+        assert_eq!(split_name("github__create_issue"), Some(("github", "create_issue")));
+        assert_eq!(split_name("github/create_issue"), Some(("github", "create_issue")));
+        assert_eq!(split_name("plain"), None);
+    }
+}
