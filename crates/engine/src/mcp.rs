@@ -149,10 +149,10 @@ mod client {
                         command.current_dir(PathBuf::from(cwd));
                     }
                     // What the server writes on stderr is its own business; it is not shown as ours.
-                    let (transport, _) = TokioChildProcess::builder(command)
-                        .stderr(std::process::Stdio::null())
-                        .spawn()
-                        .map_err(|e| start(format!("`{}` cannot be started ({e}); is it installed and on PATH?", s.command)))?;
+                    let (transport, _) =
+                        TokioChildProcess::builder(command).stderr(std::process::Stdio::null()).spawn().map_err(
+                            |e| start(format!("`{}` cannot be started ({e}); is it installed and on PATH?", s.command)),
+                        )?;
                     ().serve(transport).await.map_err(|e| start(e.to_string()))
                 }
                 McpServerConfig::Http(h) => {
@@ -163,6 +163,7 @@ mod client {
                         let value = value.parse().map_err(|_| start(format!("header {k}: not a valid value")))?;
                         headers.insert(header, value);
                     }
+                    crate::providers::http::install_crypto();
                     let mut config = StreamableHttpClientTransportConfig::with_uri(h.url.as_str());
                     config.custom_headers = headers;
                     let transport = StreamableHttpClientTransport::from_config(config);
@@ -215,8 +216,7 @@ mod client {
                     seconds: self.timeout.as_secs(),
                 })?
                 .map_err(|e| McpError::Failed { server: self.name.clone(), reason: format!("`{tool}` failed: {e}") })?;
-            let text: Vec<String> =
-                result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+            let text: Vec<String> = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
             let text = text.join("\n");
             if result.is_error == Some(true) {
                 return Ok(Err(if text.is_empty() { format!("`{tool}` reported an error") } else { text }));
@@ -275,11 +275,8 @@ impl McpSessions {
             None => (entry, None),
         };
         let (_, tools) = self.server(server).await?;
-        let chosen: Vec<(String, McpTool)> = tools
-            .into_iter()
-            .filter(|t| only.is_none_or(|o| o == t.name))
-            .map(|t| (server.to_string(), t))
-            .collect();
+        let chosen: Vec<(String, McpTool)> =
+            tools.into_iter().filter(|t| only.is_none_or(|o| o == t.name)).map(|t| (server.to_string(), t)).collect();
         if let (Some(tool), true) = (only, chosen.is_empty()) {
             return Err(McpError::Failed { server: server.to_string(), reason: format!("it has no tool `{tool}`") });
         }

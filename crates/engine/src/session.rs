@@ -227,9 +227,15 @@ pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>
     let report = if request.model.is_some() {
         let mut checked = workflow.clone();
         checked.defaults.model = request.model.clone();
-        validate::validate(&checked, &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone() })
+        validate::validate(
+            &checked,
+            &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone() },
+        )
     } else {
-        validate::validate(&workflow, &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone() })
+        validate::validate(
+            &workflow,
+            &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone() },
+        )
     };
     if let Some(first) = report.errors.first() {
         let file =

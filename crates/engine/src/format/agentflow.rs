@@ -117,7 +117,11 @@ fn import_data(node: &mut Node, data: &Map<String, Value>, notes: &mut Vec<Strin
             };
             if let Some(tools) = data.get("tools").and_then(Value::as_object) {
                 let flag = |k: &str| tools.get(k).and_then(Value::as_bool).unwrap_or(false);
-                let t = AgentTools { web_search: flag("web_search"), subagents: flag("subagents"), ..AgentTools::default() };
+                let t = AgentTools {
+                    web_search: flag("web_search"),
+                    subagents: flag("subagents"),
+                    ..AgentTools::default()
+                };
                 if t != AgentTools::default() {
                     node.tools = Some(t);
                 }

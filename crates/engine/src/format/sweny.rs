@@ -95,8 +95,14 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
                 "node `{id}`: `retry` maps to retries of failed model calls; SWEny's eval-driven retry instruction was left out"
             ));
         }
-        let skills: Vec<String> =
-            raw.get("skills").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
+        let skills: Vec<String> = raw
+            .get("skills")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
         for skill in &skills {
             if !skills_seen.contains(skill) {
                 skills_seen.push(skill.clone());

@@ -71,12 +71,17 @@ impl From<ModelError> for Failure {
     }
 }
 
+/// Installs rustls' crypto provider (ring) once, before any HTTP client is built (ours, and MCP's).
+pub(crate) fn install_crypto() {
+    static CRYPTO: OnceLock<()> = OnceLock::new();
+    CRYPTO.get_or_init(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 impl Http {
     pub fn new(provider: &str, limits: Limits) -> Http {
-        static CRYPTO: OnceLock<()> = OnceLock::new();
-        CRYPTO.get_or_init(|| {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        });
+        install_crypto();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(limits.connect_timeout_ms))
             .read_timeout(Duration::from_millis(limits.read_timeout_ms))

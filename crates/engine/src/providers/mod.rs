@@ -4,7 +4,7 @@
 //! never written to files, logs or events.
 
 mod anthropic;
-mod http;
+pub(crate) mod http;
 mod openai;
 mod settings;
 

@@ -432,7 +432,8 @@ impl NodeIo for AgentIo {
             .subagents_enabled()
             .then(|| shared.topo.subagents[self.node].iter().copied().find(|&c| shared.workflow.nodes[c].id == tool))
             .flatten();
-        let mcp_tool = crate::mcp::split_name(tool).filter(|(server, _)| child.is_none() && shared.mcp.is_configured(server));
+        let mcp_tool =
+            crate::mcp::split_name(tool).filter(|(server, _)| child.is_none() && shared.mcp.is_configured(server));
         let result = match child {
             None if mcp_tool.is_some() => {
                 let (server, name) = mcp_tool.expect("checked");

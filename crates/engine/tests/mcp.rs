@@ -1,0 +1,165 @@
+//! MCP tools against a real server (tests/mcp/server.py, the Python `mcp` package), over stdio and streamable HTTP:
+//! discovery, scripted tool calls recording real results, a tool error, a hanging tool, a server that dies, one that
+//! is not installed. `npm test` installs the package in a cached venv and runs these with
+//! `SWITCHYARD_TEST_MCP_PYTHON` set; `cargo test -- --ignored` needs that variable.
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use support::*;
+use switchyard_engine::events::{Collector, EventKind, MemoryLog};
+use switchyard_engine::mcp::{probe, HttpServer, McpServerConfig, McpSessions, StdioServer};
+use switchyard_engine::run::{self, RunOptions};
+use switchyard_engine::RunStatus;
+
+fn python() -> String {
+    std::env::var("SWITCHYARD_TEST_MCP_PYTHON")
+        .expect("SWITCHYARD_TEST_MCP_PYTHON must name a python with the `mcp` package: run `npm test`")
+}
+
+fn server_script() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/server.py").display().to_string()
+}
+
+fn stdio(timeout_seconds: Option<u32>) -> McpServerConfig {
+    McpServerConfig::Stdio(StdioServer {
+        command: python(),
+        args: vec![server_script(), "stdio".into()],
+        env: Default::default(),
+        cwd: None,
+        timeout_seconds,
+    })
+}
+
+/// The server over HTTP on a free port, stopped when the guard is dropped.
+struct HttpGuard(std::process::Child, McpServerConfig);
+
+impl Drop for HttpGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn http() -> HttpGuard {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new(python())
+        .args([server_script(), "http".into(), port.to_string()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Ready once it accepts connections (it binds after importing its packages).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the HTTP MCP server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let config = McpServerConfig::Http(HttpServer {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        headers: Default::default(),
+        timeout_seconds: None,
+    });
+    HttpGuard(child, config)
+}
+
+const AGENT: &str = "nodes:
+  - {id: start, type: start}
+  - {id: helper, type: agent, user_prompt: Add them, tools: {mcp: [test]}}
+edges:
+  - {from: start, to: helper}
+";
+
+async fn run_with_server(
+    config: McpServerConfig,
+    script_yaml: &str,
+) -> (switchyard_engine::run::Outcome, Vec<switchyard_engine::events::Event>) {
+    let wf = workflow(AGENT);
+    let collector = Collector::default();
+    let mut rt = runtime(script(script_yaml), Recording::new(script(script_yaml)), vec![Arc::new(collector.clone())]);
+    rt.log = Some(Arc::new(MemoryLog::default()));
+    rt.mcp = Arc::new(McpSessions::new([("test".to_string(), config)]));
+    let outcome = run::run(Arc::new(wf), RunOptions::default(), rt).await;
+    (outcome, collector.events())
+}
+
+fn tool_calls(outcome: &switchyard_engine::run::Outcome) -> Vec<Value> {
+    serde_json::to_value(&outcome.result.node("helper").unwrap().tool_calls).unwrap().as_array().unwrap().clone()
+}
+
+#[tokio::test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn a_stdio_and_an_http_server_list_their_tools_and_scripted_calls_record_their_real_results() {
+    let served = http();
+    for (transport, config) in [("stdio", stdio(None)), ("http", served.1.clone())] {
+        let tools = probe("test", &config).await.unwrap_or_else(|e| panic!("{transport}: {e}"));
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        for expected in ["add", "echo", "fail", "hang", "delete_everything", "crash"] {
+            assert!(names.contains(&expected), "{transport}: {names:?}");
+        }
+        let add = tools.iter().find(|t| t.name == "add").unwrap();
+        assert_eq!(
+            add.input_schema["properties"]["a"]["type"], "integer",
+            "{transport}: the schema as the server gave it"
+        );
+        assert!(!add.destructive && tools.iter().find(|t| t.name == "delete_everything").unwrap().destructive);
+
+        let script = "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/add, input: {a: 2, b: 3}}\n      - {tool: test__echo, input: {text: hi}}\n";
+        let (outcome, events) = run_with_server(config, script).await;
+        assert_eq!(outcome.result.status, RunStatus::Completed, "{transport}: {:?}", outcome.result.error);
+        let calls = tool_calls(&outcome);
+        assert_eq!(calls[0]["tool"], "test/add");
+        assert_eq!(calls[0]["output"], json!({"result": 5}), "{transport}: the real result, recorded");
+        assert_eq!(calls[1]["output"], json!({"result": "hi"}), "{transport}");
+        let results: Vec<&Value> = events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::ToolResult { output, .. } => Some(output),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results.len(), 2, "{transport}: a tool:result event per call");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn a_tool_error_a_hanging_tool_and_a_dead_server_come_back_as_the_tools_result() {
+    let script = "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/fail, input: {reason: no disk}}\n      - {tool: test/hang, input: {}}\n      - {tool: test/crash, input: {}}\n      - {tool: test/add, input: {a: 1, b: 1}}\n";
+    let (outcome, _) = run_with_server(stdio(Some(2)), script).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "tool errors go to the model, the node goes on");
+    let calls = tool_calls(&outcome);
+    let error = |i: usize| calls[i]["error"].as_str().unwrap_or_default().to_string();
+    assert!(error(0).contains("no disk"), "{calls:?}");
+    assert!(error(1).contains("did not answer within 2 s"), "{calls:?}");
+    assert!(
+        !error(2).is_empty() && !error(3).is_empty(),
+        "after the server died, calls fail with a message: {calls:?}"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn a_server_that_is_not_installed_or_not_configured_leaves_the_agent_without_it_saying_why() {
+    let missing = McpServerConfig::Stdio(StdioServer {
+        command: "/nonexistent/mcp-server".into(),
+        args: vec![],
+        env: Default::default(),
+        cwd: None,
+        timeout_seconds: None,
+    });
+    let e = probe("gone", &missing).await.unwrap_err().to_string();
+    assert!(e.contains("/nonexistent/mcp-server") && e.contains("installed"), "{e}");
+    let (outcome, events) = run_with_server(missing, "nodes: {helper: {text: done}}").await;
+    assert_eq!(outcome.result.status, RunStatus::Completed);
+    let warnings: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::NodeWarning { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(warnings.iter().any(|w| w.contains("did not start") && w.contains("runs without `test`")), "{warnings:?}");
+}

@@ -1,0 +1,55 @@
+"""A real MCP server for Switchyard's tests (the Python `mcp` package's FastMCP), over stdio or streamable HTTP.
+
+    python server.py stdio
+    python server.py http PORT      # serves http://127.0.0.1:PORT/mcp
+"""
+import asyncio
+import os
+import sys
+
+from mcp.server.fastmcp import FastMCP
+from mcp.types import ToolAnnotations
+
+port = int(sys.argv[2]) if len(sys.argv) > 2 else 8000
+server = FastMCP("switchyard-test", host="127.0.0.1", port=port, log_level="WARNING")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the reason."""
+    raise ValueError(reason)
+
+
+@server.tool()
+async def hang(seconds: float = 3600) -> str:
+    """Answers after `seconds` (an hour by default)."""
+    await asyncio.sleep(seconds)
+    return "late"
+
+
+@server.tool(annotations=ToolAnnotations(destructiveHint=True))
+def delete_everything(confirm: bool) -> str:
+    """Pretends to delete everything."""
+    return "deleted" if confirm else "kept"
+
+
+@server.tool()
+def crash() -> str:
+    """Ends the server process at once."""
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    server.run(transport="streamable-http" if sys.argv[1] == "http" else "stdio")
