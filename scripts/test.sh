@@ -28,6 +28,11 @@ npx eslint . --max-warnings 0
 step "cargo test"
 cargo test --workspace -q 2>&1 | tee -a "$out"
 
+step "MCP tools against real servers (the Python mcp package over stdio and streamable HTTP)"
+mcp_python=$(bash scripts/mcp-python.sh)
+SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q -p switchyard-engine --test mcp -- --ignored 2>&1 | tee -a "$out"
+SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q -p switchyard-cli --test cli -- --ignored 2>&1 | tee -a "$out"
+
 step "generated files are current (JSON Schema, TypeScript bindings)"
 cargo run -q -p switchyard-cli -- schema | diff -u schema/workflow.schema.json - \
   || { echo "schema/workflow.schema.json is stale: regenerate it with 'cargo run -p switchyard-cli -- schema'"; exit 1; }

@@ -60,12 +60,16 @@ export type AgentTools_Deserialize = {
 	web_search?: boolean,
 	/**  Offer the agents linked by `subagent` edges as tools. */
 	subagents?: boolean,
+	/**  MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md). */
+	mcp?: string[],
 };
 
 export type AgentTools_Serialize = {
 	web_search?: boolean,
 	/**  Offer the agents linked by `subagent` edges as tools. */
 	subagents?: boolean,
+	/**  MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md). */
+	mcp?: string[],
 };
 
 /**  One code step as the person is shown it before consenting. */
@@ -336,6 +340,20 @@ export type HandleSpec = {
 	perCondition: boolean,
 };
 
+export type HttpServer = HttpServer_Serialize | HttpServer_Deserialize;
+
+export type HttpServer_Deserialize = {
+	url: string,
+	headers?: { [key in string]: string },
+	timeout_seconds?: number | null,
+};
+
+export type HttpServer_Serialize = {
+	url: string,
+	headers?: { [key in string]: string },
+	timeout_seconds?: number,
+};
+
 /**  Limits on each model call, from the settings file. */
 export type Limits = Limits_Serialize | Limits_Deserialize;
 
@@ -368,6 +386,24 @@ export type Limits_Serialize = {
 	/**  Most model turns in one tool-calling loop. */
 	max_tool_turns: number,
 };
+
+/**
+ *  One server in the settings: a command to start (stdio) or a URL (streamable HTTP). `env` and `headers` values
+ *  may name environment variables as `${NAME}`, read when the server starts, so secrets never sit in the file.
+ */
+export type McpServerConfig = McpServerConfig_Serialize | McpServerConfig_Deserialize;
+
+/**
+ *  One server in the settings: a command to start (stdio) or a URL (streamable HTTP). `env` and `headers` values
+ *  may name environment variables as `${NAME}`, read when the server starts, so secrets never sit in the file.
+ */
+export type McpServerConfig_Deserialize = StdioServer_Deserialize | HttpServer_Deserialize;
+
+/**
+ *  One server in the settings: a command to start (stdio) or a URL (streamable HTTP). `env` and `headers` values
+ *  may name environment variables as `${NAME}`, read when the server starts, so secrets never sit in the file.
+ */
+export type McpServerConfig_Serialize = StdioServer_Serialize | HttpServer_Serialize;
 
 /**  How a value written to a `state` key combines with what is there (OpenExpertise's merge strategies). */
 export type Merge = "last_wins" | 
@@ -811,7 +847,19 @@ export type Settings_Deserialize = {
 	/**  `provider/model` used when neither the node nor the workflow names one. */
 	default_model?: string | null,
 	limits?: Limits_Deserialize,
-};
+} & ({
+	/**
+	 *  MCP servers agents may use, by name: `{command, args, env, cwd}` or `{url, headers}` — the `mcpServers` shape
+	 *  (that key is accepted too), so a list from another tool can be pasted (docs/tools.md).
+	 */
+	mcp_servers?: { [key in string]: McpServerConfig_Deserialize },
+} & {
+	/**
+	 *  MCP servers agents may use, by name: `{command, args, env, cwd}` or `{url, headers}` — the `mcpServers` shape
+	 *  (that key is accepted too), so a list from another tool can be pasted (docs/tools.md).
+	 */
+	mcpServers?: { [key in string]: McpServerConfig_Deserialize },
+});
 
 /**  The user's settings: providers, the default model, and call limits. */
 export type Settings_Serialize = {
@@ -819,6 +867,11 @@ export type Settings_Serialize = {
 	/**  `provider/model` used when neither the node nor the workflow names one. */
 	default_model?: string,
 	limits: Limits_Serialize,
+	/**
+	 *  MCP servers agents may use, by name: `{command, args, env, cwd}` or `{url, headers}` — the `mcpServers` shape
+	 *  (that key is accepted too), so a list from another tool can be pasted (docs/tools.md).
+	 */
+	mcp_servers?: { [key in string]: McpServerConfig_Serialize },
 };
 
 export type Startup = Startup_Serialize | Startup_Deserialize;
@@ -837,6 +890,26 @@ export type Startup_Serialize = {
 
 export type StateField = {
 	merge: Merge,
+};
+
+export type StdioServer = StdioServer_Serialize | StdioServer_Deserialize;
+
+export type StdioServer_Deserialize = {
+	command: string,
+	args?: string[],
+	env?: { [key in string]: string },
+	cwd?: string | null,
+	/**  Seconds a start or a tool call may take (default 60). */
+	timeout_seconds?: number | null,
+};
+
+export type StdioServer_Serialize = {
+	command: string,
+	args?: string[],
+	env?: { [key in string]: string },
+	cwd?: string,
+	/**  Seconds a start or a tool call may take (default 60). */
+	timeout_seconds?: number,
 };
 
 /**  How structured output is requested. */

@@ -124,6 +124,12 @@ enum Command {
     },
     /// List the configured model providers and whether each answers.
     Providers,
+    /// List the MCP servers in the settings: whether each starts and answers, and its tools. Exit 1 if one fails.
+    Mcp {
+        /// Print a JSON array of {name, transport, ok, error?, tools: [{name, description, destructive}]}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the canonical document.
     Export {
         file: PathBuf,
@@ -193,9 +199,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // With --json, even a command that cannot go on prints one JSON object; a run says it was invalid.
     let json_errors = match &cli.command {
-        Command::Validate { json: true, .. } | Command::Runs { json: true } | Command::Show { json: true, .. } => {
-            Some(false)
-        }
+        Command::Validate { json: true, .. }
+        | Command::Runs { json: true }
+        | Command::Show { json: true, .. }
+        | Command::Mcp { json: true } => Some(false),
         Command::Run { json: true, .. } | Command::Resume { json: true, .. } | Command::Replay { json: true, .. } => {
             Some(true)
         }
@@ -246,6 +253,7 @@ fn main() -> ExitCode {
         Command::Show { run_id, json } => cmd_show(&run_id, json),
         Command::Replay { run_id, json, events } => cmd_replay(&run_id, json, events),
         Command::Providers => runtime.block_on(cmd_providers()),
+        Command::Mcp { json } => runtime.block_on(cmd_mcp(json)),
     };
     match code {
         Ok(c) => ExitCode::from(c),
@@ -548,6 +556,44 @@ fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Un
         &fingerprint[..12]
     );
     Ok(0)
+}
+
+async fn cmd_mcp(json: bool) -> Result<u8, Unusable> {
+    let settings = settings()?;
+    if settings.mcp_servers.is_empty() && !json {
+        println!("no MCP servers configured: add them under mcp_servers in {}", Settings::default_path().display());
+        return Ok(0);
+    }
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for (name, config) in &settings.mcp_servers {
+        let transport = match config {
+            switchyard_engine::mcp::McpServerConfig::Stdio(_) => "stdio",
+            switchyard_engine::mcp::McpServerConfig::Http(_) => "http",
+        };
+        let probed = switchyard_engine::mcp::probe(name, config).await;
+        failed |= probed.is_err();
+        if !json {
+            match &probed {
+                Ok(tools) => {
+                    println!("✓ {name} ({transport}): {} tool(s)", tools.len());
+                    for t in tools {
+                        let marker = if t.destructive { " [changes things]" } else { "" };
+                        println!("    {name}__{}{marker}  {}", t.name, t.description.lines().next().unwrap_or(""));
+                    }
+                }
+                Err(e) => println!("✗ {name} ({transport}): {e}"),
+            }
+        }
+        rows.push(match probed {
+            Ok(tools) => json!({"name": name, "transport": transport, "ok": true, "tools": tools.iter().map(|t| json!({"name": t.name, "description": t.description, "destructive": t.destructive})).collect::<Vec<_>>()}),
+            Err(e) => json!({"name": name, "transport": transport, "ok": false, "error": e.to_string(), "tools": []}),
+        });
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows).unwrap());
+    }
+    Ok(if failed { 1 } else { 0 })
 }
 
 fn cmd_runs(json: bool) -> Result<u8, Unusable> {

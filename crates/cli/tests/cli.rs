@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -635,4 +635,57 @@ fn with_json_a_command_that_cannot_go_on_still_prints_one_json_object() {
     );
     let (code, r) = cli.json(&["show", "no-such-run", "--json"]);
     assert_eq!((code, r["errors"][0]["code"].clone()), (2, "NO_SUCH_RUN".into()));
+}
+
+/// A python with the `mcp` package, for the tests against a real MCP server (npm test sets it).
+fn mcp_python() -> String {
+    std::env::var("SWITCHYARD_TEST_MCP_PYTHON")
+        .expect("SWITCHYARD_TEST_MCP_PYTHON must name a python with the `mcp` package: run `npm test`")
+}
+
+#[test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+fn an_agents_scripted_tool_calls_reach_real_mcp_servers_over_stdio_and_http_and_mcp_lists_them() {
+    let cli = Cli::new();
+    let server = repo().join("crates/engine/tests/mcp/server.py").to_string_lossy().into_owned();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut http = Command::new(mcp_python())
+        .args([server.as_str(), "http", &port.to_string()])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "the HTTP MCP server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    cli.write(
+        "settings.yaml",
+        &format!(
+            "mcp_servers:\n  local: {{command: {:?}, args: [{server:?}, stdio]}}\n  remote: {{url: \"http://127.0.0.1:{port}/mcp\"}}\n  broken: {{command: /nonexistent/mcp-server}}\n",
+            mcp_python()
+        ),
+    );
+    let (code, listed) = cli.json(&["mcp", "--json"]);
+    assert_eq!(code, 1, "one server does not start");
+    let row = |name: &str| listed.as_array().unwrap().iter().find(|r| r["name"] == name).unwrap().clone();
+    assert_eq!((row("local")["ok"].clone(), row("remote")["ok"].clone()), (json!(true), json!(true)));
+    assert!(row("local")["tools"].as_array().unwrap().iter().any(|t| t["name"] == "add"));
+    assert!(row("broken")["error"].as_str().unwrap().contains("/nonexistent/mcp-server"));
+
+    for server in ["local", "remote"] {
+        let workflow = cli.write(
+            &format!("{server}.yaml"),
+            &format!("switchyard: 1\nname: tools\nnodes:\n  - {{id: start, type: start}}\n  - {{id: helper, type: agent, tools: {{mcp: [{server}]}}}}\nedges:\n  - {{from: start, to: helper}}\n"),
+        );
+        let script = cli.write(
+            &format!("{server}.script.yaml"),
+            &format!("nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {{tool: {server}/add, input: {{a: 20, b: 22}}}}\n"),
+        );
+        let (code, r) = cli.json(&["run", &workflow, "--script", &script, "--json", "--no-store"]);
+        assert_eq!(code, 0, "{server}: {r}");
+        assert_eq!(r["results"]["helper"]["toolCalls"][0]["output"], json!({"result": 42}), "{server}: {r}");
+    }
+    let _ = http.kill();
+    let _ = http.wait();
 }
