@@ -239,3 +239,33 @@ edges:
   assert.equal(await dialog.isExisting(), false, "a trusted version is not asked about again");
   await waitStatus(browser, "shell", "succeeded");
 });
+
+test("an MCP server added in Settings is tested, and an agent's scripted tool call reaches it with its result in Last run", async () => {
+  const python = process.env.SWITCHYARD_TEST_MCP_PYTHON;
+  assert.ok(python, "SWITCHYARD_TEST_MCP_PYTHON must name a python with the mcp package (npm test sets it)");
+  const server = join(root, "crates/engine/tests/mcp/server.py");
+  await click(browser, await pointOf(browser, '[data-testid="settings-button"]'));
+  await (await browser.$('[data-testid="settings"]')).waitForDisplayed({ timeout: 3000 });
+  await click(browser, await pointOf(browser, '[data-testid="mcp-servers"]'));
+  await chord(browser, [KEY.control, "a"]);
+  await type(browser, JSON.stringify({ test: { command: python, args: [server, "stdio"] } }));
+  await click(browser, await pointOf(browser, '[data-testid="mcp-test"]'));
+  const tested = await browser.$('[data-testid="mcp-test-results"]');
+  await browser.waitUntil(async () => /test__add/.test(await tested.getText()), { timeout: 20000, timeoutMsg: "Test did not list the server's tools" });
+  await browser.saveScreenshot(join(root, "docs/screenshots/mcp-settings.png"));
+  await click(browser, await pointOf(browser, '[data-testid="settings-save"]'));
+  await (await browser.$('[data-testid="settings"]')).waitForDisplayed({ reverse: true, timeout: 3000 });
+
+  writeFileSync(join(work, "mcp-agent.script.yaml"), "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/add, input: {a: 20, b: 22}}\n");
+  await openWorkflow(
+    "mcp-agent.yaml",
+    "switchyard: 1\nname: MCP agent\nnodes:\n  - {id: start, type: start, position: {x: 0, y: 100}}\n  - {id: helper, type: agent, user_prompt: Add, tools: {mcp: [test]}, position: {x: 320, y: 100}}\nedges:\n  - {from: start, to: helper}\n",
+  );
+  await click(browser, await pointOf(browser, '[data-testid="run"]'));
+  await waitStatus(browser, "helper", "succeeded");
+  await click(browser, await pointOf(browser, node("helper")));
+  await click(browser, await pointOf(browser, '[data-testid="tab-last-run"]'));
+  const details = await browser.$('[data-testid="run-details"]');
+  await details.waitForDisplayed({ timeout: 3000 });
+  await browser.waitUntil(async () => /test\/add\(\{"a":20,"b":22\}\) → \{"result":42\}/.test(await details.getProperty("textContent")), { timeout: 3000, timeoutMsg: `the tool call is not in Last run: ${await details.getProperty("textContent")}` });
+});

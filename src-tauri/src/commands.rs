@@ -10,6 +10,7 @@ use switchyard_engine::code::consent::{Consent, TrustStore};
 use switchyard_engine::events::{Event, Observer, RunLog};
 use switchyard_engine::files;
 use switchyard_engine::format::{self, Format};
+use switchyard_engine::mcp::{McpServerConfig, McpTool};
 use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{Providers, Settings};
 use switchyard_engine::run::{self, RunController, RunHandle, Runtime};
@@ -145,6 +146,13 @@ pub fn code_consent(workflow: Workflow, workflow_path: Option<String>) -> Result
     let workflow_ref = workflow_path.as_deref().map(|p| WorkflowRef::new(Path::new(p), None));
     let (_, consent) = session::code_for(&workflow, workflow_ref.as_ref(), false, &TrustStore::default_location())?;
     Ok(consent)
+}
+
+/// Starts an MCP server from the settings being edited and lists its tools: the Settings dialog's Test.
+#[tauri::command]
+#[specta::specta]
+pub async fn probe_mcp(name: String, server: McpServerConfig) -> Result<Vec<McpTool>, CommandError> {
+    switchyard_engine::mcp::probe(&name, &server).await.map_err(|e| CommandError::new("MCP_UNAVAILABLE", e.to_string()))
 }
 
 /// Records the person's consent to this version of a workflow's code (the fingerprint `code_consent` gave).

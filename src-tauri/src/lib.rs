@@ -23,6 +23,7 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::validate,
         commands::code_consent,
         commands::trust_code,
+        commands::probe_mcp,
         commands::start_run,
         commands::resume_run,
         commands::decide,

@@ -21,6 +21,8 @@ export const commands = {
 	codeConsent: (workflow: Workflow_Deserialize, workflowPath: string | null) => typedError<Consent_Serialize, CommandError>(__TAURI_INVOKE("code_consent", { workflow, workflowPath })),
 	/**  Records the person's consent to this version of a workflow's code (the fingerprint `code_consent` gave). */
 	trustCode: (fingerprint: string, workflowPath: string | null) => typedError<null, CommandError>(__TAURI_INVOKE("trust_code", { fingerprint, workflowPath })),
+	/**  Starts an MCP server from the settings being edited and lists its tools: the Settings dialog's Test. */
+	probeMcp: (name: string, server: McpServerConfig_Deserialize) => typedError<McpTool[], CommandError>(__TAURI_INVOKE("probe_mcp", { name, server })),
 	/**  Starts a run; its events arrive on `on_events` in batches, in order. */
 	startRun: (request: RunRequest_Deserialize, onEvents: Channel<Event_Deserialize[]>) => typedError<string, CommandError>(__TAURI_INVOKE("start_run", { request, onEvents })),
 	/**  Continues a paused run stored by an earlier session (or this one), streaming its events like `start_run`. */
@@ -404,6 +406,16 @@ export type McpServerConfig_Deserialize = StdioServer_Deserialize | HttpServer_D
  *  may name environment variables as `${NAME}`, read when the server starts, so secrets never sit in the file.
  */
 export type McpServerConfig_Serialize = StdioServer_Serialize | HttpServer_Serialize;
+
+/**  A tool a server offers. */
+export type McpTool = {
+	name: string,
+	description: string,
+	/**  The tool's JSON Schema for its input, as the server gave it. */
+	input_schema: any,
+	/**  The server marks it as changing its environment (`destructiveHint`, or not `readOnlyHint`). */
+	destructive: boolean,
+};
 
 /**  How a value written to a `state` key combines with what is there (OpenExpertise's merge strategies). */
 export type Merge = "last_wins" | 

@@ -69,11 +69,13 @@ impl McpServerConfig {
 }
 
 /// A tool a server offers.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct McpTool {
     pub name: String,
     pub description: String,
     /// The tool's JSON Schema for its input, as the server gave it.
+    #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
     pub input_schema: Value,
     /// The server marks it as changing its environment (`destructiveHint`, or not `readOnlyHint`).
     pub destructive: bool,
@@ -235,11 +237,14 @@ pub async fn probe(name: &str, config: &McpServerConfig) -> Result<Vec<McpTool>,
     server.tools().await
 }
 
+/// A started server and the tools it listed.
+type Started = Result<(Arc<dyn ToolServer>, Vec<McpTool>), McpError>;
+
 /// The servers of one run: started on first use, kept for the run, stopped when it ends (when this is dropped).
 #[derive(Default)]
 pub struct McpSessions {
     configs: BTreeMap<String, McpServerConfig>,
-    started: tokio::sync::Mutex<HashMap<String, Result<(Arc<dyn ToolServer>, Vec<McpTool>), McpError>>>,
+    started: tokio::sync::Mutex<HashMap<String, Started>>,
 }
 
 impl McpSessions {
@@ -252,7 +257,7 @@ impl McpSessions {
     }
 
     /// The server, started on first use, and its tools. A server that failed to start is not tried again in the run.
-    async fn server(&self, name: &str) -> Result<(Arc<dyn ToolServer>, Vec<McpTool>), McpError> {
+    async fn server(&self, name: &str) -> Started {
         let mut started = self.started.lock().await;
         if let Some(known) = started.get(name) {
             return known.clone();

@@ -1,8 +1,9 @@
-// Settings: model providers, the default model and call limits. The engine checks them when they are saved and
+// Settings: model providers, the default model, call limits and MCP servers. The engine checks them when they are saved and
 // refuses what it could not read back (duplicate ids, malformed URLs or variable names), with the reason shown on
 // the field. Keys are never entered here, only the name of the environment variable that holds each.
 import { useEffect, useState } from "react";
 import type { Settings } from "../types";
+import type { McpServerConfig_Deserialize as McpServerConfig } from "../bindings";
 import { commands } from "../api";
 import { errorText } from "../store/messages";
 import { useSession, type CommandError, type SettingsProblem } from "../store/session";
@@ -18,6 +19,34 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
   const [defaultModel, setDefaultModel] = useState(initial.default_model ?? "");
   const [limits, setLimits] = useState(initial.limits);
   const [problems, setProblems] = useState<SettingsProblem[]>([]);
+  // MCP servers as the widely used `mcpServers` JSON, so a list from another tool can be pasted.
+  const [mcpText, setMcpText] = useState(() => JSON.stringify(initial.mcp_servers ?? {}, null, 2));
+  const [mcpTested, setMcpTested] = useState<{ name: string; ok: boolean; text: string }[] | null>(null);
+  const parseMcp = (): Record<string, McpServerConfig> => {
+    const parsed = JSON.parse(mcpText.trim() || "{}");
+    const servers = parsed && typeof parsed === "object" && "mcpServers" in parsed ? parsed.mcpServers : parsed;
+    if (!servers || typeof servers !== "object" || Array.isArray(servers)) throw new Error("write an object: {\"name\": {\"command\": …} or {\"url\": …}}");
+    return servers as Record<string, McpServerConfig>;
+  };
+  const testMcp = async () => {
+    let servers: Record<string, McpServerConfig>;
+    try {
+      servers = parseMcp();
+    } catch (e) {
+      setMcpTested([{ name: "MCP servers", ok: false, text: `not valid JSON: ${errorText(e)}` }]);
+      return;
+    }
+    setMcpTested(Object.keys(servers).map((name) => ({ name, ok: true, text: "starting…" })));
+    const results = await Promise.all(
+      Object.entries(servers).map(async ([name, server]) => {
+        const r = await commands.probeMcp(name, server).catch((e) => ({ status: "error" as const, error: { code: "MCP_UNAVAILABLE", message: errorText(e), problems: null } }));
+        return r.status === "ok"
+          ? { name, ok: true, text: r.data.length ? r.data.map((t) => `${name}__${t.name}`).join(", ") : "no tools" }
+          : { name, ok: false, text: (r.error as CommandError).message };
+      }),
+    );
+    setMcpTested(results);
+  };
   const [error, setError] = useState<string | null>(null);
   const update = (i: number, patch: Partial<Provider>) => setProviders((ps) => ps.map((p, j) => (j === i ? { ...p, ...patch } : p)));
   const clean = (v: string | undefined | null) => (v && v.trim() ? v.trim() : undefined);
@@ -25,7 +54,15 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
   const cell = (field: string) => ({ className: problemAt(field) ? "invalid" : undefined, "aria-invalid": Boolean(problemAt(field)), title: problemAt(field) });
 
   const save = async () => {
+    let mcp_servers: Record<string, McpServerConfig>;
+    try {
+      mcp_servers = parseMcp();
+    } catch (e) {
+      setError(`MCP servers: not valid JSON (${errorText(e)})`);
+      return;
+    }
     const settings = {
+      mcp_servers,
       providers: providers.map((p) => ({ ...p, id: p.id.trim(), base_url: clean(p.base_url), api_key_env: clean(p.api_key_env), default_model: clean(p.default_model) })),
       default_model: clean(defaultModel),
       limits,
@@ -110,6 +147,22 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
           <label className="field"><span>retries</span><input type="number" min={0} value={limits.retries} onChange={(e) => setLimits({ ...limits, retries: Number(e.target.value) })} /></label>
           <label className="field"><span>tool turns</span><input type="number" min={1} value={limits.max_tool_turns} onChange={(e) => setLimits({ ...limits, max_tool_turns: Number(e.target.value) })} /></label>
         </div>
+        <h4>MCP servers</h4>
+        <p className="hint">
+          Tools for agents (an agent's <code>tools.mcp</code> lists servers or <code>server/tool</code>). Paste an <code>mcpServers</code> object:{" "}
+          <code>{'{"files": {"command": "npx", "args": ["-y", "…"]}, "remote": {"url": "http://127.0.0.1:8000/mcp"}}'}</code>. Secrets go in environment variables, written <code>{"${NAME}"}</code>.
+        </p>
+        <textarea className="mcp-servers" rows={6} value={mcpText} onChange={(e) => setMcpText(e.target.value)} spellCheck={false} data-testid="mcp-servers" />
+        <button onClick={() => void testMcp()} data-testid="mcp-test">Test servers</button>
+        {mcpTested && (
+          <ul className="mcp-tested" data-testid="mcp-test-results">
+            {mcpTested.map((r) => (
+              <li key={r.name} className={r.ok ? "ok" : "field-error"}>
+                {r.ok ? "✓" : "✗"} {r.name}: {r.text}
+              </li>
+            ))}
+          </ul>
+        )}
         {unplaced.map((p) => <div key={p.field} className="field-error">{p.field}: {p.message}</div>)}
         {error && <div className="field-error" data-testid="settings-error">{error}</div>}
         <div className="actions">

@@ -171,6 +171,39 @@ impl Settings {
     /// that must be positive and are not. Empty when the settings can be saved and used.
     pub fn check(&self) -> Vec<SettingsProblem> {
         let mut problems = Vec::new();
+        for (name, server) in &self.mcp_servers {
+            if name.trim().is_empty() || name.contains('/') || name.contains(crate::mcp::SEPARATOR) {
+                problems.push(SettingsProblem::new(
+                    format!("mcp_servers.{name}"),
+                    "INVALID_MCP_SERVER_NAME",
+                    format!(
+                        "MCP server name `{name}` must be non-empty, without `/` or `__` (agents write server/tool)"
+                    ),
+                ));
+            }
+            match server {
+                crate::mcp::McpServerConfig::Stdio(s) if s.command.trim().is_empty() => {
+                    problems.push(SettingsProblem::new(
+                        format!("mcp_servers.{name}.command"),
+                        "EMPTY_MCP_COMMAND",
+                        "give the command that starts the server, e.g. `npx`",
+                    ))
+                }
+                crate::mcp::McpServerConfig::Http(h) => {
+                    if let Err(why) = check_url(&h.url) {
+                        problems.push(SettingsProblem::new(
+                            format!("mcp_servers.{name}.url"),
+                            "INVALID_MCP_URL",
+                            format!(
+                                "url `{}` {why}; write the server's endpoint, e.g. `http://127.0.0.1:8000/mcp`",
+                                h.url
+                            ),
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
         for (i, p) in self.providers.iter().enumerate() {
             let field = |name: &str| format!("providers[{i}].{name}");
             if p.id.trim().is_empty() {
