@@ -251,7 +251,8 @@ test("an MCP server added in Settings is tested, and an agent's scripted tool ca
   await type(browser, JSON.stringify({ test: { command: python, args: [server, "stdio"] } }));
   await click(browser, await pointOf(browser, '[data-testid="mcp-test"]'));
   const tested = await browser.$('[data-testid="mcp-test-results"]');
-  await browser.waitUntil(async () => /test__add/.test(await tested.getText()), { timeout: 20000, timeoutMsg: "Test did not list the server's tools" });
+  await tested.waitForExist({ timeout: 5000 });
+  await browser.waitUntil(async () => /test__add/.test(await tested.getProperty("textContent")), { timeout: 20000, timeoutMsg: `Test did not list the server's tools: ${await tested.getProperty("textContent")} (typed: ${await (await browser.$('[data-testid="mcp-servers"]')).getValue()})` });
   await browser.saveScreenshot(join(root, "docs/screenshots/mcp-settings.png"));
   await click(browser, await pointOf(browser, '[data-testid="settings-save"]'));
   await (await browser.$('[data-testid="settings"]')).waitForDisplayed({ reverse: true, timeout: 3000 });

@@ -108,8 +108,17 @@ export async function chord(browser, keys) {
 }
 
 /** Types text into whatever has focus, key by key. */
+// Characters typed with Shift on a US keyboard, by the key that carries them: WebKitWebDriver under Xvfb sends the
+// key without its shift, so these are typed as a person types them, Shift held.
+const SHIFTED = { "{": "[", "}": "]", '"': "'", ":": ";", _: "-", "<": ",", ">": ".", "?": "/", "|": "\\", "~": "`", "!": "1", "@": "2", "#": "3", $: "4", "%": "5", "^": "6", "&": "7", "*": "8", "(": "9", ")": "0", "+": "=" };
+
 export async function type(browser, text) {
-  await browser.performActions([{ type: "key", id: "keyboard", actions: [...text].flatMap((c) => [{ type: "keyDown", value: c }, { type: "keyUp", value: c }]) }]);
+  const keys = [...text].flatMap((c) => {
+    const base = SHIFTED[c] ?? (c >= "A" && c <= "Z" ? c.toLowerCase() : null);
+    if (base === null) return [{ type: "keyDown", value: c }, { type: "keyUp", value: c }];
+    return [{ type: "keyDown", value: KEY.shift }, { type: "keyDown", value: base }, { type: "keyUp", value: base }, { type: "keyUp", value: KEY.shift }];
+  });
+  await browser.performActions([{ type: "key", id: "keyboard", actions: keys }]);
   await browser.releaseActions();
 }
 

@@ -148,7 +148,7 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
           <label className="field"><span>tool turns</span><input type="number" min={1} value={limits.max_tool_turns} onChange={(e) => setLimits({ ...limits, max_tool_turns: Number(e.target.value) })} /></label>
         </div>
         <h4>MCP servers</h4>
-        <p className="hint">
+        <p className="mcp-hint">
           Tools for agents (an agent's <code>tools.mcp</code> lists servers or <code>server/tool</code>). Paste an <code>mcpServers</code> object:{" "}
           <code>{'{"files": {"command": "npx", "args": ["-y", "…"]}, "remote": {"url": "http://127.0.0.1:8000/mcp"}}'}</code>. Secrets go in environment variables, written <code>{"${NAME}"}</code>.
         </p>
