@@ -126,6 +126,25 @@ async fn a_stdio_and_an_http_server_list_their_tools_and_scripted_calls_record_t
 
 #[tokio::test]
 #[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn discovery_follows_pagination_past_the_first_page() {
+    let paged = McpServerConfig::Stdio(StdioServer {
+        command: python(),
+        args: vec![server_script(), "stdio-paged".into()],
+        env: Default::default(),
+        cwd: None,
+        timeout_seconds: None,
+    });
+    let tools = probe("test", &paged).await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["add", "echo", "fail", "hang", "delete_everything", "crash"], "three pages of two");
+    let (outcome, _) = run_with_server(paged, "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/crash_not_listed, input: {}}\n      - {tool: test/delete_everything, input: {confirm: false}}\n").await;
+    let calls = tool_calls(&outcome);
+    assert_eq!(calls[1]["output"], json!({"result": "kept"}), "a tool from the last page is called: {calls:?}");
+    assert!(calls[0]["error"].is_string(), "an unknown tool is an error for the model: {calls:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
 async fn a_tool_error_a_hanging_tool_and_a_dead_server_come_back_as_the_tools_result() {
     let script = "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/fail, input: {reason: no disk}}\n      - {tool: test/hang, input: {}}\n      - {tool: test/crash, input: {}}\n      - {tool: test/add, input: {a: 1, b: 1}}\n";
     let (outcome, _) = run_with_server(stdio(Some(2)), script).await;

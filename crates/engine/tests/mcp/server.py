@@ -2,6 +2,7 @@
 
     python server.py stdio
     python server.py http PORT      # serves http://127.0.0.1:PORT/mcp
+    python server.py stdio-paged    # tools/list answers two tools per page, with a cursor
 """
 import asyncio
 import os
@@ -51,5 +52,20 @@ def crash() -> str:
     os._exit(3)
 
 
+def paginate(page_size):
+    """Replaces FastMCP's tools/list (which sends every tool at once) with one that answers a page at a time."""
+    from mcp import types
+
+    @server._mcp_server.list_tools()
+    async def list_tools(request: types.ListToolsRequest) -> types.ListToolsResult:
+        tools = await server.list_tools()
+        cursor = request.params.cursor if request.params else None
+        start = int(cursor) if cursor else 0
+        end = start + page_size
+        return types.ListToolsResult(tools=tools[start:end], nextCursor=str(end) if end < len(tools) else None)
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "stdio-paged":
+        paginate(2)
     server.run(transport="streamable-http" if sys.argv[1] == "http" else "stdio")
