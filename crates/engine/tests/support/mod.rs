@@ -188,6 +188,15 @@ pub async fn run_code_with(
     input: Option<Value>,
     code: switchyard_engine::code::Code,
 ) -> Ran {
+    run_full(wf, script_yaml, RunOptions { input, ..RunOptions::default() }, code).await
+}
+
+/// Validates (panicking on errors, so tests never run an invalid graph by accident), then runs.
+pub async fn run_with(wf: &Workflow, script_yaml: &str, options: RunOptions) -> Ran {
+    run_full(wf, script_yaml, options, Default::default()).await
+}
+
+async fn run_full(wf: &Workflow, script_yaml: &str, options: RunOptions, code: switchyard_engine::code::Code) -> Ran {
     let report = validate::validate(wf, &Options::default());
     assert!(report.is_ok(), "test workflow does not validate: {:?}", report.errors);
     let script = script(script_yaml);
@@ -197,23 +206,6 @@ pub async fn run_code_with(
     let mut rt = runtime(script, model.clone(), vec![Arc::new(collector.clone())]);
     rt.log = Some(Arc::new(log.clone()));
     rt.code = code;
-    let options = RunOptions { input, ..RunOptions::default() };
-    let outcome = run::run(Arc::new(wf.clone()), options.clone(), rt).await;
-    let ran = Ran { outcome, events: collector.events(), model, log, options };
-    replays_the_same(wf, &ran);
-    ran
-}
-
-/// Validates (panicking on errors, so tests never run an invalid graph by accident), then runs.
-pub async fn run_with(wf: &Workflow, script_yaml: &str, options: RunOptions) -> Ran {
-    let report = validate::validate(wf, &Options::default());
-    assert!(report.is_ok(), "test workflow does not validate: {:?}", report.errors);
-    let script = script(script_yaml);
-    let model = Recording::new(script.clone());
-    let collector = Collector::default();
-    let log = MemoryLog::default();
-    let mut rt = runtime(script, model.clone(), vec![Arc::new(collector.clone())]);
-    rt.log = Some(Arc::new(log.clone()));
     let outcome = run::run(Arc::new(wf.clone()), options.clone(), rt).await;
     let ran = Ran { outcome, events: collector.events(), model, log, options };
     replays_the_same(wf, &ran);
