@@ -260,11 +260,24 @@ test("an MCP server added in Settings is tested, and an agent's scripted tool ca
   writeFileSync(join(work, "mcp-agent.script.yaml"), "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/add, input: {a: 20, b: 22}}\n");
   await openWorkflow(
     "mcp-agent.yaml",
-    "switchyard: 1\nname: MCP agent\nnodes:\n  - {id: start, type: start, position: {x: 0, y: 100}}\n  - {id: helper, type: agent, user_prompt: Add, tools: {mcp: [test]}, position: {x: 320, y: 100}}\nedges:\n  - {from: start, to: helper}\n",
+    "switchyard: 1\nname: MCP agent\nnodes:\n  - {id: start, type: start, position: {x: 0, y: 100}}\n  - {id: helper, type: agent, user_prompt: Add, position: {x: 320, y: 100}}\nedges:\n  - {from: start, to: helper}\n",
   );
+  // Pick the tool on the agent from what the server lists.
+  await click(browser, await pointOf(browser, node("helper")));
+  await click(browser, await pointOf(browser, '[data-testid="tab-settings"]'));
+  const listTools = await browser.$('[data-testid="mcp-list-tools"]');
+  await listTools.waitForExist({ timeout: 3000 });
+  await listTools.scrollIntoView({ block: "center" }); // the inspector scrolls, as a person would with the wheel
+  await click(browser, await pointOf(browser, '[data-testid="mcp-list-tools"]'));
+  const addTool = await browser.$('[data-testid="mcp-tool-test-add"]');
+  await addTool.waitForExist({ timeout: 20000 });
+  await click(browser, await pointOf(browser, '[data-testid="mcp-tool-test-add"]'));
+  await browser.waitUntil(async () => await addTool.isSelected(), { timeout: 3000, timeoutMsg: "the tool was not picked" });
+  await browser.saveScreenshot(join(root, "docs/screenshots/mcp-inspector.png"));
   await click(browser, await pointOf(browser, '[data-testid="run"]'));
   await waitStatus(browser, "helper", "succeeded");
   await click(browser, await pointOf(browser, node("helper")));
+  await (await browser.$('[data-testid="tab-last-run"]')).scrollIntoView({ block: "center" }); // back up the inspector
   await click(browser, await pointOf(browser, '[data-testid="tab-last-run"]'));
   const details = await browser.$('[data-testid="run-details"]');
   await details.waitForDisplayed({ timeout: 3000 });

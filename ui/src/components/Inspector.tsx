@@ -8,6 +8,8 @@ import { edgeKey, useDocument } from "../store/document";
 import { useNodeRun } from "../store/run";
 import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
+import { commands } from "../api";
+import { errorText } from "../store/messages";
 
 function Field({ label, help, children }: { label: string; help?: string | null; children: React.ReactNode }) {
   return (
@@ -123,6 +125,56 @@ function Conditions({ node, set }: { node: Node; set: (patch: Partial<Node>) => 
   );
 }
 
+/**
+ * An agent's MCP tools: each server in Settings (every tool), or single tools listed from the running servers.
+ * Entries naming a server that Settings does not have are shown as problems, never dropped.
+ */
+function McpTools({ value, onCommit }: { value: unknown; onCommit: (v: unknown) => void }) {
+  const configured = useSession((s) => s.settings?.mcp_servers);
+  const servers = Object.keys(configured ?? {});
+  const chosen: string[] = Array.isArray(value) ? (value as string[]) : [];
+  const [listed, setListed] = useState<Record<string, string[] | string>>({});
+  const toggle = (entry: string) => {
+    const next = chosen.includes(entry) ? chosen.filter((e) => e !== entry) : [...chosen, entry];
+    onCommit(next.length ? next : undefined);
+  };
+  const list = async () => {
+    for (const [name, server] of Object.entries(configured ?? {})) {
+      setListed((l) => ({ ...l, [name]: "listing…" }));
+      const r = await commands.probeMcp(name, server).catch((e) => ({ status: "error" as const, error: { message: errorText(e) } }));
+      setListed((l) => ({ ...l, [name]: r.status === "ok" ? r.data.map((t) => t.name) : (r.error as { message: string }).message }));
+    }
+  };
+  const unknown = chosen.filter((e) => !servers.includes(e.split("/")[0]));
+  return (
+    <div className="mcp-tools" data-testid="field-tools.mcp">
+      {servers.length === 0 && <p className="mcp-hint">No MCP servers yet: add them in Settings.</p>}
+      {servers.map((server) => {
+        const tools = listed[server];
+        return (
+          <div key={server}>
+            <label className="check">
+              <input type="checkbox" checked={chosen.includes(server)} onChange={() => toggle(server)} data-testid={`mcp-server-${server}`} /> {server} <span className="dim">every tool</span>
+            </label>
+            {Array.isArray(tools) && !chosen.includes(server) && tools.map((tool) => (
+              <label className="check mcp-tool" key={tool}>
+                <input type="checkbox" checked={chosen.includes(`${server}/${tool}`)} onChange={() => toggle(`${server}/${tool}`)} data-testid={`mcp-tool-${server}-${tool}`} /> {tool}
+              </label>
+            ))}
+            {typeof tools === "string" && <div className={tools === "listing…" ? "mcp-hint" : "field-error"}>{tools}</div>}
+          </div>
+        );
+      })}
+      {unknown.map((e) => (
+        <div className="field-error" key={e}>
+          `{e}`: no such server in Settings <button onClick={() => toggle(e)}>remove</button>
+        </div>
+      ))}
+      {servers.length > 0 && <button onClick={() => void list()} data-testid="mcp-list-tools">List tools</button>}
+    </div>
+  );
+}
+
 function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; models: string[] }) {
   const update = useDocument((s) => s.updateNode);
   const set = (patch: Partial<Node>) => update(node.id, patch);
@@ -155,6 +207,16 @@ function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; mo
         </Field>
       );
     case "json":
+      if (field.key === "tools.mcp") {
+        // Not inside a <label>: the checkboxes have labels of their own.
+        return (
+          <div className="field">
+            <span>{field.label}</span>
+            <McpTools value={value} onCommit={commit} />
+            {field.help && <small className="muted">{field.help}</small>}
+          </div>
+        );
+      }
       return (
         <Field label={field.label} help={field.help}>
           <Json testId={testId} value={value} onCommit={commit} />
