@@ -66,7 +66,7 @@ type SessionState = {
   inspector: { tab: "settings" | "run"; iteration: number | null };
   dialogs: { help: boolean; settings: boolean; find: boolean };
   /** A run waiting for the person to allow this version of the workflow's code, and where it was to start from. */
-  consent: { consent: Consent; from?: { run: string; node: string } } | null;
+  consent: { consent: Consent; from?: { run: string; node: string }; resume?: string } | null;
 
   init: () => Promise<void>;
   open: (path: string) => Promise<void>;
@@ -317,7 +317,8 @@ export const useSession = create<SessionState>((set, get) => {
         fail(`Could not record your consent: ${errorText(e)}`);
         return;
       }
-      await get().run(asked.from);
+      if (asked.resume) await get().resumeStored(asked.resume);
+      else await get().run(asked.from);
     },
 
     cancel: () => {
@@ -337,6 +338,18 @@ export const useSession = create<SessionState>((set, get) => {
     },
 
     resumeStored: async (id) => {
+      try {
+        // The run goes on with the document it started with: its code is asked about as for a new run.
+        const stored = await unwrap(commands.openRun(id));
+        const consent = await unwrap(commands.codeConsent(stored.document.workflow, stored.document.path));
+        if (consent.steps.length > 0 && !consent.trusted) {
+          set({ consent: { consent, resume: id } });
+          return;
+        }
+      } catch (e) {
+        fail(`Could not continue run ${id.slice(0, 8)}: ${errorText(e)}`);
+        return;
+      }
       try {
         const history = await unwrap(commands.runEvents(id));
         const resumed = await unwrap(commands.resumeRun(id, runEventChannel()));
