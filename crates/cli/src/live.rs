@@ -79,6 +79,11 @@ impl Observer for LiveLog {
             EventKind::NodeWarning { node, message } => format!("  ! {node}: {message}"),
             EventKind::Route { from, to, reason } => format!("    {from} → {to}  [{reason}]"),
             EventKind::ToolCall { node, tool, .. } => format!("    {node} calls {tool}"),
+            // What a code step prints, a line each, under its node.
+            EventKind::Log { node: Some(node), log_type, content } if log_type == "stdout" || log_type == "stderr" => {
+                let text = content.as_str().map_or_else(|| content.to_string(), str::to_string);
+                format!("    {node} {} {text}", if log_type == "stderr" { "!" } else { "|" })
+            }
             EventKind::ApprovalRequested { node, message, .. } => {
                 format!("  ⏸ {node} waits for approval: {message}")
             }

@@ -689,3 +689,16 @@ fn an_agents_scripted_tool_calls_reach_real_mcp_servers_over_stdio_and_http_and_
     let _ = http.kill();
     let _ = http.wait();
 }
+
+#[test]
+fn what_a_code_step_prints_shows_in_the_live_log_under_its_node() {
+    let cli = Cli::new();
+    let flow = cli.write(
+        "prints.yaml",
+        "switchyard: 1\nname: p\nnodes:\n  - {id: start, type: start, initial_input: {rows: [1, 2, 3]}}\n  - {id: sum, type: script, language: python, code: \"import sys\\nprint('summing', len(input['rows']))\\nprint('careful', file=sys.stderr)\\nreturn {'total': sum(input['rows'])}\"}\nedges:\n  - {from: start, to: sum}\n",
+    );
+    let out = cli.run(&["run", &flow, "--allow-code", "--no-store"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(log.contains("sum | summing 3") && log.contains("sum ! careful") && log.contains("{\"total\":6}"), "{log}");
+}

@@ -333,3 +333,22 @@ async fn a_javascript_module_step_is_called_with_the_state() {
     assert!(ran.error("load").contains("./tools/none.mjs"), "{}", ran.error("load"));
     assert_eq!(ran.result().node("load").unwrap().status, NodeStatus::Failed);
 }
+
+#[tokio::test]
+async fn a_run_given_no_input_sees_the_start_nodes_initial_input_as_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start, initial_input: {rows: [1, 2, 3]}}
+  - {id: sum, type: script, language: python, code: \"return {'total': sum(input['rows'])}\"}
+  - {id: say, type: agent, user_prompt: 'rows: {{ input.rows | length }}'}
+edges:
+  - {from: start, to: sum}
+  - {from: sum, to: say}",
+    );
+    let ran = run_code(&wf, "", None, dir.path()).await;
+    assert_eq!(ran.data("sum"), json!({"total": 6}));
+    assert_eq!(ran.model.executes()[0].1, "rows: 3");
+    let given = run_code(&wf, "", Some(json!({"rows": [5]})), dir.path()).await;
+    assert_eq!(given.data("sum"), json!({"total": 5}), "a given input wins");
+}

@@ -262,6 +262,12 @@ impl RunState {
         match n.node_type {
             NodeType::Start => {
                 let input = if self.input.is_null() {
+                    // A run given no input runs on the start node's `initial_input`: that is its input from here on,
+                    // for templates, code steps and the route view alike.
+                    if let Some(initial) = &n.initial_input {
+                        self.input = initial.clone();
+                        self.scope.input = Arc::new(initial.clone());
+                    }
                     n.initial_input.clone().unwrap_or(json!(""))
                 } else {
                     self.input.clone()
