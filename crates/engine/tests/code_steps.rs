@@ -352,3 +352,50 @@ edges:
     let given = run_code(&wf, "", Some(json!({"rows": [5]})), dir.path()).await;
     assert_eq!(given.data("sum"), json!({"total": 5}), "a given input wins");
 }
+
+#[tokio::test]
+async fn everything_a_step_writes_on_stderr_is_logged_in_order_before_the_step_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = workflow(
+        r#"nodes:
+  - {id: start, type: start}
+  - id: py
+    type: script
+    language: python
+    code: |
+      import sys
+      for i in range(300):
+          print("py", i, file=sys.stderr)
+      sys.stderr.write("no newline")
+      return {}
+  - id: js
+    type: script
+    language: javascript
+    code: |
+      for (let i = 0; i < 300; i++) console.error("js", i);
+      process.stderr.write("no newline");
+      return {};
+edges:
+  - {from: start, to: py}
+  - {from: py, to: js}
+"#,
+    );
+    let ran = run_code(&wf, "", None, dir.path()).await;
+    assert_eq!(ran.result().status, RunStatus::Completed, "{:?}", ran.result().error);
+    for node in ["py", "js"] {
+        let mut expected: Vec<String> = (0..300).map(|i| format!("{node} {i}")).collect();
+        expected.push("no newline".into());
+        assert_eq!(ran.logs(node, "stderr"), expected);
+        let completed = ran
+            .events
+            .iter()
+            .position(|e| matches!(&e.kind, EventKind::NodeExit { node: n, .. } if n == node))
+            .unwrap();
+        let last_log = ran
+            .events
+            .iter()
+            .rposition(|e| matches!(&e.kind, EventKind::Log { node: Some(n), .. } if n == node))
+            .unwrap();
+        assert!(last_log < completed, "{node}: a stderr line came after the step completed");
+    }
+}

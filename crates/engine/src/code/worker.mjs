@@ -4,7 +4,8 @@
 // an async function whose parameters are the names (state, input, context, ...); what it returns is the step's
 // output. A module's default export (or its `run`) is called with the state and a context object (OpenExpertise's
 // tool contract). Replies are written on stdout as one line each, starting with the record separator and the nonce
-// Switchyard gave this process (SWITCHYARD_WORKER), so anything else the code prints is told apart.
+// Switchyard gave this process (SWITCHYARD_WORKER), so anything else the code prints is told apart. Before each
+// reply the marker alone goes to stderr as a line, so everything the step wrote there is read before it ends.
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 
@@ -15,6 +16,8 @@ const AsyncFunction = (async () => {}).constructor;
 const BODY_OFFSET = 2;
 
 function send(message) {
+  // Writes to pipes are synchronous on Linux: the stderr marker lands after all the step wrote there.
+  process.stderr.write("\x1e" + NONCE + "\n");
   process.stdout.write("\x1e" + NONCE + JSON.stringify(message) + "\n");
 }
 

@@ -3,7 +3,8 @@
 # Requests come on stdin, one JSON object a line: {"node", "code", "names"}. The code is the body of a function
 # whose parameters are the names (state, input, context, ...); what it returns is the step's output. Replies are
 # written on stdout as one line each, starting with the record separator and the nonce Switchyard gave this process
-# (SWITCHYARD_WORKER), so anything else the code prints is told apart and shown as the node's log.
+# (SWITCHYARD_WORKER), so anything else the code prints is told apart and shown as the node's log. Before each
+# reply the marker alone goes to stderr as a line, so everything the step wrote there is read before it ends.
 import ast
 import importlib.util
 import json
@@ -14,6 +15,7 @@ import types
 
 NONCE = os.environ.pop("SWITCHYARD_WORKER", "")
 _reply = os.fdopen(os.dup(1), "w", encoding="utf-8")
+_errors = os.fdopen(os.dup(2), "w", encoding="utf-8")
 
 
 def _send(message):
@@ -22,6 +24,9 @@ def _send(message):
         sys.stderr.flush()
     except Exception:
         pass
+    # The same marker on stderr tells Switchyard it has read everything the step printed there.
+    _errors.write("\x1e" + NONCE + "\n")
+    _errors.flush()
     _reply.write("\x1e" + NONCE + json.dumps(message) + "\n")
     _reply.flush()
 

@@ -24,7 +24,7 @@ pub(super) struct Worker {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     stderr: mpsc::UnboundedReceiver<String>,
-    /// Marks reply lines: `\x1e<nonce>{json}`.
+    /// Marks reply lines: `\x1e<nonce>{json}` on stdout, and the end of a step's output on stderr: `\x1e<nonce>`.
     marker: Vec<u8>,
     /// Cleared while a step is in flight; a worker that did not finish a step cleanly is never used again.
     idle: bool,
@@ -75,10 +75,11 @@ impl Worker {
             return Err(self.ended(print).await);
         }
         let mut buffer = Vec::new();
+        let mut stderr_done = false;
         loop {
             tokio::select! {
                 _ = &mut deadline => return Err(CodeError::TimedOut(timeout.as_secs())),
-                Some(text) = self.stderr.recv() => print(Stream::Stderr, &text),
+                Some(text) = self.stderr.recv(), if !stderr_done => stderr_done = self.printed_on_stderr(&text, print),
                 read = self.stdout.read_until(b'\n', &mut buffer) => {
                     if matches!(read, Ok(0) | Err(_)) {
                         return Err(self.ended(print).await);
@@ -93,8 +94,16 @@ impl Worker {
                     match reply {
                         None => print(Stream::Stdout, String::from_utf8_lossy(&buffer).trim_end_matches(['\n', '\r'])),
                         Some(reply) => {
-                            while let Ok(text) = self.stderr.try_recv() {
-                                print(Stream::Stderr, &text);
+                            // The worker writes the same marker on stderr before replying: everything the step
+                            // printed there comes before it, so the log is complete when the step ends.
+                            while !stderr_done {
+                                tokio::select! {
+                                    _ = &mut deadline => return Err(CodeError::TimedOut(timeout.as_secs())),
+                                    text = self.stderr.recv() => match text {
+                                        None => break,
+                                        Some(text) => stderr_done = self.printed_on_stderr(&text, print),
+                                    },
+                                }
                             }
                             let mut reply = reply.map_err(|e| CodeError::Failed(format!("the {} worker's reply is unreadable: {e}", self.language)))?;
                             self.idle = true;
@@ -107,6 +116,23 @@ impl Worker {
                     }
                     buffer.clear();
                 }
+            }
+        }
+    }
+
+    /// Prints a line the worker wrote on stderr; true when it ends with the marker, the end of the step's output.
+    fn printed_on_stderr(&self, text: &str, print: Printer<'_>) -> bool {
+        let marker = String::from_utf8_lossy(&self.marker);
+        match text.strip_suffix(marker.as_ref()) {
+            Some(before) => {
+                if !before.is_empty() {
+                    print(Stream::Stderr, before);
+                }
+                true
+            }
+            None => {
+                print(Stream::Stderr, text);
+                false
             }
         }
     }
