@@ -64,6 +64,8 @@ export type AgentTools_Deserialize = {
 	subagents?: boolean,
 	/**  MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md). */
 	mcp?: string[],
+	/**  Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md). */
+	approval?: ToolApproval | null,
 };
 
 export type AgentTools_Serialize = {
@@ -72,6 +74,8 @@ export type AgentTools_Serialize = {
 	subagents?: boolean,
 	/**  MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md). */
 	mcp?: string[],
+	/**  Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md). */
+	approval?: ToolApproval,
 };
 
 /**  One code step as the person is shown it before consenting. */
@@ -208,14 +212,18 @@ export type Event = Event_Serialize | Event_Deserialize;
 
 export type EventKind = EventKind_Serialize | EventKind_Deserialize;
 
-export type EventKind_Deserialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string | null } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Deserialize; durationMs: number; usage?: Usage | null } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | { type: "route"; from: string; to: string; reason: string } | { type: "approval:requested"; node: string; message: string; previousOutput: string } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
+export type EventKind_Deserialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string | null } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Deserialize; durationMs: number; usage?: Usage | null } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | { type: "route"; from: string; to: string; reason: string } | 
+/**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
+{ type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest | null } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
 /**
  *  AgentFlow's log entries (seed 002): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
  */
 { type: "log"; node?: string | null; logType: string; content: any } | { type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Deserialize }; error?: string | null };
 
-export type EventKind_Serialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Serialize; durationMs: number; usage?: Usage } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | { type: "route"; from: string; to: string; reason: string } | { type: "approval:requested"; node: string; message: string; previousOutput: string } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
+export type EventKind_Serialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Serialize; durationMs: number; usage?: Usage } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | { type: "route"; from: string; to: string; reason: string } | 
+/**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
+{ type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
 /**
  *  AgentFlow's log entries (seed 002): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
@@ -933,6 +941,19 @@ export type StructuredMode =
 /**  A forced call of a function whose parameters are the schema. */
 "tool";
 
+/**
+ *  Which of an agent's MCP tool calls need approval (unset: none). A call that waits pauses its branch with an approval showing
+ *  the tool and its arguments; a rejection is the tool's result ("rejected by the user").
+ */
+export type ToolApproval = 
+/**
+ *  Calls of tools that may change things: those their server does not mark read-only, unless it marks them
+ *  not destructive (MCP's `readOnlyHint` / `destructiveHint`).
+ */
+"destructive" | 
+/**  Every call. */
+"all";
+
 /**  A tool the model called while a node ran. */
 export type ToolCall = ToolCall_Serialize | ToolCall_Deserialize;
 
@@ -952,6 +973,12 @@ export type ToolCall_Serialize = {
 	/**  Absent when the tool failed. */
 	output?: any,
 	error?: string,
+};
+
+/**  A tool call an agent asks to make, waiting for approval: the tool as the model named it and its arguments. */
+export type ToolRequest = {
+	tool: string,
+	input: any,
 };
 
 /**  Token counts of one model call, where the provider reports them. */

@@ -11,5 +11,6 @@ export type {
   NodeType,
   Report_Serialize as Report,
   Settings_Serialize as Settings,
+  ToolRequest,
   Workflow_Serialize as Workflow,
 } from "./bindings";

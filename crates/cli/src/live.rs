@@ -84,6 +84,9 @@ impl Observer for LiveLog {
                 let text = content.as_str().map_or_else(|| content.to_string(), str::to_string);
                 format!("    {node} {} {text}", if log_type == "stderr" { "!" } else { "|" })
             }
+            EventKind::ApprovalRequested { node, tool: Some(request), .. } => {
+                format!("  ⏸ {node} waits for approval to call {} with {}", request.tool, request.input)
+            }
             EventKind::ApprovalRequested { node, message, .. } => {
                 format!("  ⏸ {node} waits for approval: {message}")
             }

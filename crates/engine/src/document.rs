@@ -297,6 +297,22 @@ pub struct AgentTools {
     /// MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<String>,
+    /// Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ToolApproval>,
+}
+
+/// Which of an agent's MCP tool calls need approval (unset: none). A call that waits pauses its branch with an approval showing
+/// the tool and its arguments; a rejection is the tool's result ("rejected by the user").
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolApproval {
+    /// Calls of tools that may change things: those their server does not mark read-only, unless it marks them
+    /// not destructive (MCP's `readOnlyHint` / `destructiveHint`).
+    Destructive,
+    /// Every call.
+    All,
 }
 
 #[cfg_attr(feature = "specta", derive(specta::Type))]

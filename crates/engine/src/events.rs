@@ -84,8 +84,15 @@ pub enum EventKind {
     NodeWarning { node: String, message: String },
     #[serde(rename = "route")]
     Route { from: String, to: String, reason: String },
+    /// An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval.
     #[serde(rename = "approval:requested", rename_all = "camelCase")]
-    ApprovalRequested { node: String, message: String, previous_output: String },
+    ApprovalRequested {
+        node: String,
+        message: String,
+        previous_output: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<ToolRequest>,
+    },
     #[serde(rename = "approval:received")]
     ApprovalReceived { node: String, decision: String, note: String },
     #[serde(rename = "workflow:paused")]
@@ -109,6 +116,15 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// A tool call an agent asks to make, waiting for approval: the tool as the model named it and its arguments.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRequest {
+    pub tool: String,
+    #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
+    pub input: Value,
 }
 
 impl EventKind {

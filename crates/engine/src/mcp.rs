@@ -288,6 +288,12 @@ impl McpSessions {
         Ok(chosen)
     }
 
+    /// What `server` said about `tool` when it was listed (starting the server if it has not started).
+    pub async fn tool(&self, server: &str, tool: &str) -> Option<McpTool> {
+        let (_, tools) = self.server(server).await.ok()?;
+        tools.into_iter().find(|t| t.name == tool)
+    }
+
     /// Calls `tool` of `server`.
     pub async fn call(&self, server: &str, tool: &str, input: Value) -> Result<Result<Value, String>, McpError> {
         let (live, _) = self.server(server).await?;

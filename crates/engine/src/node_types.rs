@@ -254,6 +254,9 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                     field("tools.mcp", "MCP tools", FieldKind::Json)
                         .placeholder("[\"github\", \"files/read_file\"]")
                         .help("MCP servers from the settings (every tool) or server/tool; the model sees server__tool."),
+                    select("tools.approval", "MCP calls need approval", &["destructive", "all"]).help(
+                        "default: calls run without asking. destructive: calls of tools their server does not mark read-only. all: every call. The branch pauses on the call until you decide.",
+                    ),
                 ]
                 .into_iter()
                 .chain(step_fields())
@@ -535,10 +538,21 @@ mod tests {
                     let mut value = serde_json::to_value(&node).unwrap();
                     set_path(value.as_object_mut().unwrap(), &f.key, json!(option));
                     node = serde_json::from_value(value).unwrap_or_else(|e| panic!("`{}: {option}`: {e}", f.key));
-                    assert!(node.fields_set().any(|k| k == f.key));
+                    let top = f.key.split('.').next().unwrap();
+                    assert!(node.fields_set().any(|k| k == top));
+                    let written = serde_json::to_value(&node).unwrap();
+                    assert_eq!(get_path(&written, &f.key), Some(&json!(option)), "`{}: {option}`", f.key);
                 }
                 let schema = serde_json::to_value(schemars::schema_for!(Node)).unwrap();
-                let target = schema["properties"][&f.key]["anyOf"][0]["$ref"].as_str().unwrap().to_string();
+                // `tools.approval`: the `approval` property of the `tools` object's definition.
+                let (properties, key) = match f.key.split_once('.') {
+                    None => (&schema["properties"], f.key.as_str()),
+                    Some((outer, inner)) => {
+                        let outer = schema["properties"][outer]["anyOf"][0]["$ref"].as_str().unwrap();
+                        (&schema["$defs"][outer.trim_start_matches("#/$defs/")]["properties"], inner)
+                    }
+                };
+                let target = properties[key]["anyOf"][0]["$ref"].as_str().unwrap().to_string();
                 let choices: Vec<&str> = schema["$defs"][target.trim_start_matches("#/$defs/")]["oneOf"]
                     .as_array()
                     .or(schema["$defs"][target.trim_start_matches("#/$defs/")]["enum"].as_array())

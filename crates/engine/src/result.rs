@@ -117,8 +117,11 @@ pub struct Trace {
 pub struct PendingApproval {
     pub node: String,
     pub message: String,
-    /// What the person is deciding about: the output that reached the approval.
+    /// What the person is deciding about: the output that reached the approval (for a tool call, its arguments).
     pub previous_output: String,
+    /// Set when an agent's tool call waits, not an approval node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<crate::events::ToolRequest>,
 }
 
 /// The outcome of a run, or of a run so far when it is paused.

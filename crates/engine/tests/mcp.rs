@@ -76,7 +76,15 @@ async fn run_with_server(
     config: McpServerConfig,
     script_yaml: &str,
 ) -> (switchyard_engine::run::Outcome, Vec<switchyard_engine::events::Event>) {
-    let wf = workflow(AGENT);
+    run_agent(AGENT, config, script_yaml).await
+}
+
+async fn run_agent(
+    agent: &str,
+    config: McpServerConfig,
+    script_yaml: &str,
+) -> (switchyard_engine::run::Outcome, Vec<switchyard_engine::events::Event>) {
+    let wf = workflow(agent);
     let collector = Collector::default();
     let mut rt = runtime(script(script_yaml), Recording::new(script(script_yaml)), vec![Arc::new(collector.clone())]);
     rt.log = Some(Arc::new(MemoryLog::default()));
@@ -136,7 +144,11 @@ async fn discovery_follows_pagination_past_the_first_page() {
     });
     let tools = probe("test", &paged).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["add", "echo", "fail", "hang", "delete_everything", "crash"], "three pages of two");
+    assert_eq!(
+        names,
+        ["add", "echo", "fail", "hang", "delete_everything", "write_file", "crash"],
+        "four pages of (up to) two"
+    );
     let (outcome, _) = run_with_server(paged, "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/crash_not_listed, input: {}}\n      - {tool: test/delete_everything, input: {confirm: false}}\n").await;
     let calls = tool_calls(&outcome);
     assert_eq!(calls[1]["output"], json!({"result": "kept"}), "a tool from the last page is called: {calls:?}");
@@ -181,4 +193,103 @@ async fn a_server_that_is_not_installed_or_not_configured_leaves_the_agent_witho
         })
         .collect();
     assert!(warnings.iter().any(|w| w.contains("did not start") && w.contains("runs without `test`")), "{warnings:?}");
+}
+
+/// An agent whose tool calls need approval (`tools.approval`), over the stdio server.
+fn approving(approval: &str) -> String {
+    AGENT.replace("tools: {mcp: [test]}", &format!("tools: {{mcp: [test], approval: {approval}}}"))
+}
+
+/// A script whose agent adds (a read-only tool), then writes `path` (a destructive one).
+fn add_then_write(path: &std::path::Path) -> String {
+    format!(
+        "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {{tool: test/add, input: {{a: 2, b: 3}}}}\n      - {{tool: test/write_file, input: {{path: {:?}, text: hello}}}}\n",
+        path.display().to_string()
+    )
+}
+
+#[tokio::test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn a_destructive_call_waits_for_approval_and_a_rejection_is_the_tools_result_without_calling_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("note.txt");
+    let wf = Arc::new(workflow(&approving("destructive")));
+    let answers = script(&add_then_write(&target));
+    let log = MemoryLog::default();
+    let mut rt = runtime(answers.clone(), Recording::new(answers.clone()), Vec::new());
+    rt.log = Some(Arc::new(log.clone()));
+    rt.mcp = Arc::new(McpSessions::new([("test".to_string(), stdio(None))]));
+    let options = RunOptions { run_id: Some("asks".into()), ..RunOptions::default() };
+
+    // Nobody decides in this process: the run pauses on the call, which has not run.
+    let paused = run::run(wf.clone(), options.clone(), rt.clone()).await.result;
+    assert_eq!(paused.status, RunStatus::Paused, "{:?}", paused.error);
+    assert_eq!(paused.pending.len(), 1);
+    let request = paused.pending[0].tool.clone().expect("a tool call waits");
+    assert_eq!((paused.pending[0].node.as_str(), request.tool.as_str()), ("helper", "test/write_file"));
+    assert_eq!(request.input["text"], "hello");
+    assert!(paused.pending[0].previous_output.contains("hello"), "the arguments are shown");
+    assert!(!target.exists(), "a call waiting for approval has not run");
+
+    // Continued in a new process with a rejection: the agent runs again, the read-only call runs without asking,
+    // and the model is told the call was rejected.
+    let decisions = vec![("helper".to_string(), json!({"decision": "reject", "note": "not there"}))];
+    let resumed =
+        run::resume(wf.clone(), options.clone(), log.recording(), decisions, rt.clone()).await.unwrap().result;
+    assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.error);
+    let calls = serde_json::to_value(&resumed.node("helper").unwrap().tool_calls).unwrap();
+    assert_eq!(calls[0]["output"], json!({"result": 5}));
+    assert_eq!(calls[1]["error"], "rejected by the user: not there");
+    assert!(!target.exists(), "a rejected call never reaches the server");
+
+    // The recording plays back to the same result without a server call.
+    let mut quiet = runtime(answers.clone(), Recording::new(answers), Vec::new());
+    quiet.mcp = Arc::new(McpSessions::new([]));
+    let replayed = run::replay(wf, options, log.recording(), quiet).unwrap().result;
+    assert_eq!(replayed.status, RunStatus::Completed);
+    assert_eq!(replayed.results, resumed.results);
+}
+
+#[tokio::test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn an_approved_call_runs_when_the_person_decides_in_a_live_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("note.txt");
+    let answers = script(&add_then_write(&target));
+    let (asked_tx, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    let observer = move |e: &switchyard_engine::events::Event| {
+        if let EventKind::ApprovalRequested { tool: Some(request), .. } = &e.kind {
+            let _ = asked_tx.send(request.clone());
+        }
+        Ok(())
+    };
+    let mut rt = runtime(answers.clone(), Recording::new(answers), vec![Arc::new(observer)]);
+    rt.mcp = Arc::new(McpSessions::new([("test".to_string(), stdio(None))]));
+    let handle = run::start(Arc::new(workflow(&approving("destructive"))), RunOptions::default(), rt);
+    let request = asked.recv().await.expect("the write waits for approval");
+    assert_eq!(request.tool, "test/write_file");
+    assert!(!target.exists());
+    handle.decide("helper", json!("approve")).await.unwrap();
+    let result = handle.finish().await.result;
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let calls = serde_json::to_value(&result.node("helper").unwrap().tool_calls).unwrap();
+    assert_eq!(calls[1]["output"], json!({"result": "written"}));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello");
+    assert!(asked.try_recv().is_err(), "the read-only call did not ask");
+}
+
+#[tokio::test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn with_approval_all_every_call_asks_and_a_script_can_decide_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("note.txt");
+    let answers = format!("{}approvals:\n  helper: [reject, approve]\n", add_then_write(&target));
+    let (outcome, events) = run_agent(&approving("all"), stdio(None), &answers).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    let calls = tool_calls(&outcome);
+    assert_eq!(calls[0]["error"], "rejected by the user", "even a read-only call asks: {calls:?}");
+    assert_eq!(calls[1]["output"], json!({"result": "written"}));
+    let asked = events.iter().filter(|e| matches!(e.kind, EventKind::ApprovalRequested { .. })).count();
+    assert_eq!(asked, 2);
+    assert!(target.exists());
 }

@@ -25,6 +25,18 @@ describe("panels", () => {
     expect((screen.getByText("Later") as HTMLButtonElement).disabled).toBe(true); // no second decision in flight
   });
 
+  it("the approval dialog for a tool call shows the tool and its arguments, and rejecting sends the note", () => {
+    const onDecide = vi.fn().mockResolvedValue(undefined);
+    const approval = { node: "helper", message: "Allow?", previousOutput: "", tool: { tool: "files__write_file", input: { path: "notes.txt" } } };
+    render(<ApprovalDialog approval={approval} onClose={() => {}} onDecide={onDecide} />);
+    expect(screen.getByTestId("approval-tool").textContent).toBe("files__write_file");
+    expect(JSON.parse(screen.getByTestId("approval-previous").textContent ?? "")).toEqual({ path: "notes.txt" });
+    fireEvent.change(screen.getByTestId("approval-note"), { target: { value: "not there" } });
+    fireEvent.click(screen.getByTestId("approval-reject"));
+    expect(onDecide).toHaveBeenCalledWith("reject", "not there");
+    useSession.setState({ approvalNotes: {} });
+  });
+
   it("keeps a note typed in the approval dialog when it is put off with Later", () => {
     const approval = { node: "legal", message: "OK?", previousOutput: "" };
     const first = render(<ApprovalDialog approval={approval} onClose={() => {}} onDecide={vi.fn()} />);

@@ -242,10 +242,23 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
   return (
     <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="approval-dialog" onKeyDown={(e) => e.key === "Escape" && onClose()}>
       <div className="modal">
-        <h2>Approval: {approval.node}</h2>
-        <p className="message">{approval.message}</p>
-        <h4>What reached this step</h4>
-        <pre className="previous" data-testid="approval-previous">{approval.previousOutput || "(nothing)"}</pre>
+        {approval.tool ? (
+          <>
+            <h2>Tool call: {approval.node}</h2>
+            <p className="message">
+              The agent asks to call <code data-testid="approval-tool">{approval.tool.tool}</code>. Rejecting tells the model the call was rejected; the agent goes on.
+            </p>
+            <h4>Arguments</h4>
+            <pre className="previous" data-testid="approval-previous">{JSON.stringify(approval.tool.input, null, 2)}</pre>
+          </>
+        ) : (
+          <>
+            <h2>Approval: {approval.node}</h2>
+            <p className="message">{approval.message}</p>
+            <h4>What reached this step</h4>
+            <pre className="previous" data-testid="approval-previous">{approval.previousOutput || "(nothing)"}</pre>
+          </>
+        )}
         <label className="field">
           <span>note (optional)</span>
           <textarea rows={3} value={note} onChange={(e) => setNote(approval.node, e.target.value)} data-testid="approval-note" />

@@ -47,6 +47,22 @@ describe("run events", () => {
     expect([s.status, s.error]).toEqual(["failed", "boom"]);
   });
 
+  it("an agent waits while its tool call is decided, then runs on", () => {
+    let s = reduce(
+      { status: "running", error: null, nodes: {}, followed: {}, pending: [] },
+      [
+        ev(1, { type: "node:enter", node: "helper", iteration: 1, instruction: "" }),
+        ev(2, { type: "approval:requested", node: "helper", message: "Allow?", previousOutput: "{}", tool: { tool: "files__write_file", input: { path: "a" } } }),
+        ev(3, { type: "workflow:paused", pending: ["helper"] }),
+      ],
+    );
+    expect(s.nodes.helper.status).toBe("waiting");
+    expect(s.pending[0].tool?.tool).toBe("files__write_file");
+    s = reduce(s, [ev(4, { type: "workflow:resumed" }), ev(5, { type: "approval:received", node: "helper", decision: "approve", note: "" })]);
+    expect(s.nodes.helper.status).toBe("running");
+    expect(s.pending).toEqual([]);
+  });
+
   it("applies every queued batch once per frame, in order, losing nothing", () => {
     const frames: (() => void)[] = [];
     const applied: number[][] = [];

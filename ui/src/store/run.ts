@@ -1,7 +1,7 @@
 // Run state, kept apart from the document and keyed by node id: a status change re-renders one node, not the
 // canvas. Events arrive in batches and are applied once per animation frame.
 import { create } from "zustand";
-import type { Event, NodeResult } from "../types";
+import type { Event, NodeResult, ToolRequest } from "../types";
 
 export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting";
 
@@ -30,7 +30,8 @@ export type NodeRun = {
   iterations: Iteration[];
 };
 
-export type PendingApproval = { node: string; message: string; previousOutput: string };
+/** An approval node waiting, or (with `tool`) an agent's tool call waiting for a decision. */
+export type PendingApproval = { node: string; message: string; previousOutput: string; tool?: ToolRequest | null };
 
 type RunState = {
   runId: string | null;
@@ -129,12 +130,19 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
         const r = row(e.node);
         if (r && r.status === "running") Object.assign(r, { status: "waiting", preview: e.message });
         else addRow({ node: e.node, iteration: 1, status: "waiting", seq: e.seq, durationMs: null, tokens: null, preview: e.message });
-        pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "" }];
+        pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "", tool: e.tool ?? null }];
         break;
       }
-      case "approval:received":
+      case "approval:received": {
+        // An agent whose tool call was decided goes on running; an approval node ends with its node:exit.
+        if (pending.some((p) => p.node === e.node && p.tool)) {
+          node(e.node).status = "running";
+          const r = row(e.node);
+          if (r && r.status === "waiting") Object.assign(r, { status: "running", preview: "" });
+        }
         pending = pending.filter((p) => p.node !== e.node);
         break;
+      }
       case "route":
         if (e.to !== "(end)") followed[`${e.from}->${e.to}`] = true;
         break;

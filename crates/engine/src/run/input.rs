@@ -1,5 +1,6 @@
 //! A run's inputs: everything from outside the scheduler that changed its state — a node task finished, the model
-//! chose a route, a person (or a script) decided an approval, an approval's timer fired, the run was cancelled.
+//! chose a route, a person (or a script) decided an approval, an approval's timer fired, an agent asked to call a
+//! tool that needs approval, the run went on in a new process, the run was cancelled.
 //! Everything else the scheduler does follows from the workflow, the run options and these inputs, in order. So the
 //! run log keeps the inputs beside the events, and a run is rebuilt by applying its recorded inputs again: that is
 //! how a run continues after its process died (`resume`), how it is played again without a model call (`replay`),
@@ -52,6 +53,15 @@ pub enum Input {
     TimedOut {
         node: String,
     },
+    /// An agent's task asked to call a tool that needs approval (`tools.approval`).
+    ToolAsked {
+        node: String,
+        tool: String,
+        arguments: Value,
+    },
+    /// The run went on in a new process: the tasks that were running start again, so tool calls they were waiting
+    /// on no longer have a task (until a task asks for the same call again).
+    Continued,
     Cancelled,
 }
 
@@ -82,8 +92,9 @@ impl Input {
             Input::NodeDone { node, .. }
             | Input::Routed { node, .. }
             | Input::Decided { node, .. }
-            | Input::TimedOut { node } => Some(node),
-            Input::Cancelled => None,
+            | Input::TimedOut { node }
+            | Input::ToolAsked { node, .. } => Some(node),
+            Input::Continued | Input::Cancelled => None,
         }
     }
 }

@@ -110,6 +110,12 @@ pub struct PendingState {
     pub previous_output: String,
     /// Unix milliseconds after which the approval times out.
     pub deadline_ms: Option<i64>,
+    /// Set when an agent's tool call waits (its task is blocked until the decision), not an approval node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<crate::events::ToolRequest>,
+    /// A tool call asked for by a task of an earlier process: no task waits on it until one asks for the same call.
+    #[serde(skip)]
+    pub orphan: bool,
 }
 
 /// The end of a `run`/`resume` call.
@@ -183,12 +189,35 @@ pub(crate) struct Shared {
     pub code: crate::code::CodeRunner,
     pub mcp: Arc<crate::mcp::McpSessions>,
     model_calls: Mutex<HashMap<String, u32>>,
+    /// Where node tasks ask the scheduler to approve a tool call.
+    tool_asks: mpsc::UnboundedSender<ToolAsk>,
+}
+
+/// A node task's request to call a tool that needs approval; the decision comes back on `reply`.
+struct ToolAsk {
+    node: usize,
+    request: crate::events::ToolRequest,
+    reply: oneshot::Sender<Decision>,
 }
 
 impl Shared {
     /// A model-call problem of `node` as AgentFlow's `llm_error` log event (retries, fallbacks).
     pub fn llm_error(&self, node: usize, message: &str) {
         self.emitter.emit(EventKind::log(Some(&self.workflow.nodes[node].id), "llm_error", message.to_string()));
+    }
+
+    /// Asks the scheduler to approve a tool call of `node`'s task and waits for the decision. When the run stops
+    /// first (it paused and this process ends, or it was cancelled) the task waits until it is dropped: a call
+    /// nobody decided never runs.
+    pub async fn approve_tool(&self, node: usize, request: crate::events::ToolRequest) -> Decision {
+        let (reply, decision) = oneshot::channel();
+        if self.tool_asks.send(ToolAsk { node, request, reply }).is_err() {
+            return std::future::pending().await;
+        }
+        match decision.await {
+            Ok(decision) => decision,
+            Err(_) => std::future::pending().await,
+        }
     }
 
     /// The index of this call among the node's model calls in this run.
@@ -236,7 +265,7 @@ pub fn replay(
     let mut scheduler = Scheduler::new(workflow, options, runtime);
     scheduler.rebuild = Some(Replaying::new(Rebuild::Replay, recording));
     scheduler.fast_forward()?;
-    if scheduler.state.running > 0 {
+    if scheduler.state.running > scheduler.state.waiting {
         let running: Vec<String> = scheduler.parked_nodes();
         scheduler.parked_clear();
         let message = format!(
@@ -331,6 +360,10 @@ struct Scheduler {
     cancel: CancellationToken,
     done_tx: mpsc::UnboundedSender<Done>,
     done_rx: mpsc::UnboundedReceiver<Done>,
+    /// Node tasks asking to approve a tool call.
+    asks: mpsc::UnboundedReceiver<ToolAsk>,
+    /// Tasks waiting on a tool call's decision, by node id, in the order they asked.
+    tool_waiters: Vec<(String, oneshot::Sender<Decision>)>,
     started: bool,
     clock: Clock,
     /// Set while recorded inputs are applied again.
@@ -381,6 +414,7 @@ impl Scheduler {
         let state = RunState::new(workflow.clone(), &options);
         let emitter = Emitter::new(&run_id, 0, runtime.log.clone(), runtime.observers.clone());
         let (done_tx, done_rx) = mpsc::unbounded_channel();
+        let (tool_asks, asks) = mpsc::unbounded_channel();
         let declared_env = workflow.env.clone();
         let shared = Arc::new(Shared {
             workflow,
@@ -392,6 +426,7 @@ impl Scheduler {
             code: crate::code::CodeRunner::new(runtime.code, declared_env),
             mcp: runtime.mcp,
             model_calls: Mutex::new(HashMap::new()),
+            tool_asks,
         });
         Scheduler {
             shared,
@@ -400,6 +435,8 @@ impl Scheduler {
             cancel: CancellationToken::new(),
             done_tx,
             done_rx,
+            asks,
+            tool_waiters: Vec::new(),
             started: false,
             clock: Clock::new(),
             rebuild: None,
@@ -467,6 +504,13 @@ impl Scheduler {
                         None => self.spawn_route(node, live, output, ask),
                     },
                     Effect::ApprovalReached { node, visit } => self.approval_reached(&node, visit),
+                    Effect::ToolDecided { node, decision } => {
+                        // None while rebuilding, or when the decision is kept for a task that asks again.
+                        if let Some(at) = self.tool_waiters.iter().position(|(n, _)| *n == node) {
+                            let (_, reply) = self.tool_waiters.remove(at);
+                            let _ = reply.send(decision);
+                        }
+                    }
                     Effect::CancelTasks => self.cancel.cancel(),
                 }
             }
@@ -505,7 +549,7 @@ impl Scheduler {
                 self.apply(RunState::start_ready);
             }
             if !self.state.is_idle() {
-                if self.state.running > 0 {
+                if self.state.running > self.state.waiting {
                     return Step::Working;
                 }
                 continue; // something became ready while effects were carried out (a scripted decision)
@@ -548,6 +592,7 @@ impl Scheduler {
             let deadline = self.state.next_deadline();
             tokio::select! {
                 Some(done) = self.done_rx.recv() => self.finished(done),
+                Some(ask) = self.asks.recv() => self.tool_asked(ask),
                 Some(cmd) = recv_opt(&mut commands) => self.command(cmd),
                 _ = self.clock.sleep_until(deadline) => {}
             }
@@ -556,6 +601,8 @@ impl Scheduler {
     }
 
     fn end(mut self) -> Outcome {
+        // Only tasks waiting on a tool call's decision can be left (a paused run): they stop with the run.
+        self.cancel.cancel();
         let results = self.apply(RunState::finish);
         let st = &self.state;
         let end = EventKind::WorkflowEnd { status: st.status, results, error: st.error.clone() };
@@ -578,6 +625,7 @@ impl Scheduler {
                     node: p.node.clone(),
                     message: p.message.clone(),
                     previous_output: p.previous_output.clone(),
+                    tool: p.tool.clone(),
                 })
                 .collect(),
             error: st.error.clone(),
@@ -599,6 +647,16 @@ impl Scheduler {
                 let _ = reply.send(r);
             }
         }
+    }
+
+    /// A node task asks to approve a tool call: it waits until the decision (`Effect::ToolDecided`).
+    fn tool_asked(&mut self, ask: ToolAsk) {
+        let ToolAsk { node, request, reply } = ask;
+        if !self.state.is_live() {
+            return; // the task is being stopped
+        }
+        self.tool_waiters.push((self.state.id(node).to_string(), reply));
+        self.apply(|st| st.ask_tool(node, request));
     }
 
     fn expire_approvals(&mut self) {
@@ -738,6 +796,12 @@ impl Scheduler {
                 let pos = pos.ok_or_else(|| unfit(format!("`{node}` timed out but is not waiting")))?;
                 self.apply(|st| st.time_out(pos));
             }
+            Input::ToolAsked { node, tool, arguments } => {
+                let at = index(&node)?;
+                let request = crate::events::ToolRequest { tool, input: arguments };
+                self.apply(|st| st.ask_tool(at, request));
+            }
+            Input::Continued => self.apply(RunState::continued),
             Input::Cancelled => self.apply(RunState::cancel),
         }
         Ok(())
@@ -788,6 +852,8 @@ impl Scheduler {
         self.shared.emitter.skip_to(r.last_seq + 1);
         let pending: Vec<String> = self.state.pending.iter().map(|p| p.node.clone()).collect();
         self.shared.emitter.status(self.state.status, &pending);
+        // The tasks that were waiting on tool calls are gone; those that start again ask again.
+        self.apply(RunState::continued);
         for parked in r.parked {
             match parked {
                 Parked::Node { node, iteration, started, previous_output, scope } => {

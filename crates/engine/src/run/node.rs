@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use super::Shared;
 use crate::code::{self, Body, Call, CodeError, Language};
-use crate::document::{Node, NodeType};
-use crate::events::{EventKind, Usage};
+use crate::document::{Node, NodeType, ToolApproval};
+use crate::events::{EventKind, ToolRequest, Usage};
 use crate::model::{ExecuteRequest, ModelError, NodeIo, ToolSpec};
 use crate::result::ToolCall;
 use crate::script::AnswerStatus;
@@ -405,6 +405,29 @@ struct AgentIo {
     depth: u32,
 }
 
+impl AgentIo {
+    /// When the agent's `tools.approval` asks for it, waits for a decision on the call; `Some` with what the model
+    /// is told when it is rejected.
+    async fn approval(&self, tool: &str, server: &str, name: &str, input: &Value) -> Option<String> {
+        let n = &self.shared.workflow.nodes[self.node];
+        let needed = match n.tools.as_ref().and_then(|t| t.approval) {
+            None => false,
+            Some(ToolApproval::All) => true,
+            // A tool the server did not list is treated as one that may change things.
+            Some(ToolApproval::Destructive) => self.shared.mcp.tool(server, name).await.is_none_or(|t| t.destructive),
+        };
+        if !needed {
+            return None;
+        }
+        let request = ToolRequest { tool: tool.to_string(), input: input.clone() };
+        let decision = self.shared.approve_tool(self.node, request).await;
+        (decision.decision != "approve").then(|| match decision.note.as_str() {
+            "" => "rejected by the user".to_string(),
+            note => format!("rejected by the user: {note}"),
+        })
+    }
+}
+
 #[async_trait]
 impl NodeIo for AgentIo {
     fn progress(&self, text: &str) {
@@ -437,10 +460,13 @@ impl NodeIo for AgentIo {
         let result = match child {
             None if mcp_tool.is_some() => {
                 let (server, name) = mcp_tool.expect("checked");
-                match shared.mcp.call(server, name, input.clone()).await {
-                    // A tool's own error goes back to the model as the tool's result (SEMANTICS §4).
-                    Ok(result) => result,
-                    Err(e) => Err(e.to_string()),
+                match self.approval(tool, server, name, &input).await {
+                    Some(rejected) => Err(rejected),
+                    None => match shared.mcp.call(server, name, input.clone()).await {
+                        // A tool's own error goes back to the model as the tool's result (SEMANTICS §4).
+                        Ok(result) => result,
+                        Err(e) => Err(e.to_string()),
+                    },
                 }
             }
             None if tool == "web_search" => {

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::{node, Activation, Decision, EdgeMark, Input, PendingState, Reuse, RouteAsk, RunOptions, END};
 use crate::document::{handle, ConditionOperator, NodeType, OnError, Workflow, DEFAULT_STEP_BUDGET};
-use crate::events::{EventKind, Usage};
+use crate::events::{EventKind, ToolRequest, Usage};
 use crate::graph::Topology;
 use crate::model::{Choice, RouteAnswer, DEFAULT_CHOICE};
 use crate::node_types::{self, HandleKind};
@@ -48,6 +48,11 @@ pub(crate) enum Effect {
     ApprovalReached {
         node: String,
         visit: u32,
+    },
+    /// A tool call an agent's task waits on was decided: tell the task (the first of `node`'s waiting tasks).
+    ToolDecided {
+        node: String,
+        decision: Decision,
     },
     /// Stop the node tasks and routing calls in flight.
     CancelTasks,
@@ -84,6 +89,11 @@ pub(crate) struct RunState {
     ready: VecDeque<Activation>,
     /// Node tasks and routing calls started and not yet answered.
     pub running: usize,
+    /// Of those, tasks blocked on a tool call's approval: the run is idle when every running task waits.
+    pub waiting: usize,
+    /// Tool calls decided while no task waited on them (a continued run): the task that asks for the same call again
+    /// gets the decision at once.
+    decided_early: Vec<(String, ToolRequest, Decision)>,
     pub trace: Trace,
     /// Nodes found skipped, waiting to cascade; a worklist so long dead chains do not recurse.
     to_skip: VecDeque<usize>,
@@ -131,6 +141,8 @@ impl RunState {
             pending: Vec::new(),
             ready: VecDeque::new(),
             running: 0,
+            waiting: 0,
+            decided_early: Vec::new(),
             trace: Trace::default(),
             to_skip: VecDeque::new(),
             reuse: options.reuse.clone(),
@@ -153,7 +165,7 @@ impl RunState {
 
     /// Nothing runs and nothing is ready to.
     pub(crate) fn is_idle(&self) -> bool {
-        self.running == 0 && (self.ready.is_empty() || !self.is_live())
+        self.running == self.waiting && (self.ready.is_empty() || !self.is_live())
     }
 
     pub(crate) fn id(&self, node: usize) -> &str {
@@ -213,6 +225,7 @@ impl RunState {
             self.status = RunStatus::Failed;
             self.error = Some(message);
             self.ready.clear();
+            self.drop_tool_waits();
             self.effects.push(Effect::CancelTasks);
         }
     }
@@ -223,6 +236,7 @@ impl RunState {
             self.status = RunStatus::Cancelled;
             self.error = Some("cancelled".into());
             self.ready.clear();
+            self.drop_tool_waits();
             self.effects.push(Effect::CancelTasks);
         }
     }
@@ -359,6 +373,7 @@ impl RunState {
             node: n.id.clone(),
             message: message.clone(),
             previous_output: previous_output.to_string(),
+            tool: None,
         });
         self.emit(EventKind::log(Some(&n.id), "wait_input", "waiting for a decision"));
         let visit = self.approval_visits[node];
@@ -370,6 +385,8 @@ impl RunState {
             message,
             previous_output: previous_output.to_string(),
             deadline_ms,
+            tool: None,
+            orphan: false,
         });
         if let Some(decision) = self.reuse.as_ref().and_then(|r| r.decision(&n.id, visit)).cloned() {
             let pos = self.pending.len() - 1;
@@ -406,6 +423,10 @@ impl RunState {
             self.emit(EventKind::WorkflowResumed {});
         }
         let p = self.pending.remove(pos);
+        if let Some(request) = p.tool {
+            self.settle_tool(p.node, request, p.orphan, decision);
+            return;
+        }
         let node = self.topo.index[&p.node];
         self.emit(EventKind::ApprovalReceived {
             node: p.node.clone(),
@@ -441,6 +462,89 @@ impl RunState {
         self.settle_approval(pos, Decision { decision: decision.into(), note: "timed out".into() });
     }
 
+    /// An agent's task asks to call a tool that needs approval, and waits. A call decided while no task waited on it
+    /// (a continued run) is answered at once; a call an earlier process's task was waiting on is taken over by the
+    /// task that asks for the same call, and dropped when it asks for another.
+    pub(crate) fn ask_tool(&mut self, node: usize, request: ToolRequest) {
+        let id = self.id(node).to_string();
+        self.effects.push(Effect::Record(Input::ToolAsked {
+            node: id.clone(),
+            tool: request.tool.clone(),
+            arguments: request.input.clone(),
+        }));
+        if let Some(at) = self.decided_early.iter().position(|(n, r, _)| *n == id && *r == request) {
+            let (_, _, decision) = self.decided_early.remove(at);
+            self.effects.push(Effect::ToolDecided { node: id, decision });
+            return;
+        }
+        self.waiting += 1;
+        if let Some(at) = self.pending.iter().position(|p| p.node == id && p.orphan) {
+            if self.pending[at].tool.as_ref() == Some(&request) {
+                self.pending[at].orphan = false;
+                return;
+            }
+            self.pending.remove(at);
+            self.emit(EventKind::log(Some(&id), "input_received", "withdrawn: the agent asked for another call"));
+        }
+        let message = format!("Allow the call of `{}`?", request.tool);
+        let arguments = serde_json::to_string_pretty(&request.input).unwrap_or_default();
+        self.emit(EventKind::ApprovalRequested {
+            node: id.clone(),
+            message: message.clone(),
+            previous_output: arguments.clone(),
+            tool: Some(request.clone()),
+        });
+        self.emit(EventKind::log(Some(&id), "wait_input", format!("waiting for a decision on `{}`", request.tool)));
+        let visit = self.approval_visits[node];
+        self.approval_visits[node] += 1;
+        self.pending.push(PendingState {
+            node: id.clone(),
+            message,
+            previous_output: arguments,
+            deadline_ms: None,
+            tool: Some(request),
+            orphan: false,
+        });
+        self.effects.push(Effect::ApprovalReached { node: id, visit });
+    }
+
+    /// A tool call was decided: its task goes on (a rejection is the tool's result), or, when no task waits on it,
+    /// the decision is kept for the task that asks for the same call.
+    fn settle_tool(&mut self, node: String, request: ToolRequest, orphan: bool, decision: Decision) {
+        self.emit(EventKind::ApprovalReceived {
+            node: node.clone(),
+            decision: decision.decision.clone(),
+            note: decision.note.clone(),
+        });
+        let note = if decision.note.is_empty() { String::new() } else { format!(" Feedback: {}", decision.note) };
+        let said = if decision.decision == "approve" { "approved" } else { "rejected" };
+        self.emit(EventKind::log(Some(&node), "input_received", format!("`{}` {said}.{note}", request.tool)));
+        if orphan {
+            self.decided_early.push((node, request, decision));
+        } else {
+            self.waiting -= 1;
+            self.effects.push(Effect::ToolDecided { node, decision });
+        }
+    }
+
+    /// The run goes on in a new process: tool calls that were waiting have no task until one asks again.
+    pub(crate) fn continued(&mut self) {
+        if self.pending.iter().any(|p| p.tool.is_some() && !p.orphan) {
+            self.effects.push(Effect::Record(Input::Continued));
+            for p in self.pending.iter_mut().filter(|p| p.tool.is_some() && !p.orphan) {
+                p.orphan = true;
+                self.waiting -= 1;
+            }
+        }
+    }
+
+    /// The run ends: tasks waiting on tool calls are stopped with the others.
+    fn drop_tool_waits(&mut self) {
+        self.pending.retain(|p| p.tool.is_none());
+        self.waiting = 0;
+        self.decided_early.clear();
+    }
+
     pub(crate) fn node_done(
         &mut self,
         node: usize,
@@ -451,6 +555,9 @@ impl RunState {
     ) {
         let workflow = self.workflow.clone();
         let n = &workflow.nodes[node];
+        // Calls an earlier process's task waited on that this run of the node never asked for again.
+        self.pending.retain(|p| !(p.orphan && p.node == n.id));
+        self.decided_early.retain(|(id, _, _)| *id != n.id);
         let result = match outcome.data {
             Ok(data) => NodeResult::success(data, outcome.tool_calls),
             Err(e) => NodeResult::failed(e, outcome.tool_calls),
@@ -1059,5 +1166,73 @@ edges:\n  - {from: start, to: ok}\n  - {from: ok, to: ship, handle: approve}\n  
         assert!(effects.iter().any(|e| matches!(e, Effect::CancelTasks)));
         assert_eq!(st.status, RunStatus::Cancelled);
         assert!(!st.is_live());
+    }
+
+    fn decided(effects: &[Effect]) -> Vec<(String, String)> {
+        effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::ToolDecided { node, decision } => Some((node.clone(), decision.decision.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_tool_call_waiting_for_approval_pauses_its_branch_and_the_decision_goes_to_the_task() {
+        let mut st =
+            state("nodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\nedges:\n  - {from: start, to: a}\n");
+        st.begin();
+        st.start_ready();
+        let _ = st.take_effects();
+        let a = st.topo.index["a"];
+        let call = ToolRequest { tool: "files__delete".into(), input: json!({"path": "x"}) };
+        st.ask_tool(a, call.clone());
+        let effects = st.take_effects();
+        assert!(effects
+            .iter()
+            .any(|e| matches!(e, Effect::Record(Input::ToolAsked { tool, .. }) if tool == "files__delete")));
+        assert!(effects
+            .iter()
+            .any(|e| matches!(e, Effect::Emit(EventKind::ApprovalRequested { tool: Some(t), .. }) if *t == call)));
+        assert!(st.is_idle(), "the only running task waits: the run is idle, and pauses");
+        st.pause();
+        assert_eq!(st.status, RunStatus::Paused);
+        st.decide("a", &json!("reject"), false).unwrap();
+        let effects = st.take_effects();
+        assert_eq!(decided(&effects), [("a".to_string(), "reject".to_string())]);
+        assert_eq!(st.status, RunStatus::Running);
+        assert!(!st.is_idle(), "the task goes on");
+        assert!(st.pending.is_empty());
+    }
+
+    #[test]
+    fn a_continued_run_keeps_a_waiting_calls_decision_for_the_task_that_asks_for_the_same_call() {
+        let mut st =
+            state("nodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\nedges:\n  - {from: start, to: a}\n");
+        st.begin();
+        st.start_ready();
+        let a = st.topo.index["a"];
+        let call = ToolRequest { tool: "files__delete".into(), input: json!({"path": "x"}) };
+        st.ask_tool(a, call.clone());
+        let _ = st.take_effects();
+        // The process ends; in the next one the task starts again and no task waits on the call.
+        st.continued();
+        assert!(st.take_effects().iter().any(|e| matches!(e, Effect::Record(Input::Continued))));
+        assert!(!st.is_idle(), "the task that starts again runs");
+        st.decide("a", &json!("approve"), false).unwrap();
+        assert!(decided(&st.take_effects()).is_empty(), "no task waits yet: the decision is kept");
+        st.ask_tool(a, call.clone());
+        assert_eq!(decided(&st.take_effects()), [("a".to_string(), "approve".to_string())], "the same call: at once");
+        // Another call of the restarted task is asked anew, and an orphaned different call is withdrawn.
+        st.ask_tool(a, call.clone());
+        let _ = st.take_effects();
+        st.continued();
+        st.ask_tool(a, ToolRequest { tool: "files__delete".into(), input: json!({"path": "y"}) });
+        let effects = st.take_effects();
+        assert!(decided(&effects).is_empty());
+        assert_eq!(st.pending.len(), 1);
+        assert_eq!(st.pending[0].tool.as_ref().unwrap().input, json!({"path": "y"}));
+        assert!(st.is_idle());
     }
 }

@@ -46,6 +46,14 @@ def delete_everything(confirm: bool) -> str:
     return "deleted" if confirm else "kept"
 
 
+@server.tool(annotations=ToolAnnotations(destructiveHint=True))
+def write_file(path: str, text: str) -> str:
+    """Writes the text to the file at path."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return "written"
+
+
 @server.tool()
 def crash() -> str:
     """Ends the server process at once."""
