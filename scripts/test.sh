@@ -63,7 +63,7 @@ while True:
 PY
 
 step "providers against the real local model"
-SWITCHYARD_TEST_LLM_URL="$url" cargo test -q -p switchyard-engine --test local_model -- --ignored 2>&1 | tee -a "$out"
+SWITCHYARD_TEST_LLM_URL="$url" SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q -p switchyard-engine --test local_model -- --ignored 2>&1 | tee -a "$out"
 
 step "examples against the real local model (switchyard run --model local/smollm2-135m)"
 SWITCHYARD_TEST_LLM_URL="$url" bash scripts/local-examples.sh | tee -a "$out"

@@ -64,6 +64,11 @@ export type AgentTools_Deserialize = {
 	subagents?: boolean,
 	/**  MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md). */
 	mcp?: string[],
+	/**
+	 *  A tool the model must call in its first turn (`server/tool`, or a subagent's id); later turns choose freely.
+	 *  For models that do not call tools on their own (small local ones) and steps that always begin with a lookup.
+	 */
+	call_first?: string | null,
 	/**  Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md). */
 	approval?: ToolApproval | null,
 };
@@ -74,6 +79,11 @@ export type AgentTools_Serialize = {
 	subagents?: boolean,
 	/**  MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md). */
 	mcp?: string[],
+	/**
+	 *  A tool the model must call in its first turn (`server/tool`, or a subagent's id); later turns choose freely.
+	 *  For models that do not call tools on their own (small local ones) and steps that always begin with a lookup.
+	 */
+	call_first?: string,
 	/**  Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md). */
 	approval?: ToolApproval,
 };

@@ -297,6 +297,10 @@ pub struct AgentTools {
     /// MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<String>,
+    /// A tool the model must call in its first turn (`server/tool`, or a subagent's id); later turns choose freely.
+    /// For models that do not call tools on their own (small local ones) and steps that always begin with a lookup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_first: Option<String>,
     /// Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ToolApproval>,

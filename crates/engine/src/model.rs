@@ -38,6 +38,8 @@ pub struct ExecuteRequest<'a> {
     pub call_index: u32,
     /// Set on the repair turn: why the previous answer did not match the output schema.
     pub repair: Option<&'a str>,
+    /// A tool (as named in `tools`) the model must call in its first turn; later turns choose freely.
+    pub first_tool: Option<&'a str>,
 }
 
 /// What the model answered.

@@ -254,6 +254,9 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                     field("tools.mcp", "MCP tools", FieldKind::Json)
                         .placeholder("[\"github\", \"files/read_file\"]")
                         .help("MCP servers from the settings (every tool) or server/tool; the model sees server__tool."),
+                    field("tools.call_first", "call first", FieldKind::Text)
+                        .placeholder("server/tool")
+                        .help("A tool the model must call in its first turn (server/tool or a subagent's id)."),
                     select("tools.approval", "MCP calls need approval", &["destructive", "all"]).help(
                         "default: calls run without asking. destructive: calls of tools their server does not mark read-only. all: every call. The branch pauses on the call until you decide.",
                     ),

@@ -139,6 +139,32 @@ fn check_code_step(node: &crate::Node, report: &mut Report) {
     }
 }
 
+/// `tools.call_first` must name one of the agent's tools: an MCP tool of a server (or that tool) its `tools.mcp`
+/// lists, or a subagent it offers.
+fn check_call_first(
+    workflow: &Workflow,
+    topo: &Topology,
+    node: &crate::document::Node,
+    tools: &crate::document::AgentTools,
+    report: &mut Report,
+) {
+    let Some(entry) = tools.call_first.as_deref() else { return };
+    let offered = match entry.split_once('/') {
+        Some((server, _)) => tools.mcp.iter().any(|m| m == server || m == entry),
+        None => {
+            let index = topo.index.get(&node.id).copied();
+            tools.subagents && index.is_some_and(|i| topo.subagents[i].iter().any(|&c| workflow.nodes[c].id == entry))
+        }
+    };
+    if !offered {
+        report.node_error(
+            "CALL_FIRST_NOT_OFFERED",
+            &node.id,
+            format!("`call_first: {entry}` is not one of this agent's tools: list its server (or `{entry}`) under `tools.mcp`, or name a subagent the agent offers"),
+        );
+    }
+}
+
 fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: &mut Report) {
     let starts: Vec<&str> =
         workflow.nodes.iter().filter(|n| n.node_type == NodeType::Start).map(|n| n.id.as_str()).collect();
@@ -223,6 +249,9 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
         }
         if node.node_type == NodeType::Script && node.pinned.is_none() {
             check_code_step(node, report);
+        }
+        if let Some(tools) = &node.tools {
+            check_call_first(workflow, topo, node, tools, report);
         }
         if let Some(servers) = &options.mcp_servers {
             for entry in node.tools.iter().flat_map(|t| t.mcp.iter()) {

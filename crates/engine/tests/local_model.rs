@@ -118,3 +118,54 @@ edges:
     assert!(["fix", "ship"].contains(&edge.to.as_str()), "a valid choice id: {edge:?}");
     assert!(!edge.reason.contains("invalid"), "{edge:?}");
 }
+
+/// The real model calls a tool of a real MCP server (tests/mcp/server.py over stdio): forced in its first turn with
+/// `call_first`, as llama.cpp does not call tools on its own (`tool_choice: auto` answers in text). Needs both the
+/// model server and the `mcp` package (`SWITCHYARD_TEST_MCP_PYTHON`); `npm test` provides them.
+#[tokio::test]
+#[ignore = "needs a local model server and a python with the `mcp` package; `npm test` starts them"]
+async fn the_local_model_calls_an_mcp_tool_and_answers_with_its_result() {
+    use switchyard_engine::mcp::{McpServerConfig, McpSessions, StdioServer};
+    let python = std::env::var("SWITCHYARD_TEST_MCP_PYTHON")
+        .expect("SWITCHYARD_TEST_MCP_PYTHON must name a python with the `mcp` package: run `npm test`");
+    let server = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/server.py");
+    let config = McpServerConfig::Stdio(StdioServer {
+        command: python,
+        args: vec![server.display().to_string(), "stdio".into()],
+        env: Default::default(),
+        cwd: None,
+        timeout_seconds: None,
+    });
+    let collector = Collector::default();
+    let runtime = Runtime {
+        model: Arc::new(Providers::new(&settings(None))),
+        script: None,
+        log: None,
+        observers: vec![Arc::new(collector.clone())],
+        code: Default::default(),
+        mcp: Arc::new(McpSessions::new([("calc".to_string(), config)])),
+    };
+    let yaml = "nodes:
+  - {id: start, type: start, initial_input: What is 2 plus 3?}
+  - id: a
+    type: agent
+    model: local/smollm2-135m
+    system_prompt: Use the add tool, then answer briefly.
+    tools: {mcp: [calc/add], call_first: calc/add}
+edges:
+  - {from: start, to: a}";
+    let outcome = run::run(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    let node = outcome.result.node("a").unwrap();
+    let call = node.tool_calls.first().expect("the model called the tool");
+    assert_eq!(call.tool, "calc__add");
+    // Whatever numbers the tiny model chose, the result is the real server's sum of them.
+    let (a, b) = (call.input["a"].as_i64(), call.input["b"].as_i64());
+    assert!(a.is_some() && b.is_some(), "grammar-constrained arguments: {}", call.input);
+    assert_eq!(call.output, Some(serde_json::json!({"result": a.unwrap() + b.unwrap()})), "{call:?}");
+    let events = collector.events();
+    assert!(events
+        .iter()
+        .any(|e| matches!(&e.kind, EventKind::ToolResult { tool, error: None, .. } if tool == "calc__add")));
+    assert!(node.data["text"].is_string(), "then a final answer: {}", node.data);
+}

@@ -276,10 +276,11 @@ async fn forced_tool_mode_and_tool_loops_over_openai() {
     assert_eq!(body["tool_choice"], json!({"type": "function", "function": {"name": "respond"}}));
     assert_eq!(body["tools"][0]["function"]["parameters"]["required"], json!(["label"]));
 
-    // A subagent called as a tool, its result sent back, then the final answer.
+    // A subagent called as a tool (forced in the first turn: `call_first`), its result sent back, then the final
+    // answer, chosen freely.
     let parent = "nodes:
   - {id: start, type: start}
-  - {id: planner, type: agent, model: p/m1, user_prompt: plan, tools: {subagents: true}}
+  - {id: planner, type: agent, model: p/m1, user_prompt: plan, tools: {subagents: true, call_first: helper}}
   - {id: helper, type: agent, model: p/m1, description: Knows facts}
 edges:
   - {from: start, to: planner}
@@ -298,6 +299,8 @@ edges:
     assert_eq!(planner.tool_calls[0].output, Some(json!("X is 42")));
     let requests = server.requests();
     assert_eq!(requests[0].body["tools"][0]["function"]["name"], "helper");
+    assert_eq!(requests[0].body["tool_choice"], json!({"type": "function", "function": {"name": "helper"}}));
+    assert_eq!(requests[2].body["tool_choice"], "auto", "only the first turn is forced");
     assert_eq!(requests[1].body["messages"].as_array().unwrap().last().unwrap()["content"], "what is X?");
     let last = requests[2].body["messages"].as_array().unwrap().clone();
     assert_eq!(last[last.len() - 1], json!({"role": "tool", "tool_call_id": "call_1", "content": "X is 42"}));

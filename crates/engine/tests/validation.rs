@@ -40,6 +40,8 @@ fn cases() -> Vec<(&'static str, String, &'static str, &'static str, Severity)> 
         ("subagent cycle", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: q, type: agent, tools: {{subagents: true}}}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: q, handle: subagent}}\n  - {{from: q, to: p, handle: subagent}}"), "SUBAGENT_CYCLE", "p", Error),
         ("two parents", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: q, type: agent, tools: {{subagents: true}}}}\n  - {{id: c, type: agent}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: q}}\n  - {{from: p, to: c, handle: subagent}}\n  - {{from: q, to: c, handle: subagent}}"), "SUBAGENT_MULTIPLE_PARENTS", "q->c", Error),
         ("subagent in the flow", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{subagents: true}}}}\n  - {{id: c, type: agent}}\nedges:\n  - {{from: start, to: p}}\n  - {{from: p, to: c}}\n  - {{from: p, to: c, handle: subagent}}"), "SUBAGENT_HAS_EXECUTION_EDGES", "c", Error),
+        ("call_first of a server not listed", format!("nodes:\n{S}  - {{id: a, type: agent, tools: {{mcp: [files], call_first: github/search}}}}\nedges:\n  - {{from: start, to: a}}"), "CALL_FIRST_NOT_OFFERED", "a", Error),
+        ("call_first of a subagent not offered", format!("nodes:\n{S}  - {{id: p, type: agent, tools: {{call_first: helper}}}}\nedges:\n  - {{from: start, to: p}}"), "CALL_FIRST_NOT_OFFERED", "p", Error),
         ("unreachable", format!("nodes:\n{S}  - {{id: lost, type: agent}}"), "UNREACHABLE_NODE", "lost", Warning),
         ("if branch unconnected", format!("nodes:\n{S}  - {{id: c, type: if, conditions: [{{operator: contains, value: x}}]}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: c}}\n  - {{from: c, to: a, handle: condition-0}}"), "UNCONNECTED_BRANCH", "c", Warning),
         ("approval branch unconnected", format!("nodes:\n{S}  - {{id: r, type: approval}}\n  - {{id: a, type: agent}}\nedges:\n  - {{from: start, to: r}}\n  - {{from: r, to: a, handle: approve}}"), "UNCONNECTED_BRANCH", "r", Warning),
@@ -280,4 +282,16 @@ edges:
         assert!(found.contains(&expected), "{expected:?} missing from {found:?}");
     }
     assert!(!found.iter().any(|(_, node)| *node == "pinned"), "a pinned step runs no code: {found:?}");
+}
+
+#[test]
+fn call_first_may_name_a_listed_servers_tool_or_an_offered_subagent() {
+    for yaml in [
+        "nodes:\n  - {id: start, type: start}\n  - {id: a, type: agent, tools: {mcp: [files], call_first: files/read}}\nedges:\n  - {from: start, to: a}",
+        "nodes:\n  - {id: start, type: start}\n  - {id: a, type: agent, tools: {mcp: [files/read], call_first: files/read}}\nedges:\n  - {from: start, to: a}",
+        "nodes:\n  - {id: start, type: start}\n  - {id: p, type: agent, tools: {subagents: true, call_first: c}}\n  - {id: c, type: agent}\nedges:\n  - {from: start, to: p}\n  - {from: p, to: c, handle: subagent}",
+    ] {
+        let report = validate(&workflow(yaml), &Options::default());
+        assert!(!report.errors.iter().any(|f| f.code == "CALL_FIRST_NOT_OFFERED"), "{yaml}: {report:?}");
+    }
 }

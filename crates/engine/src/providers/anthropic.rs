@@ -206,6 +206,9 @@ impl Model for Anthropic {
             if request.output_schema.is_some() && (tools.len() == 1 || turn_index + 1 == max_turns) {
                 body["tool_choice"] = json!({"type": "tool", "name": RESPOND});
             }
+            if let Some(first) = request.first_tool.filter(|_| turn_index == 0) {
+                body["tool_choice"] = json!({"type": "tool", "name": first});
+            }
             let mut attempt = 0;
             let turn = loop {
                 let resp = self.post(io, &body).await?;

@@ -325,7 +325,7 @@ impl Model for OpenAi {
             .collect();
         let mut usage: Option<Usage> = None;
         let max_turns = self.http.limits.max_tool_turns.max(1);
-        for _ in 0..max_turns {
+        for turn_index in 0..max_turns {
             let build = |mode: StructuredMode| {
                 let mut body = json!({"model": model, "messages": messages, "stream": true, "stream_options": {"include_usage": true}});
                 if let Some(effort) = request.reasoning_effort {
@@ -340,6 +340,9 @@ impl Model for OpenAi {
                 }
                 if let Some(schema) = request.output_schema {
                     structured_fields(&mut body, mode, schema, RESPOND);
+                }
+                if let Some(first) = request.first_tool.filter(|_| turn_index == 0) {
+                    body["tool_choice"] = json!({"type": "function", "function": {"name": first}});
                 }
                 body
             };
@@ -392,7 +395,9 @@ impl Model for OpenAi {
                     json!({"id": id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}})
                 })
                 .collect();
-            messages.push(json!({"role": "assistant", "content": if turn.text.is_empty() { Value::Null } else { json!(turn.text) }, "tool_calls": calls}));
+            // Content is a string even when empty: OpenAI accepts "" beside tool calls, and llama.cpp's server
+            // refuses null there.
+            messages.push(json!({"role": "assistant", "content": turn.text, "tool_calls": calls}));
             for (call, spec) in turn.calls.iter().zip(&calls) {
                 let input: Value =
                     serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!({"message": call.arguments}));

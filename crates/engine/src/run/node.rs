@@ -234,6 +234,7 @@ async fn run_agent(
     };
     let prompt = render_prompt(n, scope).map_err(ModelError::fatal)?;
     let tools = tool_specs(shared, node).await;
+    let first_tool = first_tool(shared, node, &tools);
     let io = AgentIo {
         shared: shared.clone(),
         node,
@@ -260,6 +261,8 @@ async fn run_agent(
                 .is_some_and(|p| !p.trim().is_empty() && !template::is_template(p)),
             call_index: shared.next_call(&n.id),
             repair: repair.as_deref(),
+            // Only the first model call of the node's execution is forced, not the repair turn.
+            first_tool: first_tool.as_deref().filter(|_| repair.is_none()),
         };
         let output = shared.model.execute(&request, &io).await?;
         if let Some(u) = &output.usage {
@@ -387,6 +390,27 @@ async fn tool_specs(shared: &Shared, node: usize) -> Vec<ToolSpec> {
         }
     }
     tools
+}
+
+/// The tool the agent's `tools.call_first` names, as the model sees it; a warning on the node when the agent is not
+/// offered that tool (its server did not start), and the model then chooses freely.
+fn first_tool(shared: &Shared, node: usize, tools: &[ToolSpec]) -> Option<String> {
+    let n = &shared.workflow.nodes[node];
+    let entry = n.tools.as_ref()?.call_first.as_deref()?;
+    let name = match entry.split_once('/') {
+        Some((server, tool)) => crate::mcp::exposed_name(server, tool),
+        None => entry.to_string(),
+    };
+    if tools.iter().any(|t| t.name == name) {
+        return Some(name);
+    }
+    shared.emitter.emit(EventKind::NodeWarning {
+        node: n.id.clone(),
+        message: format!(
+            "`call_first: {entry}` names a tool the agent does not have in this run; the model chooses freely"
+        ),
+    });
+    None
 }
 
 static CALL_IDS: AtomicU64 = AtomicU64::new(1);
