@@ -2,7 +2,7 @@
 // box-select, delete and undo, add from the palette, connect, read why a connection is refused, follow a run.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chord, click, drag, edgeMidpoint, emptyCanvasNear, KEY, pointOf, rightClick, type, whatIsAt } from "./gestures.mjs";
 import { appForFile, frames, graph, nodeSel, openFile, problemsText, root, waitStatus, work } from "./harness.mjs";
@@ -282,4 +282,41 @@ test("an MCP server added in Settings is tested, and an agent's scripted tool ca
   const details = await browser.$('[data-testid="run-details"]');
   await details.waitForDisplayed({ timeout: 3000 });
   await browser.waitUntil(async () => /test\/add\(\{"a":20,"b":22\}\) → \{"result":42\}/.test(await details.getProperty("textContent")), { timeout: 3000, timeoutMsg: `the tool call is not in Last run: ${await details.getProperty("textContent")}` });
+});
+
+test("a destructive tool call waits in the approval dialog with its arguments: rejected it never runs, approved it does", async () => {
+  // The server `test` is in the settings from the test above.
+  const target = join(work, "note.txt");
+  writeFileSync(
+    join(work, "mcp-approval.script.yaml"),
+    `nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/add, input: {a: 1, b: 2}}\n      - {tool: test/write_file, input: {path: ${JSON.stringify(target)}, text: hello}}\n`,
+  );
+  await openWorkflow(
+    "mcp-approval.yaml",
+    "switchyard: 1\nname: MCP approval\nnodes:\n  - {id: start, type: start, position: {x: 0, y: 100}}\n  - {id: helper, type: agent, user_prompt: Write, tools: {mcp: [test], approval: destructive}, position: {x: 320, y: 100}}\nedges:\n  - {from: start, to: helper}\n",
+  );
+  const dialog = await browser.$('[data-testid="approval-dialog"]');
+  for (const decision of ["reject", "approve"]) {
+    await click(browser, await pointOf(browser, '[data-testid="run"]'));
+    await dialog.waitForDisplayed({ timeout: 20000 });
+    assert.equal(await (await browser.$('[data-testid="approval-tool"]')).getText(), "test/write_file");
+    assert.match(await (await browser.$('[data-testid="approval-previous"]')).getText(), /"text": "hello"/);
+    await waitStatus(browser, "helper", "waiting");
+    assert.equal(existsSync(target), false, "the call waits: nothing was written");
+    if (decision === "reject") {
+      await browser.saveScreenshot(join(root, "docs/screenshots/tool-approval.png"));
+      await click(browser, await pointOf(browser, '[data-testid="approval-note"]'));
+      await type(browser, "not now");
+    }
+    await click(browser, await pointOf(browser, `[data-testid="approval-${decision}"]`));
+    await dialog.waitForExist({ reverse: true, timeout: 5000 });
+    await waitStatus(browser, "helper", "succeeded");
+  }
+  assert.equal(readFileSync(target, "utf8"), "hello", "approved, the call ran");
+  await click(browser, await pointOf(browser, node("helper")));
+  await (await browser.$('[data-testid="tab-last-run"]')).scrollIntoView({ block: "center" });
+  await click(browser, await pointOf(browser, '[data-testid="tab-last-run"]'));
+  const details = await browser.$('[data-testid="run-details"]');
+  await details.waitForDisplayed({ timeout: 3000 });
+  await browser.waitUntil(async () => /test\/write_file.*→ \{"result":"written"\}/.test(await details.getProperty("textContent")), { timeout: 3000, timeoutMsg: `the approved call is not in Last run: ${await details.getProperty("textContent")}` });
 });
