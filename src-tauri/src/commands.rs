@@ -30,6 +30,9 @@ use crate::prefs::{self, Prefs};
 pub struct AppState {
     runs: Arc<Mutex<HashMap<String, RunController>>>,
     store: Result<Arc<RunStore>, String>,
+    /// What each MCP server listed the last time it was tested or its tools were listed (validation checks single
+    /// tools against it without starting servers on every edit).
+    mcp_tools: Mutex<std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 impl AppState {
@@ -37,6 +40,7 @@ impl AppState {
         AppState {
             runs: Arc::default(),
             store: RunStore::open(&store::default_path()).map(Arc::new).map_err(|e| e.to_string()),
+            mcp_tools: Mutex::default(),
         }
     }
 
@@ -109,11 +113,13 @@ pub fn to_yaml(workflow: Workflow) -> String {
 /// The one validator, with providers checked unless the run will be scripted.
 #[tauri::command]
 #[specta::specta]
-pub fn validate(workflow: Workflow, scripted: bool) -> Result<Report, String> {
+pub fn validate(state: State<'_, AppState>, workflow: Workflow, scripted: bool) -> Result<Report, String> {
     let settings = settings();
     let providers = if scripted { None } else { Some(settings.as_ref().map_err(Clone::clone)?.provider_ids()) };
-    let mcp_servers = settings.ok().map(|s| s.mcp_servers.keys().cloned().collect());
-    Ok(validate::validate(&workflow, &validate::Options { providers, mcp_servers }))
+    let mcp_servers: Option<Vec<String>> = settings.ok().map(|s| s.mcp_servers.keys().cloned().collect());
+    let mut mcp_tools = state.mcp_tools.lock().unwrap().clone();
+    mcp_tools.retain(|server, _| mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
+    Ok(validate::validate(&workflow, &validate::Options { providers, mcp_servers, mcp_tools }))
 }
 
 fn settings() -> Result<Settings, String> {
@@ -151,8 +157,16 @@ pub fn code_consent(workflow: Workflow, workflow_path: Option<String>) -> Result
 /// Starts an MCP server from the settings being edited and lists its tools: the Settings dialog's Test.
 #[tauri::command]
 #[specta::specta]
-pub async fn probe_mcp(name: String, server: McpServerConfig) -> Result<Vec<McpTool>, CommandError> {
-    switchyard_engine::mcp::probe(&name, &server).await.map_err(|e| CommandError::new("MCP_UNAVAILABLE", e.to_string()))
+pub async fn probe_mcp(
+    state: State<'_, AppState>,
+    name: String,
+    server: McpServerConfig,
+) -> Result<Vec<McpTool>, CommandError> {
+    let tools = switchyard_engine::mcp::probe(&name, &server)
+        .await
+        .map_err(|e| CommandError::new("MCP_UNAVAILABLE", e.to_string()))?;
+    state.mcp_tools.lock().unwrap().insert(name, tools.iter().map(|t| t.name.clone()).collect());
+    Ok(tools)
 }
 
 /// Records the person's consent to this version of a workflow's code (the fingerprint `code_consent` gave).

@@ -210,7 +210,9 @@ fn main() -> ExitCode {
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
     let code = match cli.command {
-        Command::Validate { file, json, format, script } => cmd_validate(&file, json, format, script.is_some()),
+        Command::Validate { file, json, format, script } => {
+            runtime.block_on(cmd_validate(&file, json, format, script.is_some()))
+        }
         Command::Export { file, to, format } => cmd_export(&file, to, format),
         Command::Schema => {
             print!("{}", switchyard_engine::schema::workflow_schema_json());
@@ -295,6 +297,7 @@ fn validation_options(settings: Option<&Settings>) -> validate::Options {
     validate::Options {
         providers: settings.map(Settings::provider_ids),
         mcp_servers: settings.map(|s| s.mcp_servers.keys().cloned().collect()),
+        ..Default::default()
     }
 }
 
@@ -311,10 +314,17 @@ fn print_findings(file: &Path, report: &Report) {
     }
 }
 
-fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted: bool) -> Result<u8, Unusable> {
+async fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted: bool) -> Result<u8, Unusable> {
     let loaded = load(file, format)?;
-    let report =
-        validate::validate(&loaded.workflow, &validation_options(settings_unless_scripted(scripted)?.as_ref()));
+    let configured = settings_unless_scripted(scripted)?;
+    let mut options = validation_options(configured.as_ref());
+    // Single tools the workflow names are checked against what their servers list (it starts those servers).
+    let servers = match &configured {
+        Some(s) => s.mcp_servers.clone(),
+        None => settings().map(|s| s.mcp_servers).unwrap_or_default(),
+    };
+    options.mcp_tools = switchyard_engine::mcp::list_named(&loaded.workflow, &servers).await;
+    let report = validate::validate(&loaded.workflow, &options);
     if json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap());
     } else {

@@ -686,6 +686,16 @@ fn an_agents_scripted_tool_calls_reach_real_mcp_servers_over_stdio_and_http_and_
         assert_eq!(code, 0, "{server}: {r}");
         assert_eq!(r["results"]["helper"]["toolCalls"][0]["output"], json!({"result": 42}), "{server}: {r}");
     }
+    // `validate` lists the servers whose single tools a workflow names, and names a tool a server does not have.
+    let typo = cli.write(
+        "typo.yaml",
+        "switchyard: 1\nname: typo\nnodes:\n  - {id: start, type: start}\n  - {id: helper, type: agent, tools: {mcp: [local/ad]}}\nedges:\n  - {from: start, to: helper}\n",
+    );
+    let (code, report) = cli.json(&["validate", &typo, "--json"]);
+    assert_eq!(code, 0, "a warning: {report}");
+    let warning = report["warnings"].as_array().unwrap().iter().find(|w| w["code"] == "UNKNOWN_MCP_TOOL").cloned();
+    let message = warning.unwrap_or_else(|| panic!("{report}"))["message"].as_str().unwrap().to_string();
+    assert!(message.contains("`ad`") && message.contains("add"), "{message}");
     let _ = http.kill();
     let _ = http.wait();
 }

@@ -301,6 +301,29 @@ impl McpSessions {
     }
 }
 
+/// The tools of the configured servers a workflow names single tools of (`server/tool` in an agent's `tools.mcp` or
+/// `call_first`), for validation (`UNKNOWN_MCP_TOOL`): those servers are started and listed, at once; one that does
+/// not start is left out (the run warns about it).
+pub async fn list_named(
+    workflow: &crate::document::Workflow,
+    configs: &BTreeMap<String, McpServerConfig>,
+) -> BTreeMap<String, Vec<String>> {
+    let named: std::collections::BTreeSet<&str> = workflow
+        .nodes
+        .iter()
+        .filter_map(|n| n.tools.as_ref())
+        .flat_map(|t| t.mcp.iter().chain(t.call_first.iter()))
+        .filter_map(|entry| entry.split_once('/').map(|(server, _)| server))
+        .filter(|server| configs.contains_key(*server))
+        .collect();
+    let listed = futures::future::join_all(named.into_iter().map(|server| async move {
+        let tools = probe(server, &configs[server]).await.ok()?;
+        Some((server.to_string(), tools.into_iter().map(|t| t.name).collect::<Vec<_>>()))
+    }))
+    .await;
+    listed.into_iter().flatten().collect()
+}
+
 /// The name the model sees for a server's tool.
 pub fn exposed_name(server: &str, tool: &str) -> String {
     format!("{server}{SEPARATOR}{tool}")

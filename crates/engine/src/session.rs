@@ -229,12 +229,12 @@ pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>
         checked.defaults.model = request.model.clone();
         validate::validate(
             &checked,
-            &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone() },
+            &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone(), ..Default::default() },
         )
     } else {
         validate::validate(
             &workflow,
-            &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone() },
+            &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone(), ..Default::default() },
         )
     };
     if let Some(first) = report.errors.first() {

@@ -90,6 +90,9 @@ pub struct Options {
     pub providers: Option<Vec<String>>,
     /// Configured MCP server names; `None` skips the check.
     pub mcp_servers: Option<Vec<String>>,
+    /// The tools of MCP servers that were listed, by server (`mcp::list_named`); single tools (`server/tool`) of a
+    /// server here are checked against its list, those of other servers are not.
+    pub mcp_tools: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 pub fn validate(workflow: &Workflow, options: &Options) -> Report {
@@ -136,6 +139,32 @@ fn check_code_step(node: &crate::Node, report: &mut Report) {
             id,
             "this script node has no code or module, so it fails when it runs; write its code or pin its output".into(),
         ),
+    }
+}
+
+/// Single tools an agent names (`server/tool` in `tools.mcp` or `call_first`) must be among those their server
+/// listed, when it was listed.
+fn check_single_tools(
+    node: &crate::document::Node,
+    tools: &crate::document::AgentTools,
+    listed: &std::collections::BTreeMap<String, Vec<String>>,
+    report: &mut Report,
+) {
+    let named = tools.mcp.iter().chain(tools.call_first.iter()).filter_map(|e| e.split_once('/'));
+    let mut seen = std::collections::BTreeSet::new();
+    for (server, tool) in named {
+        let Some(has) = listed.get(server) else { continue };
+        if has.iter().any(|t| t == tool) || !seen.insert((server, tool)) {
+            continue;
+        }
+        report.node_warning(
+            "UNKNOWN_MCP_TOOL",
+            &node.id,
+            format!(
+                "MCP server `{server}` has no tool `{tool}`, so the agent runs without it; pick one it lists: {}",
+                if has.is_empty() { "(none)".to_string() } else { has.join(", ") }
+            ),
+        );
     }
 }
 
@@ -252,6 +281,7 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
         }
         if let Some(tools) = &node.tools {
             check_call_first(workflow, topo, node, tools, report);
+            check_single_tools(node, tools, &options.mcp_tools, report);
         }
         if let Some(servers) = &options.mcp_servers {
             for entry in node.tools.iter().flat_map(|t| t.mcp.iter()) {

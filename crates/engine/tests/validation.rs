@@ -295,3 +295,23 @@ fn call_first_may_name_a_listed_servers_tool_or_an_offered_subagent() {
         assert!(!report.errors.iter().any(|f| f.code == "CALL_FIRST_NOT_OFFERED"), "{yaml}: {report:?}");
     }
 }
+
+#[test]
+fn a_single_tool_its_server_does_not_list_is_named_with_what_the_server_has() {
+    let wf = workflow(
+        "nodes:\n  - {id: start, type: start}\n  - {id: a, type: agent, tools: {mcp: [calc/ad, other/x], call_first: calc/ad}}\nedges:\n  - {from: start, to: a}",
+    );
+    let listed = Options {
+        mcp_tools: [("calc".to_string(), vec!["add".to_string(), "echo".to_string()])].into(),
+        ..Options::default()
+    };
+    let report = validate(&wf, &listed);
+    let found: Vec<_> = report.warnings.iter().filter(|f| f.code == "UNKNOWN_MCP_TOOL").collect();
+    assert_eq!(found.len(), 1, "once per tool, and only for the listed server: {report:?}");
+    assert_eq!(found[0].node.as_deref(), Some("a"));
+    assert!(found[0].message.contains("`ad`") && found[0].message.contains("add, echo"), "{}", found[0].message);
+    let fixed = workflow(
+        "nodes:\n  - {id: start, type: start}\n  - {id: a, type: agent, tools: {mcp: [calc/add]}}\nedges:\n  - {from: start, to: a}",
+    );
+    assert!(!validate(&fixed, &listed).warnings.iter().any(|f| f.code == "UNKNOWN_MCP_TOOL"));
+}
