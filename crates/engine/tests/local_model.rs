@@ -32,6 +32,14 @@ fn settings(mode: Option<StructuredMode>) -> Settings {
 }
 
 async fn run_local(yaml: &str, mode: Option<StructuredMode>) -> (Outcome, Vec<Event>) {
+    run_local_with(yaml, mode, Default::default()).await
+}
+
+async fn run_local_with(
+    yaml: &str,
+    mode: Option<StructuredMode>,
+    mcp: Arc<switchyard_engine::mcp::McpSessions>,
+) -> (Outcome, Vec<Event>) {
     let collector = Collector::default();
     let runtime = Runtime {
         model: Arc::new(Providers::new(&settings(mode))),
@@ -39,7 +47,7 @@ async fn run_local(yaml: &str, mode: Option<StructuredMode>) -> (Outcome, Vec<Ev
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
-        mcp: Default::default(),
+        mcp,
     };
     let outcome = run::run(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
     (outcome, collector.events())
@@ -136,15 +144,6 @@ async fn the_local_model_calls_an_mcp_tool_and_answers_with_its_result() {
         cwd: None,
         timeout_seconds: None,
     });
-    let collector = Collector::default();
-    let runtime = Runtime {
-        model: Arc::new(Providers::new(&settings(None))),
-        script: None,
-        log: None,
-        observers: vec![Arc::new(collector.clone())],
-        code: Default::default(),
-        mcp: Arc::new(McpSessions::new([("calc".to_string(), config)])),
-    };
     let yaml = "nodes:
   - {id: start, type: start, initial_input: What is 2 plus 3?}
   - id: a
@@ -154,7 +153,8 @@ async fn the_local_model_calls_an_mcp_tool_and_answers_with_its_result() {
     tools: {mcp: [calc/add], call_first: calc/add}
 edges:
   - {from: start, to: a}";
-    let outcome = run::run(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
+    let sessions = Arc::new(McpSessions::new([("calc".to_string(), config)]));
+    let (outcome, events) = run_local_with(yaml, None, sessions).await;
     assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
     let node = outcome.result.node("a").unwrap();
     let call = node.tool_calls.first().expect("the model called the tool");
@@ -163,7 +163,6 @@ edges:
     let (a, b) = (call.input["a"].as_i64(), call.input["b"].as_i64());
     assert!(a.is_some() && b.is_some(), "grammar-constrained arguments: {}", call.input);
     assert_eq!(call.output, Some(serde_json::json!({"result": a.unwrap() + b.unwrap()})), "{call:?}");
-    let events = collector.events();
     assert!(events
         .iter()
         .any(|e| matches!(&e.kind, EventKind::ToolResult { tool, error: None, .. } if tool == "calc__add")));
