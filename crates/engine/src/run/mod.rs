@@ -362,8 +362,8 @@ struct Scheduler {
     done_rx: mpsc::UnboundedReceiver<Done>,
     /// Node tasks asking to approve a tool call.
     asks: mpsc::UnboundedReceiver<ToolAsk>,
-    /// Tasks waiting on a tool call's decision, by node id, in the order they asked.
-    tool_waiters: Vec<(String, oneshot::Sender<Decision>)>,
+    /// Tasks waiting on a tool call's decision, by node id and call, in the order they asked.
+    tool_waiters: Vec<(String, crate::events::ToolRequest, oneshot::Sender<Decision>)>,
     started: bool,
     clock: Clock,
     /// Set while recorded inputs are applied again.
@@ -504,10 +504,10 @@ impl Scheduler {
                         None => self.spawn_route(node, live, output, ask),
                     },
                     Effect::ApprovalReached { node, visit } => self.approval_reached(&node, visit),
-                    Effect::ToolDecided { node, decision } => {
+                    Effect::ToolDecided { node, request, decision } => {
                         // None while rebuilding, or when the decision is kept for a task that asks again.
-                        if let Some(at) = self.tool_waiters.iter().position(|(n, _)| *n == node) {
-                            let (_, reply) = self.tool_waiters.remove(at);
+                        if let Some(at) = self.tool_waiters.iter().position(|(n, r, _)| *n == node && *r == request) {
+                            let (_, _, reply) = self.tool_waiters.remove(at);
                             let _ = reply.send(decision);
                         }
                     }
@@ -655,7 +655,7 @@ impl Scheduler {
         if !self.state.is_live() {
             return; // the task is being stopped
         }
-        self.tool_waiters.push((self.state.id(node).to_string(), reply));
+        self.tool_waiters.push((self.state.id(node).to_string(), request.clone(), reply));
         self.apply(|st| st.ask_tool(node, request));
     }
 

@@ -49,9 +49,11 @@ pub(crate) enum Effect {
         node: String,
         visit: u32,
     },
-    /// A tool call an agent's task waits on was decided: tell the task (the first of `node`'s waiting tasks).
+    /// A tool call an agent's task waits on was decided: tell the task (the first of `node`'s tasks waiting on this
+    /// call: `for_each` items may wait at once).
     ToolDecided {
         node: String,
+        request: ToolRequest,
         decision: Decision,
     },
     /// Stop the node tasks and routing calls in flight.
@@ -94,6 +96,9 @@ pub(crate) struct RunState {
     /// Tool calls decided while no task waited on them (a continued run): the task that asks for the same call again
     /// gets the decision at once.
     decided_early: Vec<(String, ToolRequest, Decision)>,
+    /// Tool calls asked for while another call of the same node waits (`for_each` items): one waits for a decision
+    /// at a time per node, so the person decides exactly the call shown.
+    queued_asks: VecDeque<(usize, ToolRequest)>,
     pub trace: Trace,
     /// Nodes found skipped, waiting to cascade; a worklist so long dead chains do not recurse.
     to_skip: VecDeque<usize>,
@@ -143,6 +148,7 @@ impl RunState {
             running: 0,
             waiting: 0,
             decided_early: Vec::new(),
+            queued_asks: VecDeque::new(),
             trace: Trace::default(),
             to_skip: VecDeque::new(),
             reuse: options.reuse.clone(),
@@ -474,7 +480,7 @@ impl RunState {
         }));
         if let Some(at) = self.decided_early.iter().position(|(n, r, _)| *n == id && *r == request) {
             let (_, _, decision) = self.decided_early.remove(at);
-            self.effects.push(Effect::ToolDecided { node: id, decision });
+            self.effects.push(Effect::ToolDecided { node: id, request, decision });
             return;
         }
         self.waiting += 1;
@@ -486,6 +492,16 @@ impl RunState {
             self.pending.remove(at);
             self.emit(EventKind::log(Some(&id), "input_received", "withdrawn: the agent asked for another call"));
         }
+        if self.pending.iter().any(|p| p.node == id && p.tool.is_some()) {
+            self.queued_asks.push_back((node, request));
+            return;
+        }
+        self.request_tool(node, request);
+    }
+
+    /// Shows a tool call that waits: an approval on the agent's node with the tool and its arguments.
+    fn request_tool(&mut self, node: usize, request: ToolRequest) {
+        let id = self.id(node).to_string();
         let message = format!("Allow the call of `{}`?", request.tool);
         let arguments = serde_json::to_string_pretty(&request.input).unwrap_or_default();
         self.emit(EventKind::ApprovalRequested {
@@ -523,7 +539,12 @@ impl RunState {
             self.decided_early.push((node, request, decision));
         } else {
             self.waiting -= 1;
-            self.effects.push(Effect::ToolDecided { node, decision });
+            let at = self.topo.index[&node];
+            self.effects.push(Effect::ToolDecided { node, request, decision });
+            if let Some(next) = self.queued_asks.iter().position(|(n, _)| *n == at) {
+                let (_, request) = self.queued_asks.remove(next).expect("found");
+                self.request_tool(at, request);
+            }
         }
     }
 
@@ -535,6 +556,9 @@ impl RunState {
                 p.orphan = true;
                 self.waiting -= 1;
             }
+            // Queued calls' tasks are gone too; they ask again when they start.
+            self.waiting -= self.queued_asks.len();
+            self.queued_asks.clear();
         }
     }
 
@@ -543,6 +567,7 @@ impl RunState {
         self.pending.retain(|p| p.tool.is_none());
         self.waiting = 0;
         self.decided_early.clear();
+        self.queued_asks.clear();
     }
 
     pub(crate) fn node_done(
@@ -1172,7 +1197,7 @@ edges:\n  - {from: start, to: ok}\n  - {from: ok, to: ship, handle: approve}\n  
         effects
             .iter()
             .filter_map(|e| match e {
-                Effect::ToolDecided { node, decision } => Some((node.clone(), decision.decision.clone())),
+                Effect::ToolDecided { node, decision, .. } => Some((node.clone(), decision.decision.clone())),
                 _ => None,
             })
             .collect()
@@ -1234,5 +1259,40 @@ edges:\n  - {from: start, to: ok}\n  - {from: ok, to: ship, handle: approve}\n  
         assert_eq!(st.pending.len(), 1);
         assert_eq!(st.pending[0].tool.as_ref().unwrap().input, json!({"path": "y"}));
         assert!(st.is_idle());
+    }
+
+    #[test]
+    fn calls_of_one_node_wait_one_at_a_time_so_the_decision_is_for_the_call_shown() {
+        let mut st = state(
+            "nodes:\n  - {id: start, type: start}\n  - {id: a, type: agent, for_each: {items: '[1, 2]', concurrency: 2}}\nedges:\n  - {from: start, to: a}\n",
+        );
+        st.begin();
+        st.start_ready();
+        let _ = st.take_effects();
+        let a = st.topo.index["a"];
+        let first = ToolRequest { tool: "files__delete".into(), input: json!({"path": "1"}) };
+        let second = ToolRequest { tool: "files__delete".into(), input: json!({"path": "2"}) };
+        st.ask_tool(a, first.clone());
+        st.ask_tool(a, second.clone());
+        let shown = |effects: &[Effect]| -> Vec<ToolRequest> {
+            effects
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Emit(EventKind::ApprovalRequested { tool: Some(t), .. }) => Some(t.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(shown(&st.take_effects()), std::slice::from_ref(&first), "the second call waits behind the first");
+        assert_eq!(st.pending.len(), 1);
+        st.decide("a", &json!("approve"), false).unwrap();
+        let effects = st.take_effects();
+        assert!(effects.iter().any(|e| matches!(e, Effect::ToolDecided { request, .. } if *request == first)));
+        assert_eq!(shown(&effects), std::slice::from_ref(&second), "then the second is shown");
+        st.decide("a", &json!("reject"), false).unwrap();
+        let effects = st.take_effects();
+        assert!(effects.iter().any(|e| matches!(e, Effect::ToolDecided { request, decision, .. } if *request == second && decision.decision == "reject")));
+        assert!(st.pending.is_empty());
+        assert_eq!(st.waiting, 0);
     }
 }
