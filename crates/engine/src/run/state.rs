@@ -182,9 +182,10 @@ impl RunState {
         self.effects.push(Effect::Emit(kind));
     }
 
-    /// Starts ready nodes while fewer than the concurrency limit run.
+    /// Starts ready nodes while fewer than the concurrency limit run. A task waiting for a tool call's decision does
+    /// not hold its place: the other branches go on while one waits for a person.
     pub(crate) fn start_ready(&mut self) {
-        while self.running < self.concurrency && self.is_live() {
+        while self.running - self.waiting < self.concurrency && self.is_live() {
             let Some(act) = self.ready.pop_front() else { break };
             self.activate(act);
         }
@@ -1294,5 +1295,23 @@ edges:\n  - {from: start, to: ok}\n  - {from: ok, to: ship, handle: approve}\n  
         assert!(effects.iter().any(|e| matches!(e, Effect::ToolDecided { request, decision, .. } if *request == second && decision.decision == "reject")));
         assert!(st.pending.is_empty());
         assert_eq!(st.waiting, 0);
+    }
+
+    #[test]
+    fn a_task_waiting_for_a_tool_decision_does_not_hold_a_concurrency_place() {
+        let mut st = state(
+            "defaults: {concurrency: 1}\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\n  - {id: b, type: agent}\nedges:\n  - {from: start, to: a}\n  - {from: start, to: b}\n",
+        );
+        let mut seen = Seen::default();
+        st.begin();
+        st.start_ready();
+        seen.take(&mut st);
+        assert_eq!(seen.ran(), ["a"], "one at a time");
+        st.ask_tool(st.topo.index["a"], ToolRequest { tool: "t__x".into(), input: json!({}) });
+        seen.take(&mut st);
+        assert!(!st.is_idle(), "b is ready");
+        st.start_ready();
+        seen.take(&mut st);
+        assert_eq!(seen.ran(), ["a", "b"], "b runs while a waits for a person");
     }
 }
