@@ -91,12 +91,12 @@ impl Observer for LiveLog {
                 format!("  ⏸ {node} waits for approval: {message}")
             }
             EventKind::ApprovalReceived { node, decision, note } => {
-                let said = match decision.as_str() {
-                    "approve" => "approved",
-                    "reject" => "rejected",
-                    other => other,
+                let (mark, said) = match decision.as_str() {
+                    "approve" => ("✓", "approved"),
+                    "reject" => ("✗", "rejected"),
+                    other => ("·", other),
                 };
-                format!("  ✓ {node} {said} {note}")
+                format!("  {mark} {node} {said} {note}")
             }
             EventKind::WorkflowPaused { pending } => {
                 format!("⏸ paused, waiting for: {}", pending.join(", "))
