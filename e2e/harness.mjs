@@ -1,5 +1,6 @@
 // The app under test: a fresh window of the real Tauri binary (embedded UI) per test file, through tauri-driver.
-import { mkdtempSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before } from "node:test";
@@ -88,4 +89,39 @@ export async function fit(browser) {
   await browser.performActions([{ type: "key", id: "keyboard", actions: [{ type: "keyDown", value: "\uE008" }, { type: "keyDown", value: "1" }, { type: "keyUp", value: "1" }, { type: "keyUp", value: "\uE008" }] }]);
   await browser.releaseActions();
   await frames(browser);
+}
+
+/**
+ * The process id of the app under test: the `switchyard-app` process started (through WebKitWebDriver) by this
+ * run's tauri-driver, whose pid scripts/e2e.sh exports as E2E_DRIVER_PID.
+ */
+export function appPid() {
+  const driver = Number(process.env.E2E_DRIVER_PID);
+  const parentOf = (pid) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1]);
+  const found = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")[0].endsWith("switchyard-app")) continue;
+      for (let p = Number(entry), hops = 0; p > 1 && hops < 6; p = parentOf(p), hops++) if (p === driver) found.push(Number(entry));
+    } catch {
+      /* a process that ended while we looked */
+    }
+  }
+  if (found.length !== 1) throw new Error(`expected one app process under tauri-driver ${driver}, found ${JSON.stringify(found)}`);
+  return found[0];
+}
+
+/** Whether process `pid` is still running (a zombie counts as ended). */
+export function alive(pid) {
+  try {
+    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+/** Presses the window's close button: the X client message a window manager sends (e2e/close-window.py). */
+export async function pressCloseButton(pid) {
+  execFileSync("python3", [join(root, "e2e/close-window.py"), String(pid)], { stdio: "pipe" });
 }

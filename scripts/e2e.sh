@@ -1,17 +1,42 @@
 #!/usr/bin/env bash
-# `npm run e2e`: the real app under Xvfb, driven by tauri-driver + WebKitWebDriver. Builds the UI and the app with
-# the UI embedded first. E2E_FILES picks the files to run (scripts/screenshot.sh runs e2e/screenshots.mjs).
+# `npm run e2e`: the real app under Xvfb, driven by tauri-driver + WebKitWebDriver. Works on its own on a fresh
+# machine: it installs what the tests need (setup.sh), builds the UI and the app with the UI embedded, finds or
+# installs a Python with the `mcp` package (the MCP tests), and starts a local model server (llama.cpp serving
+# SmolLM2-135M) that the app finds through SWITCHYARD_LOCAL_URL, as it finds Ollama or llama.cpp on a person's machine.
+# E2E_FILES picks the files to run (scripts/screenshot.sh runs e2e/screenshots.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ -n "${SWITCHYARD_SETUP_DONE:-}" ] || bash scripts/setup.sh
 npx vite build --logLevel warn
 cargo build -q -p switchyard-cli
 cargo build -q -p switchyard-app --features tauri/custom-protocol
+: "${SWITCHYARD_TEST_MCP_PYTHON:=$(bash scripts/mcp-python.sh)}"
+export SWITCHYARD_TEST_MCP_PYTHON
 home=$(mktemp -d)
-trap 'rm -rf "$home"' EXIT
-export SWITCHYARD_HOME="$home" SWITCHYARD_OPEN="$PWD/examples/approval-flow.yaml"
+bash scripts/local-model.sh install
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# A short context keeps a small model's answers short: a run with no settings has no token limit of its own.
+LLAMA_CTX=512 bash scripts/local-model.sh serve "$port" > target/e2e-llama.log 2>&1 &
+llama=$!
+trap 'kill "$llama" 2>/dev/null || true; rm -rf "$home"' EXIT
+python3 - "http://127.0.0.1:$port/v1" <<'PY'
+import sys, time, urllib.request
+deadline = time.time() + 120
+while True:
+    try:
+        urllib.request.urlopen(sys.argv[1] + "/models", timeout=2).read()
+        break
+    except Exception as e:
+        if time.time() > deadline:
+            sys.exit(f"the local model server did not answer within 120 s: {e} (see target/e2e-llama.log)")
+        time.sleep(0.5)
+PY
+# XDG_DATA_HOME: the webview keeps its storage (pane sizes) there; each run starts as a new user.
+export SWITCHYARD_HOME="$home" XDG_DATA_HOME="$home/data" SWITCHYARD_OPEN="$PWD/examples/approval-flow.yaml" SWITCHYARD_LOCAL_URL="http://127.0.0.1:$port/v1"
 xvfb-run -a -s "-screen 0 1400x900x24" bash -c '
   tauri-driver --port 4444 > target/tauri-driver.log 2>&1 &
   driver=$!
+  export E2E_DRIVER_PID=$driver
   for i in $(seq 1 50); do (echo > /dev/tcp/127.0.0.1/4444) 2>/dev/null && break; sleep 0.2; done
   node --test --test-concurrency=1 --test-reporter=spec ${E2E_FILES:-e2e/*.test.mjs}; status=$?
   kill $driver

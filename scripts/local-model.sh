@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real language model on 127.0.0.1 for the provider integration tests (see ../shared/notes/local-model.md).
 #   scripts/local-model.sh install      build llama-cpp-python's server into a cached venv and fetch the model
-#   scripts/local-model.sh serve PORT   run the server in the foreground on 127.0.0.1:PORT
+#   scripts/local-model.sh serve PORT   run the server in the foreground on 127.0.0.1:PORT (context: $LLAMA_CTX, 2048)
 # Everything is cached under $SWITCHYARD_CACHE (default ~/.cache/switchyard): a warm run installs nothing.
 set -euo pipefail
 cache="${SWITCHYARD_CACHE:-$HOME/.cache/switchyard}"
@@ -39,7 +39,7 @@ PY
 serve() {
   local port="$1"
   exec "$venv/bin/python" -m llama_cpp.server --model "$model" --model_alias smollm2-135m --host 127.0.0.1 --port "$port" \
-    --n_ctx 2048 --n_threads 1 --n_threads_batch 1 --interrupt_requests false
+    --n_ctx "${LLAMA_CTX:-2048}" --n_threads 1 --n_threads_batch 1 --interrupt_requests false
 }
 
 case "${1:-}" in

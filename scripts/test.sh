@@ -70,7 +70,7 @@ SWITCHYARD_TEST_LLM_URL="$url" bash scripts/local-examples.sh | tee -a "$out"
 kill "$server" 2>/dev/null || true
 
 step "the desktop app, end to end (tauri-driver + WebKitWebDriver under Xvfb)"
-SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" bash scripts/e2e.sh 2>&1 | tee target/e2e-output.txt
+SWITCHYARD_SETUP_DONE=1 SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" bash scripts/e2e.sh 2>&1 | tee target/e2e-output.txt
 grep -Eo '^ℹ (pass|fail) [0-9]+' target/e2e-output.txt | awk '{print $3, ($2 == "pass" ? "passed" : "failed")}' >> "$out"
 
 counted() { grep -v 'Test Files' "$out" | grep -Eo "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'; }

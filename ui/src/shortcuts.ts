@@ -39,7 +39,7 @@ export const SHORTCUTS: Shortcut[] = [
   { keys: "Ctrl+A", does: "select everything", matches: (e) => mod(e) && key(e, "a"), run: () => { const w = doc().workflow; doc().select({ nodes: w.nodes.map((n) => n.id), edges: w.edges.map(edgeKey) }); } },
   { keys: "Delete / Backspace", does: "delete the selection", matches: (e) => !mod(e) && (e.key === "Delete" || e.key === "Backspace"), run: deleteSelection },
   { keys: "Escape", does: "leave a field; clear the selection; close a panel", matches: (e) => e.key === "Escape", run: () => { const d = session().dialogs; if (d.help || d.find) { session().setDialog("help", false); session().setDialog("find", false); } else doc().select({ nodes: [], edges: [] }); } },
-  { keys: "Ctrl+F", does: "find a node", matches: (e) => mod(e) && key(e, "f"), run: () => session().setDialog("find", true), inFields: true },
+  { keys: "Ctrl+K / Ctrl+F", does: "find a node or a command", matches: (e) => mod(e) && (key(e, "k") || key(e, "f")), run: () => session().setDialog("find", true), inFields: true },
   { keys: "Ctrl+L", does: "lay the workflow out", matches: (e) => mod(e) && key(e, "l"), run: () => void session().layout() },
   { keys: "Shift+1", does: "fit the whole workflow in view", matches: (e) => e.shiftKey && !mod(e) && (e.code === "Digit1" || e.key === "!"), run: () => session().requestView("fit") },
   { keys: "Ctrl+Enter", does: "run", matches: (e) => mod(e) && e.key === "Enter", run: () => void session().run(), inFields: true },
@@ -58,7 +58,7 @@ export const GESTURES: [string, string][] = [
 export function handleShortcut(e: KeyboardEvent): boolean {
   const target = e.target as HTMLElement | null;
   const typing = Boolean(target?.closest?.("input, textarea, select, [contenteditable=true]"));
-  const modal = Boolean(document.querySelector(".modal-backdrop"));
+  const modal = Boolean(document.querySelector('.modal-backdrop, [role="dialog"], [role="alertdialog"]'));
   // Escape leaves a field of the inspector (its edit is committed on blur), so the canvas's keys work again.
   if (typing && !modal && e.key === "Escape") {
     (target as HTMLElement).blur();

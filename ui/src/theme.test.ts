@@ -33,4 +33,10 @@ describe("themes", () => {
         for (const surface of ["bg", "panel", "node"]) expect(contrast(theme[text], theme[surface]), `${text} on ${surface}`).toBeGreaterThanOrEqual(4.5);
       expect(contrast(theme["accent-fg"], theme["accent-bg"]), "primary button").toBeGreaterThanOrEqual(4.5);
     });
+  for (const [name, theme] of [["light", light], ["dark", dark]] as const)
+    it(`${name}: edges, handles and the minimap's nodes stand out 3:1 from what they are drawn on`, () => {
+      for (const surface of ["bg", "panel"]) expect(contrast(theme["xy-edge-stroke"], theme[surface]), `edges on ${surface}`).toBeGreaterThanOrEqual(3);
+      expect(contrast(theme["muted"], theme["node"]), "handles on a node").toBeGreaterThanOrEqual(3);
+      expect(contrast(theme["minimap-node"], theme["minimap-bg"]), "minimap nodes").toBeGreaterThanOrEqual(3);
+    });
 });

@@ -2,7 +2,7 @@
 // opened in the real canvas, and the run store is fed 10,000 events per second through the same per-frame batching
 // the app uses. Results are published on window.__bench for bench/ui.mjs to read.
 import { createRoot } from "react-dom/client";
-import { mockIPC } from "@tauri-apps/api/mocks";
+import { mockIPC, mockWindows } from "@tauri-apps/api/mocks";
 import "@xyflow/react/dist/style.css";
 import "../styles.css";
 import type { Event, Workflow } from "../types";
@@ -43,10 +43,18 @@ mockIPC((cmd) => {
       return { errors: [], warnings: [] };
     case "get_settings":
       return { settings: { providers: [], limits: {} }, problem: null };
+    case "list_runs":
+      return [];
+    case "load_prefs":
+      return { recentFiles: [], theme: "light" };
+    case "default_model":
+      return { model: null, source: "none", detail: "bench" };
     default:
       return null;
   }
 });
+// The window API (title, close) asks for the current window's label.
+mockWindows("main");
 
 let maxInDom = 0;
 new MutationObserver(() => {

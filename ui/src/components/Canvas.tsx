@@ -20,13 +20,13 @@ import {
 } from "@xyflow/react";
 import type { Edge, Node as DocumentNode } from "../types";
 import { connectionProblem, edgeHandle, handleLayout, HANDLE_STEP, HANDLE_TOP, minNodeHeight, NODE_WIDTH, sourceHandles } from "../model/handles";
-import { edgeLabel, edgeRoute, placeLabels } from "../model/labels";
+import { edgeLabel, edgeLabelFull, edgeRoute, nearestOnPolyline, placeLabels } from "../model/labels";
 import { openingViewport } from "../model/placement";
 import { edgeKey, useDocument, type Selection } from "../store/document";
 import { useRun } from "../store/run";
 import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
-import { WorkflowNode, TITLE_PX, type CanvasNodeData } from "./WorkflowNode";
+import { LOD_ZOOM, LodContext, WorkflowNode, TITLE_PX, type CanvasNodeData } from "./WorkflowNode";
 import { edgeTypes } from "./WorkflowEdge";
 import { CanvasMenu, type MenuRequest } from "./CanvasMenu";
 
@@ -59,6 +59,8 @@ function applySelect(selection: Selection, kind: keyof Selection, changes: { id:
 
 export function Canvas() {
   const flow = useReactFlow();
+  // Level of detail: below LOD_ZOOM nodes draw as simple shapes. One subscription here, not one per node.
+  const lod = useStore((st) => st.transform[2] < LOD_ZOOM);
   const workflow = useDocument((s) => s.workflow);
   const selection = useDocument((s) => s.selection);
   const followed = useRun((s) => s.followed);
@@ -103,8 +105,8 @@ export function Canvas() {
     const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
     const items = [];
     for (const e of workflow.edges) {
-      const text = edgeLabel(e);
       const from = byId.get(e.from);
+      const text = edgeLabel(e, from);
       const to = byId.get(e.to);
       if (!text || !from || !to) continue;
       const handle = edgeHandle(e);
@@ -123,12 +125,21 @@ export function Canvas() {
     }
     // With the cards as obstacles, so that no chip covers a node.
     if (!items.length) return {};
-    return placeLabels(items, { obstacles: workflow.nodes.map((n) => box(n, measured.current.get(n.id)?.height ?? minNodeHeight(n))) });
+    const placed = placeLabels(items, { obstacles: workflow.nodes.map((n) => box(n, measured.current.get(n.id)?.height ?? minNodeHeight(n))) });
+    // A chip moved off its own edge gets a leader line back to it.
+    const withLeaders: Record<string, { x: number; y: number; leader?: { x: number; y: number } }> = {};
+    for (const item of items) {
+      const p = placed[item.id];
+      if (!p) continue;
+      const near = nearestOnPolyline(item.points, p);
+      withLeaders[item.id] = Math.hypot(near.x - p.x, near.y - p.y) > p.height / 2 + 6 ? { x: p.x, y: p.y, leader: near } : { x: p.x, y: p.y };
+    }
+    return withLeaders;
   }, [workflow.nodes, workflow.edges]);
 
-  const edges: FlowEdge[] = useMemo(
-    () =>
-      workflow.edges.map((e) => {
+  const edges: FlowEdge[] = useMemo(() => {
+      const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
+      return workflow.edges.map((e) => {
         const key = edgeKey(e);
         const handle = edgeHandle(e);
         const lit = followed[`${e.from}->${e.to}`];
@@ -141,16 +152,15 @@ export function Canvas() {
           target: e.to,
           sourceHandle: handle === "true" ? "condition-0" : handle,
           targetHandle: "input",
-          label: edgeLabel(e) || undefined,
-          data: place ? { labelX: place.x, labelY: place.y } : {},
+          label: edgeLabel(e, byId.get(e.from)) || undefined,
+          data: place ? { labelX: place.x, labelY: place.y, leader: place.leader, fullLabel: edgeLabelFull(e, byId.get(e.from)) } : { fullLabel: edgeLabelFull(e, byId.get(e.from)) },
           selected: selection.edges.includes(key),
           animated: Boolean(lit) && useRun.getState().status === "running",
           className: [handle === "subagent" ? "edge-subagent" : "", handle === "error" ? "edge-error" : "", lit ? "edge-followed" : "", problem ? "edge-problem" : ""].join(" "),
           markerEnd: handle === "subagent" ? undefined : { type: MarkerType.ArrowClosed },
         };
-      }),
-    [workflow.edges, selection.edges, followed, byEdge, labels],
-  );
+      });
+    }, [workflow.edges, workflow.nodes, selection.edges, followed, byEdge, labels]);
 
   const onNodesChange = useCallback((changes: NodeChange[]) => {
     for (const c of changes) if (c.type === "dimensions" && c.dimensions) measured.current.set(c.id, c.dimensions);
@@ -266,7 +276,8 @@ export function Canvas() {
   }, []);
 
   return (
-    <div className="canvas-inner" ref={wrapper}>
+    <LodContext.Provider value={lod}>
+    <div className={lod ? "canvas-inner lod" : "canvas-inner"} ref={wrapper}>
       <ReactFlow
         nodes={nodes}
         edges={edges}
@@ -312,7 +323,7 @@ export function Canvas() {
         proOptions={{ hideAttribution: true }}
       >
         {workflow.nodes.length <= MINIMAP_LIMIT && <Background gap={24} />}
-        {workflow.nodes.length <= MINIMAP_LIMIT && <MiniMap pannable zoomable nodeStrokeWidth={3} style={{ width: 168, height: 110 }} />}
+        {workflow.nodes.length <= MINIMAP_LIMIT && <MiniMap pannable zoomable nodeStrokeWidth={3} nodeColor="var(--minimap-node)" nodeStrokeColor="var(--minimap-node-stroke)" maskColor="var(--minimap-mask)" style={{ width: 168, height: 110 }} />}
         <Controls />
       </ReactFlow>
       {hint && (
@@ -322,5 +333,6 @@ export function Canvas() {
       )}
       {menu && <CanvasMenu request={menu} onClose={() => setMenu(null)} />}
     </div>
+    </LodContext.Provider>
   );
 }

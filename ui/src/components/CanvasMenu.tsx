@@ -1,6 +1,6 @@
 // The right-click menu of the canvas (node, edge, empty pane) and the node picker that opens where a connection is
 // dropped on empty canvas. Each item is what applies to what was clicked.
-import { useEffect, useRef } from "react";
+import * as Menu from "@radix-ui/react-dropdown-menu";
 import { useReactFlow } from "@xyflow/react";
 import type { NodeType } from "../types";
 import { NODE_HEIGHT } from "../model/handles";
@@ -9,6 +9,8 @@ import { freeSpot } from "../model/placement";
 import { useDocument } from "../store/document";
 import { useMessages } from "../store/messages";
 import { useSession } from "../store/session";
+import { NodeIcon } from "./NodeIcon";
+import { revealWhenLaidOut } from "./reveal";
 
 export type MenuRequest =
   | { kind: "node" | "edge"; clientX: number; clientY: number; id: string }
@@ -18,20 +20,6 @@ export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose
   const flow = useReactFlow();
   const types = useNodeTypes((s) => s.list);
   const clipboard = useDocument((s) => s.clipboard);
-  const ref = useRef<HTMLDivElement>(null);
-
-  useEffect(() => {
-    const away = (e: PointerEvent) => !ref.current?.contains(e.target as globalThis.Node) && onClose();
-    const esc = (e: KeyboardEvent) => e.key === "Escape" && onClose();
-    window.addEventListener("pointerdown", away, true);
-    window.addEventListener("keydown", esc, true);
-    ref.current?.querySelector<HTMLButtonElement>("button")?.focus();
-    return () => {
-      window.removeEventListener("pointerdown", away, true);
-      window.removeEventListener("keydown", esc, true);
-    };
-  }, [onClose]);
-
   const doc = useDocument.getState();
   const act = (f: () => void) => () => {
     f();
@@ -46,10 +34,11 @@ export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose
     const from = request.kind === "pane" ? request.from : undefined;
     // A connected node puts its input under the pointer; a plain one is centred on it. Neither covers another.
     const desired = from ? { x: at.x + 8, y: at.y - NODE_HEIGHT / 2 } : { x: at.x - 110, y: at.y - NODE_HEIGHT / 2 };
-    doc.addNode(type, freeSpot(useDocument.getState().workflow.nodes, desired), from);
+    const id = doc.addNode(type, freeSpot(useDocument.getState().workflow.nodes, desired), from);
+    revealWhenLaidOut(flow, id);
   };
 
-  const items: { label: string; hint?: string; run: () => void; testId: string }[] = [];
+  const items: { label: string; hint?: string; run: () => void; testId: string; type?: NodeType }[] = [];
   if (request.kind === "node") {
     items.push({ label: "Duplicate", hint: "Ctrl+D", run: () => doc.duplicateSelection(), testId: "menu-duplicate" });
     items.push({ label: "Copy", hint: "Ctrl+C", run: () => doc.copySelection(), testId: "menu-copy" });
@@ -60,7 +49,7 @@ export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose
   } else {
     const pickerOnly = Boolean(request.kind === "pane" && request.from);
     for (const t of types.filter((t) => !pickerOnly || t.hasInput))
-      items.push({ label: `${t.icon}  ${pickerOnly ? t.label : `Add ${t.label.toLowerCase()} here`}`, run: () => addHere(t.type), testId: `menu-add-${t.type}` });
+      items.push({ label: pickerOnly ? t.label : `Add ${t.label.toLowerCase()} here`, run: () => addHere(t.type), testId: `menu-add-${t.type}`, type: t.type });
     if (!pickerOnly) {
       if (clipboard?.nodes.length) items.push({ label: "Paste", hint: "Ctrl+V", run: () => doc.paste(), testId: "menu-paste" });
       items.push({ label: "Layout", hint: "Ctrl+L", run: () => void useSession.getState().layout(), testId: "menu-layout" });
@@ -68,18 +57,33 @@ export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose
     }
   }
 
-  const box = document.querySelector(".canvas-inner")?.getBoundingClientRect();
-  const left = Math.min(request.clientX - (box?.left ?? 0), (box?.width ?? 9999) - 220);
-  const top = Math.min(request.clientY - (box?.top ?? 0), (box?.height ?? 9999) - (items.length * 30 + 40));
+  // A Radix menu anchored at the pointer: keyboard navigation, focus and dismissal (Escape, a click elsewhere) as
+  // Radix does them. It opens from a right-click or from a connection dropped on empty canvas.
   return (
-    <div className="menu" ref={ref} style={{ left, top }} role="menu" data-testid="canvas-menu">
-      {request.kind === "pane" && request.from && <div className="menu-title">Add a node after {request.from.node}</div>}
-      {items.map((i) => (
-        <button key={i.testId} role="menuitem" data-testid={i.testId} onClick={act(i.run)}>
-          <span>{i.label}</span>
-          {i.hint && <kbd>{i.hint}</kbd>}
-        </button>
-      ))}
-    </div>
+    <Menu.Root open onOpenChange={(open) => !open && onClose()} modal={false}>
+      <Menu.Trigger asChild>
+        <span className="menu-anchor" style={{ left: request.clientX, top: request.clientY }} aria-hidden />
+      </Menu.Trigger>
+      <Menu.Portal>
+        <Menu.Content className="menu-content" data-testid="canvas-menu" align="start" sideOffset={2} collisionPadding={8}>
+          {request.kind === "pane" && request.from && <Menu.Label className="menu-label">Add a node after {nodeName(request.from.node)}</Menu.Label>}
+          {items.map((i) => (
+            <Menu.Item key={i.testId} className="menu-item" data-testid={i.testId} onSelect={act(i.run)}>
+              <span className="menu-item-label">
+                {i.type && <NodeIcon type={i.type} size={15} />}
+                {i.label}
+              </span>
+              {i.hint && <kbd>{i.hint}</kbd>}
+            </Menu.Item>
+          ))}
+        </Menu.Content>
+      </Menu.Portal>
+    </Menu.Root>
   );
 }
+
+/** A node's name for people: its name, else its id. */
+const nodeName = (id: string) => {
+  const n = useDocument.getState().workflow.nodes.find((x) => x.id === id);
+  return n?.name || id;
+};

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Node } from "../types";
-import { getPath, setPath } from "./Inspector";
+import { getPath, readInput, setPath } from "./Inspector";
 
 const agent = (extra: Partial<Node> = {}) => ({ id: "a", type: "agent", ...extra }) as Node;
 
@@ -25,5 +25,15 @@ describe("inspector fields", () => {
 
   it("clears a top-level field set to an empty value", () => {
     expect(setPath(agent({ model: "local/x" }), "model", "")).toEqual({ model: undefined });
+  });
+});
+
+describe("the start node's input", () => {
+  it("is read as JSON when it is JSON, and as plain text otherwise, as the command line reads --input", () => {
+    expect(readInput('{"ticket": 42}')).toEqual({ value: { ticket: 42 }, readAs: "json" });
+    expect(readInput("[1, 2]")).toEqual({ value: [1, 2], readAs: "json" });
+    expect(readInput("my cat is hungry")).toEqual({ value: "my cat is hungry", readAs: "text" });
+    expect(readInput("{not json")).toEqual({ value: "{not json", readAs: "text" });
+    expect(readInput("   ")).toEqual({ value: undefined, readAs: "empty" });
   });
 });

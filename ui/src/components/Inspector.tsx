@@ -2,6 +2,8 @@
 // it saw, what it produced, its tool calls and timing, per iteration. A node's fields come from the engine's
 // definition of its type, so every field the engine knows is editable here and nothing else.
 import { useEffect, useState } from "react";
+import * as Tabs from "@radix-ui/react-tabs";
+import { Pin, PinOff, X } from "lucide-react";
 import type { Condition, Edge, Node } from "../types";
 import { nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
 import { edgeKey, useDocument } from "../store/document";
@@ -10,6 +12,9 @@ import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
 import { commands } from "../api";
 import { errorText } from "../store/messages";
+import { useLayoutPrefs } from "../store/layoutPrefs";
+import { handleName } from "../model/labels";
+import { NodeIcon } from "./NodeIcon";
 
 function Field({ label, help, children }: { label: string; help?: string | null; children: React.ReactNode }) {
   return (
@@ -72,6 +77,35 @@ function Json({ value, onCommit, testId }: { value: unknown; onCommit: (v: unkno
     <>
       <textarea data-testid={testId} className="mono" rows={5} spellCheck={false} value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
       {error && <div className="field-error">{error}</div>}
+    </>
+  );
+}
+
+/**
+ * What a start node's input field holds, read as the command line reads `--input`: JSON when the text is JSON, else
+ * the text itself. Returns the value and what it was read as, for the hint under the field.
+ */
+export function readInput(text: string): { value: unknown; readAs: "json" | "text" | "empty" } {
+  if (!text.trim()) return { value: undefined, readAs: "empty" };
+  try {
+    return { value: JSON.parse(text), readAs: "json" };
+  } catch {
+    return { value: text, readAs: "text" };
+  }
+}
+
+/** The start node's input: plain text or JSON, with a hint saying which it was read as. */
+function InputText({ value, onCommit, testId }: { value: unknown; onCommit: (v: unknown) => void; testId?: string }) {
+  const shown = value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  const [draft, setDraft] = useState(shown);
+  useEffect(() => setDraft(shown), [shown]);
+  const read = readInput(draft);
+  const commit = () => draft !== shown && onCommit(read.value);
+  const kind = read.readAs === "json" ? (Array.isArray(read.value) ? "a JSON list" : read.value !== null && typeof read.value === "object" ? "a JSON object" : typeof read.value === "string" ? "a JSON string" : `JSON (${read.value === null ? "null" : typeof read.value})`) : null;
+  return (
+    <>
+      <textarea data-testid={testId} className="mono" rows={4} spellCheck={false} value={draft} placeholder="Text, or JSON such as {&quot;ticket&quot;: 42}" onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
+      <small className="muted" data-testid="input-read-as">{read.readAs === "empty" ? "Empty: the run starts with no input." : kind ? `Read as ${kind}.` : "Read as text (it is not JSON)."}</small>
     </>
   );
 }
@@ -207,6 +241,13 @@ function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; mo
         </Field>
       );
     case "json":
+      if (field.key === "initial_input") {
+        return (
+          <Field label="input (text or JSON)">
+            <InputText testId={testId} value={value} onCommit={commit} />
+          </Field>
+        );
+      }
       if (field.key === "tools.mcp") {
         // Not inside a <label>: the checkboxes have labels of their own.
         return (
@@ -253,17 +294,23 @@ function NodeFields({ node, models }: { node: Node; models: string[] }) {
 
 function EdgeFields({ edge }: { edge: Edge }) {
   const update = useDocument((s) => s.updateEdge);
+  const source = useDocument((s) => s.workflow.nodes.find((n) => n.id === edge.from));
+  const target = useDocument((s) => s.workflow.nodes.find((n) => n.id === edge.to));
+  const handle = edge.handle ?? "output";
+  const branch = handleName(source, handle);
   const key = edgeKey(edge);
   const set = (patch: Partial<Edge>) => update(key, patch);
   return (
     <>
       <dl className="edge-ends">
         <dt>from</dt>
-        <dd>{edge.from}</dd>
-        <dt>handle</dt>
-        <dd data-testid="edge-handle">{edge.handle ?? "output"}</dd>
+        <dd title={edge.from}>{source?.name || edge.from}</dd>
+        <dt>leaves by</dt>
+        <dd>
+          {branch ?? "its output"} <code className="dim" data-testid="edge-handle" title="the handle id, as saved in the file">{handle}</code>
+        </dd>
         <dt>to</dt>
-        <dd>{edge.to}</dd>
+        <dd title={edge.to}>{target?.name || edge.to}</dd>
       </dl>
       <Field label="when (natural language; the model decides)">
         <Text testId="inspector-when" multiline value={edge.when ?? ""} placeholder="e.g. the review found problems" onCommit={(v) => set({ when: v.trim() ? v : undefined })} />
@@ -330,12 +377,36 @@ function RunDetails({ id }: { id: string }) {
   );
 }
 
+/** A node's name for people: its name, else its id. */
+const nameOf = (id: string) => useDocument.getState().workflow.nodes.find((n) => n.id === id)?.name || id;
+
+/** The inspector's title line, with the pin (stay open with nothing selected) and close buttons. */
+function InspectorHeader({ icon, title, subtitle }: { icon?: React.ReactNode; title: string; subtitle?: string }) {
+  const pinned = useLayoutPrefs((p) => p.inspectorPinned);
+  const prefs = useLayoutPrefs.getState();
+  return (
+    <header className="inspector-head">
+      {icon}
+      <div className="inspector-title">
+        <h2 className="entity" title={title}>{title}</h2>
+        {subtitle && <div className="dim">{subtitle}</div>}
+      </div>
+      <button className="icon-button" onClick={() => prefs.setInspectorPinned(!pinned)} aria-pressed={pinned} aria-label={pinned ? "Unpin the inspector" : "Pin the inspector open"} title={pinned ? "Pinned open: click to let it close when nothing is selected" : "Keep the inspector open when nothing is selected"} data-testid="inspector-pin">
+        {pinned ? <Pin size={15} aria-hidden /> : <PinOff size={15} aria-hidden />}
+      </button>
+      <button className="icon-button" onClick={() => (prefs.setInspectorPinned(false), useDocument.getState().select({ nodes: [], edges: [] }), prefs.refs?.inspector.current?.collapse())} aria-label="Close the inspector" title="Close (Escape clears the selection)" data-testid="inspector-close">
+        <X size={15} aria-hidden />
+      </button>
+    </header>
+  );
+}
+
 function WorkflowFields({ models }: { models: string[] }) {
   const workflow = useDocument((s) => s.workflow);
   const edit = useDocument((s) => s.edit);
   return (
     <aside className="inspector" data-testid="inspector-workflow">
-      <h2>Workflow</h2>
+      <InspectorHeader title="Workflow" subtitle="its name, description and default model" />
       <Field label="name">
         <Text value={workflow.name} onCommit={(v) => edit((w) => ({ ...w, name: v }))} />
       </Field>
@@ -361,14 +432,17 @@ export function Inspector({ models }: { models: string[] }) {
   const edgeId = !selection.nodes.length && selection.edges.length === 1 ? selection.edges[0] : undefined;
   const edge = edgeId ? workflow.edges.find((e) => edgeKey(e) === edgeId) : undefined;
   const findings = useValidation((s) => (node ? s.byNode[node.id] : edge ? (s.byEdge[edgeKey(edge)] ?? s.byEdge[`${edge.from}->${edge.to}`]) : undefined));
-  const count = selection.nodes.length + selection.edges.length;
+  // Counted from what exists (and so is highlighted), never from ids left over in the selection.
+  const nodeCount = workflow.nodes.filter((n) => selection.nodes.includes(n.id)).length;
+  const edgeCount = workflow.edges.filter((e) => selection.edges.includes(edgeKey(e))).length;
+  const count = nodeCount + edgeCount;
   if (!node && !edge) {
     if (count > 1)
       return (
         <aside className="inspector" data-testid="inspector-multi">
-          <h2>{count} selected</h2>
+          <InspectorHeader title={`${count} selected`} />
           <p className="muted">
-            {selection.nodes.length} node{selection.nodes.length === 1 ? "" : "s"}, {selection.edges.length} edge{selection.edges.length === 1 ? "" : "s"}. Delete removes them; Ctrl+D duplicates the nodes.
+            {nodeCount} node{nodeCount === 1 ? "" : "s"}, {edgeCount} edge{edgeCount === 1 ? "" : "s"}. Delete removes them; Ctrl+D duplicates the nodes.
           </p>
         </aside>
       );
@@ -377,20 +451,29 @@ export function Inspector({ models }: { models: string[] }) {
   const spec = node ? nodeTypeSpec(node.type) : undefined;
   return (
     <aside className="inspector" data-testid="inspector">
-      <h2 className="entity">{node ? `${spec?.icon ?? ""} ${spec?.label ?? node.type} · ${node.id}` : `Edge · ${edge!.from} → ${edge!.to}`}</h2>
-      {node && (
-        <nav className="tabs" role="tablist">
-          <button role="tab" aria-selected={tab === "settings"} className={tab === "settings" ? "on" : ""} onClick={() => setTab("settings")} data-testid="tab-settings">Settings</button>
-          <button role="tab" aria-selected={tab === "run"} className={tab === "run" ? "on" : ""} onClick={() => setTab("run")} data-testid="tab-last-run">Last run</button>
-        </nav>
-      )}
+      <InspectorHeader
+        icon={node ? <NodeIcon type={node.type} size={16} /> : null}
+        title={node ? node.name || node.id : `Edge · ${nameOf(edge!.from)} → ${nameOf(edge!.to)}`}
+        subtitle={node ? `${spec?.label ?? node.type}${node.name ? ` · ${node.id}` : ""}` : undefined}
+      />
       {findings && findings.length > 0 && (
         <ul className="findings-inline" data-testid="inspector-findings">
-          {findings.map((f, i) => <li key={i} className={f.level}><code>{f.code}</code> {f.message}</li>)}
+          {findings.map((f, i) => <li key={i} className={f.level}>{f.message} <code className="code-chip">{f.code}</code></li>)}
         </ul>
       )}
-      {/* Keyed by position, not id: renaming a node keeps its fields (and the focus) where they are. */}
-      {node ? tab === "settings" ? <NodeFields key={workflow.nodes.indexOf(node)} node={node} models={models} /> : <RunDetails id={node.id} /> : <EdgeFields key={workflow.edges.indexOf(edge!)} edge={edge!} />}
+      {node ? (
+        <Tabs.Root value={tab} onValueChange={(t) => setTab(t as "settings" | "run")}>
+          <Tabs.List className="tabs" aria-label="node">
+            <Tabs.Trigger value="settings" className="tab" data-testid="tab-settings">Settings</Tabs.Trigger>
+            <Tabs.Trigger value="run" className="tab" data-testid="tab-last-run">Last run</Tabs.Trigger>
+          </Tabs.List>
+          {/* Keyed by position, not id: renaming a node keeps its fields (and the focus) where they are. */}
+          <Tabs.Content value="settings"><NodeFields key={workflow.nodes.indexOf(node)} node={node} models={models} /></Tabs.Content>
+          <Tabs.Content value="run"><RunDetails id={node.id} /></Tabs.Content>
+        </Tabs.Root>
+      ) : (
+        <EdgeFields key={workflow.edges.indexOf(edge!)} edge={edge!} />
+      )}
     </aside>
   );
 }

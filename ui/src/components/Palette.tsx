@@ -8,13 +8,14 @@ import { NODE_HEIGHT, NODE_WIDTH } from "../model/handles";
 import { useNodeTypes } from "../model/nodeTypes";
 import { freeSpot } from "../model/placement";
 import { useDocument } from "../store/document";
+import { NodeIcon } from "./NodeIcon";
+import { revealWhenLaidOut } from "./reveal";
 
 const DRAG_THRESHOLD = 5;
 
 export function Palette() {
   const flow = useReactFlow();
   const types = useNodeTypes((s) => s.list);
-  const path = useDocument((s) => s.path);
   const [ghost, setGhost] = useState<{ type: NodeType; x: number; y: number } | null>(null);
 
   /** The visible canvas, in flow coordinates. */
@@ -33,8 +34,10 @@ export function Palette() {
     const centre = view ? { x: view.x + view.width / 2 - NODE_WIDTH / 2, y: view.y + view.height / 2 - NODE_HEIGHT / 2 } : { x: 0, y: 0 };
     const inView = view ? freeSpot(nodes, centre, view, undefined, true) : null;
     const at = inView ?? freeSpot(nodes, centre);
-    useDocument.getState().addNode(type, at);
+    const id = useDocument.getState().addNode(type, at);
     if (!inView) flow.setCenter(at.x + NODE_WIDTH / 2, at.y + NODE_HEIGHT / 2, { zoom: flow.getZoom(), duration: 200 });
+    // The inspector opens for the new node and narrows the canvas: the node stays whole in view.
+    revealWhenLaidOut(flow, id);
   };
 
   const dropAt = (type: NodeType, clientX: number, clientY: number) => {
@@ -42,7 +45,8 @@ export function Palette() {
     if (!under?.closest(".react-flow")) return;
     const at = flow.screenToFlowPosition({ x: clientX, y: clientY });
     const desired = { x: at.x - NODE_WIDTH / 2, y: at.y - NODE_HEIGHT / 2 };
-    useDocument.getState().addNode(type, freeSpot(useDocument.getState().workflow.nodes, desired));
+    const id = useDocument.getState().addNode(type, freeSpot(useDocument.getState().workflow.nodes, desired));
+    revealWhenLaidOut(flow, id);
   };
 
   // The press is followed on the window, so the drag goes on wherever the pointer is (over the canvas, or a panel).
@@ -84,13 +88,13 @@ export function Palette() {
           onPointerDown={onPointerDown(t.type)}
           onKeyDown={(e) => (e.key === "Enter" || e.key === " ") && (e.preventDefault(), addVisible(t.type))}
         >
-          <span className="palette-icon">{t.icon}</span> {t.label}
+          <NodeIcon type={t.type} size={18} />
+          <span className="palette-label">{t.label}</span>
         </button>
       ))}
-      <p className="muted small" title={path ?? ""}>{path ? path.split("/").pop() : "unsaved"}</p>
       {ghost && spec && (
         <div className="palette-ghost" style={{ left: ghost.x - NODE_WIDTH / 2, top: ghost.y - 20 }} aria-hidden>
-          {spec.icon} {spec.label}
+          <NodeIcon type={spec.type} size={15} /> {spec.label}
         </div>
       )}
     </aside>

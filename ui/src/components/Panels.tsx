@@ -8,6 +8,12 @@ import { useNodeRun, useRun, type Execution, type PendingApproval } from "../sto
 import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
+import * as Dialog from "@radix-ui/react-dialog";
+import * as Tabs from "@radix-ui/react-tabs";
+import { Hand, PanelBottom } from "lucide-react";
+import { useLayoutPrefs } from "../store/layoutPrefs";
+import type { PanelTab } from "../store/session";
+import { NodeIcon } from "./NodeIcon";
 
 
 /** Selects a node and brings it into view. */
@@ -34,35 +40,56 @@ export function BottomPanel() {
   useEffect(() => {
     if (status === "running") setTab("run");
   }, [runId, status === "running"]); // eslint-disable-line react-hooks/exhaustive-deps
+  // The notes tab exists only with notes: when it goes, the panel shows Problems rather than nothing.
+  const shown = tab === "notes" && !notes.length ? "problems" : tab;
+  const interrupted = history.filter((r) => r.status === "interrupted").length;
+  const pick = (t: string) => {
+    setTab(t as PanelTab);
+    useLayoutPrefs.getState().openBottom();
+  };
   return (
-    <section className="bottom">
-      <nav role="tablist">
-        <button role="tab" className={tab === "run" ? "on" : ""} onClick={() => setTab("run")} data-testid="tab-run">
-          Run {status !== "idle" ? <span className={`run-status ${status}`}>· {status}</span> : null}
-        </button>
-        <button role="tab" className={tab === "problems" ? "on" : ""} onClick={() => setTab("problems")} data-testid="tab-problems">
-          Problems {report.errors.length ? <b className="error">{report.errors.length}</b> : null} {report.warnings.length ? <b className="warning">{report.warnings.length}</b> : null}
-        </button>
-        <button role="tab" className={tab === "events" ? "on" : ""} onClick={() => setTab("events")} data-testid="tab-events">Events</button>
-        <button role="tab" className={tab === "history" ? "on" : ""} onClick={() => setTab("history")} data-testid="tab-history">
-          History {history.some((r) => r.status === "interrupted") ? <b className="error">{history.filter((r) => r.status === "interrupted").length}</b> : null}
-        </button>
-        {notes.length > 0 && <button role="tab" className={tab === "notes" ? "on" : ""} onClick={() => setTab("notes")}>Import notes ({notes.length})</button>}
+    <Tabs.Root className="bottom-panel" value={shown} onValueChange={pick}>
+      <div className="bottom-bar">
+        <Tabs.List className="bottom-tabs" aria-label="run, problems, events, history">
+          <Tabs.Trigger value="run" className="tab" data-testid="tab-run" onClick={() => pick("run")}>
+            Run {status !== "idle" ? <span className={`run-status ${status}`}>· {STATUS_WORDS[status] ?? status}</span> : null}
+          </Tabs.Trigger>
+          <Tabs.Trigger value="problems" className="tab" data-testid="tab-problems" onClick={() => pick("problems")}>
+            Problems {report.errors.length ? <b className="count error">{report.errors.length}</b> : null} {report.warnings.length ? <b className="count warning">{report.warnings.length}</b> : null}
+          </Tabs.Trigger>
+          <Tabs.Trigger value="events" className="tab" data-testid="tab-events" onClick={() => pick("events")}>Events</Tabs.Trigger>
+          <Tabs.Trigger value="history" className="tab" data-testid="tab-history" onClick={() => pick("history")}>
+            History {interrupted ? <b className="count error">{interrupted}</b> : null}
+          </Tabs.Trigger>
+          {notes.length > 0 && <Tabs.Trigger value="notes" className="tab" onClick={() => pick("notes")}>Import notes ({notes.length})</Tabs.Trigger>}
+        </Tabs.List>
         {pending.map((p) => (
-          <button key={p.node} className="pending" onClick={() => review(p.node)} data-testid={`pending-${p.node}`}>‖ {p.node} waits</button>
+          <button key={p.node} className="pending" onClick={() => review(p.node)} data-testid={`pending-${p.node}`}>
+            <Hand size={13} aria-hidden /> {nodeName(p.node)} waits for you
+          </button>
         ))}
-      </nav>
-      <div className="bottom-body">
-        {tab === "run" && <RunList />}
-        {tab === "problems" && <Problems />}
-        {tab === "events" && <Events />}
-        {tab === "history" && <History />}
-        {tab === "notes" && (
-          <ul className="notes">{notes.map((n, i) => <li key={i}>{n}</li>)}</ul>
-        )}
+        <span className="grow" />
+        <button className="icon-button" onClick={() => useLayoutPrefs.getState().toggle("bottom")} aria-label="Show or hide this panel" title="Show or hide this panel" data-testid="bottom-toggle">
+          <PanelBottom size={15} aria-hidden />
+        </button>
       </div>
-    </section>
+      <div className="bottom-body">
+        <Tabs.Content value="run"><RunList /></Tabs.Content>
+        <Tabs.Content value="problems"><Problems /></Tabs.Content>
+        <Tabs.Content value="events"><Events /></Tabs.Content>
+        <Tabs.Content value="history"><History /></Tabs.Content>
+        <Tabs.Content value="notes"><ul className="notes">{notes.map((n, i) => <li key={i}>{n}</li>)}</ul></Tabs.Content>
+      </div>
+    </Tabs.Root>
   );
+}
+
+/** Run and row statuses in the person's words. */
+const STATUS_WORDS: Record<string, string> = { running: "running", paused: "waits for you", completed: "completed", failed: "failed", cancelled: "cancelled", succeeded: "succeeded", skipped: "skipped", waiting: "waits for you", interrupted: "interrupted", pending: "waiting to run" };
+
+/** A node's name for people: its name, else its id. */
+function nodeName(id: string): string {
+  return useDocument.getState().workflow.nodes.find((n) => n.id === id)?.name || id;
 }
 
 function Problems() {
@@ -77,7 +104,7 @@ function Problems() {
       {!problems.length && !failure && <li className="ok">No problems.</li>}
       {problems.map((f, i) => (
         <li key={i} className={f.level} onClick={() => (f.node ? reveal(f.node) : f.edge ? select({ nodes: [], edges: [f.edge] }) : undefined)} data-code={f.code}>
-          <code>{f.code}</code> {f.node ? <b>{f.node}</b> : f.edge ? <b>{f.edge}</b> : null} {f.message}
+          {f.node ? <b title={f.node}>{nodeName(f.node)}</b> : f.edge ? <b>{f.edge}</b> : null} {f.message} <code className="code-chip">{f.code}</code>
         </li>
       ))}
     </ul>
@@ -92,13 +119,16 @@ const duration = (ms: number | null) => (ms == null ? "" : ms < 1000 ? `${ms} ms
 /** One execution; while it runs, its streamed text grows in place. */
 function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean; onClick: () => void }) {
   const run = useNodeRun(row.node);
+  const doc = useDocument((s) => s.workflow.nodes.find((n) => n.id === row.node));
   const live = row.status === "running" && run?.status === "running" && run.iteration === row.iteration;
   const preview = live ? run.streamed.slice(-160).replace(/\s+/g, " ") : row.preview;
   return (
     <tr className={`${row.status} ${selected ? "selected" : ""}`} onClick={onClick} data-testid={`run-row-${row.node}-${row.iteration}`} data-status={row.status}>
-      <td className="node">{row.node}</td>
+      <td className="node" title={row.node}>
+        {doc && <NodeIcon type={doc.type} size={13} />} {doc?.name || row.node}
+      </td>
       <td className="num">{row.iteration || ""}</td>
-      <td className={`status ${row.status}`}>{row.status}</td>
+      <td className={`status ${row.routing ? "routing" : row.status}`}>{row.routing ? "choosing a route…" : STATUS_WORDS[row.status] ?? row.status}</td>
       <td className="num">{duration(row.durationMs)}</td>
       <td className="num">{row.tokens ?? ""}</td>
       <td className="preview" title={preview}>{preview}</td>
@@ -240,11 +270,13 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
     }
   };
   return (
-    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="approval-dialog" onKeyDown={(e) => e.key === "Escape" && onClose()}>
-      <div className="modal">
+    <Dialog.Root open onOpenChange={(open) => !open && !busy && onClose()}>
+      <Dialog.Portal>
+      <Dialog.Overlay className="dialog-overlay" />
+      <Dialog.Content className="dialog" data-testid="approval-dialog" aria-describedby={undefined}>
         {approval.tool ? (
           <>
-            <h2>Tool call: {approval.node}</h2>
+            <Dialog.Title className="dialog-title">Tool call: {nodeName(approval.node)}</Dialog.Title>
             <p className="message">
               The agent asks to call <code data-testid="approval-tool">{approval.tool.tool}</code>. Rejecting tells the model the call was rejected; the agent goes on.
             </p>
@@ -253,7 +285,7 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
           </>
         ) : (
           <>
-            <h2>Approval: {approval.node}</h2>
+            <Dialog.Title className="dialog-title">Approval: {nodeName(approval.node)}</Dialog.Title>
             <p className="message">{approval.message}</p>
             <h4>What reached this step</h4>
             <pre className="previous" data-testid="approval-previous">{approval.previousOutput || "(nothing)"}</pre>
@@ -269,17 +301,20 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
           <button className="danger" onClick={() => decide("reject")} disabled={busy} data-testid="approval-reject">Reject</button>
           <button className="primary" onClick={() => decide("approve")} disabled={busy} data-testid="approval-approve">Approve</button>
         </div>
-      </div>
-    </div>
+      </Dialog.Content>
+      </Dialog.Portal>
+    </Dialog.Root>
   );
 }
 
 /** Asks, before a run, whether this version of the workflow's code may run: every code step with its code. */
 export function CodeConsentDialog({ consent, onAnswer }: { consent: Consent; onAnswer: (allow: boolean) => void }) {
   return (
-    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="consent-dialog" onKeyDown={(e) => e.key === "Escape" && onAnswer(false)}>
-      <div className="modal consent">
-        <h2>Run this workflow's code?</h2>
+    <Dialog.Root open onOpenChange={(open) => !open && onAnswer(false)}>
+      <Dialog.Portal>
+      <Dialog.Overlay className="dialog-overlay" />
+      <Dialog.Content className="dialog consent" data-testid="consent-dialog" aria-describedby={undefined}>
+        <Dialog.Title className="dialog-title">Run this workflow&apos;s code?</Dialog.Title>
         <p className="message">
           {consent.steps.length} code step{consent.steps.length > 1 ? "s" : ""} will run on this computer, in the workflow's folder, with your user's rights. Allow only code you trust. You are asked again when the code changes.
         </p>
@@ -297,16 +332,19 @@ export function CodeConsentDialog({ consent, onAnswer }: { consent: Consent; onA
           <button onClick={() => onAnswer(false)} data-testid="consent-cancel" autoFocus>Don't run</button>
           <button className="primary" onClick={() => onAnswer(true)} data-testid="consent-allow">Allow and run</button>
         </div>
-      </div>
-    </div>
+      </Dialog.Content>
+      </Dialog.Portal>
+    </Dialog.Root>
   );
 }
 
 export function HelpPanel({ onClose }: { onClose: () => void }) {
   return (
-    <div className="modal-backdrop" onClick={onClose}>
-      <div className="modal" onClick={(e) => e.stopPropagation()} data-testid="help">
-        <h2>Keyboard shortcuts</h2>
+    <Dialog.Root open onOpenChange={(open) => !open && onClose()}>
+      <Dialog.Portal>
+      <Dialog.Overlay className="dialog-overlay" />
+      <Dialog.Content className="dialog" data-testid="help" aria-describedby={undefined}>
+        <Dialog.Title className="dialog-title">Keyboard shortcuts</Dialog.Title>
         <table className="shortcuts">
           <tbody>
             {SHORTCUTS.map((s) => <tr key={s.keys}><td><kbd>{s.keys}</kbd></td><td>{s.does}</td></tr>)}
@@ -314,7 +352,8 @@ export function HelpPanel({ onClose }: { onClose: () => void }) {
           </tbody>
         </table>
         <div className="actions"><button onClick={onClose}>Close</button></div>
-      </div>
-    </div>
+      </Dialog.Content>
+      </Dialog.Portal>
+    </Dialog.Root>
   );
 }

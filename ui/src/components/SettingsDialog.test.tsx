@@ -3,7 +3,7 @@ import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { mockIPC } from "@tauri-apps/api/mocks";
 import type { Settings } from "../types";
 import { useSession } from "../store/session";
-import { SettingsDialog } from "./SettingsDialog";
+import { implausibleLimits, SettingsDialog } from "./SettingsDialog";
 
 const initial = { providers: [], limits: { connect_timeout_ms: 5000, timeout_ms: 300000, read_timeout_ms: 60000, retries: 3, backoff_ms: 500, max_tool_turns: 8 } } as unknown as Settings;
 
@@ -49,5 +49,15 @@ describe("settings", () => {
     render(<SettingsDialog onClose={() => {}} />);
     expect(screen.getByTestId("settings-load-problem").textContent).toMatch(/settings.yaml line 3/);
     expect((screen.getByTestId("settings-save") as HTMLButtonElement).disabled).toBe(false);
+  });
+});
+
+describe("limits", () => {
+  it("warns of limits that are allowed but almost certainly not meant, and stays quiet on usual ones", () => {
+    expect(implausibleLimits({ timeout_ms: 120000, retries: 2, max_tool_turns: 8 })).toEqual([]);
+    const warned = implausibleLimits({ timeout_ms: 5, retries: 999999, max_tool_turns: 8 });
+    expect(warned).toHaveLength(2);
+    expect(warned[0]).toMatch(/5 ms/);
+    expect(warned[1]).toMatch(/999999 retries/);
   });
 });

@@ -1,7 +1,8 @@
 // Settings: model providers, the default model, call limits and MCP servers. The engine checks them when they are saved and
 // refuses what it could not read back (duplicate ids, malformed URLs or variable names), with the reason shown on
 // the field. Keys are never entered here, only the name of the environment variable that holds each.
-import { useEffect, useState } from "react";
+import { useState } from "react";
+import * as Dialog from "@radix-ui/react-dialog";
 import type { Settings } from "../types";
 import type { McpServerConfig_Deserialize as McpServerConfig } from "../bindings";
 import { commands } from "../api";
@@ -82,18 +83,16 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
     }
   };
 
-  // Escape closes the dialog without saving, wherever the focus is.
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => e.key === "Escape" && onClose();
-    window.addEventListener("keydown", onKey);
-    return () => window.removeEventListener("keydown", onKey);
-  }, [onClose]);
-
+  const found = useSession((s) => s.defaultModel);
+  const limitWarnings = implausibleLimits(limits);
   const unplaced = problems.filter((p) => !/^providers\[\d+\]\.|^default_model$/.test(p.field));
   return (
-    <div className="modal-backdrop" role="dialog" aria-modal="true" data-testid="settings">
-      <div className="modal wide">
-        <h2>Settings</h2>
+    // Radix Dialog: Escape or a click outside closes it without saving; focus stays inside while it is open.
+    <Dialog.Root open onOpenChange={(open) => !open && onClose()}>
+      <Dialog.Portal>
+      <Dialog.Overlay className="dialog-overlay" />
+      <Dialog.Content className="dialog wide" data-testid="settings" aria-describedby={undefined}>
+        <Dialog.Title className="dialog-title">Settings</Dialog.Title>
         {loadProblem && (
           <div className="banner error" data-testid="settings-load-problem">
             The settings file could not be read: {loadProblem.message}. Showing defaults; saving replaces the file.
@@ -138,8 +137,15 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
         <button onClick={() => setProviders((ps) => [...ps, blank()])} data-testid="add-provider">+ provider</button>
         <label className="field">
           <span>default model (provider/model)</span>
-          <input value={defaultModel} placeholder="local/smollm2-135m" onChange={(e) => setDefaultModel(e.target.value)} {...cell("default_model")} />
+          <input value={defaultModel} placeholder="none: agents without a model use the one found on this computer" onChange={(e) => setDefaultModel(e.target.value)} {...cell("default_model")} data-testid="settings-default-model" />
           {problemAt("default_model") && <div className="field-error">{problemAt("default_model")}</div>}
+          <small className="muted" data-testid="settings-model-found">
+            {defaultModel.trim()
+              ? `Agents without a model of their own use ${defaultModel.trim()}.`
+              : found?.model && found.source === "local"
+                ? `Empty: agents without a model use ${found.model}, found on this computer.`
+                : "Empty, and no model server answers on this computer: add a provider above, or start Ollama or llama.cpp's server."}
+          </small>
         </label>
         <h4>Limits per model call</h4>
         <div className="limits">
@@ -147,6 +153,7 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
           <label className="field"><span>retries</span><input type="number" min={0} value={limits.retries} onChange={(e) => setLimits({ ...limits, retries: Number(e.target.value) })} /></label>
           <label className="field"><span>tool turns</span><input type="number" min={1} value={limits.max_tool_turns} onChange={(e) => setLimits({ ...limits, max_tool_turns: Number(e.target.value) })} /></label>
         </div>
+        {limitWarnings.map((w) => <div key={w} className="field-warning" data-testid="limit-warning">{w}</div>)}
         <h4>MCP servers</h4>
         <p className="mcp-hint">
           Tools for agents (an agent's <code>tools.mcp</code> lists servers or <code>server/tool</code>). Paste an <code>mcpServers</code> object:{" "}
@@ -169,7 +176,18 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
           <button onClick={onClose}>Cancel</button>
           <button className="primary" onClick={save} data-testid="settings-save">Save</button>
         </div>
-      </div>
-    </div>
+      </Dialog.Content>
+      </Dialog.Portal>
+    </Dialog.Root>
   );
+}
+
+/** Limits that are allowed but almost certainly not meant: each with what it would do. */
+export function implausibleLimits(limits: { timeout_ms: number; retries: number; max_tool_turns: number }): string[] {
+  const out: string[] = [];
+  if (limits.timeout_ms > 0 && limits.timeout_ms < 1000) out.push(`A timeout of ${limits.timeout_ms} ms ends almost every model call before it answers: most take seconds.`);
+  if (limits.timeout_ms > 30 * 60 * 1000) out.push(`A timeout of ${Math.round(limits.timeout_ms / 60000)} minutes lets a stuck call hold its step that long.`);
+  if (limits.retries > 10) out.push(`${limits.retries} retries can keep a failing call going for a very long time; 2 or 3 is usual.`);
+  if (limits.max_tool_turns > 100) out.push(`${limits.max_tool_turns} tool turns lets one agent call tools that many times in a row.`);
+  return out;
 }

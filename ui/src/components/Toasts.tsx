@@ -1,19 +1,39 @@
-// Messages over the canvas: information fades by itself, errors stay (in red) until dismissed.
-import { useMessages } from "../store/messages";
+// Messages over the canvas, shown by sonner: information fades by itself, errors stay (in red) until dismissed. The
+// messages store stays the one place that decides what is said; this only shows it.
+import { useEffect } from "react";
+import { toast, Toaster } from "sonner";
+import { INFO_MS, useMessages, type Message } from "../store/messages";
+import { useSession } from "../store/session";
+
+function show(m: Message) {
+  const body = (
+    <span className="toast-text">
+      {m.text}
+      {m.code ? <code className="toast-code">{m.code}</code> : null}
+    </span>
+  );
+  const options = {
+    id: m.id,
+    testId: m.kind === "error" ? "message-error" : "message",
+    duration: m.kind === "error" ? Infinity : INFO_MS,
+    closeButton: true,
+    onDismiss: () => useMessages.getState().dismiss(m.id),
+    onAutoClose: () => useMessages.getState().dismiss(m.id),
+  };
+  if (m.kind === "error") toast.error(body, options);
+  else toast.success(body, options);
+}
 
 export function Toasts() {
-  const messages = useMessages((s) => s.messages);
-  const dismiss = useMessages((s) => s.dismiss);
-  if (!messages.length) return null;
-  return (
-    <div className="toasts" aria-live="polite">
-      {messages.map((m) => (
-        <div key={m.id} className={`toast ${m.kind}`} role={m.kind === "error" ? "alert" : "status"} data-testid={m.kind === "error" ? "message-error" : "message"}>
-          <span className="toast-icon" aria-hidden>{m.kind === "error" ? "⚠" : "✓"}</span>
-          <span className="toast-text">{m.text}</span>
-          <button className="toast-close" onClick={() => dismiss(m.id)} aria-label="dismiss" title="Dismiss">×</button>
-        </div>
-      ))}
-    </div>
-  );
+  const theme = useSession((s) => s.theme);
+  useEffect(() => {
+    useMessages.getState().messages.forEach(show);
+    return useMessages.subscribe((s, p) => {
+      const before = new Set(p.messages.map((m) => m.id));
+      const now = new Set(s.messages.map((m) => m.id));
+      s.messages.filter((m) => !before.has(m.id)).forEach(show);
+      p.messages.filter((m) => !now.has(m.id)).forEach((m) => toast.dismiss(m.id));
+    });
+  }, []);
+  return <Toaster position="top-right" offset={{ top: 12, right: 12 }} theme={theme} richColors visibleToasts={3} className="toaster" toastOptions={{ className: "toast" }} />;
 }

@@ -16,7 +16,7 @@ import { NODE_HEIGHT, NODE_WIDTH } from "../model/handles";
 import { edgeRoute, ROUTE_OFFSET, type Box } from "../model/labels";
 
 /** Where the canvas placed this edge's chip (its centre), when it has a label. */
-export type WorkflowEdgeData = { labelX?: number; labelY?: number };
+export type WorkflowEdgeData = { labelX?: number; labelY?: number; /** Where a chip moved off its edge points back to. */ leader?: { x: number; y: number }; /** The label unshortened, shown on hover. */ fullLabel?: string };
 
 /** The event a chip click sends; the canvas, which owns the selection, listens for it. */
 export const SELECT_EDGE_EVENT = "switchyard:select-edge";
@@ -59,6 +59,7 @@ function WorkflowEdgeView(props: EdgeProps) {
   return (
     <>
       <BaseEdge id={id} path={path} markerStart={markerStart} markerEnd={markerEnd} style={style} interactionWidth={interactionWidth ?? 16} />
+      {label && place?.leader ? <path className="edge-leader" d={`M ${x} ${y} L ${place.leader.x} ${place.leader.y}`} /> : null}
       {label ? (
         <EdgeLabelRenderer>
           <div
@@ -66,7 +67,7 @@ function WorkflowEdgeView(props: EdgeProps) {
             data-testid={`edge-label-${id}`}
             style={{ transform: `translate(-50%, -50%) translate(${x}px, ${y}px)` }}
             onClick={select}
-            title={typeof label === "string" ? label : undefined}
+            title={place?.fullLabel ?? (typeof label === "string" ? label : undefined)}
           >
             {label}
           </div>

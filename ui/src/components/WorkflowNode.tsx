@@ -1,13 +1,16 @@
 // One node on the canvas: its type, name, a one-line summary and validation badges; after a run, its status,
 // duration, tokens and an output preview. Memoized; it reads its own run state and findings by id, so a run event
 // re-renders only the node it concerns.
-import { memo } from "react";
+import { createContext, memo, useContext } from "react";
+import { Check, Circle, CircleX, Hand, LoaderCircle, Route, SkipForward } from "lucide-react";
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import type { Node as WorkflowNodeData } from "../types";
 import { HANDLE_STEP, HANDLE_TOP, hasInput, sourceHandles } from "../model/handles";
 import { nodeTypeSpec } from "../model/nodeTypes";
 import { outputPreview, useNodeRun, useRun } from "../store/run";
 import { useValidation } from "../store/validation";
+import { useSession } from "../store/session";
+import { NodeIcon } from "./NodeIcon";
 
 export type CanvasNodeData = { node: WorkflowNodeData };
 
@@ -20,11 +23,11 @@ const clip = (text: string, max = 48) => {
 };
 
 /** One line saying what the node does: its model, condition, message or language. */
-export function nodeSummary(node: WorkflowNodeData): string {
+export function nodeSummary(node: WorkflowNodeData, defaultModel?: string | null): string {
   switch (node.type) {
     case "agent": {
       const tools = [node.tools?.subagents && "subagents", node.tools?.web_search && "web search", node.output_schema && "schema"].filter(Boolean);
-      return clip(`${node.model ?? "default model"}${tools.length ? ` · ${tools.join(", ")}` : ""}`);
+      return clip(`${node.model ?? (defaultModel ? `${defaultModel} (default)` : "default model")}${tools.length ? ` · ${tools.join(", ")}` : ""}`);
     }
     case "if": {
       const conditions = node.conditions ?? [];
@@ -40,12 +43,54 @@ export function nodeSummary(node: WorkflowNodeData): string {
   }
 }
 
-const STATUS_ICON: Record<string, string> = { pending: "○", running: "◌", succeeded: "✓", failed: "✕", skipped: "⤼", waiting: "‖" };
+const STATUS_WORDS: Record<string, string> = { pending: "waiting to run", running: "running", succeeded: "succeeded", failed: "failed", skipped: "skipped", waiting: "waits for you" };
 
-const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s`);
+const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 60000 ? `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s` : `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`);
+
+/** Below this zoom the canvas draws nodes as simple shapes (level of detail): nobody reads a card that small. */
+export const LOD_ZOOM = 0.45;
+/** Whether the canvas is zoomed out below `LOD_ZOOM`; the canvas provides it (one subscription, not one per node). */
+export const LodContext = createContext(false);
+
+function StatusIcon({ status, choosing }: { status: string; choosing?: boolean }) {
+  if (choosing) return <Route size={13} className="spin-slow" aria-hidden />;
+  switch (status) {
+    case "running":
+      return <LoaderCircle size={13} className="spin" aria-hidden />;
+    case "succeeded":
+      return <Check size={13} aria-hidden />;
+    case "failed":
+      return <CircleX size={13} aria-hidden />;
+    case "skipped":
+      return <SkipForward size={13} aria-hidden />;
+    case "waiting":
+      return <Hand size={13} aria-hidden />;
+    default:
+      return <Circle size={13} aria-hidden />;
+  }
+}
+
+function OutHandles({ node }: { node: WorkflowNodeData }) {
+  const handles = sourceHandles(node).filter((h) => h.kind !== "subagent");
+  const subagent = sourceHandles(node).some((h) => h.kind === "subagent");
+  return (
+    <>
+      {handles.map((h, i) => (
+        <div key={h.id}>
+          {h.label ? <span className={`wf-out-label h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP - 8 }} title={h.label}>{h.label}</span> : null}
+          <Handle type="source" position={Position.Right} id={h.id} className={`h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP }} title={h.label || "output"} />
+        </div>
+      ))}
+      {subagent && <Handle type="source" position={Position.Bottom} id="subagent" className="h-subagent" title="subagent: link an agent offered as a tool" />}
+    </>
+  );
+}
 
 function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData }) {
   const node = data.node;
+  const lod = useContext(LodContext);
+  // What an agent naming no model runs on: the same default the run source shows.
+  const defaultModel = useSession((s) => (node.type === "agent" && !node.model ? (s.model || s.defaultModel?.model) : null));
   const run = useNodeRun(node.id);
   const findings = useValidation((s) => s.byNode[node.id]);
   const openApproval = useRun((s) => s.pending.some((p) => p.node === node.id));
@@ -53,32 +98,40 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const warnings = (findings?.length ?? 0) - errors;
   const status = run?.status;
   const handles = sourceHandles(node).filter((h) => h.kind !== "subagent");
-  const subagent = sourceHandles(node).some((h) => h.kind === "subagent");
   const spec = nodeTypeSpec(node.type);
   const last = run?.iterations[run.iterations.length - 1];
   const level = errors ? "error" : warnings ? "warning" : null;
+  const className = `wf-node wf-${node.type} ${status ? `run-${status}` : ""} ${selected ? "selected" : ""} ${level ? `has-${level}` : ""} ${run?.choosing ? "choosing" : ""}`;
+  const common = {
+    "data-testid": `node-${node.id}`,
+    "data-status": status ?? "",
+    "data-finished": run?.finishedSeq ?? "",
+    style: { minHeight: HANDLE_TOP + (handles.length - 1) * HANDLE_STEP + 16 },
+  };
+  if (lod)
+    // Zoomed far out: a simple shape with the name in big type, its handles (edges attach to them) and its status colour.
+    return (
+      <div className={`${className} lod`} {...common} title={node.name || node.id}>
+        {hasInput(node.type) && <Handle type="target" position={Position.Left} id="input" />}
+        <NodeIcon type={node.type} size={30} />
+        <div className="wf-lod-title">{node.name || node.id}</div>
+        <OutHandles node={node} />
+      </div>
+    );
   return (
-    <div
-      className={`wf-node wf-${node.type} ${status ? `run-${status}` : ""} ${selected ? "selected" : ""} ${level ? `has-${level}` : ""}`}
-      data-testid={`node-${node.id}`}
-      data-status={status ?? ""}
-      data-finished={run?.finishedSeq ?? ""}
-      title={findings?.map((f) => `${f.code}: ${f.message}`).join("\n")}
-      style={{ minHeight: HANDLE_TOP + (handles.length - 1) * HANDLE_STEP + 16 }}
-    >
+    <div className={className} {...common} title={findings?.map((f) => `${f.message} (${f.code})`).join("\n")}>
       {hasInput(node.type) && <Handle type="target" position={Position.Left} id="input" />}
       <div className="wf-head">
-        <span className="wf-icon" aria-hidden>{spec?.icon}</span>
-        <span className="wf-type">{spec?.label ?? node.type}</span>
+        <span className="wf-icon" title={spec?.label ?? node.type}><NodeIcon type={node.type} size={16} /></span>
+        <div className="wf-title" style={{ fontSize: TITLE_PX }} title={node.name ? `${node.name} (${node.id})` : node.id}>{node.name || node.id}</div>
         {errors > 0 && <span className="wf-badge error" title={`${errors} error${errors > 1 ? "s" : ""}`}>{errors}</span>}
         {warnings > 0 && <span className="wf-badge warning" title={`${warnings} warning${warnings > 1 ? "s" : ""}`}>{warnings}</span>}
       </div>
-      <div className="wf-title" style={{ fontSize: TITLE_PX }}>{node.name || node.id}</div>
-      {node.name && <div className="wf-id">{node.id}</div>}
-      <div className="wf-summary">{nodeSummary(node)}</div>
+      <div className="wf-summary">{nodeSummary(node, defaultModel)}</div>
       {status && status !== "pending" && (
         <div className={`wf-run ${status}`} data-testid={`node-run-${node.id}`}>
-          <span>{STATUS_ICON[status]} {status}</span>
+          <StatusIcon status={status} choosing={run?.choosing} />
+          <span>{run?.choosing ? "choosing a route…" : STATUS_WORDS[status]}</span>
           {run && run.iteration > 1 && <span>×{run.iteration}</span>}
           {last?.durationMs != null && <span>{duration(last.durationMs)}</span>}
           {last?.tokens != null && <span>{last.tokens} tok</span>}
@@ -91,13 +144,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
           Review…
         </button>
       ) : null}
-      {handles.map((h, i) => (
-        <div key={h.id}>
-          {h.label ? <span className={`wf-out-label h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP - 8 }}>{h.label}</span> : null}
-          <Handle type="source" position={Position.Right} id={h.id} className={`h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP }} title={h.label || "output"} />
-        </div>
-      ))}
-      {subagent && <Handle type="source" position={Position.Bottom} id="subagent" className="h-subagent" title="subagent: link an agent offered as a tool" />}
+      <OutHandles node={node} />
     </div>
   );
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Edge } from "../types";
-import { chipSize, edgeLabel, edgeRoute, placeLabels, type Box, type LabelItem, type Placed } from "./labels";
+import type { Edge, Node } from "../types";
+import { chipSize, edgeLabel, edgeLabelFull, edgeRoute, handleName, nearestOnPolyline, placeLabels, type Box, type LabelItem, type Placed } from "./labels";
 
 const corner = (p: Placed): Box => ({ x: p.x - p.width / 2, y: p.y - p.height / 2, width: p.width, height: p.height });
 const apart = (a: Box, b: Box) => a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y;
@@ -16,11 +16,33 @@ describe("edge labels", () => {
   it("says the handle, the condition, the guard and the loop bound", () => {
     expect(edgeLabel({ from: "a", to: "b" } as Edge)).toBe("");
     expect(edgeLabel({ from: "a", to: "b", handle: "subagent" } as Edge)).toBe("");
-    expect(edgeLabel({ from: "a", to: "b", handle: "reject", when: "x".repeat(50), if: "a.score > 3", max_iterations: 3 } as Edge)).toBe(`reject · when: ${"x".repeat(40)}… · if a.score > 3 · ≤3×`);
+    expect(edgeLabel({ from: "a", to: "b", handle: "reject", when: "x".repeat(70), if: "a.score > 3", max_iterations: 3 } as Edge)).toBe(`reject · when: ${"x".repeat(60)}… · if a.score > 3 · ≤3×`);
+  });
+
+  it("names an if node's branches by their conditions, and its other branch else", () => {
+    const pick = { id: "pick", type: "if", conditions: [{ operator: "contains", value: "cat" }, { operator: "contains", value: "dog" }, { operator: "expression", value: "" }] } as Node;
+    expect(edgeLabel({ from: "pick", to: "a", handle: "condition-0" } as Edge, pick)).toBe("cat");
+    expect(edgeLabel({ from: "pick", to: "b", handle: "condition-1" } as Edge, pick)).toBe("dog");
+    expect(edgeLabel({ from: "pick", to: "c", handle: "condition-2" } as Edge, pick)).toBe("condition 3");
+    expect(edgeLabel({ from: "pick", to: "d", handle: "false" } as Edge, pick)).toBe("else");
+    expect(handleName(pick, "condition-0")).toBe("cat");
+    expect(handleName(undefined, "false"), "without the node, the else branch is still else").toBe("else");
+  });
+
+  it("keeps the whole label for the hover, however long", () => {
+    const when = "the reviewer found problems that the author must fix before the change can be merged";
+    expect(edgeLabel({ from: "a", to: "b", when } as Edge)).toMatch(/…$/);
+    expect(edgeLabelFull({ from: "a", to: "b", when } as Edge)).toBe(`when: ${when}`);
+  });
+
+  it("finds the point of an edge's course nearest a chip, for its leader line", () => {
+    const course = [{ x: 0, y: 0 }, { x: 100, y: 0 }, { x: 100, y: 100 }];
+    expect(nearestOnPolyline(course, { x: 50, y: 30 })).toEqual({ x: 50, y: 0 });
+    expect(nearestOnPolyline(course, { x: 140, y: 60 })).toEqual({ x: 100, y: 60 });
   });
 
   it("sizes a chip by its text", () => {
-    expect(chipSize("abcdefghij")).toEqual({ width: 84, height: 20 });
+    expect(chipSize("abcdefghij")).toEqual({ width: 96, height: 22 });
   });
 });
 

@@ -1,17 +1,47 @@
 // Edge labels as chips that never overlap: each label's text, and where its chip goes. Placement is pure geometry
 // over the edges' paths, so the canvas computes it once for all edges and each edge only draws its chip.
-import type { Edge } from "../types";
-import { edgeHandle } from "./handles";
+import type { Edge, Node } from "../types";
+import { edgeHandle, sourceHandles } from "./handles";
 
 /** The words on an edge's chip: its handle (when not the plain output), `when`, `if` and `max_iterations`. */
-export function edgeLabel(e: Edge): string {
+export function edgeLabel(e: Edge, source?: Node): string {
   const parts: string[] = [];
   const handle = edgeHandle(e);
-  if (handle !== "output" && handle !== "subagent") parts.push(handle);
-  if (e.when) parts.push(`when: ${e.when.length > 40 ? `${e.when.slice(0, 40)}…` : e.when}`);
+  if (handle !== "output" && handle !== "subagent") parts.push(handleName(source, handle) ?? handle);
+  if (e.when) parts.push(`when: ${e.when.length > 60 ? `${e.when.slice(0, 60)}…` : e.when}`);
   if (e.if) parts.push(`if ${e.if}`);
   if (e.max_iterations != null) parts.push(`≤${e.max_iterations}×`);
   return parts.join(" · ");
+}
+
+/** The whole label, for the chip's hover: nothing shortened. */
+export function edgeLabelFull(e: Edge, source?: Node): string {
+  const parts: string[] = [];
+  const handle = edgeHandle(e);
+  if (handle !== "output" && handle !== "subagent") parts.push(handleName(source, handle) ?? handle);
+  if (e.when) parts.push(`when: ${e.when}`);
+  if (e.if) parts.push(`if ${e.if}`);
+  if (e.max_iterations != null) parts.push(`at most ${e.max_iterations} times`);
+  return parts.join(" · ");
+}
+
+/**
+ * What a person calls the branch leaving by `handle`: an `if` node's condition-i handle is named by its condition
+ * ("cat"), its `false` handle "else"; other handles by their label (approve, reject, on error…). The handle ids
+ * stay as the file has them; only what is shown changes. Null for the plain output.
+ */
+export function handleName(source: Node | undefined, handle: string): string | null {
+  if (handle === "output") return null;
+  if (source) {
+    const h = sourceHandles(source).find((x) => x.id === handle);
+    if (h) {
+      const m = /^condition-(\d+)$/.exec(handle);
+      const c = m ? source.conditions?.[Number(m[1])] : undefined;
+      if (c) return c.value ? c.value : `condition ${Number(m![1]) + 1}`;
+      if (h.label) return h.label;
+    }
+  }
+  return handle === "false" ? "else" : handle;
 }
 
 export type Point = { x: number; y: number };
@@ -21,8 +51,8 @@ export type Placed = { x: number; y: number; width: number; height: number };
 /** Something a chip must not cover, by its top-left corner and size (a node card). */
 export type Box = { x: number; y: number; width: number; height: number };
 
-/** The size of a chip for `text`: ~6.6 px a character at 11 px, 8 px padding and a 1 px border each side. */
-export const chipSize = (text: string) => ({ width: Math.ceil(text.length * 6.6) + 18, height: 20 });
+/** The size of a chip for `text` (styles.css `.edge-chip`): ~7.8 px a character at 13 px, 8 px padding and a 1 px border each side. */
+export const chipSize = (text: string) => ({ width: Math.ceil(text.length * 7.8) + 18, height: 22 });
 
 /** How far a stepped route runs straight out of a handle before it turns, and how far it clears the cards it goes round. */
 export const ROUTE_OFFSET = 28;
@@ -143,4 +173,22 @@ export function placeLabels(items: LabelItem[], opts: { obstacles?: Box[] } = {}
     placed[item.id] = { x: chosen.x + width / 2, y: chosen.y + height / 2, width, height };
   }
   return placed;
+}
+
+/** The point of a polyline nearest to `p`. */
+export function nearestOnPolyline(points: Point[], p: Point): Point {
+  let best = points[0] ?? p;
+  let bestD = Infinity;
+  for (let i = 0; i + 1 < points.length; i++) {
+    const a = points[i];
+    const b = points[i + 1];
+    const dx = b.x - a.x;
+    const dy = b.y - a.y;
+    const len = dx * dx + dy * dy;
+    const t = len ? Math.max(0, Math.min(1, ((p.x - a.x) * dx + (p.y - a.y) * dy) / len)) : 0;
+    const q = { x: a.x + t * dx, y: a.y + t * dy };
+    const d = Math.hypot(q.x - p.x, q.y - p.y);
+    if (d < bestD) [best, bestD] = [q, d];
+  }
+  return best;
 }

@@ -3,7 +3,8 @@
 import { create } from "zustand";
 
 export type MessageKind = "info" | "error";
-export type Message = { id: number; kind: MessageKind; text: string };
+/** `code`: the stable code of an error, shown small beside the sentence. */
+export type Message = { id: number; kind: MessageKind; text: string; code?: string };
 
 /** How long an information message stays, in milliseconds. */
 export const INFO_MS = 4000;
@@ -12,22 +13,22 @@ const MAX_SHOWN = 3;
 type MessagesState = {
   messages: Message[];
   info: (text: string) => void;
-  error: (text: string) => void;
+  error: (text: string, code?: string) => void;
   dismiss: (id: number) => void;
 };
 
 let next = 1;
 
 export const useMessages = create<MessagesState>((set, get) => {
-  const push = (kind: MessageKind, text: string) => {
+  const push = (kind: MessageKind, text: string, code?: string) => {
     const id = next++;
-    set((s) => ({ messages: [...s.messages.filter((m) => m.text !== text), { id, kind, text }].slice(-MAX_SHOWN) }));
+    set((s) => ({ messages: [...s.messages.filter((m) => m.text !== text), { id, kind, text, code }].slice(-MAX_SHOWN) }));
     if (kind === "info") setTimeout(() => get().dismiss(id), INFO_MS);
   };
   return {
     messages: [],
     info: (text) => push("info", text),
-    error: (text) => push("error", text),
+    error: (text, code) => push("error", text, code),
     dismiss: (id) => set((s) => ({ messages: s.messages.filter((m) => m.id !== id) })),
   };
 });
@@ -37,4 +38,10 @@ export function errorText(e: unknown): string {
   if (e instanceof Error) return e.message;
   if (e && typeof e === "object" && "message" in e) return String((e as { message: unknown }).message);
   return String(e);
+}
+
+/** A thrown command error's code, when it has one (`{code, message}`). */
+export function errorCode(e: unknown): string | undefined {
+  if (e && typeof e === "object" && "code" in e && typeof (e as { code: unknown }).code === "string") return (e as { code: string }).code;
+  return undefined;
 }

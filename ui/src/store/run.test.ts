@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import type { Event } from "../types";
 import { frameBatcher, reduce, useRun } from "./run";
+import { useReplay } from "./replay";
 
 const ev = (seq: number, body: Record<string, unknown>): Event => ({ seq, run: "r", ts: "", ...body }) as Event;
 const empty = { status: "idle" as const, error: null, nodes: {}, followed: {}, pending: [] };
@@ -125,5 +126,36 @@ describe("run events", () => {
       ["c", 0, "skipped", null, ""],
     ]);
     expect(s.executions[2].tokens).toBe(7);
+  });
+});
+
+describe("replay", () => {
+  const events = [
+    ev(1, { type: "workflow:start" }),
+    ev(2, { type: "node:enter", node: "a", iteration: 1, instruction: "" }),
+    ev(3, { type: "node:progress", node: "a", message: "hel" }),
+    ev(4, { type: "node:exit", node: "a", iteration: 1, result: { status: "success", data: { text: "hello" }, toolCalls: [] }, durationMs: 5 }),
+    ev(5, { type: "route", from: "a", to: "b", reason: "" }),
+    ev(6, { type: "node:enter", node: "b", iteration: 1, instruction: "" }),
+    ev(7, { type: "node:exit", node: "b", iteration: 1, result: { status: "success", data: { text: "bye" }, toolCalls: [] }, durationMs: 5 }),
+    ev(8, { type: "workflow:end", status: "completed" }),
+  ];
+
+  it("shows the run at the moment the timeline points to, earlier moments included", () => {
+    useReplay.getState().load("r1", ["a", "b"], events);
+    useReplay.getState().pause();
+    const r = useReplay.getState();
+    expect(r.steps.length, "progress is not a step of its own").toBe(7);
+    r.seek(r.steps.length - 1);
+    expect(useRun.getState().nodes.b.status).toBe("succeeded");
+    expect(useRun.getState().status).toBe("completed");
+    r.seek(2); // after a's exit
+    expect(useRun.getState().nodes.a.status).toBe("succeeded");
+    expect(useRun.getState().nodes.b.status, "b has not run yet at that moment").toBe("pending");
+    expect(useRun.getState().followed["a->b"]).toBeUndefined();
+    r.seek(3);
+    expect(useRun.getState().followed["a->b"]).toBe(true);
+    useReplay.getState().close();
+    expect(useRun.getState().nodes.b.status, "closing shows the run as it ended").toBe("succeeded");
   });
 });

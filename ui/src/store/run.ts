@@ -18,6 +18,8 @@ export type Execution = {
   tokens: number | null;
   /** A one-line preview of the output (or the error). */
   preview: string;
+  /** The node finished and the model is choosing which way the run goes on. */
+  routing?: boolean;
 };
 
 export type NodeRun = {
@@ -28,6 +30,8 @@ export type NodeRun = {
   /** Sequence number of the event that last gave this node a final state (orders completions). */
   finishedSeq: number | null;
   iterations: Iteration[];
+  /** The model is choosing the route out of this node (natural-language `when` edges). */
+  choosing?: boolean;
 };
 
 /** An approval node waiting, or (with `tool`) an agent's tool call waiting for a decision. */
@@ -143,9 +147,21 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
         pending = pending.filter((p) => p.node !== e.node);
         break;
       }
-      case "route":
+      case "route": {
         if (e.to !== "(end)") followed[`${e.from}->${e.to}`] = true;
+        if (nodes[e.from]?.choosing) {
+          node(e.from).choosing = false;
+          const r = row(e.from);
+          if (r) r.routing = false;
+        }
         break;
+      }
+      case "route:choosing": {
+        node(e.node).choosing = true;
+        const r = row(e.node);
+        if (r) r.routing = true;
+        break;
+      }
       case "workflow:paused":
         status = "paused";
         break;
@@ -165,6 +181,8 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
 export function outputPreview(result: NodeResult, max = 90): string {
   if (result.error) return result.error.split("\n")[0].slice(0, max);
   const data = result.data as unknown;
+  // An `if` node's output names its branch by its condition (the label), not by its handle id.
+  if (data && typeof data === "object" && typeof (data as { label?: unknown }).label === "string" && "branch" in data) return `→ ${(data as unknown as { label: string }).label}`;
   let text: string;
   if (data && typeof data === "object" && !Array.isArray(data) && typeof (data as { text?: unknown }).text === "string" && Object.keys(data).length === 1)
     text = (data as { text: string }).text;

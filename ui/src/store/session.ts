@@ -12,6 +12,7 @@ import { useNodeTypes, type NodeTypeSpec } from "../model/nodeTypes";
 import { emptyWorkflow, useDocument } from "./document";
 import { errorText, useMessages } from "./messages";
 import { frameBatcher, useRun } from "./run";
+import { useReplay } from "./replay";
 import { useValidation } from "./validation";
 
 const FILTERS = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
@@ -33,7 +34,28 @@ const pickFile = async (filters: typeof FILTERS): Promise<string | null> => {
 const pickSavePath = async (defaultPath: string): Promise<string | null> => dialogOverride()?.save ?? (await nativeSave({ filters: FILTERS, defaultPath }));
 
 export type Theme = "light" | "dark";
+/** Where a run's answers come from: an answers file (offline, deterministic) or a model. */
 export type RunMode = "script" | "model";
+/** The model runs use when a node names none: from Settings, or found on this machine, or none. */
+export type DefaultModel = { model: string | null; source: string; detail: string };
+
+/**
+ * Commits the field being edited. Inspector fields commit when they lose focus (one undo step per edit, not per key),
+ * so every command that reads the document — save, run, export, switching files, closing — calls this first and acts
+ * on what the person sees. The focus goes back to the field.
+ */
+export function commitEditing(): void {
+  const el = document.activeElement as HTMLInputElement | HTMLTextAreaElement | null;
+  if (!el || !el.matches?.("input, textarea") || el.closest("[role=dialog]")) return;
+  const range = "selectionStart" in el ? [el.selectionStart, el.selectionEnd] : null;
+  el.blur();
+  el.focus({ preventScroll: true });
+  try {
+    if (range && range[0] != null) el.setSelectionRange(range[0], range[1]);
+  } catch {
+    /* inputs of some types have no selection */
+  }
+}
 export type { RunSummary_Serialize as RunSummary } from "../bindings";
 import type { RunSummary_Serialize as RunSummary } from "../bindings";
 /** The bottom panel's tabs. */
@@ -64,11 +86,19 @@ type SessionState = {
   view: ViewRequest;
   /** The inspector's tab for a node, and which iteration its "Last run" tab shows (null: the latest). */
   inspector: { tab: "settings" | "run"; iteration: number | null };
-  dialogs: { help: boolean; settings: boolean; find: boolean };
+  dialogs: { help: boolean; settings: boolean; find: boolean; close: boolean };
+  /** The model a node naming none runs on, as found at start-up and after Settings change. */
+  defaultModel: DefaultModel | null;
   /** A run waiting for the person to allow this version of the workflow's code, and where it was to start from. */
   consent: { consent: Consent; from?: { run: string; node: string }; resume?: string } | null;
 
   init: () => Promise<void>;
+  /** Finds the model runs use by default: Settings' default, else a model server on this machine. */
+  discoverModel: () => Promise<void>;
+  /** The answer to "save before closing?": save then close, close without saving, or stay. */
+  closeWindow: (answer: "save" | "discard" | "cancel") => Promise<void>;
+  /** Opens a recent file (asking first about unsaved changes). */
+  openRecent: (path: string) => Promise<void>;
   open: (path: string) => Promise<void>;
   openPicked: () => Promise<void>;
   newWorkflow: () => Promise<void>;
@@ -110,7 +140,7 @@ type SessionState = {
 /** Why Run cannot start now, or null. */
 export function runBlocked(errors: { message: string }[], mode: RunMode, scriptPath: string | null): string | null {
   if (errors.length) return `${errors.length} error${errors.length > 1 ? "s" : ""}: ${errors[0].message}`;
-  if (mode === "script" && !scriptPath) return "choose a script file, or run with a model";
+  if (mode === "script" && !scriptPath) return "choose an answers file, or run with a model";
   return null;
 }
 
@@ -140,11 +170,14 @@ export const useSession = create<SessionState>((set, get) => {
     const opened = await unwrap(commands.openRun(id));
     const doc = opened.document;
     useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
+    useReplay.getState().discard();
     useRun.getState().begin(id, doc.workflow.nodes.map((n) => n.id));
     return opened;
   };
-  const confirmDiscard = async () =>
-    !useDocument.getState().dirty || (dialogOverride()?.discard ?? (await ask("Discard unsaved changes?", { title: "Switchyard", kind: "warning" })));
+  const confirmDiscard = async () => {
+    commitEditing();
+    return !useDocument.getState().dirty || (dialogOverride()?.discard ?? (await ask("Discard unsaved changes?", { title: "Switchyard", kind: "warning" })));
+  };
   const writeTo = async (file: string) => {
     try {
       await unwrap(commands.saveFile(file, useDocument.getState().workflow));
@@ -157,7 +190,7 @@ export const useSession = create<SessionState>((set, get) => {
   };
 
   return {
-    mode: "script",
+    mode: "model",
     scriptPath: null,
     model: "",
     settings: null,
@@ -172,7 +205,8 @@ export const useSession = create<SessionState>((set, get) => {
     dismissed: [],
     view: { kind: "open", nonce: 0 },
     inspector: { tab: "settings", iteration: null },
-    dialogs: { help: false, settings: false, find: false },
+    dialogs: { help: false, settings: false, find: false, close: false },
+    defaultModel: null,
 
     init: async () => {
       try {
@@ -195,6 +229,7 @@ export const useSession = create<SessionState>((set, get) => {
       const s = await commands.getSettings().catch((e) => ({ settings: null, problem: { code: "SETTINGS_UNREADABLE", message: errorText(e), problems: [] } }));
       set({ settings: s?.settings ?? ({ providers: [], limits: { timeout_ms: 120000, retries: 2, max_tool_turns: 8 } } as unknown as Settings), settingsProblem: (s?.problem as CommandError | null) ?? null });
       if (s?.problem) fail(`Settings: ${s.problem.message} — the app uses defaults until Settings are saved again.`);
+      await get().discoverModel();
       await get().refreshHistory();
       // Runs whose process died are offered at once: they can go on where they stopped.
       const interrupted = get().history.filter((r) => r.status === "interrupted");
@@ -213,16 +248,45 @@ export const useSession = create<SessionState>((set, get) => {
         // laid out by ELK; the importer's own placement is only a fallback for the command line.
         if (POSITIONLESS_FORMATS.has(opened.format) || needsLayout(workflow)) workflow = await layout(workflow);
         useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
+        useReplay.getState().discard();
         useRun.getState().reset();
         set({ dismissed: [], reviewing: null, approvalNotes: {} });
         remember(file);
         const script = await adoptScript(opened.path ?? file);
-        const scriptNote = script ? ` · script ${baseName(script)}` : "";
+        // The run source follows the file: its answers file when one lies beside it, else the model; the message
+        // says which.
+        set({ mode: script ? "script" : "model" });
+        const scriptNote = script ? ` · runs offline with answers from ${baseName(script)}` : "";
         info(imported ? `Imported ${opened.format} file ${baseName(file)}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${baseName(file)}${scriptNote}`);
         get().requestView("open");
       } catch (e) {
         fail(`Could not open ${file}: ${errorText(e)}`);
       }
+    },
+
+    discoverModel: async () => {
+      const found = await Promise.resolve()
+        .then(() => commands.defaultModel())
+        .catch((e) => ({ status: "error" as const, error: { message: errorText(e) } }));
+      set({ defaultModel: found.status === "ok" ? found.data : { model: null, source: "none", detail: (found.error as { message: string }).message } });
+    },
+
+    closeWindow: async (answer) => {
+      commitEditing();
+      if (answer === "cancel") return set((s) => ({ dialogs: { ...s.dialogs, close: false } }));
+      if (answer === "save") {
+        await get().save();
+        if (useDocument.getState().dirty) return; // not saved (the person cancelled the file picker, or it failed)
+      }
+      set((s) => ({ dialogs: { ...s.dialogs, close: false } }));
+      if (!("__TAURI_INTERNALS__" in window)) return;
+      const { getCurrentWindow } = await import("@tauri-apps/api/window");
+      await getCurrentWindow().destroy();
+    },
+
+    openRecent: async (file) => {
+      if (!(await confirmDiscard())) return;
+      await get().open(file);
     },
 
     openPicked: async () => {
@@ -234,24 +298,28 @@ export const useSession = create<SessionState>((set, get) => {
     newWorkflow: async () => {
       if (!(await confirmDiscard())) return;
       useDocument.getState().load(emptyWorkflow(), null);
+      useReplay.getState().discard();
       useRun.getState().reset();
-      set({ scriptPath: null, dismissed: [], reviewing: null, approvalNotes: {} });
+      set({ scriptPath: null, mode: "model", dismissed: [], reviewing: null, approvalNotes: {} });
       get().requestView("open");
     },
 
     save: async () => {
+      commitEditing();
       const path = useDocument.getState().path;
       if (!path) return get().saveAs();
       await writeTo(path);
     },
 
     saveAs: async () => {
+      commitEditing();
       const { path, workflow } = useDocument.getState();
       const file = await pickSavePath(path ?? `${workflow.name.replace(/\W+/g, "-").toLowerCase()}.yaml`);
       if (file) await writeTo(file);
     },
 
     exportYaml: async () => {
+      commitEditing();
       const { path, workflow } = useDocument.getState();
       const suggested = (path ? baseName(path).replace(/\.(json|ya?ml)$/i, "") : workflow.name.replace(/\W+/g, "-").toLowerCase()) + ".yaml";
       const file = await pickSavePath(path ? path.replace(/[^/]*$/, suggested) : suggested);
@@ -268,11 +336,12 @@ export const useSession = create<SessionState>((set, get) => {
     setModel: (model) => set({ model }),
     chooseScript: async () => {
       const file = await pickFile(SCRIPT_FILTERS);
-      if (file) set({ scriptPath: file });
+      if (file) set({ scriptPath: file, mode: "script" });
     },
-    clearScript: () => set({ scriptPath: null }),
+    clearScript: () => set({ scriptPath: null, mode: "model" }),
 
     run: async (from?: { run: string; node: string }) => {
+      commitEditing();
       const { mode, scriptPath, model } = get();
       const run = useRun.getState();
       if (run.status === "running" || run.status === "paused") return;
@@ -292,6 +361,7 @@ export const useSession = create<SessionState>((set, get) => {
       }
       set({ dismissed: [], reviewing: null, approvalNotes: {} });
       try {
+        useReplay.getState().discard();
         useRun.getState().begin("", wf.nodes.map((n) => n.id));
         const id = await unwrap(
           commands.startRun(
@@ -355,6 +425,7 @@ export const useSession = create<SessionState>((set, get) => {
         const resumed = await unwrap(commands.resumeRun(id, runEventChannel()));
         const doc = resumed.document;
         useDocument.getState().load(doc.workflow, doc.path, doc.format, doc.notes);
+        useReplay.getState().discard();
         useRun.getState().begin(resumed.runId, doc.workflow.nodes.map((n) => n.id));
         useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
         set({ dismissed: [], reviewing: null });
@@ -390,10 +461,17 @@ export const useSession = create<SessionState>((set, get) => {
     replayRun: async (id) => {
       if (!(await confirmDiscard())) return;
       try {
-        await showStoredRun(id);
+        const opened = await showStoredRun(id);
         set({ dismissed: [], reviewing: null, panel: "run" });
-        await unwrap(commands.replayRun(id, runEventChannel()));
-        info(`Replayed run ${id.slice(0, 8)} from its recording: no model or tool was called`);
+        // The engine plays the run again from its recording (no model or tool call); its events are kept and shown
+        // step by step on a timeline the person can drag, rather than jumping to the end.
+        const played: Event[] = [];
+        const channel = new Channel<Event_Deserialize[]>();
+        channel.onmessage = (events) => void played.push(...(events as unknown as Event[]));
+        await unwrap(commands.replayRun(id, channel));
+        await new Promise((r) => setTimeout(r, 0)); // the channel's last messages arrive before the command's answer is handled
+        useReplay.getState().load(id, opened.document.workflow.nodes.map((n) => n.id), played);
+        info(`Replaying run ${id.slice(0, 8)} from its recording: no model or tool is called. Drag the timeline to any moment.`);
         get().requestView("open");
       } catch (e) {
         fail(`Could not replay run ${id.slice(0, 8)}: ${errorText(e)}`);
@@ -412,7 +490,10 @@ export const useSession = create<SessionState>((set, get) => {
       set({ theme });
       savePrefs();
     },
-    setSettings: (settings) => set({ settings, settingsProblem: null }),
+    setSettings: (settings) => {
+      set({ settings, settingsProblem: null });
+      void get().discoverModel();
+    },
 
     layout: async () => {
       const laid = await layout(useDocument.getState().workflow);

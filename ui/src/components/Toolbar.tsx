@@ -1,0 +1,220 @@
+// The toolbar: file commands, editing, the view, where a run's answers come from (one visible state), Run, and the
+// app's settings. Icon buttons carry a tooltip with their name and shortcut.
+import { useMemo, type ReactNode } from "react";
+import * as Menu from "@radix-ui/react-dropdown-menu";
+import * as Tooltip from "@radix-ui/react-tooltip";
+import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, LayoutDashboard, Moon, Play, Redo2, Save, Scan, Search, Settings, Share, Square, Sun, Undo2, X } from "lucide-react";
+import { useDocument } from "../store/document";
+import { useRun } from "../store/run";
+import { runBlocked, useSession } from "../store/session";
+import { useValidation } from "../store/validation";
+
+const baseName = (path: string) => path.split("/").pop() ?? path;
+
+/** A button with a tooltip: its name, and its shortcut when it has one. */
+export function Tip({ label, keys, children }: { label: string; keys?: string; children: ReactNode }) {
+  return (
+    <Tooltip.Root>
+      <Tooltip.Trigger asChild>{children}</Tooltip.Trigger>
+      <Tooltip.Portal>
+        <Tooltip.Content className="tooltip" sideOffset={6}>
+          {label}
+          {keys && <kbd>{keys}</kbd>}
+        </Tooltip.Content>
+      </Tooltip.Portal>
+    </Tooltip.Root>
+  );
+}
+
+function IconButton({ label, keys, onClick, children, testId, disabled }: { label: string; keys?: string; onClick: () => void; children: ReactNode; testId?: string; disabled?: boolean }) {
+  return (
+    <Tip label={label} keys={keys}>
+      <button className="icon-button" onClick={onClick} aria-label={label} data-testid={testId} disabled={disabled}>
+        {children}
+      </button>
+    </Tip>
+  );
+}
+
+/** Models a person may pick: configured defaults and those the workflow names. */
+export function useModels(): string[] {
+  const settings = useSession((s) => s.settings);
+  const workflow = useDocument((s) => s.workflow);
+  const found = useSession((s) => s.defaultModel?.model);
+  return useMemo(() => {
+    const refs = new Set<string>();
+    if (found) refs.add(found);
+    for (const p of settings?.providers ?? []) if (p.default_model) refs.add(`${p.id}/${p.default_model}`);
+    if (settings?.default_model) refs.add(settings.default_model);
+    for (const n of workflow.nodes) if (n.model) refs.add(n.model);
+    if (workflow.defaults?.model) refs.add(workflow.defaults.model);
+    return [...refs];
+  }, [settings, workflow, found]);
+}
+
+/** Where the default model comes from, in the person's words. */
+export function defaultModelSource(source: string | undefined): string {
+  return source === "settings" ? "from Settings" : source === "local" ? "found on this computer" : "";
+}
+
+/** Where a run's answers come from: a model (the default, or one picked) or an answers file. One state, shown. */
+function RunSource() {
+  const s = useSession();
+  const workflowDefault = useDocument((d) => d.workflow.defaults?.model);
+  const models = useModels();
+  const found = s.defaultModel;
+  const used = s.model || workflowDefault || found?.model || null;
+  const usedNote = s.model ? "picked for this run" : workflowDefault ? "the workflow's default" : found?.model ? defaultModelSource(found.source) : "";
+  return (
+    <Menu.Root>
+      <Menu.Trigger asChild>
+          <button className={`run-source ${s.mode === "model" && !used ? "warn" : ""}`} data-testid="run-source" title={s.mode === "script" ? `Runs offline with the answers in ${s.scriptPath ?? "a file you choose"}` : used ? `Agents without a model of their own run on ${used} (${usedNote})` : "No model found: open Settings to add a provider, start a local model server, or choose an answers file"}>
+            {s.mode === "script" ? <FileText size={15} aria-hidden /> : <Bot size={15} aria-hidden />}
+            {s.mode === "script" ? (
+              <span className="run-source-text" data-testid="script-path">{s.scriptPath ? baseName(s.scriptPath) : "Choose answers file…"}</span>
+            ) : (
+              <span className="run-source-text" data-testid="run-model">{used ?? "no model found"}</span>
+            )}
+            <ChevronDown size={14} aria-hidden />
+          </button>
+        </Menu.Trigger>
+      <Menu.Portal>
+        <Menu.Content className="menu-content" align="end" sideOffset={4}>
+          <Menu.Label className="menu-label">Run with a model</Menu.Label>
+          <Menu.RadioGroup value={s.mode === "model" ? s.model : "\u0000answers"} onValueChange={(v) => (s.setModel(v), s.setMode("model"))}>
+            <Menu.RadioItem className="menu-item" value="" data-testid="source-default-model">
+              <span>{workflowDefault ?? found?.model ?? "no model found"}</span>
+              <span className="dim">{workflowDefault ? "workflow default" : found?.model ? defaultModelSource(found.source) : "open Settings"}</span>
+            </Menu.RadioItem>
+            {models.filter((m) => m !== (workflowDefault ?? found?.model)).map((m) => (
+              <Menu.RadioItem className="menu-item" key={m} value={m}>
+                <span>{m}</span>
+              </Menu.RadioItem>
+            ))}
+          </Menu.RadioGroup>
+          <Menu.Separator className="menu-separator" />
+          <Menu.Label className="menu-label">Run offline with an answers file</Menu.Label>
+          {s.scriptPath && (
+            <Menu.Item className="menu-item" onSelect={() => s.setMode("script")} data-testid="source-answers">
+              <span>{baseName(s.scriptPath)}</span>
+              {s.mode === "script" && <span className="dim">in use</span>}
+            </Menu.Item>
+          )}
+          <Menu.Item className="menu-item" onSelect={() => void s.chooseScript()} data-testid="choose-answers">
+            Choose answers file…
+          </Menu.Item>
+          {s.scriptPath && (
+            <Menu.Item className="menu-item" onSelect={() => s.clearScript()} data-testid="script-clear">
+              <span>Stop using {baseName(s.scriptPath)}</span>
+              <X size={14} aria-hidden />
+            </Menu.Item>
+          )}
+          <Menu.Separator className="menu-separator" />
+          <Menu.Item className="menu-item" onSelect={() => s.setDialog("settings", true)}>
+            Model providers…
+          </Menu.Item>
+        </Menu.Content>
+      </Menu.Portal>
+    </Menu.Root>
+  );
+}
+
+function RecentFiles() {
+  const recent = useSession((s) => s.recentFiles);
+  return (
+    <Menu.Root>
+      <Tip label="Recent files">
+        <Menu.Trigger asChild>
+          <button className="icon-button" aria-label="Recent files" data-testid="recent" disabled={!recent.length}>
+            <Clock size={16} aria-hidden />
+          </button>
+        </Menu.Trigger>
+      </Tip>
+      <Menu.Portal>
+        <Menu.Content className="menu-content" align="start" sideOffset={4}>
+          {recent.map((p) => (
+            <Menu.Item className="menu-item" key={p} onSelect={() => void useSession.getState().openRecent(p)} title={p}>
+              <span>{baseName(p)}</span>
+              <span className="dim path">{p.replace(/\/[^/]*$/, "")}</span>
+            </Menu.Item>
+          ))}
+        </Menu.Content>
+      </Menu.Portal>
+    </Menu.Root>
+  );
+}
+
+/** Paused and interrupted runs, to continue one. */
+function ContinueRuns() {
+  const history = useSession((s) => s.history);
+  const waiting = history.filter((r) => (r.status === "paused" || r.status === "interrupted") && !r.live);
+  if (!waiting.length) return null;
+  return (
+    <select className="continue" value="" onChange={(e) => e.target.value && useSession.getState().resumeStored(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
+      <option value="">Continue… ({waiting.length})</option>
+      {waiting.map((r) => <option key={r.id} value={r.id}>{r.status} · {(r.workflowRef ?? r.workflow).split("/").pop()} · {r.id.slice(0, 8)}</option>)}
+    </select>
+  );
+}
+
+export function Toolbar() {
+  const s = useSession();
+  const dirty = useDocument((d) => d.dirty);
+  const name = useDocument((d) => d.workflow.name);
+  const path = useDocument((d) => d.path);
+  const errors = useValidation((v) => v.report.errors);
+  const runStatus = useRun((r) => r.status);
+  const running = runStatus === "running" || runStatus === "paused";
+  const blocked = runBlocked(errors, s.mode, s.scriptPath);
+  return (
+    <Tooltip.Provider delayDuration={400}>
+      <header className="toolbar">
+        <IconButton label="New workflow" keys="Ctrl+N" onClick={() => void s.newWorkflow()} testId="new"><FilePlus2 size={16} aria-hidden /></IconButton>
+        <IconButton label="Open…" keys="Ctrl+O" onClick={() => void s.openPicked()} testId="open"><FolderOpen size={16} aria-hidden /></IconButton>
+        <RecentFiles />
+        <IconButton label={dirty ? "Save (unsaved changes)" : "Save"} keys="Ctrl+S" onClick={() => void s.save()} testId="save">
+          <Save size={16} aria-hidden />
+          <span className={`dirty-dot ${dirty ? "on" : ""}`} aria-hidden />
+        </IconButton>
+        <IconButton label="Export canonical YAML (the open file stays as it is)" keys="Ctrl+Shift+E" onClick={() => void s.exportYaml()} testId="export"><Share size={16} aria-hidden /></IconButton>
+        <span className="sep" />
+        <IconButton label="Undo" keys="Ctrl+Z" onClick={() => useDocument.getState().undo()} testId="undo"><Undo2 size={16} aria-hidden /></IconButton>
+        <IconButton label="Redo" keys="Ctrl+Shift+Z" onClick={() => useDocument.getState().redo()} testId="redo"><Redo2 size={16} aria-hidden /></IconButton>
+        <span className="sep" />
+        <IconButton label="Lay out" keys="Ctrl+L" onClick={() => void s.layout()} testId="layout"><LayoutDashboard size={16} aria-hidden /></IconButton>
+        <IconButton label="Fit the workflow in view" keys="Shift+1" onClick={() => s.requestView("fit")} testId="fit"><Scan size={16} aria-hidden /></IconButton>
+        <IconButton label="Find a node or a command" keys="Ctrl+K" onClick={() => s.setDialog("find", true)} testId="find-button"><Search size={16} aria-hidden /></IconButton>
+        <div className="doc-title" title={path ?? "not saved yet"} data-testid="doc-title">
+          <span className="doc-name">{name}</span>
+          <span className="doc-file">{path ? baseName(path) : "not saved yet"}</span>
+          <span className={`dirty-mark ${dirty ? "on" : ""}`} aria-label={dirty ? "unsaved changes" : undefined}>{dirty ? "• unsaved" : ""}</span>
+        </div>
+        <ContinueRuns />
+        <RunSource />
+        {running ? (
+          <button className="danger run-button" onClick={() => s.cancel()} data-testid="cancel">
+            <Square size={14} aria-hidden /> Cancel
+          </button>
+        ) : (
+          <Tip label={blocked ?? "Run"} keys={blocked ? undefined : "Ctrl+Enter"}>
+            {/* A disabled button gets no pointer events: the wrapper keeps the tooltip saying why. */}
+            <span className="run-wrap">
+              <button className="primary run-button" onClick={() => void s.run()} disabled={Boolean(blocked)} data-testid="run">
+                <Play size={14} aria-hidden /> Run
+              </button>
+            </span>
+          </Tip>
+        )}
+        <span className="sep" />
+        <IconButton label={s.settingsProblem ? `Settings: ${s.settingsProblem.message}` : "Settings: model providers, MCP servers, limits"} onClick={() => s.setDialog("settings", true)} testId="settings-button">
+          <Settings size={16} aria-hidden className={s.settingsProblem ? "warn" : ""} />
+        </IconButton>
+        <IconButton label={s.theme === "light" ? "Dark theme" : "Light theme"} onClick={() => s.setTheme(s.theme === "light" ? "dark" : "light")} testId="theme">
+          {s.theme === "light" ? <Moon size={16} aria-hidden /> : <Sun size={16} aria-hidden />}
+        </IconButton>
+        <IconButton label="Keyboard shortcuts" keys="F1" onClick={() => s.setDialog("help", true)} testId="help-button"><HelpCircle size={16} aria-hidden /></IconButton>
+      </header>
+      {blocked && !running && <div className="blocked-bar" data-testid="run-blocked">{blocked}</div>}
+    </Tooltip.Provider>
+  );
+}

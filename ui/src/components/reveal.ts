@@ -1,0 +1,23 @@
+// Keeping a node whole in view after the window's panes move: a node added from the palette or a dropped connection
+// is selected, the inspector opens for it and narrows the canvas, and the node must not end up under it.
+import type { ReactFlowInstance } from "@xyflow/react";
+
+/** Margin kept between a revealed node and the canvas's edge, in screen pixels. */
+const MARGIN = 24;
+
+/** Pans (never zooms) so that node `id` lies wholly inside the canvas, once the panes have settled. */
+export function revealWhenLaidOut(flow: Pick<ReactFlowInstance, "getViewport" | "setViewport">, id: string): void {
+  // Two frames: the selection opens the inspector in an effect, and the pane takes its size in the frame after.
+  requestAnimationFrame(() =>
+    requestAnimationFrame(() => {
+      const pane = document.querySelector(".react-flow")?.getBoundingClientRect();
+      const card = document.querySelector(`.react-flow__node[data-id="${CSS.escape(id)}"]`)?.getBoundingClientRect();
+      if (!pane || !card) return;
+      const dx = card.left < pane.left + MARGIN ? pane.left + MARGIN - card.left : card.right > pane.right - MARGIN ? pane.right - MARGIN - card.right : 0;
+      const dy = card.top < pane.top + MARGIN ? pane.top + MARGIN - card.top : card.bottom > pane.bottom - MARGIN ? pane.bottom - MARGIN - card.bottom : 0;
+      if (!dx && !dy) return;
+      const v = flow.getViewport();
+      void flow.setViewport({ x: v.x + dx, y: v.y + dy, zoom: v.zoom }, { duration: 150 });
+    }),
+  );
+}

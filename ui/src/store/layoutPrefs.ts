@@ -1,0 +1,52 @@
+// The window's panes: whether the inspector is pinned open, and handles to collapse or expand the palette, the
+// inspector and the bottom panel from commands and shortcuts. Pane sizes themselves are remembered by
+// react-resizable-panels (useDefaultLayout, in the webview's local storage).
+import { create } from "zustand";
+import type { RefObject } from "react";
+import type { PanelImperativeHandle } from "react-resizable-panels";
+
+type Pane = "palette" | "inspector" | "bottom";
+type Refs = Record<Pane, RefObject<PanelImperativeHandle | null>>;
+
+const PINNED_KEY = "switchyard-inspector-pinned";
+const readPinned = () => {
+  try {
+    return localStorage.getItem(PINNED_KEY) === "1";
+  } catch {
+    return false;
+  }
+};
+
+type LayoutPrefs = {
+  /** The inspector stays open with nothing selected. */
+  inspectorPinned: boolean;
+  /** Bumped to ask the bottom panel to open (a tab was picked, a run started). */
+  bottomOpenRequest: number;
+  refs: Refs | null;
+  attach: (refs: Refs) => void;
+  setInspectorPinned: (pinned: boolean) => void;
+  openBottom: () => void;
+  toggle: (pane: Pane) => void;
+};
+
+export const useLayoutPrefs = create<LayoutPrefs>((set, get) => ({
+  inspectorPinned: readPinned(),
+  bottomOpenRequest: 0,
+  refs: null,
+  attach: (refs) => set({ refs }),
+  setInspectorPinned: (inspectorPinned) => {
+    set({ inspectorPinned });
+    try {
+      localStorage.setItem(PINNED_KEY, inspectorPinned ? "1" : "0");
+    } catch {
+      /* a preference: failing to keep it changes nothing now */
+    }
+  },
+  openBottom: () => set((s) => ({ bottomOpenRequest: s.bottomOpenRequest + 1 })),
+  toggle: (pane) => {
+    const p = get().refs?.[pane].current;
+    if (!p) return;
+    if (p.isCollapsed()) p.expand();
+    else p.collapse();
+  },
+}));
