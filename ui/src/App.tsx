@@ -155,7 +155,7 @@ function Workbench() {
       validateOnEdit(
         useDocument,
         () => useSession.getState().mode === "script",
-        (f) => useSession.subscribe((s, p) => (s.mode !== p.mode || s.defaultModel !== p.defaultModel) && f()),
+        (f) => useSession.subscribe((s, p) => (s.mode !== p.mode || s.defaultModel !== p.defaultModel || s.trustedAt !== p.trustedAt) && f()),
       ),
     [],
   );

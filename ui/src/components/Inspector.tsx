@@ -15,6 +15,7 @@ import { errorText } from "../store/messages";
 import { useLayoutPrefs } from "../store/layoutPrefs";
 import { handleName } from "../model/labels";
 import { NodeIcon } from "./NodeIcon";
+import { inAppWords } from "../model/words";
 
 function Field({ label, help, children }: { label: string; help?: string | null; children: React.ReactNode }) {
   return (
@@ -366,7 +367,7 @@ function RunDetails({ id }: { id: string }) {
           )}
         </>
       )}
-      {it.result?.error && (<><h4>Error</h4><pre className="field-error">{it.result.error}</pre></>)}
+      {it.result?.error && (<><h4>Error</h4><pre className="field-error">{inAppWords(it.result.error, it.result.errorCode)}</pre>{it.result.errorCode && <code className="code-chip">{it.result.errorCode}</code>}</>)}
       {it.result && it.result.toolCalls.length > 0 && (
         <>
           <h4>Tool calls</h4>
@@ -458,7 +459,7 @@ export function Inspector({ models }: { models: string[] }) {
       />
       {findings && findings.length > 0 && (
         <ul className="findings-inline" data-testid="inspector-findings">
-          {findings.map((f, i) => <li key={i} className={f.level}>{f.message} <code className="code-chip">{f.code}</code></li>)}
+          {findings.map((f, i) => <li key={i} className={f.level}>{inAppWords(f.message, f.code)} <code className="code-chip">{f.code}</code></li>)}
         </ul>
       )}
       {node ? (

@@ -14,6 +14,7 @@ import { Hand, PanelBottom } from "lucide-react";
 import { useLayoutPrefs } from "../store/layoutPrefs";
 import type { PanelTab } from "../store/session";
 import { NodeIcon } from "./NodeIcon";
+import { inAppWords } from "../model/words";
 
 
 /** Selects a node and brings it into view. */
@@ -104,7 +105,7 @@ function Problems() {
       {!problems.length && !failure && <li className="ok">No problems.</li>}
       {problems.map((f, i) => (
         <li key={i} className={f.level} onClick={() => (f.node ? reveal(f.node) : f.edge ? select({ nodes: [], edges: [f.edge] }) : undefined)} data-code={f.code}>
-          {f.node ? <b title={f.node}>{nodeName(f.node)}</b> : f.edge ? <b>{f.edge}</b> : null} {f.message} <code className="code-chip">{f.code}</code>
+          {f.node ? <b title={f.node}>{nodeName(f.node)}</b> : f.edge ? <b>{f.edge}</b> : null} {inAppWords(f.message, f.code)} <code className="code-chip">{f.code}</code>
         </li>
       ))}
     </ul>

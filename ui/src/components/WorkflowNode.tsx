@@ -11,6 +11,7 @@ import { outputPreview, useNodeRun, useRun } from "../store/run";
 import { useValidation } from "../store/validation";
 import { useSession } from "../store/session";
 import { NodeIcon } from "./NodeIcon";
+import { inAppWords } from "../model/words";
 
 export type CanvasNodeData = { node: WorkflowNodeData };
 
@@ -119,7 +120,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
       </div>
     );
   return (
-    <div className={className} {...common} title={findings?.map((f) => `${f.message} (${f.code})`).join("\n")}>
+    <div className={className} {...common} title={findings?.map((f) => `${inAppWords(f.message, f.code)} (${f.code})`).join("\n")}>
       {hasInput(node.type) && <Handle type="target" position={Position.Left} id="input" />}
       <div className="wf-head">
         <span className="wf-icon" title={spec?.label ?? node.type}><NodeIcon type={node.type} size={16} /></span>

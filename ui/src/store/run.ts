@@ -2,6 +2,7 @@
 // canvas. Events arrive in batches and are applied once per animation frame.
 import { create } from "zustand";
 import type { Event, NodeResult, ToolRequest } from "../types";
+import { inAppWords } from "../model/words";
 
 export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting";
 
@@ -179,7 +180,7 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
 
 /** The first line of a result, short enough for a row or a node card. */
 export function outputPreview(result: NodeResult, max = 90): string {
-  if (result.error) return result.error.split("\n")[0].slice(0, max);
+  if (result.error) return inAppWords(result.error, result.errorCode).split("\n")[0].slice(0, max);
   const data = result.data as unknown;
   // An `if` node's output names its branch by its condition (the label), not by its handle id.
   if (data && typeof data === "object" && typeof (data as { label?: unknown }).label === "string" && "branch" in data) return `→ ${(data as unknown as { label: string }).label}`;

@@ -10,7 +10,8 @@ import { commands, unwrap } from "../api";
 import { layout, needsLayout } from "../model/layout";
 import { useNodeTypes, type NodeTypeSpec } from "../model/nodeTypes";
 import { emptyWorkflow, useDocument } from "./document";
-import { errorText, useMessages } from "./messages";
+import { errorCode, errorText, useMessages } from "./messages";
+import { inAppWords } from "../model/words";
 import { frameBatcher, useRun } from "./run";
 import { useReplay } from "./replay";
 import { useValidation } from "./validation";
@@ -89,6 +90,8 @@ type SessionState = {
   dialogs: { help: boolean; settings: boolean; find: boolean; close: boolean };
   /** The model a node naming none runs on, as found at start-up and after Settings change. */
   defaultModel: DefaultModel | null;
+  /** When the person last allowed a workflow's code: validation then no longer warns that it needs consent. */
+  trustedAt: number;
   /** A run waiting for the person to allow this version of the workflow's code, and where it was to start from. */
   consent: { consent: Consent; from?: { run: string; node: string }; resume?: string } | null;
 
@@ -147,6 +150,16 @@ export function runBlocked(errors: { message: string }[], mode: RunMode, scriptP
 export const useSession = create<SessionState>((set, get) => {
   const info = (text: string) => useMessages.getState().info(text);
   const fail = (text: string) => useMessages.getState().error(text);
+  /**
+   * An error from a command, in the app's words, with its code shown small beside it. `file`: the file it concerns,
+   * named once — by the message when the message already names it, else by the prefix.
+   */
+  const failWith = (prefix: string, e: unknown, file?: string) => {
+    const message = errorText(e);
+    const code = errorCode(e);
+    const lead = file && !message.includes(file) && !message.includes(baseName(file)) ? `${prefix} ${baseName(file)}` : prefix;
+    useMessages.getState().error(`${lead}: ${inAppWords(message, code)}`, code);
+  };
 
   /** Preferences are a convenience: failing to keep them never interrupts the person. */
   const savePrefs = () => {
@@ -185,7 +198,7 @@ export const useSession = create<SessionState>((set, get) => {
       remember(file);
       info(`Saved ${baseName(file)}`);
     } catch (e) {
-      fail(`Could not save ${file}: ${errorText(e)}`);
+      failWith("Could not save", e, file);
     }
   };
 
@@ -207,13 +220,14 @@ export const useSession = create<SessionState>((set, get) => {
     inspector: { tab: "settings", iteration: null },
     dialogs: { help: false, settings: false, find: false, close: false },
     defaultModel: null,
+    trustedAt: 0,
 
     init: async () => {
       try {
         const specs = await commands.nodeTypes();
         if (Array.isArray(specs) && specs.length) useNodeTypes.getState().set(specs as NodeTypeSpec[]);
       } catch (e) {
-        fail(`Could not read the node types from the engine: ${errorText(e)}`);
+        failWith("Could not read the node types from the engine", e);
       }
       try {
         const prefs = await commands.loadPrefs();
@@ -260,7 +274,7 @@ export const useSession = create<SessionState>((set, get) => {
         info(imported ? `Imported ${opened.format} file ${baseName(file)}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${baseName(file)}${scriptNote}`);
         get().requestView("open");
       } catch (e) {
-        fail(`Could not open ${file}: ${errorText(e)}`);
+        failWith("Could not open", e, file);
       }
     },
 
@@ -328,7 +342,7 @@ export const useSession = create<SessionState>((set, get) => {
         await unwrap(commands.saveFile(file, workflow));
         info(`Exported canonical YAML to ${baseName(file)}`);
       } catch (e) {
-        fail(`Could not export to ${file}: ${errorText(e)}`);
+        failWith("Could not export to", e, file);
       }
     },
 
@@ -356,7 +370,7 @@ export const useSession = create<SessionState>((set, get) => {
           return;
         }
       } catch (e) {
-        fail(`The run could not start: ${errorText(e)}`);
+        failWith("The run could not start", e);
         return;
       }
       set({ dismissed: [], reviewing: null, approvalNotes: {} });
@@ -373,7 +387,7 @@ export const useSession = create<SessionState>((set, get) => {
         void get().refreshHistory();
       } catch (e) {
         useRun.setState({ status: "failed", error: errorText(e) });
-        fail(`The run could not start: ${errorText(e)}`);
+        failWith("The run could not start", e);
       }
     },
 
@@ -383,8 +397,9 @@ export const useSession = create<SessionState>((set, get) => {
       if (!asked || !allow || !asked.consent.fingerprint) return;
       try {
         await unwrap(commands.trustCode(asked.consent.fingerprint, useDocument.getState().path));
+        set({ trustedAt: Date.now() });
       } catch (e) {
-        fail(`Could not record your consent: ${errorText(e)}`);
+        failWith("Could not record your consent", e);
         return;
       }
       if (asked.resume) await get().resumeStored(asked.resume);
@@ -417,7 +432,7 @@ export const useSession = create<SessionState>((set, get) => {
           return;
         }
       } catch (e) {
-        fail(`Could not continue run ${id.slice(0, 8)}: ${errorText(e)}`);
+        failWith(`Could not continue run ${id.slice(0, 8)}`, e);
         return;
       }
       try {
@@ -433,7 +448,7 @@ export const useSession = create<SessionState>((set, get) => {
         set({ panel: "run" });
         get().requestView("open");
       } catch (e) {
-        fail(`Could not continue run ${id.slice(0, 8)}: ${errorText(e)}`);
+        failWith(`Could not continue run ${id.slice(0, 8)}`, e);
       }
       await get().refreshHistory();
     },
@@ -454,7 +469,7 @@ export const useSession = create<SessionState>((set, get) => {
         info(`Run ${id.slice(0, 8)} (${opened.row.status}) as it ran`);
         get().requestView("open");
       } catch (e) {
-        fail(`Could not open run ${id.slice(0, 8)}: ${errorText(e)}`);
+        failWith(`Could not open run ${id.slice(0, 8)}`, e);
       }
     },
 
@@ -474,7 +489,7 @@ export const useSession = create<SessionState>((set, get) => {
         info(`Replaying run ${id.slice(0, 8)} from its recording: no model or tool is called. Drag the timeline to any moment.`);
         get().requestView("open");
       } catch (e) {
-        fail(`Could not replay run ${id.slice(0, 8)}: ${errorText(e)}`);
+        failWith(`Could not replay run ${id.slice(0, 8)}`, e);
       }
     },
 

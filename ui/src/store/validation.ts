@@ -59,8 +59,8 @@ export function sameButPositions(a: Workflow, b: Workflow): boolean {
  * so that a burst of calls is validated once. A later call supersedes an earlier one (only the latest answer is
  * shown), and a change of positions only (a drag) is not validated again.
  */
-export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 0) {
-  if (last && last.scripted === scripted && sameButPositions(last.workflow, workflow)) {
+export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 0, force = false) {
+  if (!force && last && last.scripted === scripted && sameButPositions(last.workflow, workflow)) {
     last = { workflow, scripted };
     return;
   }
@@ -88,7 +88,8 @@ export function scheduleValidation(workflow: Workflow, scripted: boolean, delayM
 export function validateOnEdit(document: { getState: () => { workflow: Workflow }; subscribe: (f: (s: { workflow: Workflow }, p: { workflow: Workflow }) => void) => () => void }, scripted: () => boolean, onModeChange: (f: () => void) => () => void) {
   scheduleValidation(document.getState().workflow, scripted());
   const stopDocument = document.subscribe((s, p) => s.workflow !== p.workflow && scheduleValidation(s.workflow, scripted()));
-  const stopMode = onModeChange(() => scheduleValidation(document.getState().workflow, scripted()));
+  // What the app knows changed (the run source, the model found, consent given): validated again even if the graph did not.
+  const stopMode = onModeChange(() => scheduleValidation(document.getState().workflow, scripted(), 0, true));
   return () => {
     stopDocument();
     stopMode();

@@ -1,0 +1,19 @@
+// What to do about a problem, in the app's words. The engine states problems neutrally and gives each a stable code;
+// where the fix depends on where it is shown, the command line adds its flags and the app adds what to press here.
+// Codes are shown small beside the sentence, never instead of it.
+
+/** The app's fix for each code whose fix is front-end specific. */
+export const APP_FIX: Record<string, string> = {
+  NO_MODEL: "Start a local model server (Ollama or llama.cpp's), add a provider in Settings, or run with an answers file (the run source menu left of Run).",
+  UNKNOWN_PROVIDER: "Add the provider in Settings, or run with an answers file (the run source menu left of Run).",
+  CODE_NEEDS_CONSENT: "Press Run: the app shows the code and asks before any of it runs.",
+  UNKNOWN_MCP_SERVER: "Add the server under MCP servers in Settings.",
+  UNKNOWN_MCP_TOOL: "In Settings, Test servers lists the tools each server has.",
+  SETTINGS_UNREADABLE: "Open Settings and save them again.",
+};
+
+/** A problem's sentence with the app's fix after it, when the fix depends on the app. */
+export function inAppWords(message: string, code?: string | null): string {
+  const fix = code ? APP_FIX[code] : undefined;
+  return fix && !message.includes(fix) ? `${message.replace(/[.;\s]+$/, "")}. ${fix}` : message;
+}
