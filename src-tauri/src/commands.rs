@@ -12,7 +12,7 @@ use switchyard_engine::files;
 use switchyard_engine::format::{self, Format};
 use switchyard_engine::mcp::{McpServerConfig, McpTool};
 use switchyard_engine::node_types::{self, NodeTypeSpec};
-use switchyard_engine::providers::{Providers, Settings};
+use switchyard_engine::providers::{self, DefaultModel, Providers, Settings};
 use switchyard_engine::run::{self, RunController, RunHandle, Runtime};
 use switchyard_engine::script::Script;
 use switchyard_engine::session::{self, Continuing, Prepared, WorkflowRef};
@@ -33,6 +33,9 @@ pub struct AppState {
     /// What each MCP server listed the last time it was tested or its tools were listed (validation checks single
     /// tools against it without starting servers on every edit).
     mcp_tools: Mutex<std::collections::BTreeMap<String, Vec<String>>>,
+    /// The default model as `default_model` last found it; `None` until it is asked (validation then does not warn
+    /// about nodes that name no model), and forgotten when the settings are saved.
+    default_model: Mutex<Option<DefaultModel>>,
 }
 
 impl AppState {
@@ -41,6 +44,7 @@ impl AppState {
             runs: Arc::default(),
             store: RunStore::open(&store::default_path()).map(Arc::new).map_err(|e| e.to_string()),
             mcp_tools: Mutex::default(),
+            default_model: Mutex::default(),
         }
     }
 
@@ -114,12 +118,34 @@ pub fn to_yaml(workflow: Workflow) -> String {
 #[tauri::command]
 #[specta::specta]
 pub fn validate(state: State<'_, AppState>, workflow: Workflow, scripted: bool) -> Result<Report, String> {
-    let settings = settings();
+    validate_with(&state, &workflow, scripted, settings())
+}
+
+fn validate_with(
+    state: &AppState,
+    workflow: &Workflow,
+    scripted: bool,
+    settings: Result<Settings, String>,
+) -> Result<Report, String> {
     let providers = if scripted { None } else { Some(settings.as_ref().map_err(Clone::clone)?.provider_ids()) };
     let mcp_servers: Option<Vec<String>> = settings.ok().map(|s| s.mcp_servers.keys().cloned().collect());
     let mut mcp_tools = state.mcp_tools.lock().unwrap().clone();
     mcp_tools.retain(|server, _| mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
-    Ok(validate::validate(&workflow, &validate::Options { providers, mcp_servers, mcp_tools }))
+    // Known only once `default_model` has looked: until then nodes that name no model are not flagged.
+    let no_default_model = state.default_model.lock().unwrap().as_ref().is_some_and(|d| d.model.is_none());
+    Ok(validate::validate(workflow, &validate::Options { providers, mcp_servers, mcp_tools, no_default_model }))
+}
+
+/// The model agents that name none use when neither the workflow nor the run names one: the settings'
+/// `default_model`, else the first model a local model server lists, else none (with where it looked). Remembered
+/// for `validate`, which then flags nodes that need a model when there is none (`NO_MODEL`).
+#[tauri::command]
+#[specta::specta]
+pub async fn default_model(state: State<'_, AppState>) -> Result<DefaultModel, CommandError> {
+    let settings = Settings::load(&Settings::default_path())?;
+    let found = providers::discover_default_model(&settings).await;
+    *state.default_model.lock().unwrap() = Some(found.clone());
+    Ok(found)
 }
 
 fn settings() -> Result<Settings, String> {
@@ -198,7 +224,7 @@ pub async fn start_run(
         // The app's consent is the trust file: the window asks (`code_consent`, `trust_code`) before it runs.
         allow_code: false,
     };
-    let prepared = session::prepare(request.workflow, asked, store.as_deref())?;
+    let prepared = session::prepare(request.workflow, asked, store.as_deref()).await?;
     // The run's row is written before its first event; this process holds the run while it lives.
     let claim = match &store {
         Some(store) => Some(session::begin(store, &prepared)?),
@@ -394,8 +420,11 @@ fn settings_state(path: &Path) -> SettingsState {
 /// Saves the settings, or refuses with the problems by field (nothing is written then).
 #[tauri::command]
 #[specta::specta]
-pub fn save_settings(settings: Settings) -> Result<(), CommandError> {
-    Ok(settings.save(&Settings::default_path())?)
+pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> Result<(), CommandError> {
+    settings.save(&Settings::default_path())?;
+    // The default model may have changed with them: it is found again when next asked.
+    *state.default_model.lock().unwrap() = None;
+    Ok(())
 }
 
 #[derive(Serialize, Type)]
@@ -496,6 +525,33 @@ mod tests {
         assert_eq!(json["problems"][0]["field"], "default_model");
         assert_eq!(json["problems"][0]["code"], "INVALID_DEFAULT_MODEL");
         assert!(json["message"].as_str().unwrap().contains("not saved"));
+    }
+
+    #[test]
+    fn nodes_without_a_model_are_flagged_only_once_no_default_model_was_found() {
+        use switchyard_engine::providers::DefaultSource;
+        let state = AppState {
+            runs: Arc::default(),
+            store: Err("no store in this test".into()),
+            mcp_tools: Mutex::default(),
+            default_model: Mutex::default(),
+        };
+        let text = "switchyard: 1\nname: t\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\nedges:\n  - {from: start, to: a}\n";
+        let workflow = format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow;
+        let flagged = |scripted: bool| {
+            let report = validate_with(&state, &workflow, scripted, Ok(Settings::default())).unwrap();
+            report.warnings.iter().filter(|f| f.code == "NO_MODEL").count()
+        };
+        assert_eq!(flagged(false), 0, "not looked for yet: unknown, so nothing is flagged");
+        let found = |model: Option<&str>, source| DefaultModel {
+            model: model.map(str::to_string),
+            source,
+            detail: String::new(),
+        };
+        *state.default_model.lock().unwrap() = Some(found(None, DefaultSource::None));
+        assert_eq!((flagged(false), flagged(true)), (1, 0), "flagged unless a script answers");
+        *state.default_model.lock().unwrap() = Some(found(Some("local/tiny"), DefaultSource::Local));
+        assert_eq!(flagged(false), 0);
     }
 
     #[test]

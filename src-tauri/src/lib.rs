@@ -21,6 +21,7 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::save_file,
         commands::to_yaml,
         commands::validate,
+        commands::default_model,
         commands::code_consent,
         commands::trust_code,
         commands::probe_mcp,

@@ -15,6 +15,12 @@ export const commands = {
 	/**  The one validator, with providers checked unless the run will be scripted. */
 	validate: (workflow: Workflow_Deserialize, scripted: boolean) => typedError<Report_Serialize, string>(__TAURI_INVOKE("validate", { workflow, scripted })),
 	/**
+	 *  The model agents that name none use when neither the workflow nor the run names one: the settings'
+	 *  `default_model`, else the first model a local model server lists, else none (with where it looked). Remembered
+	 *  for `validate`, which then flags nodes that need a model when there is none (`NO_MODEL`).
+	 */
+	defaultModel: () => typedError<DefaultModel_Serialize, CommandError>(__TAURI_INVOKE("default_model")),
+	/**
 	 *  The code steps a run of this document would execute and whether this version of their code is trusted: the
 	 *  window shows them and asks before the run when it is not.
 	 */
@@ -158,6 +164,36 @@ export type Consent_Serialize = {
 	trusted: boolean,
 };
 
+/**  The model used by agents that name none, when neither the node, the workflow nor the run names one. */
+export type DefaultModel = DefaultModel_Serialize | DefaultModel_Deserialize;
+
+/**  The model used by agents that name none, when neither the node, the workflow nor the run names one. */
+export type DefaultModel_Deserialize = {
+	/**  `provider/model`, or none. */
+	model?: string | null,
+	source: DefaultSource,
+	/**  Where it was found (`the local server at http://…`), or where it was looked for and why nothing answered. */
+	detail: string,
+};
+
+/**  The model used by agents that name none, when neither the node, the workflow nor the run names one. */
+export type DefaultModel_Serialize = {
+	/**  `provider/model`, or none. */
+	model: string | null,
+	source: DefaultSource,
+	/**  Where it was found (`the local server at http://…`), or where it was looked for and why nothing answered. */
+	detail: string,
+};
+
+/**  Where the model that agents naming none use came from. */
+export type DefaultSource = 
+/**  The settings' `default_model`. */
+"settings" | 
+/**  The first model a local server lists. */
+"local" | 
+/**  No default could be found. */
+"none";
+
 /**  Run defaults a workflow carries; a run may override them. */
 export type Defaults = Defaults_Serialize | Defaults_Deserialize;
 
@@ -222,7 +258,20 @@ export type Event = Event_Serialize | Event_Deserialize;
 
 export type EventKind = EventKind_Serialize | EventKind_Deserialize;
 
-export type EventKind_Deserialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string | null } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Deserialize; durationMs: number; usage?: Usage | null } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | { type: "route"; from: string; to: string; reason: string } | 
+export type EventKind_Deserialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string | null } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Deserialize; durationMs: number; usage?: Usage | null } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | 
+/**  A routing decision after `from`: the edge followed to `to` (or `(end)`), and why. */
+{ type: "route"; from: string; to: string; reason: string; 
+/**
+ *  Tokens the model used to choose, on the first `route` event of a model's decision (where the provider
+ *  reports them): they belong to the `from` node, whose `node:exit` came before the model was asked.
+ */
+usage?: Usage | null } | 
+/**
+ *  The model is being asked which of `node`'s natural-language `when` edges to follow; `route` events follow
+ *  with its answer. `choices` are the nodes it may lead to, in edge order (edges with no `when` included: the
+ *  model may answer "none of the above").
+ */
+{ type: "route:choosing"; node: string; choices: string[] } | 
 /**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
 { type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest | null } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
 /**
@@ -231,7 +280,20 @@ export type EventKind_Deserialize = { type: "workflow:start"; workflow: string; 
  */
 { type: "log"; node?: string | null; logType: string; content: any } | { type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Deserialize }; error?: string | null };
 
-export type EventKind_Serialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Serialize; durationMs: number; usage?: Usage } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | { type: "route"; from: string; to: string; reason: string } | 
+export type EventKind_Serialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Serialize; durationMs: number; usage?: Usage } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | 
+/**  A routing decision after `from`: the edge followed to `to` (or `(end)`), and why. */
+{ type: "route"; from: string; to: string; reason: string; 
+/**
+ *  Tokens the model used to choose, on the first `route` event of a model's decision (where the provider
+ *  reports them): they belong to the `from` node, whose `node:exit` came before the model was asked.
+ */
+usage?: Usage } | 
+/**
+ *  The model is being asked which of `node`'s natural-language `when` edges to follow; `route` events follow
+ *  with its answer. `choices` are the nodes it may lead to, in edge order (edges with no `when` included: the
+ *  model may answer "none of the above").
+ */
+{ type: "route:choosing"; node: string; choices: string[] } | 
 /**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
 { type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
 /**
@@ -452,6 +514,11 @@ export type NodeResult_Deserialize = {
 	data: any,
 	toolCalls: ToolCall_Deserialize[],
 	error?: string | null,
+	/**
+	 *  A stable code for a failure whose fix depends on the front end (`NO_MODEL`, `CODE_NEEDS_CONSENT`,
+	 *  `UNKNOWN_PROVIDER`): each shell says what to do in its own words. Absent in logs written before it existed.
+	 */
+	errorCode?: string | null,
 };
 
 export type NodeResult_Serialize = {
@@ -459,6 +526,11 @@ export type NodeResult_Serialize = {
 	data: any,
 	toolCalls: ToolCall_Serialize[],
 	error?: string,
+	/**
+	 *  A stable code for a failure whose fix depends on the front end (`NO_MODEL`, `CODE_NEEDS_CONSENT`,
+	 *  `UNKNOWN_PROVIDER`): each shell says what to do in its own words. Absent in logs written before it existed.
+	 */
+	errorCode?: string,
 };
 
 export type NodeStatus = "success" | "failed" | "skipped";

@@ -10,6 +10,8 @@ use switchyard_engine::run::Recorded;
 use switchyard_engine::NodeStatus;
 use switchyard_engine::RunStatus;
 
+use crate::out::outln;
+
 /// Writes each event as one JSON line, flushed as it goes so a crash loses nothing already emitted.
 pub struct JsonLines(Mutex<BufWriter<File>>);
 
@@ -77,7 +79,8 @@ impl Observer for LiveLog {
             },
             EventKind::NodeSkipped { node } => format!("  - {node}  skipped"),
             EventKind::NodeWarning { node, message } => format!("  ! {node}: {message}"),
-            EventKind::Route { from, to, reason } => format!("    {from} → {to}  [{reason}]"),
+            EventKind::Route { from, to, reason, .. } => format!("    {from} → {to}  [{reason}]"),
+            EventKind::RouteChoosing { node, .. } => format!("    {node} choosing a route…"),
             EventKind::ToolCall { node, tool, .. } => format!("    {node} calls {tool}"),
             // What a code step prints, a line each, under its node.
             EventKind::Log { node: Some(node), log_type, content } if log_type == "stdout" || log_type == "stderr" => {
@@ -108,7 +111,7 @@ impl Observer for LiveLog {
             },
             _ => return Ok(()),
         };
-        println!("{line}");
+        outln!("{line}");
         Ok(())
     }
 }

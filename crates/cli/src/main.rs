@@ -2,17 +2,19 @@
 //! contract (arguments, JSON shapes, exit codes) is documented in the README and kept stable.
 
 mod live;
+mod out;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use out::{errln, out, outln};
 use serde_json::{json, Value};
 use switchyard_engine::code::consent::TrustStore;
 use switchyard_engine::events::{Collector, Event, EventKind, Observer, RunLog};
 use switchyard_engine::format::{self, Format, Loaded};
-use switchyard_engine::providers::{Providers, Settings};
+use switchyard_engine::providers::{self, DefaultSource, Providers, Settings};
 use switchyard_engine::run::{self, Outcome, Runtime};
 use switchyard_engine::session::{self, Continuing, Prepared, RunRequest, SessionError, WorkflowRef};
 use switchyard_engine::store::{RunState, RunStore};
@@ -215,7 +217,7 @@ fn main() -> ExitCode {
         }
         Command::Export { file, to, format } => cmd_export(&file, to, format),
         Command::Schema => {
-            print!("{}", switchyard_engine::schema::workflow_schema_json());
+            out!("{}", switchyard_engine::schema::workflow_schema_json());
             Ok(0)
         }
         Command::Run {
@@ -260,10 +262,11 @@ fn main() -> ExitCode {
     match code {
         Ok(c) => ExitCode::from(c),
         Err(Unusable { message, errors }) => {
-            eprintln!("error: {message}");
+            errln!("error: {message}");
+            print_hints(errors.iter().filter_map(|e| e["code"].as_str()));
             match json_errors {
-                Some(true) => println!("{}", json!({"status": "invalid", "errors": errors})),
-                Some(false) => println!("{}", json!({"errors": errors})),
+                Some(true) => outln!("{}", json!({"status": "invalid", "errors": errors})),
+                Some(false) => outln!("{}", json!({"errors": errors})),
                 None => {}
             }
             ExitCode::from(2)
@@ -274,7 +277,7 @@ fn main() -> ExitCode {
 fn load(file: &Path, format: Option<Format>) -> Result<Loaded, Unusable> {
     let loaded = format::load_file(file, format).map_err(Unusable::from)?;
     for note in &loaded.notes {
-        eprintln!("note: {}: {note}", file.display());
+        errln!("note: {}: {note}", file.display());
     }
     Ok(loaded)
 }
@@ -301,7 +304,35 @@ fn validation_options(settings: Option<&Settings>) -> validate::Options {
     }
 }
 
+/// What to do about a problem with this code, in this command line's words. The engine's messages state the problem
+/// and carry a stable code; what fixes it (a flag, a command) belongs to each front end.
+fn hint(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "NO_MODEL" => "pass --model PROVIDER/MODEL, set default_model in the settings, or start a local model server (or point $SWITCHYARD_LOCAL_URL at one)",
+        "CODE_NEEDS_CONSENT" => "run with --allow-code, or `switchyard trust FILE` once for this version of its code",
+        "UNKNOWN_PROVIDER" => "add the provider to the settings, or run offline with --script FILE",
+        "NO_SUCH_RUN" => "`switchyard runs` lists the stored runs",
+        _ => return None,
+    })
+}
+
+/// One `hint:` line per distinct code that has one, after the problems it concerns.
+fn print_hints<'a>(codes: impl IntoIterator<Item = &'a str>) {
+    let mut seen = std::collections::BTreeSet::new();
+    for code in codes {
+        if let Some(hint) = hint(code).filter(|_| seen.insert(code)) {
+            errln!("hint: [{code}] {hint}");
+        }
+    }
+}
+
+/// The findings, then what to do about them.
 fn print_findings(file: &Path, report: &Report) {
+    print_list(file, report);
+    print_hints(report.errors.iter().chain(&report.warnings).map(|f| f.code));
+}
+
+fn print_list(file: &Path, report: &Report) {
     for (kind, list) in [("error", &report.errors), ("warning", &report.warnings)] {
         for f in list {
             let at = match (&f.node, &f.edge) {
@@ -309,7 +340,7 @@ fn print_findings(file: &Path, report: &Report) {
                 (None, Some(e)) => format!(" edge `{e}`"),
                 _ => String::new(),
             };
-            eprintln!("{kind}: {}:{at} [{}] {}", file.display(), f.code, f.message);
+            errln!("{kind}: {}:{at} [{}] {}", file.display(), f.code, f.message);
         }
     }
 }
@@ -324,13 +355,19 @@ async fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted:
         None => settings().map(|s| s.mcp_servers).unwrap_or_default(),
     };
     options.mcp_tools = switchyard_engine::mcp::list_named(&loaded.workflow, &servers).await;
+    // Nodes that name no model use the default; when none can be found anywhere, they are flagged (NO_MODEL).
+    if let Some(settings) = configured.as_ref().filter(|s| s.default_model.is_none()) {
+        if !validate::nodes_needing_a_model(&loaded.workflow).is_empty() {
+            options.no_default_model = providers::discover_default_model(settings).await.model.is_none();
+        }
+    }
     let report = validate::validate(&loaded.workflow, &options);
     if json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap());
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap());
     } else {
         print_findings(file, &report);
         if report.is_ok() {
-            println!(
+            outln!(
                 "{}: valid ({} nodes, {} edges, {} warnings)",
                 file.display(),
                 loaded.workflow.nodes.len(),
@@ -347,8 +384,8 @@ fn cmd_export(file: &Path, to: ExportFormat, format: Option<Format>) -> Result<u
     let report = validate::validate(&loaded.workflow, &validation_options(None));
     print_findings(file, &report);
     match to {
-        ExportFormat::Yaml => print!("{}", format::to_yaml(&loaded.workflow)),
-        ExportFormat::Json => print!("{}", format::to_json(&loaded.workflow)),
+        ExportFormat::Yaml => out!("{}", format::to_yaml(&loaded.workflow)),
+        ExportFormat::Json => out!("{}", format::to_json(&loaded.workflow)),
     }
     Ok(if report.is_ok() { 0 } else { 1 })
 }
@@ -416,7 +453,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         reuse: args.reuse.clone(),
         allow_code: args.allow_code,
     };
-    let prepared = match session::prepare(loaded.workflow, request, store.as_deref()) {
+    let prepared = match session::prepare(loaded.workflow, request, store.as_deref()).await {
         Ok(prepared) => prepared,
         Err(e @ SessionError::Invalid { .. }) => {
             if let SessionError::Invalid { report, .. } = &e {
@@ -433,12 +470,20 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
             unusable.message = format!("--{}", unusable.message);
             return Err(unusable);
         }
+        // Named as the option that asked for it: "--from x: no such node `x` to run from".
+        Err(e @ SessionError::Reuse(_)) => {
+            let mut unusable = Unusable::from(e);
+            if let Some((_, from)) = &args.reuse {
+                unusable.message = format!("--from {from}: {}", unusable.message);
+            }
+            return Err(unusable);
+        }
         Err(e) => return Err(e.into()),
     };
     let consent = &prepared.consent;
     if !consent.steps.is_empty() && !prepared.code.allowed {
         let nodes: Vec<&str> = consent.steps.iter().map(|s| s.node.as_str()).collect();
-        eprintln!(
+        errln!(
             "warning: {} code step(s) ({}) will not run without your consent: add --allow-code, or run `switchyard trust {}` once for this version",
             nodes.len(),
             nodes.join(", "),
@@ -446,10 +491,25 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         );
     }
     for warning in &prepared.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
+    }
+    match &prepared.discovered {
+        Some(found) if found.source == DefaultSource::Local => {
+            let model = found.model.as_deref().unwrap_or_default();
+            errln!("note: nodes that name no model use {model}, from {}", found.detail);
+        }
+        Some(found) if found.model.is_none() => {
+            let report = Report {
+                warnings: prepared.report.warnings.iter().filter(|f| f.code == "NO_MODEL").cloned().collect(),
+                ..Report::default()
+            };
+            // The hint follows the nodes' failures, at the end.
+            print_list(&args.file, &report);
+        }
+        _ => {}
     }
     if let Some((run_id, from)) = &args.reuse {
-        eprintln!("reusing {} node result(s) of run {run_id} upstream of `{from}`", prepared.reused);
+        errln!("reusing {} node result(s) of run {run_id} upstream of `{from}`", prepared.reused);
     }
     let store = if args.no_store { None } else { store };
     // The run's row is written before its first event, and this process holds the run while it lives.
@@ -479,19 +539,20 @@ fn result_json(r: &switchyard_engine::RunResult) -> Value {
 
 fn finish(outcome: Outcome, stored: bool, json: bool) -> Result<u8, Unusable> {
     if let Some(e) = &outcome.log_error {
-        eprintln!("warning: {e}");
+        errln!("warning: {e}");
     }
     let r = &outcome.result;
     if json {
-        println!("{}", serde_json::to_string_pretty(&result_json(r)).unwrap());
+        outln!("{}", serde_json::to_string_pretty(&result_json(r)).unwrap());
     }
+    print_hints(r.results.values().filter_map(|n| n.error_code.as_deref()));
     let store = stored.then_some(());
     if r.status == RunStatus::Paused {
         let decide: Vec<String> = r.pending.iter().map(|p| format!("--decide {}=approve", p.node)).collect();
         if store.is_some() {
-            eprintln!("paused: resume with `switchyard resume {} {}`", r.run_id, decide.join(" "));
+            errln!("paused: resume with `switchyard resume {} {}`", r.run_id, decide.join(" "));
         } else {
-            eprintln!("paused; this run was not stored (--no-store), so it cannot be resumed");
+            errln!("paused; this run was not stored (--no-store), so it cannot be resumed");
         }
     }
     Ok(match r.status {
@@ -522,7 +583,7 @@ async fn cmd_resume(
     let store = open_store()?;
     let continuing = session::continue_run(&store, run_id, allow_code)?;
     if let Some(note) = &continuing.note {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     let (log, observers) = sinks(Some(store.clone()), &events, json)?;
     let Continuing { stored, claim: _claim, script, model, code, mcp, .. } = continuing;
@@ -540,13 +601,13 @@ fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Un
         let removed = trust
             .forget(&workflow_ref.path.display().to_string())
             .map_err(|e| coded("TRUST_UNREADABLE", e.to_string()))?;
-        println!("{}: forgot {removed} trusted version(s); its code needs consent again", file.display());
+        outln!("{}: forgot {removed} trusted version(s); its code needs consent again", file.display());
         return Ok(0);
     }
     let loaded = load(file, format)?;
     let (_, consent) = session::code_for(&loaded.workflow, Some(&workflow_ref), true, &trust)?;
     let Some(fingerprint) = &consent.fingerprint else {
-        println!("{}: no code steps; nothing to trust", file.display());
+        outln!("{}: no code steps; nothing to trust", file.display());
         return Ok(0);
     };
     trust
@@ -557,9 +618,9 @@ fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Un
             .module
             .as_deref()
             .map_or_else(|| format!("{} line(s)", step.source.lines().count()), |m| format!("module {m}"));
-        println!("  {} ({}): {what}", step.node, step.language);
+        outln!("  {} ({}): {what}", step.node, step.language);
     }
-    println!(
+    outln!(
         "{}: trusted {} code step(s), fingerprint {}; they run without --allow-code until their code changes",
         file.display(),
         consent.steps.len(),
@@ -571,7 +632,7 @@ fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Un
 async fn cmd_mcp(json: bool) -> Result<u8, Unusable> {
     let settings = settings()?;
     if settings.mcp_servers.is_empty() && !json {
-        println!("no MCP servers configured: add them under mcp_servers in {}", Settings::default_path().display());
+        outln!("no MCP servers configured: add them under mcp_servers in {}", Settings::default_path().display());
         return Ok(0);
     }
     let mut rows = Vec::new();
@@ -586,13 +647,13 @@ async fn cmd_mcp(json: bool) -> Result<u8, Unusable> {
         if !json {
             match &probed {
                 Ok(tools) => {
-                    println!("✓ {name} ({transport}): {} tool(s)", tools.len());
+                    outln!("✓ {name} ({transport}): {} tool(s)", tools.len());
                     for t in tools {
                         let marker = if t.destructive { " [changes things]" } else { "" };
-                        println!("    {name}__{}{marker}  {}", t.name, t.description.lines().next().unwrap_or(""));
+                        outln!("    {name}__{}{marker}  {}", t.name, t.description.lines().next().unwrap_or(""));
                     }
                 }
-                Err(e) => println!("✗ {name} ({transport}): {e}"),
+                Err(e) => outln!("✗ {name} ({transport}): {e}"),
             }
         }
         rows.push(match probed {
@@ -601,7 +662,7 @@ async fn cmd_mcp(json: bool) -> Result<u8, Unusable> {
         });
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows).unwrap());
+        outln!("{}", serde_json::to_string_pretty(&rows).unwrap());
     }
     Ok(if failed { 1 } else { 0 })
 }
@@ -623,12 +684,12 @@ fn cmd_runs(json: bool) -> Result<u8, Unusable> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows).unwrap());
+        outln!("{}", serde_json::to_string_pretty(&rows).unwrap());
         return Ok(0);
     }
     for r in runs {
         let pending = if r.pending.is_empty() { String::new() } else { format!("  waits: {}", r.pending.join(", ")) };
-        println!(
+        outln!(
             "{}  {:<11}  {}  {:>8}  {}{pending}",
             r.id,
             r.status.as_str(),
@@ -669,13 +730,13 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
         out["error"] = json!(format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()));
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&out).unwrap());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
-        println!("run {run_id}: {} ({})", status.as_str(), stored.row.workflow);
+        outln!("run {run_id}: {} ({})", status.as_str(), stored.row.workflow);
         for (node, result) in &outcome.result.results {
             let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
             let text: String = text.chars().take(100).collect();
-            println!("  {node:<20} {:<9} {}", format!("{:?}", result.status).to_lowercase(), text.replace('\n', " "));
+            outln!("  {node:<20} {:<9} {}", format!("{:?}", result.status).to_lowercase(), text.replace('\n', " "));
         }
     }
     Ok(0)
@@ -700,7 +761,7 @@ fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, U
     let outcome =
         run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(unusable)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&result_json(&outcome.result)).unwrap());
+        outln!("{}", serde_json::to_string_pretty(&result_json(&outcome.result)).unwrap());
     }
     // The replay must tell the same story; where it does not, the engine (or the store) changed.
     let same = |a: &Event, b: &Event| a.seq == b.seq && normalized(&a.kind) == normalized(&b.kind);
@@ -710,7 +771,7 @@ fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, U
     {
         let kind =
             |e: Option<&Event>| e.map_or("nothing".to_string(), |e| format!("{} #{}", e.kind.type_name(), e.seq));
-        eprintln!(
+        errln!(
             "warning: the replay differs from the recording at event {}: recorded {}, replayed {}",
             at + 1,
             kind(recorded.get(at)),
@@ -735,19 +796,19 @@ fn normalized(kind: &EventKind) -> EventKind {
 
 async fn cmd_providers() -> Result<u8, Unusable> {
     let settings = settings()?;
-    println!("settings: {}", Settings::default_path().display());
+    outln!("settings: {}", Settings::default_path().display());
     let mut all_ok = true;
     for (id, status) in Providers::check(&settings).await {
         match status {
-            Ok(detail) => println!("{id:<12} ok       {detail}"),
+            Ok(detail) => outln!("{id:<12} ok       {detail}"),
             Err(why) => {
                 all_ok = false;
-                println!("{id:<12} no       {why}");
+                outln!("{id:<12} no       {why}");
             }
         }
     }
     if let Some(model) = &settings.default_model {
-        println!("default model: {model}");
+        outln!("default model: {model}");
     }
     Ok(if all_ok { 0 } else { 1 })
 }

@@ -6,6 +6,9 @@ use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
+#[path = "../../engine/tests/support/http.rs"]
+mod http;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -20,10 +23,18 @@ impl Cli {
     }
 
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[])
+    }
+
+    /// Runs with these environment variables. The local model server is a closed port unless one is given, so no
+    /// server that happens to run on this machine answers a test.
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_switchyard"))
             .args(args)
             .current_dir(repo())
             .env("SWITCHYARD_HOME", self.home.path())
+            .env("SWITCHYARD_LOCAL_URL", "http://127.0.0.1:9/v1")
+            .envs(env.iter().copied())
             .output()
             .unwrap()
     }
@@ -711,4 +722,99 @@ fn what_a_code_step_prints_shows_in_the_live_log_under_its_node() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = String::from_utf8_lossy(&out.stdout);
     assert!(log.contains("sum | summing 3") && log.contains("sum ! careful") && log.contains("{\"total\":6}"), "{log}");
+}
+
+/// A workflow of `n` agents in a row, whose export and findings are far larger than a pipe's buffer.
+fn long_workflow(n: usize) -> String {
+    let mut text = String::from("switchyard: 1\nname: long\nnodes:\n  - id: start\n    type: start\n");
+    for i in 0..n {
+        text += &format!("  - id: n{i}\n    type: agent\n    user_prompt: step {i} of a long workflow\n");
+    }
+    text += "edges:\n  - from: start\n    to: n0\n";
+    for i in 1..n {
+        text += &format!("  - from: n{}\n    to: n{i}\n", i - 1);
+    }
+    text
+}
+
+#[test]
+fn a_reader_that_closes_stdout_early_ends_the_command_quietly_with_status_141() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let cli = Cli::new();
+    let file = cli.write("long.yaml", &long_workflow(3000));
+    // The agents name no model and no server answers: validation has a NO_MODEL warning for each.
+    for args in [vec!["export", &file], vec!["export", &file, "--to", "json"], vec!["validate", &file, "--json"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .args(&args)
+            .env("SWITCHYARD_HOME", cli.home.path())
+            .env("SWITCHYARD_LOCAL_URL", "http://127.0.0.1:9/v1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 64];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The read end is closed here, while the command still has most of its output to write.
+        let out = child.wait_with_output().unwrap();
+        let stderr = stderr(&out);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(stderr, "", "{args:?} prints nothing when its reader has gone");
+        assert_eq!(out.status.code(), Some(141), "{args:?}: the status a shell gives a tool ended by SIGPIPE");
+    }
+}
+
+const NO_MODEL_NAMED: &str =
+    "switchyard: 1\nname: plain\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent, user_prompt: Say hi}\nedges:\n  - {from: start, to: a}\n";
+
+#[test]
+fn an_agent_that_names_no_model_uses_the_first_model_the_local_server_lists() {
+    use http::{Reply, TestServer};
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let server = tokio.block_on(TestServer::start(vec![
+        Reply::json(200, &json!({"object": "list", "data": [{"id": "tiny-model", "object": "model"}]})),
+        Reply::openai_stream(&["Hello", " there"]),
+    ]));
+    let cli = Cli::new();
+    let flow = cli.write("plain.yaml", NO_MODEL_NAMED);
+    let local = format!("{}/v1", server.url);
+    let env = [("SWITCHYARD_LOCAL_URL", local.as_str())];
+    let out = cli.run_with(&["run", &flow, "--no-store", "--json"], &env);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((out.status.code(), &result["status"]), (Some(0), &json!("completed")), "{}", stderr(&out));
+    assert_eq!(result["results"]["a"]["data"]["text"], "Hello there");
+    assert!(stderr(&out).contains("local/tiny-model") && stderr(&out).contains(&local), "{}", stderr(&out));
+    let requests = server.requests();
+    let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/v1/models", "/v1/chat/completions"]);
+    assert_eq!(requests[1].body["model"], "tiny-model");
+}
+
+#[test]
+fn with_no_model_anywhere_validate_warns_and_run_fails_saying_what_to_do() {
+    let cli = Cli::new();
+    cli.write("settings.yaml", "limits: {retries: 0}\n");
+    let flow = cli.write("plain.yaml", NO_MODEL_NAMED);
+    let (code, report) = cli.json(&["validate", &flow, "--json"]);
+    assert_eq!(code, 0, "a warning: {report}");
+    assert_eq!(report["warnings"][0]["code"], "NO_MODEL");
+    assert_eq!(report["warnings"][0]["node"], "a");
+    let out = cli.run(&["validate", &flow]);
+    assert!(stderr(&out).contains("[NO_MODEL]") && stderr(&out).contains("--model"), "{}", stderr(&out));
+    // A script answers everything: no model is needed.
+    let (_, scripted) = cli.json(&["validate", &flow, "--json", "--script", "examples/alert-triage.script.yaml"]);
+    assert_eq!(scripted["warnings"], json!([]));
+
+    let out = cli.run(&["run", &flow, "--no-store", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["results"]["a"]["errorCode"], "NO_MODEL");
+    let error = result["error"].as_str().unwrap();
+    assert!(error.contains("`a` has no model") && !error.contains("--model"), "engine words, no flags: {error}");
+    let err = stderr(&out);
+    assert!(err.contains("hint: [NO_MODEL]") && err.contains("--model"), "the command line adds its own: {err}");
+    // With --model it runs (here to the same closed port, so it fails for that reason instead).
+    let out = cli.run(&["run", &flow, "--no-store", "--json", "--model", "local/x"]);
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["results"]["a"].get("errorCode"), None, "{result}");
 }

@@ -82,8 +82,22 @@ pub enum EventKind {
     NodeSkipped { node: String },
     #[serde(rename = "node:warning")]
     NodeWarning { node: String, message: String },
+    /// A routing decision after `from`: the edge followed to `to` (or `(end)`), and why.
     #[serde(rename = "route")]
-    Route { from: String, to: String, reason: String },
+    Route {
+        from: String,
+        to: String,
+        reason: String,
+        /// Tokens the model used to choose, on the first `route` event of a model's decision (where the provider
+        /// reports them): they belong to the `from` node, whose `node:exit` came before the model was asked.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// The model is being asked which of `node`'s natural-language `when` edges to follow; `route` events follow
+    /// with its answer. `choices` are the nodes it may lead to, in edge order (edges with no `when` included: the
+    /// model may answer "none of the above").
+    #[serde(rename = "route:choosing")]
+    RouteChoosing { node: String, choices: Vec<String> },
     /// An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval.
     #[serde(rename = "approval:requested", rename_all = "camelCase")]
     ApprovalRequested {
@@ -139,6 +153,7 @@ impl EventKind {
             EventKind::NodeSkipped { .. } => "node:skipped",
             EventKind::NodeWarning { .. } => "node:warning",
             EventKind::Route { .. } => "route",
+            EventKind::RouteChoosing { .. } => "route:choosing",
             EventKind::ApprovalRequested { .. } => "approval:requested",
             EventKind::ApprovalReceived { .. } => "approval:received",
             EventKind::WorkflowPaused { .. } => "workflow:paused",

@@ -58,15 +58,29 @@ pub struct ModelError {
     pub message: String,
     /// Whether trying again may help (timeouts, 429, 5xx, scripted failures).
     pub retryable: bool,
+    /// A stable code when the fix depends on the front end (`NO_MODEL`, `CODE_NEEDS_CONSENT`): the node's result
+    /// carries it as `errorCode`, so each shell can say what to do in its own words.
+    pub code: Option<&'static str>,
 }
 
 impl ModelError {
     pub fn retryable(message: impl Into<String>) -> ModelError {
-        ModelError { message: message.into(), retryable: true }
+        ModelError { message: message.into(), retryable: true, code: None }
     }
 
     pub fn fatal(message: impl Into<String>) -> ModelError {
-        ModelError { message: message.into(), retryable: false }
+        ModelError { message: message.into(), retryable: false, code: None }
+    }
+
+    pub fn with_code(mut self, code: &'static str) -> ModelError {
+        self.code = Some(code);
+        self
+    }
+}
+
+impl From<String> for ModelError {
+    fn from(message: String) -> ModelError {
+        ModelError::fatal(message)
     }
 }
 
@@ -97,6 +111,9 @@ pub struct RouteAnswer {
     pub choice: String,
     /// Said beside the decision in the route event (e.g. that a script did not cover it).
     pub note: Option<String>,
+    /// Tokens the routing call used, where the provider reports them; the `route` event carries them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// What a running node offers the model while it executes: streaming and tools.

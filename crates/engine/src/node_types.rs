@@ -157,6 +157,30 @@ pub fn source_handles(node: &Node) -> Vec<(String, HandleKind)> {
     out
 }
 
+/// What a person calls the handle at `position` of [`source_handles`]: a per-condition handle by its condition (an
+/// `if` condition's value, e.g. `cat`, or its expression), else `condition {i}` when the condition is empty; other
+/// handles by their label here (`else`, `approve`, …). An `if` node's output names the branch it took with it too
+/// (`{"branch": "condition-0", "label": "cat"}`), so a handle and the branch taken are always called the same.
+pub fn source_handle_label(node: &Node, position: usize) -> Option<String> {
+    let conditions = node.conditions.as_deref().unwrap_or_default();
+    let mut at = 0;
+    for h in &spec(node.node_type).handles {
+        if h.per_condition {
+            if let Some(i) = position.checked_sub(at).filter(|&i| i < conditions.len()) {
+                let value = conditions[i].value.trim();
+                return Some(if value.is_empty() { h.label.replace("{i}", &i.to_string()) } else { value.to_string() });
+            }
+            at += conditions.len();
+        } else {
+            if at == position {
+                return Some(h.label.clone());
+            }
+            at += 1;
+        }
+    }
+    None
+}
+
 /// The positions and ids of the handles `node` chooses between (see [`HandleSpec::branch`]).
 pub fn branches(node: &Node) -> Vec<(u32, String)> {
     let conditions = condition_count(node);
@@ -630,6 +654,10 @@ mod tests {
         assert_eq!(resolve_handle(&node, "true").map(|h| h.position), Some(0));
         assert_eq!(branches(&node).into_iter().map(|(p, _)| p).collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!(resolve_handle(&Node::new("c", NodeType::If), "true"), None, "no conditions, no condition 0");
+        // Each handle is called by its condition, an empty one by its index, the last `else`.
+        node.conditions.as_mut().unwrap()[1].value = " ".into();
+        let labels: Vec<Option<String>> = (0..4).map(|at| source_handle_label(&node, at)).collect();
+        assert_eq!(labels, [Some("a".into()), Some("condition 1".into()), Some("else".into()), None]);
     }
 
     #[test]

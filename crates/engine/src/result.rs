@@ -60,11 +60,15 @@ pub struct NodeResult {
     pub tool_calls: Vec<ToolCall>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A stable code for a failure whose fix depends on the front end (`NO_MODEL`, `CODE_NEEDS_CONSENT`,
+    /// `UNKNOWN_PROVIDER`): each shell says what to do in its own words. Absent in logs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
 }
 
 impl NodeResult {
     pub fn success(data: Value, tool_calls: Vec<ToolCall>) -> NodeResult {
-        NodeResult { status: NodeStatus::Success, data, tool_calls, error: None }
+        NodeResult { status: NodeStatus::Success, data, tool_calls, error: None, error_code: None }
     }
 
     pub fn failed(message: String, tool_calls: Vec<ToolCall>) -> NodeResult {
@@ -73,7 +77,13 @@ impl NodeResult {
             data: serde_json::json!({ "error": message }),
             tool_calls,
             error: Some(message),
+            error_code: None,
         }
+    }
+
+    pub fn with_code(mut self, code: Option<String>) -> NodeResult {
+        self.error_code = code;
+        self
     }
 
     pub fn skipped() -> NodeResult {
@@ -82,6 +92,7 @@ impl NodeResult {
             data: Value::Object(Default::default()),
             tool_calls: Vec::new(),
             error: None,
+            error_code: None,
         }
     }
 }

@@ -205,10 +205,14 @@ impl Model for ScriptedModel {
 
     async fn route(&self, request: &RouteRequest<'_>, _io: &dyn NodeIo) -> Result<RouteAnswer, ModelError> {
         match self.script.routes.get(request.node).and_then(|r| r.at(request.visit)) {
-            Some(choice) => Ok(RouteAnswer { choice: choice.clone(), note: None }),
+            Some(choice) => Ok(RouteAnswer { choice: choice.clone(), note: None, usage: None }),
             None => {
                 let first = request.choices.first().map(|c| c.id.clone()).unwrap_or_default();
-                Ok(RouteAnswer { choice: first, note: Some("unscripted decision: took the first choice".into()) })
+                Ok(RouteAnswer {
+                    choice: first,
+                    note: Some("unscripted decision: took the first choice".into()),
+                    usage: None,
+                })
             }
         }
     }

@@ -19,7 +19,7 @@ use crate::code::Code;
 use crate::format::{self, Format};
 use crate::mcp::McpSessions;
 use crate::model::Model;
-use crate::providers::{Providers, Settings};
+use crate::providers::{self, DefaultModel, Providers, Settings};
 use crate::run::{self, Reuse, RunOptions};
 use crate::script::{Script, ScriptedModel};
 use crate::store::{Claim, NewRun, RunStore, StoreError, StoredRun};
@@ -139,6 +139,9 @@ pub struct Prepared {
     pub consent: Consent,
     /// The MCP servers its agents may use (from the settings, read even for a scripted run when an agent names one).
     pub mcp: Arc<McpSessions>,
+    /// The default model found for nodes that name none, when it had to be looked for (none in the run request or
+    /// the settings, and some node needs one): the shells say which model those nodes use, or that there is none.
+    pub discovered: Option<DefaultModel>,
 }
 
 /// Whether any agent names MCP tools.
@@ -202,11 +205,34 @@ fn model_for(script: &Option<Arc<Script>>, settings: Option<&Settings>) -> Arc<d
     }
 }
 
+/// The model for nodes that name none when neither the run, the workflow nor the settings name one: the first model
+/// a local server lists, looked for only when some node needs it (and never for a scripted run).
+async fn discovered_default(
+    workflow: &Workflow,
+    request: &RunRequest,
+    settings: Option<&Settings>,
+) -> Option<DefaultModel> {
+    let settings = settings?;
+    if request.model.is_some()
+        || settings.default_model.is_some()
+        || validate::nodes_needing_a_model(workflow).is_empty()
+    {
+        return None;
+    }
+    Some(providers::discover_default_model(settings).await)
+}
+
 /// Checks a run request against the workflow and returns the run ready to start.
-pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>) -> Result<Prepared, SessionError> {
+pub async fn prepare(
+    workflow: Workflow,
+    request: RunRequest,
+    store: Option<&RunStore>,
+) -> Result<Prepared, SessionError> {
     let script = load_script(request.script_path.as_deref())?;
     // With a script every answer is scripted, so providers are not checked.
     let settings = if script.is_some() { None } else { Some(load_settings()?) };
+    let discovered = discovered_default(&workflow, &request, settings.as_ref()).await;
+    let no_default_model = discovered.as_ref().is_some_and(|d| d.model.is_none());
     let providers = settings.as_ref().map(Settings::provider_ids);
     if let (Some(model), Some(providers)) = (&request.model, &providers) {
         let provider = model.split_once('/').map_or(model.as_str(), |(p, _)| p);
@@ -229,12 +255,22 @@ pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>
         checked.defaults.model = request.model.clone();
         validate::validate(
             &checked,
-            &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone(), ..Default::default() },
+            &validate::Options {
+                providers: providers.clone(),
+                mcp_servers: mcp_names.clone(),
+                no_default_model,
+                ..Default::default()
+            },
         )
     } else {
         validate::validate(
             &workflow,
-            &validate::Options { providers: providers.clone(), mcp_servers: mcp_names.clone(), ..Default::default() },
+            &validate::Options {
+                providers: providers.clone(),
+                mcp_servers: mcp_names.clone(),
+                no_default_model,
+                ..Default::default()
+            },
         )
     };
     if let Some(first) = report.errors.first() {
@@ -264,9 +300,13 @@ pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>
         }
     };
     let reused = reuse.as_ref().map_or(0, |r| r.results.values().map(Vec::len).sum());
-    // A node's model, else the override, else the workflow's default, else the settings' default.
-    let fallback =
-        settings.as_ref().filter(|_| workflow.defaults.model.is_none()).and_then(|s| s.default_model.clone());
+    // A node's model, else the override, else the workflow's default, else the settings' default, else the first
+    // model of a local server.
+    let fallback = settings
+        .as_ref()
+        .filter(|_| workflow.defaults.model.is_none())
+        .and_then(|s| s.default_model.clone())
+        .or_else(|| discovered.as_ref().and_then(|d| d.model.clone()));
     let options = RunOptions {
         input: request.input,
         run_id: Some(run::new_run_id()),
@@ -291,6 +331,7 @@ pub fn prepare(workflow: Workflow, request: RunRequest, store: Option<&RunStore>
         }
     }
     Ok(Prepared {
+        discovered,
         mcp,
         code,
         consent,
@@ -397,50 +438,51 @@ mod tests {
         assert_eq!(WorkflowRef::parse("/a/b#c.yaml"), WorkflowRef { path: PathBuf::from("/a/b#c.yaml"), format: None });
     }
 
-    #[test]
-    fn an_invalid_workflow_is_refused_with_its_code_and_first_error() {
+    #[tokio::test]
+    async fn an_invalid_workflow_is_refused_with_its_code_and_first_error() {
         let (_dir, script) = scripted();
         let wf = workflow("nodes:\n  - {id: a, type: agent}\n");
         let request = RunRequest { script_path: Some(script), ..RunRequest::default() };
-        let Err(e) = prepare(wf, request, None) else { panic!("an invalid workflow was prepared") };
+        let Err(e) = prepare(wf, request, None).await else { panic!("an invalid workflow was prepared") };
         assert_eq!(e.code(), "INVALID_WORKFLOW");
         assert!(e.to_string().contains("does not validate"), "{e}");
     }
 
-    #[test]
-    fn an_input_that_does_not_match_the_schema_is_refused_with_what_is_wrong() {
+    #[tokio::test]
+    async fn an_input_that_does_not_match_the_schema_is_refused_with_what_is_wrong() {
         let (_dir, script) = scripted();
         let wf = workflow("input_schema: {type: object, required: [topic]}\nnodes:\n  - {id: start, type: start}\n");
         let request =
             RunRequest { script_path: Some(script), input: Some(serde_json::json!({"x": 1})), ..RunRequest::default() };
-        let Err(e) = prepare(wf, request, None) else { panic!("a wrong input was accepted") };
+        let Err(e) = prepare(wf, request, None).await else { panic!("a wrong input was accepted") };
         assert_eq!(e.code(), "INPUT_MISMATCH");
         assert!(e.to_string().contains("topic"), "{e}");
     }
 
-    #[test]
-    fn a_script_that_cannot_be_read_is_named() {
+    #[tokio::test]
+    async fn a_script_that_cannot_be_read_is_named() {
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let request = RunRequest { script_path: Some(PathBuf::from("/no/such/answers.yaml")), ..RunRequest::default() };
-        let Err(e) = prepare(wf, request, None) else { panic!() };
+        let Err(e) = prepare(wf, request, None).await else { panic!() };
         assert_eq!(e.code(), "SCRIPT_UNREADABLE");
         assert!(e.to_string().contains("/no/such/answers.yaml"), "{e}");
     }
 
-    #[test]
-    fn script_answers_for_missing_nodes_are_warnings_and_a_prepared_run_has_an_id() {
+    #[tokio::test]
+    async fn script_answers_for_missing_nodes_are_warnings_and_a_prepared_run_has_an_id() {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("answers.yaml");
         std::fs::write(&script, "nodes: {ghost: {text: boo}}\n").unwrap();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
-        let prepared = prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).unwrap();
+        let prepared =
+            prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
         assert_eq!(prepared.warnings.len(), 1);
         assert!(prepared.warnings[0].contains("ghost"));
         assert!(prepared.options.run_id.is_some());
     }
 
-    #[test]
-    fn running_from_a_node_without_a_store_is_refused() {
+    #[tokio::test]
+    async fn running_from_a_node_without_a_store_is_refused() {
         let (_dir, script) = scripted();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let request = RunRequest {
@@ -448,17 +490,18 @@ mod tests {
             reuse: Some(("r".into(), "start".into())),
             ..RunRequest::default()
         };
-        let Err(e) = prepare(wf, request, None) else { panic!() };
+        let Err(e) = prepare(wf, request, None).await else { panic!() };
         assert_eq!(e.code(), "REUSE_FAILED");
     }
 
-    #[test]
-    fn only_paused_and_interrupted_runs_continue() {
+    #[tokio::test]
+    async fn only_paused_and_interrupted_runs_continue() {
         let dir = tempfile::tempdir().unwrap();
         let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
         let (_d, script) = scripted();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
-        let prepared = prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).unwrap();
+        let prepared =
+            prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
         let claim = begin(&store, &prepared).unwrap();
         let id = prepared.options.run_id.clone().unwrap();
         assert!(matches!(continue_run(&store, &id, false), Err(SessionError::NotResumable { status: "running", .. })));

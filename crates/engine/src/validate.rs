@@ -93,12 +93,48 @@ pub struct Options {
     /// The tools of MCP servers that were listed, by server (`mcp::list_named`); single tools (`server/tool`) of a
     /// server here are checked against its list, those of other servers are not.
     pub mcp_tools: std::collections::BTreeMap<String, Vec<String>>,
+    /// No default model could be found (none in the settings, no local model server answers): nodes that need a
+    /// model and name none get `NO_MODEL`. False when that is not known; ignored when a script answers (`providers`
+    /// is `None`).
+    pub no_default_model: bool,
+}
+
+/// The nodes that call a model but name none, so they use the run's default: agents that are not pinned, and nodes
+/// that choose their route with natural-language `when` edges. None when the workflow has a default model.
+pub fn nodes_needing_a_model(workflow: &Workflow) -> Vec<&str> {
+    if workflow.defaults.model.is_some() {
+        return Vec::new();
+    }
+    let routes_by_model: HashSet<&str> =
+        workflow.edges.iter().filter(|e| e.when.is_some()).map(|e| e.from.as_str()).collect();
+    workflow
+        .nodes
+        .iter()
+        .filter(|n| n.model.is_none())
+        .filter(|n| (n.node_type == NodeType::Agent && n.pinned.is_none()) || routes_by_model.contains(n.id.as_str()))
+        .map(|n| n.id.as_str())
+        .collect()
+}
+
+/// `NO_MODEL`: a node calls a model, names none, and no default can be found.
+fn check_default_model(workflow: &Workflow, options: &Options, report: &mut Report) {
+    if !options.no_default_model || options.providers.is_none() {
+        return;
+    }
+    for id in nodes_needing_a_model(workflow) {
+        report.node_warning(
+            "NO_MODEL",
+            id,
+            format!("`{id}` has no model, and no model server answers on this machine, so it fails when it runs; name a model on the node or the workflow, set a default model in the settings, or start a local model server"),
+        );
+    }
 }
 
 pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     let mut report = Report::default();
     let topo = Topology::new(workflow);
     check_nodes(workflow, &topo, options, &mut report);
+    check_default_model(workflow, options, &mut report);
     check_edges(workflow, &topo, &mut report);
     check_cycles(workflow, &topo, &mut report);
     check_subagents(workflow, &topo, &mut report);
@@ -131,7 +167,7 @@ fn check_code_step(node: &crate::Node, report: &mut Report) {
             "CODE_NEEDS_CONSENT",
             id,
             format!(
-                "runs {language} code from this file, which needs your consent: `switchyard run --allow-code`, `switchyard trust FILE`, or allow it when the app asks"
+                "runs {language} code from this file, which needs your consent: given for one run, or recorded for this version of the workflow's code"
             ),
         ),
         Ok(_) => report.node_warning(

@@ -275,3 +275,37 @@ edges:
     assert_eq!(ran.result().status, RunStatus::Completed);
     assert!(ran.ran().contains(&"ship") && ran.ran().contains(&"other"));
 }
+
+#[tokio::test]
+async fn an_approval_decided_after_a_restart_reports_the_wait_since_its_recorded_request() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: ok, type: approval}
+  - {id: ship, type: agent}
+edges:
+  - {from: start, to: ok}
+  - {from: ok, to: ship, handle: approve}",
+    );
+    let paused = run(&wf, "nodes: {ship: {text: shipped}}").await;
+    assert_eq!(paused.result().status, RunStatus::Paused);
+    // As if the process had stopped an hour ago: every recorded event is an hour older.
+    let mut recording = paused.log.recording();
+    for e in &mut recording.events {
+        let ts = chrono::DateTime::parse_from_rfc3339(&e.ts).unwrap() - chrono::Duration::hours(1);
+        e.ts = ts.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    }
+    let script = script("nodes: {ship: {text: shipped}}");
+    let collector = Collector::default();
+    let rt = runtime(script.clone(), Recording::new(script), vec![Arc::new(collector.clone())]);
+    let options = RunOptions { run_id: Some(paused.result().run_id.clone()), ..paused.options.clone() };
+    let resumed =
+        run::resume(Arc::new(wf), options, recording, vec![("ok".into(), json!("approve"))], rt).await.unwrap();
+    assert_eq!(resumed.result.status, RunStatus::Completed);
+    let waited = collector.events().iter().find_map(|e| match &e.kind {
+        EventKind::NodeExit { node, duration_ms, .. } if node == "ok" => Some(*duration_ms),
+        _ => None,
+    });
+    let waited = waited.expect("the approval's exit");
+    assert!((3_600_000..3_660_000).contains(&waited), "an hour, not 0 ms: {waited}");
+}

@@ -217,13 +217,15 @@ async fn a_missing_interpreter_fails_the_step_with_what_to_install() {
 }
 
 #[tokio::test]
-async fn without_consent_no_code_runs_and_the_message_says_how_to_allow_it() {
+async fn without_consent_no_code_runs_and_the_failure_says_so_with_a_code_each_front_end_explains() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let wf = one_step("python", &format!("open({:?}, 'w').write('x')", marker.display().to_string()), "");
     let ran = run_code_with(&wf, "", None, Code { dir: Some(dir.path().into()), ..Code::default() }).await;
     let error = ran.error("step");
-    assert!(error.contains("--allow-code") && error.contains("switchyard trust"), "{error}");
+    assert!(error.contains("consent") && !error.contains("--allow-code"), "the problem, in no shell's words: {error}");
+    let result = ran.result().node("step").unwrap();
+    assert_eq!(result.error_code.as_deref(), Some("CODE_NEEDS_CONSENT"));
     assert!(!marker.exists(), "the code ran without consent");
 }
 

@@ -77,6 +77,15 @@ edges:
         .collect();
     assert!(deltas.len() >= 2, "streamed as several deltas: {deltas:?}");
     assert_eq!(deltas.concat(), text, "the deltas are the answer");
+    // Usage in a stream is whatever the server sends: llama-cpp-python 0.3.36 ignores `stream_options` and sends
+    // none (docs/providers.md); a server that sends it has it on `node:exit`, and nothing is made up otherwise.
+    let usage = events.iter().find_map(|e| match &e.kind {
+        EventKind::NodeExit { node, usage, .. } if node == "a" => Some(usage.clone()),
+        _ => None,
+    });
+    if let Some(Some(usage)) = usage {
+        assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
+    }
 }
 
 const TYPED: &str = "nodes:
@@ -107,8 +116,8 @@ async fn a_forced_tool_call_returns_structured_arguments() {
 
 #[tokio::test]
 #[ignore = "needs a local model server; `npm test` starts one"]
-async fn natural_language_routing_picks_a_valid_choice() {
-    let (outcome, _) = run_local(
+async fn natural_language_routing_picks_a_valid_choice_and_reports_the_tokens_it_used() {
+    let (outcome, events) = run_local(
         "nodes:
   - {id: start, type: start, initial_input: 'Tests failed: 3 errors.'}
   - {id: check, type: agent, model: local/smollm2-135m, pinned: {tests: failed}}
@@ -125,6 +134,16 @@ edges:
     let edge = outcome.result.trace.edges.iter().find(|e| e.from == "check").unwrap();
     assert!(["fix", "ship"].contains(&edge.to.as_str()), "a valid choice id: {edge:?}");
     assert!(!edge.reason.contains("invalid"), "{edge:?}");
+    // The routing call is not streamed, so even llama-cpp-python (which streams no usage) reports its tokens; they
+    // belong to the routing node, on its route event.
+    let usage = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Route { from, usage, .. } if from == "check" => usage.clone(),
+            _ => None,
+        })
+        .expect("the route event after `check` carries the routing call's usage");
+    assert!(usage.input_tokens > 0 && usage.output_tokens > 0, "{usage:?}");
 }
 
 /// The real model calls a tool of a real MCP server (tests/mcp/server.py over stdio): forced in its first turn with

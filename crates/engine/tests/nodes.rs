@@ -30,33 +30,42 @@ fn if_workflow(conditions: &str) -> switchyard_engine::Workflow {
 }
 
 #[tokio::test]
-async fn if_nodes_take_the_first_true_condition_or_false() {
-    // (input, conditions, expected branch) — seed 002: stringified, lowercased; value trimmed, lowercased;
-    // an empty value never matches; first match wins.
-    let cases: &[(Value, &str, &str)] = &[
-        (json!("Approved by QA"), "[{operator: contains, value: ' APPROVED '}]", "c0"),
-        (json!("approved"), "[{operator: equal, value: Approved}]", "c0"),
-        (json!("approved by qa"), "[{operator: equal, value: approved}]", "otherwise"),
-        (json!("anything"), "[{operator: contains, value: ''}]", "otherwise"),
-        (json!("anything"), "[{operator: equal, value: '  '}]", "otherwise"),
+async fn if_nodes_take_the_first_true_condition_or_false_and_name_the_branch_as_its_handle_is_named() {
+    // (input, conditions, expected node, expected branch label) — seed 002: stringified, lowercased; value trimmed,
+    // lowercased; an empty value never matches; first match wins.
+    let cases: &[(Value, &str, &str, &str)] = &[
+        (json!("Approved by QA"), "[{operator: contains, value: ' APPROVED '}]", "c0", "APPROVED"),
+        (json!("approved"), "[{operator: equal, value: Approved}]", "c0", "Approved"),
+        (json!("approved by qa"), "[{operator: equal, value: approved}]", "otherwise", "else"),
+        (json!("anything"), "[{operator: contains, value: ''}]", "otherwise", "else"),
+        (json!("anything"), "[{operator: equal, value: '  '}]", "otherwise", "else"),
         (
             json!("red green"),
             "[{operator: contains, value: blue}, {operator: contains, value: green}, {operator: contains, value: red}]",
             "c1",
+            "green",
         ),
-        (json!({"score": 7}), "[{operator: contains, value: '\"score\":7'}]", "c0"),
-        (json!({"score": 7}), "[{operator: expression, value: 'state.score > 5'}]", "c0"),
+        (json!({"score": 7}), "[{operator: contains, value: '\"score\":7'}]", "c0", "\"score\":7"),
+        (json!({"score": 7}), "[{operator: expression, value: 'state.score > 5'}]", "c0", "state.score > 5"),
         (
             json!({"score": 3}),
             "[{operator: expression, value: 'state.score > 5'}, {operator: expression, value: 'state.missing'}]",
             "otherwise",
+            "else",
         ),
     ];
-    for (input, conditions, expected) in cases {
+    for (input, conditions, expected, label) in cases {
         let wf = if_workflow(conditions);
         let ran = run_with(&wf, "", RunOptions { input: Some(input.clone()), ..Default::default() }).await;
         assert_eq!(ran.ran().last(), Some(expected), "input {input}, conditions {conditions}");
         assert_eq!(ran.route_count(), 0);
+        let data = ran.data("check");
+        assert_eq!(data["label"], *label, "input {input}, conditions {conditions}: {data}");
+        // The label is the one the handle it left by has.
+        let check = wf.nodes.iter().find(|n| n.id == "check").unwrap();
+        let handles = switchyard_engine::node_types::source_handles(check);
+        let at = handles.iter().position(|(id, _)| data["branch"] == *id).expect("the branch is a handle");
+        assert_eq!(switchyard_engine::node_types::source_handle_label(check, at).as_deref(), Some(*label));
     }
 }
 
@@ -135,7 +144,7 @@ edges:
 }
 
 #[tokio::test]
-async fn a_script_node_runs_from_the_script_file_or_without_consent_fails_saying_how_to_allow_it() {
+async fn a_script_node_runs_from_the_script_file_or_without_consent_fails_saying_consent_is_needed() {
     let wf = workflow(
         "nodes:
   - {id: start, type: start}
@@ -147,8 +156,10 @@ edges:
     assert_eq!(ran.data("load"), json!({"rows": [1, 2]}));
     let ran = run(&wf, "").await;
     assert_eq!(ran.result().status, RunStatus::Failed);
-    let error = ran.result().node("load").unwrap().error.unwrap();
-    assert!(error.contains("consent") && error.contains("--allow-code"), "{error}");
+    let result = ran.result().node("load").unwrap();
+    let error = result.error.unwrap();
+    assert!(error.contains("consent"), "{error}");
+    assert_eq!(result.error_code.as_deref(), Some("CODE_NEEDS_CONSENT"), "each front end says how to give it");
 }
 
 const FLAKY: &str = "nodes:

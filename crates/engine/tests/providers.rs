@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use support::http::{Reply, TestServer};
 use support::workflow;
 use switchyard_engine::events::{Collector, Event, EventKind};
-use switchyard_engine::providers::{Limits, ProviderConfig, ProviderKind, Providers, Settings, StructuredMode};
+use switchyard_engine::providers::{
+    discover_default_model, DefaultSource, Limits, ProviderConfig, ProviderKind, Providers, Settings, StructuredMode,
+};
 use switchyard_engine::result::RunStatus;
 use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};
 
@@ -335,6 +337,30 @@ edges:
   - {from: a, to: c, when: go c}";
 
 #[tokio::test]
+async fn the_tokens_a_routing_call_used_reach_the_route_event_of_the_routing_node() {
+    let reply = Reply::json(
+        200,
+        &json!({"choices": [{"message": {"role": "assistant", "content": "{\"choice\": \"b\"}"}}], "usage": {"prompt_tokens": 31, "completion_tokens": 7}}),
+    );
+    let server = TestServer::start(vec![reply]).await;
+    let (outcome, events) =
+        run_with(&settings(ProviderKind::Openai, &server.url, fast_limits(), None), ROUTING, json!({})).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    let usage: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Route { from, usage, .. } if from == "a" => Some(usage.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(usage.len(), 1);
+    assert_eq!(usage[0].as_ref().map(|u| (u.input_tokens, u.output_tokens)), Some((31, 7)));
+    let routed = events.iter().find(|e| matches!(&e.kind, EventKind::Route { from, .. } if from == "a")).unwrap();
+    let json = serde_json::to_value(routed).unwrap();
+    assert_eq!(json["usage"], json!({"inputTokens": 31, "outputTokens": 7}));
+}
+
+#[tokio::test]
 async fn routing_is_strict_and_never_takes_the_first_choice_silently() {
     let answer =
         |content: &str| Reply::json(200, &json!({"choices": [{"message": {"role": "assistant", "content": content}}]}));
@@ -503,4 +529,51 @@ async fn anthropic_routes_through_a_forced_choice_and_reports_stream_errors() {
         run_with(&settings(ProviderKind::Anthropic, &server.url, fast_limits(), None), ONE_AGENT, json!({})).await;
     let error = outcome.result.node("a").unwrap().error.unwrap();
     assert!(error.contains("Overloaded"), "{error}");
+}
+
+#[tokio::test]
+async fn the_default_model_comes_from_the_settings_else_the_first_model_a_local_server_lists_else_none() {
+    let server = TestServer::start(vec![Reply::json(
+        200,
+        &json!({"object": "list", "data": [{"id": "tiny-model", "object": "model"}, {"id": "other"}]}),
+    )])
+    .await;
+    let local = |url: &str| Settings {
+        providers: vec![ProviderConfig {
+            id: "local".into(),
+            kind: ProviderKind::Openai,
+            base_url: Some(url.into()),
+            api_key_env: None,
+            default_model: None,
+            structured_output: None,
+            max_tokens: None,
+        }],
+        ..Settings::default()
+    };
+    let found = discover_default_model(&local(&format!("{}/v1", server.url))).await;
+    assert_eq!(found.model.as_deref(), Some("local/tiny-model"));
+    assert_eq!(found.source, DefaultSource::Local);
+    assert!(found.detail.contains(&server.url), "{}", found.detail);
+    assert_eq!(server.requests()[0].path, "/v1/models");
+
+    let configured = Settings { default_model: Some("p/m1".into()), ..local(&server.url) };
+    let found = discover_default_model(&configured).await;
+    assert_eq!((found.model.as_deref(), found.source), (Some("p/m1"), DefaultSource::Settings));
+    assert_eq!(server.requests().len(), 1, "the settings' default needs no server");
+
+    // Nothing listens: none, saying where it looked, well within the probe's 1.5 s.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let started = Instant::now();
+    let found = discover_default_model(&local(&url)).await;
+    assert_eq!((found.model, found.source), (None, DefaultSource::None));
+    assert!(found.detail.contains(&url), "{}", found.detail);
+    assert!(started.elapsed() < Duration::from_millis(1600));
+    // A server that never answers is given up on after 1.5 s.
+    let hanging = TestServer::start(vec![Reply::Hang]).await;
+    let started = Instant::now();
+    let found = discover_default_model(&local(&hanging.url)).await;
+    assert_eq!(found.source, DefaultSource::None);
+    assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
 }

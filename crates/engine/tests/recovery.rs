@@ -110,7 +110,7 @@ async fn running_from_a_node_takes_the_earlier_results_upstream_and_runs_the_res
 async fn running_from_a_node_that_does_not_exist_says_which_nodes_do() {
     let wf = workflow(CHAIN);
     let error = Reuse::upstream_of(&wf, "nope", "r", &run::Recording::default()).unwrap_err();
-    assert!(error.contains("--from nope") && error.contains("draft"), "{error}");
+    assert!(error.contains("`nope`") && error.contains("draft") && !error.contains("--from"), "{error}");
 }
 
 #[tokio::test]

@@ -70,6 +70,27 @@ async fn conditional_routing_runs_only_the_chosen_branch_and_converges() {
     }
 }
 
+#[tokio::test]
+async fn asking_the_model_to_route_is_announced_with_the_choices_before_the_route_it_chose() {
+    use switchyard_engine::events::EventKind;
+    let ran = run(&workflow(TRIAGE), "routes: {investigate: skip}").await;
+    let at = |test: &dyn Fn(&EventKind) -> bool| ran.events.iter().position(|e| test(&e.kind)).unwrap();
+    let choosing = at(&|k| matches!(k, EventKind::RouteChoosing { node, .. } if node == "investigate"));
+    let exit = at(&|k| matches!(k, EventKind::NodeExit { node, .. } if node == "investigate"));
+    let route = at(&|k| matches!(k, EventKind::Route { from, .. } if from == "investigate"));
+    assert!(exit < choosing && choosing < route, "exit {exit}, choosing {choosing}, route {route}");
+    let EventKind::RouteChoosing { choices, .. } = &ran.events[choosing].kind else { unreachable!() };
+    assert_eq!(choices, &["create_issue", "skip"]);
+    let json = serde_json::to_value(&ran.events[choosing]).unwrap();
+    assert_eq!(
+        (&json["type"], &json["node"]),
+        (&serde_json::json!("route:choosing"), &serde_json::json!("investigate"))
+    );
+    // Routes nobody asks a model for are not announced.
+    let quiet = run(&workflow(DEFAULT_PATH.replace(", when: the alert is critical", "").as_str()), "").await;
+    assert!(quiet.events.iter().all(|e| !matches!(e.kind, EventKind::RouteChoosing { .. })));
+}
+
 /// A natural-language branch beside an unconditional (default) edge.
 const DEFAULT_PATH: &str = "nodes:
   - {id: start, type: start}

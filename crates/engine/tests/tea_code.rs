@@ -310,6 +310,8 @@ async fn without_consent_no_tea_body_runs() {
     let code = switchyard_engine::code::Code { dir: Some(dir.path().into()), ..Default::default() };
     let ran = run_code_with(&wf, "", Some(json!({})), code).await;
     assert_eq!(ran.result().status, RunStatus::Failed);
-    assert!(ran.error("start_node").contains("--allow-code"));
+    assert!(ran.error("start_node").contains("consent"));
+    let refused = ran.result().node("start_node").unwrap();
+    assert_eq!(refused.error_code.as_deref(), Some("CODE_NEEDS_CONSENT"));
     assert!(ran.result().node("branch_1").is_none(), "nothing after the refused step ran");
 }

@@ -126,6 +126,45 @@ edges:
 }
 
 #[test]
+fn nodes_that_need_a_model_and_name_none_are_flagged_only_when_no_default_can_be_found() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: a, type: agent}
+  - {id: b, type: agent, model: local/smollm2}
+  - {id: pinned, type: agent, pinned: {text: fixed}}
+  - {id: c, type: script, code: 'return {}', language: lua}
+  - {id: d, type: script, pinned: {}}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: b}
+  - {from: b, to: pinned}
+  - {from: pinned, to: c}
+  - {from: c, to: d, when: the script found something}
+  - {from: c, to: b, when: try again, max_iterations: 2}",
+    );
+    let flagged = |options: &Options| -> Vec<String> {
+        let report = validate(&wf, options);
+        let found: Vec<_> = report.warnings.iter().filter(|f| f.code == "NO_MODEL").collect();
+        assert!(report.errors.iter().all(|f| f.code != "NO_MODEL"), "NO_MODEL is a warning");
+        found.iter().map(|f| f.node.clone().unwrap()).collect()
+    };
+    let none_found = Options { providers: Some(vec!["local".into()]), no_default_model: true, ..Options::default() };
+    // The agent with no model, and the script node that routes with `when` (the model chooses its route).
+    assert_eq!(flagged(&none_found), ["a", "c"]);
+    let report = validate(&wf, &none_found);
+    let message = &report.warnings.iter().find(|f| f.code == "NO_MODEL").unwrap().message;
+    assert!(message.starts_with("`a` has no model, and no model server answers on this machine"), "{message}");
+    assert!(!message.contains("--"), "no command-line flags in engine messages: {message}");
+    // Unknown (never looked), scripted, or a workflow default: nothing to flag.
+    assert!(flagged(&Options { no_default_model: false, ..none_found.clone() }).is_empty());
+    assert!(flagged(&Options { providers: None, ..none_found.clone() }).is_empty());
+    let mut with_default = wf.clone();
+    with_default.defaults.model = Some("local/smollm2".into());
+    assert!(validate(&with_default, &none_found).warnings.iter().all(|f| f.code != "NO_MODEL"));
+}
+
+#[test]
 fn validating_a_large_graph_is_linear_enough_to_run_on_every_edit() {
     // Correctness at scale (timing lives in the benchmark): a 20,000-node chain with a bounded loop.
     let mut body = String::from("nodes:\n  - {id: start, type: start}\n");

@@ -327,7 +327,7 @@ fn action_node(node: &mut Node, uses: &str, with: Option<&Value>, notes: &mut Ve
         (_, Some(model)) if model.contains('/') => node.model = Some(model),
         (Some(provider), Some(model)) => node.model = Some(format!("{provider}/{model}")),
         (_, Some(model)) => notes.push(format!(
-            "node `{name}`: TEA model `{model}` names no provider; the agent uses the run's default model (set one with --model or in the workflow)"
+            "node `{name}`: TEA model `{model}` names no provider; the agent uses the run's default model (the workflow's `defaults.model`, the run's or the settings')"
         )),
         _ => {}
     }

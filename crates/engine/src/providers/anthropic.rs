@@ -290,8 +290,12 @@ impl Model for Anthropic {
         let resp = self.post(io, &body).await?;
         let answer = self.http.json(resp).await?;
         let content = answer["content"].as_array().cloned().unwrap_or_default();
+        let usage = answer["usage"].is_object().then(|| Usage {
+            input_tokens: answer["usage"]["input_tokens"].as_u64().unwrap_or(0),
+            output_tokens: answer["usage"]["output_tokens"].as_u64().unwrap_or(0),
+        });
         if let Some(tool) = content.iter().find(|b| b["type"] == "tool_use") {
-            return Ok(parse_route_answer(&tool["input"].to_string(), request));
+            return Ok(RouteAnswer { usage, ..parse_route_answer(&tool["input"].to_string(), request) });
         }
         let text: String = content.iter().filter_map(|b| b["text"].as_str()).collect();
         if text.is_empty() {
@@ -299,6 +303,6 @@ impl Model for Anthropic {
                 .http
                 .error(format!("the routing answer has no content: {}", excerpt(&answer.to_string()))));
         }
-        Ok(parse_route_answer(&text, request))
+        Ok(RouteAnswer { usage, ..parse_route_answer(&text, request) })
     }
 }

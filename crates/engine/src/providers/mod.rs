@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde::Serialize;
 
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
 
@@ -25,6 +26,115 @@ pub const LOCAL: &str = "local";
 
 /// Where a local server is looked for when `local` is not configured: Ollama, then llama.cpp's server.
 pub const LOCAL_CANDIDATES: [&str; 2] = ["http://127.0.0.1:11434/v1", "http://127.0.0.1:8080/v1"];
+
+/// The environment variable naming the API root of the local model server (`http://127.0.0.1:8080/v1`), for a
+/// `local` provider the settings do not configure: like Ollama's `OLLAMA_HOST`, it points every run on this machine
+/// at a server without editing settings.
+pub const LOCAL_URL_ENV: &str = "SWITCHYARD_LOCAL_URL";
+
+/// The longest a default-model probe waits for one candidate server.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// `$SWITCHYARD_LOCAL_URL` as an API root, when it is set and not empty.
+pub(crate) fn local_url_from_env() -> Option<String> {
+    std::env::var(LOCAL_URL_ENV).ok().map(|u| u.trim().trim_end_matches('/').to_string()).filter(|u| !u.is_empty())
+}
+
+/// Where the model that agents naming none use came from.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultSource {
+    /// The settings' `default_model`.
+    Settings,
+    /// The first model a local server lists.
+    Local,
+    /// No default could be found.
+    None,
+}
+
+/// The model used by agents that name none, when neither the node, the workflow nor the run names one.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DefaultModel {
+    /// `provider/model`, or none.
+    pub model: Option<String>,
+    pub source: DefaultSource,
+    /// Where it was found (`the local server at http://…`), or where it was looked for and why nothing answered.
+    pub detail: String,
+}
+
+/// Finds the default model with no configuration: the settings' `default_model`; else the first model that the
+/// `local` provider's server lists (`GET {base}/models`), asking its `base_url` in the settings, else
+/// `$SWITCHYARD_LOCAL_URL`, else [`LOCAL_CANDIDATES`] in turn, each for at most 1.5 s; else none, saying where it
+/// looked.
+pub async fn discover_default_model(settings: &Settings) -> DefaultModel {
+    if let Some(model) = &settings.default_model {
+        return DefaultModel {
+            model: Some(model.clone()),
+            source: DefaultSource::Settings,
+            detail: "the settings' default_model".into(),
+        };
+    }
+    let local = settings.effective_providers().into_iter().find(|p| p.id == LOCAL).expect("local is always there");
+    if local.kind != ProviderKind::Openai {
+        return DefaultModel {
+            model: None,
+            source: DefaultSource::None,
+            detail: "no default_model in the settings, and the `local` provider is not OpenAI-compatible".into(),
+        };
+    }
+    let bases: Vec<String> = match local.base_url.as_deref().map(|b| b.trim_end_matches('/').to_string()) {
+        Some(base) => vec![base],
+        None => match local_url_from_env() {
+            Some(base) => vec![base],
+            None => LOCAL_CANDIDATES.iter().map(|c| c.to_string()).collect(),
+        },
+    };
+    http::install_crypto();
+    let client = reqwest::Client::builder().timeout(PROBE_TIMEOUT).build().expect("an HTTP client with rustls builds");
+    let key = local.api_key_env.as_deref().and_then(|env| std::env::var(env).ok()).filter(|k| !k.is_empty());
+    let mut why = Vec::new();
+    for base in &bases {
+        let mut rb = client.get(format!("{base}/models"));
+        if let Some(key) = &key {
+            rb = rb.bearer_auth(key);
+        }
+        let listed = match rb.send().await {
+            Ok(resp) if resp.status().is_success() => resp.json::<serde_json::Value>().await.map_err(|e| e.to_string()),
+            Ok(resp) => Err(format!("HTTP {}", resp.status().as_u16())),
+            Err(e) if e.is_timeout() => Err("no answer within 1.5 s".into()),
+            Err(e) if e.is_connect() => Err("nothing listens".into()),
+            Err(e) => Err(e.to_string()),
+        };
+        let first = listed.and_then(|body| {
+            // The provider's own default model, when the server answers; else the first model it lists.
+            local.default_model.clone().or_else(|| first_model_id(&body)).ok_or_else(|| "it lists no models".into())
+        });
+        match first {
+            Ok(id) => {
+                return DefaultModel {
+                    model: Some(format!("{LOCAL}/{id}")),
+                    source: DefaultSource::Local,
+                    detail: format!("the local model server at {base}"),
+                }
+            }
+            Err(e) => why.push(format!("{base} ({e})")),
+        }
+    }
+    DefaultModel {
+        model: None,
+        source: DefaultSource::None,
+        detail: format!("no default_model in the settings, and no local model server answers: {}", why.join(", ")),
+    }
+}
+
+/// The first model id of an OpenAI `GET /models` answer (`{"data": [{"id": …}]}`; Ollama's `{"models": [{"name": …}]}` too).
+fn first_model_id(body: &serde_json::Value) -> Option<String> {
+    let listed = body["data"].as_array().into_iter().flatten().filter_map(|m| m["id"].as_str());
+    let ollama = body["models"].as_array().into_iter().flatten().filter_map(|m| m["name"].as_str());
+    listed.chain(ollama).find(|id| !id.trim().is_empty()).map(str::to_string)
+}
 
 /// All configured providers as one model: a request goes to the provider its `provider/model` names.
 pub struct Providers {
@@ -47,14 +157,16 @@ impl Providers {
     fn client(&self, model: Option<&str>, node: &str) -> Result<&Arc<dyn Model>, ModelError> {
         let model = model.ok_or_else(|| {
             ModelError::fatal(format!(
-                "`{node}` names no model and there is no default: set `model` on the node, `defaults.model` on the workflow, or pass --model"
+                "`{node}` has no model, and there is no default model: none is named on the node, the workflow, the run or in the settings, and no model server answers on this machine"
             ))
+            .with_code("NO_MODEL")
         })?;
         let provider = model.split_once('/').map_or(model, |(p, _)| p);
         self.clients.get(provider).ok_or_else(|| {
             ModelError::fatal(format!(
                 "provider `{provider}` (model `{model}`) is not configured; add it to the settings"
             ))
+            .with_code("UNKNOWN_PROVIDER")
         })
     }
 
@@ -176,19 +288,23 @@ pub(crate) fn parse_route_answer(text: &str, request: &RouteRequest<'_>) -> Rout
     if let Ok(value) = serde_json::from_str::<serde_json::Value>(trimmed) {
         if let Some(choice) = value.get("choice").and_then(|c| c.as_str()) {
             if ids.contains(&choice) {
-                return RouteAnswer { choice: choice.to_string(), note: None };
+                return RouteAnswer { choice: choice.to_string(), note: None, usage: None };
             }
         }
     }
     if ids.contains(&trimmed) {
-        return RouteAnswer { choice: trimmed.to_string(), note: None };
+        return RouteAnswer { choice: trimmed.to_string(), note: None, usage: None };
     }
     let mentioned: Vec<&str> = ids.iter().copied().filter(|id| mentions(trimmed, id)).collect();
     if let [only] = mentioned.as_slice() {
-        return RouteAnswer { choice: only.to_string(), note: Some("read from the model's free-text answer".into()) };
+        return RouteAnswer {
+            choice: only.to_string(),
+            note: Some("read from the model's free-text answer".into()),
+            usage: None,
+        };
     }
     let shown: String = trimmed.chars().take(80).collect();
-    RouteAnswer { choice: shown, note: Some("the model named no single valid choice".into()) }
+    RouteAnswer { choice: shown, note: Some("the model named no single valid choice".into()), usage: None }
 }
 
 /// Whether `id` appears in `text` as a whole word.

@@ -67,11 +67,12 @@ pub struct OpenAi {
 
 impl OpenAi {
     pub fn new(config: &ProviderConfig, limits: Limits) -> OpenAi {
-        let configured_base = config
-            .base_url
-            .clone()
-            .map(|b| b.trim_end_matches('/').to_string())
-            .or_else(|| (config.id != LOCAL).then(|| "https://api.openai.com/v1".to_string()));
+        let configured_base =
+            config.base_url.clone().map(|b| b.trim_end_matches('/').to_string()).or_else(|| match config.id == LOCAL {
+                // An unconfigured `local`: the server $SWITCHYARD_LOCAL_URL names, else the first candidate that answers.
+                true => super::local_url_from_env(),
+                false => Some("https://api.openai.com/v1".to_string()),
+            });
         OpenAi {
             http: Http::new(&config.id, limits),
             id: config.id.clone(),
@@ -98,8 +99,9 @@ impl OpenAi {
                     }
                 }
                 Err(self.http.error(format!(
-                    "no local model server answers at {}; start Ollama or llama.cpp's server, or set base_url for `local` in the settings",
-                    LOCAL_CANDIDATES.join(" or ")
+                    "no local model server answers at {}; start Ollama or llama.cpp's server, or set base_url for `local` in the settings (or ${})",
+                    LOCAL_CANDIDATES.join(" or "),
+                    super::LOCAL_URL_ENV
                 )))
             })
             .await
@@ -219,11 +221,10 @@ impl OpenAi {
                     emitted: turn.emitted,
                 });
             }
-            if let Some(u) = data.get("usage").filter(|u| u.is_object()) {
-                turn.usage = Some(Usage {
-                    input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
-                    output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
-                });
+            // Sent in a last chunk when asked with `stream_options.include_usage` (OpenAI, vLLM, llama.cpp's
+            // llama-server, Ollama); llama-cpp-python 0.3.36 ignores the option and streams no usage at all.
+            if let Some(u) = data.get("usage").and_then(openai_usage) {
+                turn.usage = Some(u);
             }
             let Some(choice) = data["choices"].get(0) else { continue };
             let delta = &choice["delta"];
@@ -262,6 +263,14 @@ impl OpenAi {
         }
         Ok(turn)
     }
+}
+
+/// An OpenAI `usage` object (`prompt_tokens`, `completion_tokens`), when it is one.
+fn openai_usage(u: &Value) -> Option<Usage> {
+    u.is_object().then(|| Usage {
+        input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
+        output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+    })
 }
 
 #[derive(Default)]
@@ -432,6 +441,8 @@ impl Model for OpenAi {
         };
         let resp = self.post(io, build, true).await?;
         let body = self.http.json(resp).await?;
+        // Not streamed, so the answer carries usage even from servers that send none in streams (llama-cpp-python).
+        let usage = openai_usage(&body["usage"]);
         let message = &body["choices"][0]["message"];
         let text = message["tool_calls"][0]["function"]["arguments"]
             .as_str()
@@ -439,6 +450,6 @@ impl Model for OpenAi {
             .ok_or_else(|| {
             self.http.error(format!("the routing answer has no content: {}", excerpt(&body.to_string())))
         })?;
-        Ok(parse_route_answer(text, request))
+        Ok(RouteAnswer { usage, ..parse_route_answer(text, request) })
     }
 }

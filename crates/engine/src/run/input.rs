@@ -30,6 +30,9 @@ pub enum Input {
         iteration: u32,
         /// The node's data, or why it failed.
         data: Result<Value, String>,
+        /// The failure's stable code, when it has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,6 +82,7 @@ impl Input {
             node: node.to_string(),
             iteration,
             data: outcome.data.clone(),
+            code: outcome.code.clone(),
             tool_calls: outcome.tool_calls.clone(),
             usage: outcome.usage.clone(),
             duration_ms,

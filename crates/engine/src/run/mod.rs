@@ -116,6 +116,9 @@ pub struct PendingState {
     /// A tool call asked for by a task of an earlier process: no task waits on it until one asks for the same call.
     #[serde(skip)]
     pub orphan: bool,
+    /// Unix milliseconds when the approval was requested: its `node:exit` reports the wait until the decision.
+    #[serde(skip)]
+    pub requested_ms: i64,
 }
 
 /// The end of a `run`/`resume` call.
@@ -335,18 +338,34 @@ struct Replaying {
     /// The last recorded event's number.
     last_seq: u64,
     parked: Vec<Parked>,
+    /// When each recorded event was emitted (its number, Unix milliseconds), in order.
+    times: Vec<(u64, i64)>,
 }
 
 impl Replaying {
     fn new(mode: Rebuild, recording: Recording) -> Replaying {
         let last_seq = recording.events.last().map_or(0, |e| e.seq);
+        let times = recording
+            .events
+            .iter()
+            .filter_map(|e| Some((e.seq, chrono::DateTime::parse_from_rfc3339(&e.ts).ok()?.timestamp_millis())))
+            .collect();
         Replaying {
             mode,
             inputs: recording.inputs.into(),
             events: recording.events.into(),
             last_seq,
             parked: Vec::new(),
+            times,
         }
+    }
+
+    /// The time the run had when the event numbered `seq` was about to be emitted: when that event was recorded
+    /// (else the last one was). A rebuilt run applies each input at the time it had, so an approval requested before
+    /// a restart keeps its request time and its deadline.
+    fn time_at(&self, seq: u64) -> Option<i64> {
+        let at = self.times.partition_point(|&(s, _)| s < seq);
+        self.times.get(at).or(self.times.last()).map(|&(_, ms)| ms)
     }
 }
 
@@ -465,7 +484,8 @@ impl Scheduler {
 
     /// Applies an input to the state and carries out its effects.
     fn apply<T>(&mut self, input: impl FnOnce(&mut RunState) -> T) -> T {
-        self.state.now_ms = self.clock.now_ms();
+        let recorded = self.rebuild.as_ref().and_then(|r| r.time_at(self.shared.emitter.next_seq()));
+        self.state.now_ms = recorded.unwrap_or_else(|| self.clock.now_ms());
         let out = input(&mut self.state);
         self.carry_out();
         out
@@ -695,7 +715,12 @@ impl Scheduler {
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 o = node::execute(shared, node, scope) => o,
-                _ = cancel.cancelled() => node::NodeOutcome { data: Err("cancelled".into()), tool_calls: Vec::new(), usage: None },
+                _ = cancel.cancelled() => node::NodeOutcome {
+                    data: Err("cancelled".into()),
+                    tool_calls: Vec::new(),
+                    usage: None,
+                    code: None,
+                },
             };
             let _ = tx.send(Done::Node { node, iteration, started, previous_output, outcome });
         });
@@ -764,7 +789,7 @@ impl Scheduler {
         let topo = self.state.topo.clone();
         let index = |id: &str| topo.index.get(id).copied().ok_or_else(|| unfit(format!("node `{id}` is gone")));
         match recorded.input {
-            Input::NodeDone { node, iteration, data, tool_calls, usage, duration_ms, model_calls } => {
+            Input::NodeDone { node, iteration, data, code, tool_calls, usage, duration_ms, model_calls } => {
                 let at = index(&node)?;
                 let parked = self
                     .unpark(|p| matches!(p, Parked::Node { node, iteration: i, .. } if *node == at && *i == iteration));
@@ -773,7 +798,7 @@ impl Scheduler {
                 };
                 self.state.running -= 1;
                 self.shared.model_calls.lock().unwrap().insert(node, model_calls);
-                let outcome = node::NodeOutcome { data, tool_calls, usage };
+                let outcome = node::NodeOutcome { data, tool_calls, usage, code };
                 self.apply(|st| st.node_done(at, iteration, duration_ms, previous_output, outcome));
             }
             Input::Routed { node, answer } => {

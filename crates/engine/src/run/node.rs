@@ -25,6 +25,8 @@ pub(crate) struct NodeOutcome {
     pub data: Result<Value, String>,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
+    /// The failure's code, when it has one (`ModelError::code`).
+    pub code: Option<String>,
 }
 
 /// Runs an agent or script node, with `for_each` when it has one.
@@ -38,10 +40,14 @@ pub(super) async fn execute(shared: Arc<Shared>, node: usize, scope: Scope) -> N
             let items = match template::evaluate(&for_each.items, &scope) {
                 Ok(Value::Array(items)) => Ok(items),
                 Ok(Value::Null) => Ok(Vec::new()),
-                Ok(other) => {
-                    Err(format!("`for_each.items` ({}) gave {}, not a list", for_each.items, code::kind_of(&other)))
+                Ok(other) => Err(ModelError::fatal(format!(
+                    "`for_each.items` ({}) gave {}, not a list",
+                    for_each.items,
+                    code::kind_of(&other)
+                ))),
+                Err(e) => {
+                    Err(ModelError::fatal(format!("`for_each.items` ({}) could not be evaluated: {e}", for_each.items)))
                 }
-                Err(e) => Err(format!("`for_each.items` ({}) could not be evaluated: {e}", for_each.items)),
             };
             match items {
                 Err(e) => Err(e),
@@ -56,14 +62,18 @@ pub(super) async fn execute(shared: Arc<Shared>, node: usize, scope: Scope) -> N
                     .buffered(limit)
                     .collect::<Vec<_>>()
                     .await;
-                    runs.into_iter().collect::<Result<Vec<Value>, String>>().map(|items| json!({ "items": items }))
+                    runs.into_iter().collect::<Result<Vec<Value>, ModelError>>().map(|items| json!({ "items": items }))
                 }
             }
         }
     };
     let tool_calls = std::mem::take(&mut *calls.lock().unwrap());
     let usage = usage.lock().unwrap().take();
-    NodeOutcome { data, tool_calls, usage }
+    let (data, code) = match data {
+        Ok(data) => (Ok(data), None),
+        Err(e) => (Err(e.message), e.code.map(str::to_string)),
+    };
+    NodeOutcome { data, tool_calls, usage, code }
 }
 
 type Calls = Arc<Mutex<Vec<ToolCall>>>;
@@ -77,7 +87,7 @@ fn execute_once<'a>(
     calls: &'a Calls,
     usage: &'a UsageCell,
     depth: u32,
-) -> BoxFuture<'a, Result<Value, String>> {
+) -> BoxFuture<'a, Result<Value, ModelError>> {
     async move {
         let n = &shared.workflow.nodes[node];
         let retries = n.retry.as_ref().map_or(0, |r| r.max);
@@ -103,7 +113,7 @@ fn execute_once<'a>(
                 }
                 Err(e) => {
                     shared.llm_error(node, &e.message);
-                    return Err(e.message);
+                    return Err(e);
                 }
             }
         }
@@ -147,11 +157,11 @@ async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<
     };
     if !shared.code.allowed() {
         return Err(ModelError::fatal(format!(
-            "code step `{}` ({language}) did not run: code from a file runs only with your consent. Run with \
-             --allow-code, or record consent for this version of the workflow with `switchyard trust FILE`; the app \
-             asks before the run",
+            "code step `{}` ({language}) did not run: code from a workflow file runs only with your consent, given \
+             for this run or recorded for this version of the workflow's code",
             n.id
-        )));
+        ))
+        .with_code("CODE_NEEDS_CONSENT"));
     }
     let call = Call {
         node: n.id.clone(),
@@ -524,7 +534,8 @@ impl NodeIo for AgentIo {
                         Some(call_id.clone()),
                         execute_once(shared, child, &scope, &child_calls, &self.usage, self.depth + 1),
                     )
-                    .await;
+                    .await
+                    .map_err(|e| e.message);
                 match &result {
                     Ok(data) => shared.emitter.emit(EventKind::log(
                         Some(&parent.id),

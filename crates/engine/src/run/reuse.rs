@@ -37,6 +37,8 @@ pub struct Reuse {
 pub struct ReusedResult {
     pub iteration: u32,
     pub data: Result<Value, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,7 +52,7 @@ impl Reuse {
         let topo = Topology::new(workflow);
         let Some(&target) = topo.index.get(from) else {
             let ids: Vec<&str> = workflow.nodes.iter().map(|n| n.id.as_str()).collect();
-            return Err(format!("--from {from}: no such node (nodes: {})", ids.join(", ")));
+            return Err(format!("no such node `{from}` to run from (nodes: {})", ids.join(", ")));
         };
         let mut upstream = vec![false; workflow.nodes.len()];
         let mut stack = vec![target];
@@ -67,10 +69,11 @@ impl Reuse {
         let mut reuse = Reuse { run: run.to_string(), from: from.to_string(), ..Reuse::default() };
         for recorded in &recording.inputs {
             match &recorded.input {
-                Input::NodeDone { node, iteration, data, tool_calls, usage, .. } if is_upstream(node) => {
+                Input::NodeDone { node, iteration, data, code, tool_calls, usage, .. } if is_upstream(node) => {
                     reuse.results.entry(node.clone()).or_default().push(ReusedResult {
                         iteration: *iteration,
                         data: data.clone(),
+                        code: code.clone(),
                         tool_calls: tool_calls.clone(),
                         usage: usage.clone(),
                     })

@@ -105,6 +105,8 @@ pub(crate) struct RunState {
     reuse: Option<Reuse>,
     /// Wall-clock milliseconds, set by the driver before each input (approval deadlines are computed from it).
     pub now_ms: i64,
+    /// While a model's routing answer is applied: the tokens it used, for the first `route` event it causes.
+    route_usage: Option<Usage>,
     effects: Vec<Effect>,
 }
 
@@ -153,6 +155,7 @@ impl RunState {
             to_skip: VecDeque::new(),
             reuse: options.reuse.clone(),
             now_ms: 0,
+            route_usage: None,
             effects: Vec::new(),
             workflow,
             topo,
@@ -276,7 +279,8 @@ impl RunState {
         self.emit(EventKind::log(Some(&n.id), "step_start", format!("{} node", n.node_type.as_str())));
 
         if let Some(pinned) = &n.pinned {
-            let outcome = node::NodeOutcome { data: Ok(pinned.clone()), tool_calls: Vec::new(), usage: None };
+            let outcome =
+                node::NodeOutcome { data: Ok(pinned.clone()), tool_calls: Vec::new(), usage: None, code: None };
             self.node_done(node, iteration, 0, act.previous_output, outcome);
             return;
         }
@@ -298,7 +302,7 @@ impl RunState {
                     Value::Object(o) => Value::Object(o),
                     other => json!({ "text": other.to_string() }),
                 };
-                let outcome = node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None };
+                let outcome = node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None, code: None };
                 self.node_done(node, iteration, 0, act.previous_output, outcome);
             }
             NodeType::If => self.run_if(node, iteration, act.previous_output),
@@ -307,8 +311,12 @@ impl RunState {
                 if let Some(reused) = self.reuse.as_ref().and_then(|r| r.result(&n.id, iteration)).cloned() {
                     let from = self.reuse.as_ref().map_or("", |r| r.run.as_str());
                     self.emit(EventKind::log(Some(&n.id), "reused", format!("result of run {from}")));
-                    let outcome =
-                        node::NodeOutcome { data: reused.data, tool_calls: reused.tool_calls, usage: reused.usage };
+                    let outcome = node::NodeOutcome {
+                        data: reused.data,
+                        tool_calls: reused.tool_calls,
+                        usage: reused.usage,
+                        code: reused.code,
+                    };
                     self.node_done(node, iteration, 0, act.previous_output, outcome);
                     return;
                 }
@@ -347,17 +355,19 @@ impl RunState {
         // The handle taken: condition `i`'s, or the one after the conditions (`false`) when none matched.
         let handles = node_types::source_handles(n);
         let conditions = n.conditions.as_ref().map_or(0, Vec::len);
+        let taken = |at: usize| json!({ "branch": handles[at].0, "label": node_types::source_handle_label(n, at) });
         let (data, branch) = match &chosen {
-            Ok(Some((i, label))) => (json!({ "branch": handles[*i].0 }), Some((*i, label.clone()))),
-            Ok(None) => (json!({ "branch": handles[conditions].0 }), None),
+            Ok(Some((i, label))) => (taken(*i), Some((*i, label.clone()))),
+            Ok(None) => (taken(conditions), None),
             Err(_) => (Value::Null, None),
         };
         let outcome = match chosen {
-            Err(e) => node::NodeOutcome { data: Err(e), tool_calls: Vec::new(), usage: None },
+            Err(e) => node::NodeOutcome { data: Err(e), tool_calls: Vec::new(), usage: None, code: None },
             Ok(None) if n.no_match_error.is_some() => node::NodeOutcome {
                 data: Err(n.no_match_error.clone().unwrap_or_default()),
                 tool_calls: Vec::new(),
                 usage: None,
+                code: None,
             },
             Ok(_) => {
                 let msg = match &branch {
@@ -365,7 +375,7 @@ impl RunState {
                     None => "no condition matched: taking `false`".into(),
                 };
                 self.emit(EventKind::log(Some(&n.id), "logic_check", msg));
-                node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None }
+                node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None, code: None }
             }
         };
         self.node_done(node, iteration, 0, previous_output, outcome);
@@ -394,6 +404,7 @@ impl RunState {
             deadline_ms,
             tool: None,
             orphan: false,
+            requested_ms: self.now_ms,
         });
         if let Some(decision) = self.reuse.as_ref().and_then(|r| r.decision(&n.id, visit)).cloned() {
             let pos = self.pending.len() - 1;
@@ -450,9 +461,11 @@ impl RunState {
         };
         self.emit(EventKind::log(Some(&p.node), "input_received", format!("{said}.{note}")));
         let data = json!({ "decision": decision.decision, "note": decision.note });
-        let outcome = node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None };
+        let outcome = node::NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None, code: None };
         let previous: Arc<str> = Arc::from(p.previous_output.as_str());
-        self.node_done(node, self.iterations[node], 0, previous, outcome);
+        // How long it waited: from `approval:requested` to the decision (or the timeout).
+        let waited = (self.now_ms - p.requested_ms).max(0) as u64;
+        self.node_done(node, self.iterations[node], waited, previous, outcome);
     }
 
     pub(crate) fn next_deadline(&self) -> Option<i64> {
@@ -521,6 +534,7 @@ impl RunState {
             deadline_ms: None,
             tool: Some(request),
             orphan: false,
+            requested_ms: self.now_ms,
         });
         self.effects.push(Effect::ApprovalReached { node: id, visit });
     }
@@ -586,7 +600,7 @@ impl RunState {
         self.decided_early.retain(|(id, _, _)| *id != n.id);
         let result = match outcome.data {
             Ok(data) => NodeResult::success(data, outcome.tool_calls),
-            Err(e) => NodeResult::failed(e, outcome.tool_calls),
+            Err(e) => NodeResult::failed(e, outcome.tool_calls).with_code(outcome.code),
         };
         let failed = result.status == NodeStatus::Failed;
         self.scope.results.insert(n.id.clone(), Arc::new(result.data.clone()));
@@ -821,6 +835,14 @@ impl RunState {
             return;
         }
         self.running += 1;
+        let mut targets: Vec<String> = Vec::new();
+        for &e in &live {
+            let to = &self.workflow.edges[e].to;
+            if !targets.contains(to) {
+                targets.push(to.clone());
+            }
+        }
+        self.emit(EventKind::RouteChoosing { node: self.id(node).to_string(), choices: targets });
         let model = self.workflow.nodes[node].model.clone().or_else(|| self.default_model.clone());
         let ask = RouteAsk { context, choices, visit, model };
         self.effects.push(Effect::AskRoute { node, live, output, ask });
@@ -845,6 +867,7 @@ impl RunState {
             }
         };
         let note = answer.note.map(|n| format!(" ({n})")).unwrap_or_default();
+        self.route_usage = answer.usage.filter(|u| *u != Usage::default());
         let defaults: Vec<usize> = live.iter().copied().filter(|&e| edges[e].when.is_none()).collect();
         let picked = live.iter().copied().find(|&e| edges[e].when.is_some() && edges[e].to == answer.choice);
         let default_named = answer.choice == DEFAULT_CHOICE || defaults.iter().any(|&e| edges[e].to == answer.choice);
@@ -862,12 +885,14 @@ impl RunState {
             Vec::new()
         };
         self.follow_and_kill(node, chosen, output);
+        self.route_usage = None;
     }
 
     fn route_event(&mut self, node: usize, to: &str, reason: &str) {
         let from = self.id(node).to_string();
         self.trace.edges.push(TraceEdge { from: from.clone(), to: to.to_string(), reason: reason.to_string() });
-        self.emit(EventKind::Route { from, to: to.to_string(), reason: reason.to_string() });
+        let usage = self.route_usage.take();
+        self.emit(EventKind::Route { from, to: to.to_string(), reason: reason.to_string(), usage });
     }
 
     /// Follows the chosen out-edges of `node` and marks every other out-edge dead.
@@ -1096,7 +1121,12 @@ mod tests {
             let (node, iteration, previous) = seen.waiting.remove(0);
             st.running -= 1;
             let text = format!("{} {iteration}", st.id(node));
-            let outcome = node::NodeOutcome { data: Ok(json!({ "text": text })), tool_calls: Vec::new(), usage: None };
+            let outcome = node::NodeOutcome {
+                data: Ok(json!({ "text": text })),
+                tool_calls: Vec::new(),
+                usage: None,
+                code: None,
+            };
             st.node_done(node, iteration, 0, previous, outcome);
             seen.take(st);
         }
@@ -1177,6 +1207,37 @@ edges:\n  - {from: start, to: ok}\n  - {from: ok, to: ship, handle: approve}\n  
         seen.take(&mut st);
         assert_eq!(seen.ran(), ["hold"]);
         assert_eq!(seen.skipped(), ["ship"]);
+    }
+
+    #[test]
+    fn an_approvals_exit_reports_how_long_it_waited_from_the_request_to_the_decision() {
+        let wf = "nodes:\n  - {id: start, type: start}\n  - {id: ok, type: approval, timeout_seconds: 60}\n  - {id: late, type: approval, timeout_seconds: 60}
+edges:\n  - {from: start, to: ok}\n  - {from: ok, to: late, handle: approve}\n";
+        let exit_ms = |seen: &Seen, id: &str| {
+            seen.events.iter().find_map(|e| match e {
+                EventKind::NodeExit { node, duration_ms, .. } if node == id => Some(*duration_ms),
+                _ => None,
+            })
+        };
+        let mut st = state(wf);
+        let mut seen = Seen::default();
+        st.now_ms = 1_000_000;
+        st.begin();
+        st.start_ready();
+        seen.take(&mut st);
+        assert!(seen.events.iter().any(|e| matches!(e, EventKind::ApprovalRequested { node, .. } if node == "ok")));
+        st.pause();
+        st.now_ms += 4_250;
+        st.decide("ok", &json!("approve"), false).unwrap();
+        seen.take(&mut st);
+        assert_eq!(exit_ms(&seen, "ok"), Some(4_250));
+        // A timeout waited its whole timeout.
+        st.start_ready();
+        seen.take(&mut st);
+        st.now_ms += 60_000;
+        st.time_out(st.pending.iter().position(|p| p.node == "late").unwrap());
+        seen.take(&mut st);
+        assert_eq!(exit_ms(&seen, "late"), Some(60_000));
     }
 
     #[test]
