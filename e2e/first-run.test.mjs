@@ -87,9 +87,9 @@ test("a new user builds start → agent → if → two agents → join, runs it 
     const branch = await addConnected(browser, "reply", "output", 170, 0, "if");
     await rename(browser, branch, "pet");
     // Two conditions: the first is named "cat" (contains "cat"), the second "dog".
-    await click(browser, await pointOf(browser, "button=+ condition"));
+    await click(browser, await pointOf(browser, '[data-testid="add-condition"]'));
     await setField(browser, "condition-0", "cat");
-    await click(browser, await pointOf(browser, "button=+ condition"));
+    await click(browser, await pointOf(browser, '[data-testid="add-condition"]'));
     await setField(browser, "condition-1", "dog");
     await fit(browser);
 
@@ -122,8 +122,13 @@ test("a new user builds start → agent → if → two agents → join, runs it 
     assert.match(petRow, /→ (cat|dog|else)/, `the if node's row names the branch: ${petRow}`);
     const replyRow = await (await browser.$('[data-testid="run-row-reply-1"]')).getText();
     assert.match(replyRow, /\d+/, `the agent's row has its duration and tokens: ${replyRow}`);
-    const tokens = await browser.execute(() => document.querySelector('[data-testid="run-row-reply-1"] td:nth-child(5)')?.textContent ?? "");
-    assert.match(tokens, /^\d+$/, `the model reported token usage: "${tokens}"`);
+    // Tokens as the server reports them; llama-cpp-python's server reports none for streamed answers, and the cell
+    // says so rather than staying blank.
+    const tokens = await browser.execute(() => {
+      const td = document.querySelector('[data-testid="run-row-reply-1"] td:nth-child(5)');
+      return { text: td?.textContent ?? "", title: td?.getAttribute("title") ?? "" };
+    });
+    assert.ok(/^\d+$/.test(tokens.text) || (tokens.text === "—" && /no token usage/.test(tokens.title)), `the tokens cell is a count or says none was reported: ${JSON.stringify(tokens)}`);
     const words = (await messages(browser)).join(" ");
     assert.doesNotMatch(words, /--model|--allow-code|switchyard trust|[A-Z]{3,}_[A-Z_]{3,}:/, `no message in the engine's words: ${words}`);
 

@@ -10,6 +10,8 @@ import {
   ReactFlow,
   useReactFlow,
   useStore,
+  useStoreApi,
+  getViewportForBounds,
   type Connection,
   type Edge as FlowEdge,
   type EdgeChange,
@@ -29,6 +31,7 @@ import { useValidation } from "../store/validation";
 import { LOD_ZOOM, LodContext, WorkflowNode, TITLE_PX, type CanvasNodeData } from "./WorkflowNode";
 import { edgeTypes } from "./WorkflowEdge";
 import { CanvasMenu, type MenuRequest } from "./CanvasMenu";
+import { boxesBounds, nodeAt, nodeBoxes, Overview, wantsOverview } from "./Overview";
 
 const nodeTypes = { workflow: WorkflowNode };
 
@@ -139,6 +142,7 @@ export function Canvas() {
 
   const edges: FlowEdge[] = useMemo(() => {
       const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
+      const selectedEdges = new Set(selection.edges);
       return workflow.edges.map((e) => {
         const key = edgeKey(e);
         const handle = edgeHandle(e);
@@ -154,13 +158,47 @@ export function Canvas() {
           targetHandle: "input",
           label: edgeLabel(e, byId.get(e.from)) || undefined,
           data: place ? { labelX: place.x, labelY: place.y, leader: place.leader, fullLabel: edgeLabelFull(e, byId.get(e.from)) } : { fullLabel: edgeLabelFull(e, byId.get(e.from)) },
-          selected: selection.edges.includes(key),
+          selected: selectedEdges.has(key),
           animated: Boolean(lit) && useRun.getState().status === "running",
           className: [handle === "subagent" ? "edge-subagent" : "", handle === "error" ? "edge-error" : "", lit ? "edge-followed" : "", problem ? "edge-problem" : ""].join(" "),
           markerEnd: handle === "subagent" ? undefined : { type: MarkerType.ArrowClosed },
         };
       });
     }, [workflow.edges, workflow.nodes, selection.edges, followed, byEdge, labels]);
+
+  // Zoomed far out over many nodes, the overview draws them all on one <canvas> and React Flow gets none
+  // (components/Overview.tsx). It is decided before React Flow sees a crowded view: a requested view (open, Fit)
+  // switches to it before moving there and leaves it after; a document change decides with the current viewport;
+  // pans and zooms decide as they go.
+  const store = useStoreApi();
+  const boxes = useMemo(() => nodeBoxes(workflow.nodes, (id) => measured.current.get(id)), [workflow.nodes]);
+  const boxesRef = useRef(boxes);
+  boxesRef.current = boxes;
+  const [overview, setOverview] = useState(false);
+  const crowdedNow = useMemo(() => {
+    const [x, y, zoom] = store.getState().transform;
+    return wantsOverview(boxes, { x, y, zoom }, width, height, overview);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [boxes, width, height]);
+  // Left by a pan or zoom: the document's crowding no longer holds it (until the document changes).
+  const [released, setReleased] = useState<unknown>(null);
+  const showOverview = overview || (crowdedNow && released !== boxes);
+  const shown = useRef(showOverview);
+  shown.current = showOverview;
+  const decideOverview = useCallback((next: boolean) => {
+    if (next === shown.current) return;
+    setOverview(next);
+    if (!next) setReleased(boxesRef.current);
+  }, []);
+  const onMove = useCallback(
+    (_: unknown, vp: { x: number; y: number; zoom: number }) => {
+      const { width, height } = store.getState();
+      decideOverview(wantsOverview(boxesRef.current, vp, width, height, shown.current));
+    },
+    [store, decideOverview],
+  );
+  const pendingView = useRef<{ x: number; y: number; zoom: number } | null>(null);
+  const NONE = useMemo(() => ({ nodes: [] as FlowNode<CanvasNodeData>[], edges: [] as FlowEdge[] }), []);
 
   const onNodesChange = useCallback((changes: NodeChange[]) => {
     for (const c of changes) if (c.type === "dimensions" && c.dimensions) measured.current.set(c.id, c.dimensions);
@@ -258,11 +296,28 @@ export function Canvas() {
     if (!width || !height) return;
     const nodes = useDocument.getState().workflow.nodes;
     const sizes = (id: string) => measured.current.get(id);
-    if (view.kind === "open") flow.setViewport(openingViewport(nodes, { width, height }, { titlePx: TITLE_PX }, sizes));
-    else flow.fitView({ padding: 0.15, maxZoom: 1.25 });
+    // Fit is computed from the document (as fitView would from React Flow's nodes, which the overview empties).
+    const b = boxesRef.current.nodes === nodes ? boxesRef.current : nodeBoxes(nodes, sizes);
+    const bounds = boxesBounds(b);
+    const target =
+      view.kind === "open" || !bounds ? openingViewport(nodes, { width, height }, { titlePx: TITLE_PX }, sizes) : getViewportForBounds(bounds, width, height, store.getState().minZoom, 1.25, 0.15);
+    if (wantsOverview(b, target, width, height, false) && !shown.current) {
+      // Into the overview first (React Flow drops its nodes), then there: see the effect below.
+      pendingView.current = target;
+      setOverview(true);
+      return;
+    }
+    flow.setViewport(target);
+    decideOverview(wantsOverview(b, target, width, height, shown.current));
     window.dispatchEvent(new CustomEvent("switchyard:opened"));
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [view.nonce, width > 0 && height > 0]);
+  useEffect(() => {
+    if (!showOverview || !pendingView.current) return;
+    flow.setViewport(pendingView.current);
+    pendingView.current = null;
+    window.dispatchEvent(new CustomEvent("switchyard:opened"));
+  }, [showOverview, overview, flow]);
 
   // A click on an edge's label chip selects the edge (the chip sits above React Flow's own edge hit area).
   useEffect(() => {
@@ -279,8 +334,8 @@ export function Canvas() {
     <LodContext.Provider value={lod}>
     <div className={lod ? "canvas-inner lod" : "canvas-inner"} ref={wrapper}>
       <ReactFlow
-        nodes={nodes}
-        edges={edges}
+        nodes={showOverview ? NONE.nodes : nodes}
+        edges={showOverview ? NONE.edges : edges}
         nodeTypes={nodeTypes}
         edgeTypes={edgeTypes}
         onNodesChange={onNodesChange}
@@ -291,9 +346,13 @@ export function Canvas() {
         isValidConnection={isValidConnection}
         connectionRadius={28}
         onSelectionEnd={onSelectionEnd}
-        onPaneClick={() => {
+        onPaneClick={(e) => {
           setMenu(null);
-          useDocument.getState().select({ nodes: [], edges: [] });
+          // In the overview the nodes are drawn, not mounted: a click selects the one under the pointer.
+          const hit = showOverview ? nodeAt(boxes, flow.screenToFlowPosition({ x: e.clientX, y: e.clientY })) : null;
+          const doc = useDocument.getState();
+          if (hit) doc.select(e.shiftKey || e.ctrlKey || e.metaKey ? { ...doc.selection, nodes: [...new Set([...doc.selection.nodes, hit])] } : { nodes: [hit], edges: [] });
+          else doc.select({ nodes: [], edges: [] });
         }}
         onNodeContextMenu={(e, n) => {
           e.preventDefault();
@@ -312,6 +371,7 @@ export function Canvas() {
           setMenu({ kind: "pane", clientX: e.clientX, clientY: e.clientY });
         }}
         onMoveStart={() => setMenu(null)}
+        onMove={onMove}
         deleteKeyCode={null}
         selectionKeyCode="Shift"
         multiSelectionKeyCode={["Meta", "Control", "Shift"]}
@@ -324,6 +384,7 @@ export function Canvas() {
       >
         {workflow.nodes.length <= MINIMAP_LIMIT && <Background gap={24} />}
         {workflow.nodes.length <= MINIMAP_LIMIT && <MiniMap pannable zoomable nodeStrokeWidth={3} nodeColor="var(--minimap-node)" nodeStrokeColor="var(--minimap-node-stroke)" maskColor="var(--minimap-mask)" style={{ width: 168, height: 110 }} />}
+        {showOverview && <Overview boxes={boxes} workflow={workflow} selection={selection} />}
         <Controls />
       </ReactFlow>
       {hint && (

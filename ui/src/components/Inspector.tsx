@@ -155,7 +155,7 @@ function Conditions({ node, set }: { node: Node; set: (patch: Partial<Node>) => 
           <button title="remove" onClick={() => set({ conditions: conditions.filter((_, j) => j !== i) })}>×</button>
         </div>
       ))}
-      <button onClick={() => set({ conditions: [...conditions, { operator: "contains", value: "" }] })}>+ condition</button>
+      <button onClick={() => set({ conditions: [...conditions, { operator: "contains", value: "" }] })} data-testid="add-condition">+ condition</button>
     </div>
   );
 }

@@ -88,6 +88,9 @@ export function BottomPanel() {
 /** Run and row statuses in the person's words. */
 const STATUS_WORDS: Record<string, string> = { running: "running", paused: "waits for you", completed: "completed", failed: "failed", cancelled: "cancelled", succeeded: "succeeded", skipped: "skipped", waiting: "waits for you", interrupted: "interrupted", pending: "waiting to run" };
 
+/** Whether a node's work is a model call (its tokens are worth showing). */
+const isModelNode = (type?: string) => type === "agent";
+
 /** A node's name for people: its name, else its id. */
 function nodeName(id: string): string {
   return useDocument.getState().workflow.nodes.find((n) => n.id === id)?.name || id;
@@ -131,7 +134,7 @@ function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean;
       <td className="num">{row.iteration || ""}</td>
       <td className={`status ${row.routing ? "routing" : row.status}`}>{row.routing ? "choosing a route…" : STATUS_WORDS[row.status] ?? row.status}</td>
       <td className="num">{duration(row.durationMs)}</td>
-      <td className="num">{row.tokens ?? ""}</td>
+      <td className="num" title={row.tokens == null && row.status === "succeeded" ? "The model server reported no token usage for this step" : undefined}>{row.tokens ?? (row.status === "succeeded" && isModelNode(doc?.type) ? "—" : "")}</td>
       <td className="preview" title={preview}>{preview}</td>
     </tr>
   );

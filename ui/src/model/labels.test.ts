@@ -23,7 +23,7 @@ describe("edge labels", () => {
     const pick = { id: "pick", type: "if", conditions: [{ operator: "contains", value: "cat" }, { operator: "contains", value: "dog" }, { operator: "expression", value: "" }] } as Node;
     expect(edgeLabel({ from: "pick", to: "a", handle: "condition-0" } as Edge, pick)).toBe("cat");
     expect(edgeLabel({ from: "pick", to: "b", handle: "condition-1" } as Edge, pick)).toBe("dog");
-    expect(edgeLabel({ from: "pick", to: "c", handle: "condition-2" } as Edge, pick)).toBe("condition 3");
+    expect(edgeLabel({ from: "pick", to: "c", handle: "condition-2" } as Edge, pick)).toBe("condition 2");
     expect(edgeLabel({ from: "pick", to: "d", handle: "false" } as Edge, pick)).toBe("else");
     expect(handleName(pick, "condition-0")).toBe("cat");
     expect(handleName(undefined, "false"), "without the node, the else branch is still else").toBe("else");

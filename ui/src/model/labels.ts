@@ -37,7 +37,7 @@ export function handleName(source: Node | undefined, handle: string): string | n
     if (h) {
       const m = /^condition-(\d+)$/.exec(handle);
       const c = m ? source.conditions?.[Number(m[1])] : undefined;
-      if (c) return c.value ? c.value : `condition ${Number(m![1]) + 1}`;
+      if (c) return c.value ? c.value : `condition ${m![1]}`; // as the engine names it (node_types::source_handle_label)
       if (h.label) return h.label;
     }
   }

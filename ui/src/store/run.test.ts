@@ -159,3 +159,26 @@ describe("replay", () => {
     expect(useRun.getState().nodes.b.status, "closing shows the run as it ended").toBe("succeeded");
   });
 });
+
+describe("routing", () => {
+  it("marks a node choosing its route until the route is chosen, and adds the tokens the choice used to it", () => {
+    let s = reduce(empty, [
+      ev(1, { type: "workflow:start" }),
+      ev(2, { type: "node:enter", node: "triage", iteration: 1, instruction: "" }),
+      ev(3, { type: "node:exit", node: "triage", iteration: 1, result: { status: "success", data: { text: "x" }, toolCalls: [] }, durationMs: 5, usage: { inputTokens: 10, outputTokens: 5 } }),
+      ev(4, { type: "route:choosing", node: "triage", choices: ["fix", "skip"] }),
+    ]);
+    expect(s.nodes.triage.choosing).toBe(true);
+    expect(s.executions[0].routing).toBe(true);
+    s = reduce(s, [ev(5, { type: "route", from: "triage", to: "fix", reason: "model", usage: { inputTokens: 30, outputTokens: 2 } })]);
+    expect(s.nodes.triage.choosing).toBe(false);
+    expect(s.executions[0].routing).toBe(false);
+    expect(s.executions[0].tokens).toBe(47);
+    expect(s.nodes.triage.iterations[0].tokens).toBe(47);
+  });
+
+  it("names an if node's branch by its condition in the run list", () => {
+    const s = reduce(empty, [ev(1, { type: "node:exit", node: "pet", iteration: 1, result: { status: "success", data: { branch: "condition-0", label: "cat" }, toolCalls: [] }, durationMs: 0 })]);
+    expect(s.executions[0].preview).toBe("→ cat");
+  });
+});

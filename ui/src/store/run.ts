@@ -150,6 +150,17 @@ export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "fol
       }
       case "route": {
         if (e.to !== "(end)") followed[`${e.from}->${e.to}`] = true;
+        // The tokens the model used to choose the route belong to the node it leaves.
+        if (e.usage) {
+          const used = e.usage.inputTokens + e.usage.outputTokens;
+          const n = node(e.from);
+          const its = [...n.iterations];
+          const last = its.length - 1;
+          if (last >= 0) its[last] = { ...its[last], tokens: (its[last].tokens ?? 0) + used };
+          n.iterations = its;
+          const r = row(e.from);
+          if (r) r.tokens = (r.tokens ?? 0) + used;
+        }
         if (nodes[e.from]?.choosing) {
           node(e.from).choosing = false;
           const r = row(e.from);
