@@ -78,7 +78,10 @@ test("build the approval flow from an empty canvas, run it and approve", async (
 
   // Run with the example's script file (the OS file picker is the one thing a test names for the person).
   await browser.execute((p) => (window.__switchyardDialog = { open: p }), join(root, "examples/approval-flow.script.yaml"));
-  await click(browser, await pointOf(browser, '[data-testid="script-path"]'));
+  // The run source menu, left of Run: "Choose answers file…".
+  await click(browser, await pointOf(browser, '[data-testid="run-source"]'));
+  await (await browser.$('[data-testid="choose-answers"]')).waitForDisplayed({ timeout: 3000 });
+  await click(browser, await pointOf(browser, '[data-testid="choose-answers"]'));
   await browser.waitUntil(async () => /approval-flow\.script\.yaml/.test(await (await browser.$('[data-testid="script-path"]')).getText()), { timeout: 3000 });
   await browser.execute(() => delete window.__switchyardDialog);
   await browser.waitUntil(async () => (await browser.$('[data-testid="run"]')).isEnabled(), { timeout: 5000, timeoutMsg: `Run stays disabled: ${await (await browser.$('[data-testid="run-blocked"]')).getText().catch(() => "")}` });

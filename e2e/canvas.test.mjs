@@ -176,9 +176,10 @@ test("the run list follows a run, one row per execution, and a click on a row se
   await browser.waitUntil(async () => (await graph(browser)).selectedNodes.join() === "review", { timeout: 3000, timeoutMsg: "clicking a row did not select its node" });
   await click(browser, await pointOf(browser, '[data-testid="tab-last-run"]'));
   await (await browser.$('[data-testid="run-details"]')).waitForDisplayed({ timeout: 3000 });
-  // Opening another workflow with no script beside it leaves no script selected.
+  // Opening another workflow with no answers file beside it runs it on the model, and the toolbar says so.
   await openWorkflow("no-script.yaml", "switchyard: 1\nname: Alone\nnodes:\n  - {id: start, type: start}\n");
-  assert.match(await (await browser.$('[data-testid="script-path"]')).getText(), /Choose script/);
+  assert.equal(await (await browser.$('[data-testid="script-path"]')).isExisting(), false, "no answers file is in use");
+  assert.ok(await (await browser.$('[data-testid="run-model"]')).isDisplayed(), "the run source is the model");
 });
 
 test("Settings refuses a duplicate provider id with the reason on the field", async () => {

@@ -2,7 +2,7 @@
 // real gestures. Not part of `npm test`; look at every picture before calling a view done.
 import { test } from "node:test";
 import { join } from "node:path";
-import { chord, click, drag, edgeMidpoint, KEY, pointOf, rightClick } from "./gestures.mjs";
+import { chord, click, drag, edgeMidpoint, KEY, pointOf, rightClick, type } from "./gestures.mjs";
 import { appForFile, fit, openFile, root, waitStatus } from "./harness.mjs";
 
 const out = process.env.SCREENSHOTS ?? join(root, "docs/screenshots");
@@ -51,6 +51,26 @@ test("main views", async () => {
   await waitStatus(browser, "publish", "succeeded");
   await click(browser, await pointOf(browser, '[data-testid="tab-history"]'));
   await shot("history");
+  await click(browser, await pointOf(browser, '[data-testid^="history-replay-"]'));
+  await (await browser.$('[data-testid="replay-bar"]')).waitForDisplayed({ timeout: 10000 });
+  await waitStatus(browser, "publish", "succeeded", 30000);
+  const a = await pointOf(browser, '[data-testid="replay-timeline"]', 0.99, 0.5);
+  const b = await pointOf(browser, '[data-testid="replay-timeline"]', 0.45, 0.5);
+  await drag(browser, a, b);
+  await shot("replay");
+  await click(browser, await pointOf(browser, '[data-testid="replay-close"]'));
+
+  await chord(browser, [KEY.control, "k"]);
+  await (await browser.$('[data-testid="find"]')).waitForDisplayed({ timeout: 3000 });
+  await type(browser, "pub");
+  await shot("find");
+  await chord(browser, [KEY.escape]);
+
+  await click(browser, await pointOf(browser, '[data-testid="new"]'));
+  await click(browser, await pointOf(browser, '[data-testid="run-source"]'));
+  await (await browser.$('[data-testid="source-default-model"]')).waitForDisplayed({ timeout: 3000 });
+  await shot("new-workflow");
+  await chord(browser, [KEY.escape]);
 
   await openFile(browser, join(root, "../shared/fixtures/sweny/triage.yml"));
   await shot("import-sweny");

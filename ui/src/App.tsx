@@ -204,7 +204,7 @@ function Workbench() {
           </Group>
         </Panel>
         <Separator className="resize-handle vertical" />
-        <Panel id="inspector" panelRef={inspector} defaultSize={0} minSize={260} maxSize={560} collapsible collapsedSize={0} className="pane-inspector">
+        <Panel id="inspector" panelRef={inspector} defaultSize={0} minSize={260} maxSize={560} collapsible collapsedSize={0} className="pane-inspector" onResize={(size) => useLayoutPrefs.getState().setInspectorPx(size.inPixels)}>
           <Inspector models={models} />
         </Panel>
       </Group>

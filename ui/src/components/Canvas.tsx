@@ -30,7 +30,7 @@ import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
 import { LOD_ZOOM, LodContext, WorkflowNode, TITLE_PX, type CanvasNodeData } from "./WorkflowNode";
 import { edgeTypes } from "./WorkflowEdge";
-import { CanvasMenu, type MenuRequest } from "./CanvasMenu";
+import { CanvasContextMenu, CanvasMenu, type MenuRequest } from "./CanvasMenu";
 import { boxesBounds, nodeAt, nodeBoxes, Overview, wantsOverview } from "./Overview";
 
 const nodeTypes = { workflow: WorkflowNode };
@@ -83,7 +83,43 @@ export function Canvas() {
   // never mounted just to be measured.
   const measured = useRef(new Map<string, { width: number; height: number }>());
   const cache = useRef(new WeakMap<DocumentNode, FlowNode<CanvasNodeData>>());
+  // Zoomed far out over many nodes, the overview draws them all on one <canvas> and React Flow gets none
+  // (components/Overview.tsx). It is decided before React Flow sees a crowded view: a requested view (open, Fit)
+  // switches to it before moving there and leaves it after; a document change decides with the current viewport;
+  // pans and zooms decide as they go. In the overview the canvas nodes, edges and label places are not
+  // computed at all (the overview reads the document).
+  const store = useStoreApi();
+  const boxes = useMemo(() => nodeBoxes(workflow.nodes, (id) => measured.current.get(id)), [workflow.nodes]);
+  const boxesRef = useRef(boxes);
+  boxesRef.current = boxes;
+  const [overview, setOverview] = useState(false);
+  const crowdedNow = useMemo(() => {
+    const [x, y, zoom] = store.getState().transform;
+    return wantsOverview(boxes, { x, y, zoom }, width, height, overview);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [boxes, width, height]);
+  // Left by a pan or zoom: the document's crowding no longer holds it (until the document changes).
+  const [released, setReleased] = useState<unknown>(null);
+  const showOverview = overview || (crowdedNow && released !== boxes);
+  const shown = useRef(showOverview);
+  shown.current = showOverview;
+  const decideOverview = useCallback((next: boolean) => {
+    if (next === shown.current) return;
+    setOverview(next);
+    if (!next) setReleased(boxesRef.current);
+  }, []);
+  const onMove = useCallback(
+    (_: unknown, vp: { x: number; y: number; zoom: number }) => {
+      const { width, height } = store.getState();
+      decideOverview(wantsOverview(boxesRef.current, vp, width, height, shown.current));
+    },
+    [store, decideOverview],
+  );
+  const pendingView = useRef<{ x: number; y: number; zoom: number } | null>(null);
+  const NONE = useMemo(() => ({ nodes: [] as FlowNode<CanvasNodeData>[], edges: [] as FlowEdge[] }), []);
+
   const nodes: FlowNode<CanvasNodeData>[] = useMemo(() => {
+    if (showOverview) return NONE.nodes;
     const selected = new Set(selection.nodes);
     return workflow.nodes.map((n) => {
       const hit = cache.current.get(n);
@@ -101,10 +137,11 @@ export function Canvas() {
       cache.current.set(n, node);
       return node;
     });
-  }, [workflow.nodes, selection.nodes]);
+  }, [workflow.nodes, selection.nodes, showOverview, NONE]);
 
   // Label chips are placed once for all edges, so that no two overlap.
   const labels = useMemo(() => {
+    if (showOverview) return {};
     const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
     const items = [];
     for (const e of workflow.edges) {
@@ -138,9 +175,10 @@ export function Canvas() {
       withLeaders[item.id] = Math.hypot(near.x - p.x, near.y - p.y) > p.height / 2 + 6 ? { x: p.x, y: p.y, leader: near } : { x: p.x, y: p.y };
     }
     return withLeaders;
-  }, [workflow.nodes, workflow.edges]);
+  }, [workflow.nodes, workflow.edges, showOverview]);
 
   const edges: FlowEdge[] = useMemo(() => {
+      if (showOverview) return NONE.edges;
       const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
       const selectedEdges = new Set(selection.edges);
       return workflow.edges.map((e) => {
@@ -164,41 +202,8 @@ export function Canvas() {
           markerEnd: handle === "subagent" ? undefined : { type: MarkerType.ArrowClosed },
         };
       });
-    }, [workflow.edges, workflow.nodes, selection.edges, followed, byEdge, labels]);
+    }, [workflow.edges, workflow.nodes, selection.edges, followed, byEdge, labels, showOverview, NONE]);
 
-  // Zoomed far out over many nodes, the overview draws them all on one <canvas> and React Flow gets none
-  // (components/Overview.tsx). It is decided before React Flow sees a crowded view: a requested view (open, Fit)
-  // switches to it before moving there and leaves it after; a document change decides with the current viewport;
-  // pans and zooms decide as they go.
-  const store = useStoreApi();
-  const boxes = useMemo(() => nodeBoxes(workflow.nodes, (id) => measured.current.get(id)), [workflow.nodes]);
-  const boxesRef = useRef(boxes);
-  boxesRef.current = boxes;
-  const [overview, setOverview] = useState(false);
-  const crowdedNow = useMemo(() => {
-    const [x, y, zoom] = store.getState().transform;
-    return wantsOverview(boxes, { x, y, zoom }, width, height, overview);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [boxes, width, height]);
-  // Left by a pan or zoom: the document's crowding no longer holds it (until the document changes).
-  const [released, setReleased] = useState<unknown>(null);
-  const showOverview = overview || (crowdedNow && released !== boxes);
-  const shown = useRef(showOverview);
-  shown.current = showOverview;
-  const decideOverview = useCallback((next: boolean) => {
-    if (next === shown.current) return;
-    setOverview(next);
-    if (!next) setReleased(boxesRef.current);
-  }, []);
-  const onMove = useCallback(
-    (_: unknown, vp: { x: number; y: number; zoom: number }) => {
-      const { width, height } = store.getState();
-      decideOverview(wantsOverview(boxesRef.current, vp, width, height, shown.current));
-    },
-    [store, decideOverview],
-  );
-  const pendingView = useRef<{ x: number; y: number; zoom: number } | null>(null);
-  const NONE = useMemo(() => ({ nodes: [] as FlowNode<CanvasNodeData>[], edges: [] as FlowEdge[] }), []);
 
   const onNodesChange = useCallback((changes: NodeChange[]) => {
     for (const c of changes) if (c.type === "dimensions" && c.dimensions) measured.current.set(c.id, c.dimensions);
@@ -332,6 +337,7 @@ export function Canvas() {
 
   return (
     <LodContext.Provider value={lod}>
+    <CanvasContextMenu request={menu && !(menu.kind === "pane" && menu.from) ? menu : null} onClose={() => setMenu(null)}>
     <div className={lod ? "canvas-inner lod" : "canvas-inner"} ref={wrapper}>
       <ReactFlow
         nodes={showOverview ? NONE.nodes : nodes}
@@ -354,20 +360,18 @@ export function Canvas() {
           if (hit) doc.select(e.shiftKey || e.ctrlKey || e.metaKey ? { ...doc.selection, nodes: [...new Set([...doc.selection.nodes, hit])] } : { nodes: [hit], edges: [] });
           else doc.select({ nodes: [], edges: [] });
         }}
+        // Right-clicks say what was clicked; the context menu around the canvas opens at the pointer.
         onNodeContextMenu={(e, n) => {
-          e.preventDefault();
           const doc = useDocument.getState();
           if (!doc.selection.nodes.includes(n.id)) doc.select({ nodes: [n.id], edges: [] });
           setMenu({ kind: "node", clientX: e.clientX, clientY: e.clientY, id: n.id });
         }}
         onEdgeContextMenu={(e, edge) => {
-          e.preventDefault();
           const doc = useDocument.getState();
           if (!doc.selection.edges.includes(edge.id)) doc.select({ nodes: [], edges: [edge.id] });
           setMenu({ kind: "edge", clientX: e.clientX, clientY: e.clientY, id: edge.id });
         }}
         onPaneContextMenu={(e) => {
-          e.preventDefault();
           setMenu({ kind: "pane", clientX: e.clientX, clientY: e.clientY });
         }}
         onMoveStart={() => setMenu(null)}
@@ -392,8 +396,9 @@ export function Canvas() {
           {hint.text}
         </div>
       )}
-      {menu && <CanvasMenu request={menu} onClose={() => setMenu(null)} />}
+      {menu?.kind === "pane" && menu.from && <CanvasMenu request={menu} onClose={() => setMenu(null)} />}
     </div>
+    </CanvasContextMenu>
     </LodContext.Provider>
   );
 }

@@ -1,5 +1,9 @@
 // The right-click menu of the canvas (node, edge, empty pane) and the node picker that opens where a connection is
-// dropped on empty canvas. Each item is what applies to what was clicked.
+// dropped on empty canvas. Each item is what applies to what was clicked. Radix does the menus: ContextMenu for a
+// right-click (it opens where the pointer is, on the press, as the system's menus do), DropdownMenu anchored at the
+// point for the picker; keyboard navigation, focus and dismissal are theirs.
+import type { ReactNode } from "react";
+import * as ContextMenu from "@radix-ui/react-context-menu";
 import * as Menu from "@radix-ui/react-dropdown-menu";
 import { useReactFlow } from "@xyflow/react";
 import type { NodeType } from "../types";
@@ -16,7 +20,8 @@ export type MenuRequest =
   | { kind: "node" | "edge"; clientX: number; clientY: number; id: string }
   | { kind: "pane"; clientX: number; clientY: number; from?: { node: string; handle: string } };
 
-export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose: () => void }) {
+/** The items that apply to `request`, each with what it does. */
+function useItems(request: MenuRequest, onClose: () => void) {
   const flow = useReactFlow();
   const types = useNodeTypes((s) => s.list);
   const clipboard = useDocument((s) => s.clipboard);
@@ -57,8 +62,26 @@ export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose
     }
   }
 
-  // A Radix menu anchored at the pointer: keyboard navigation, focus and dismissal (Escape, a click elsewhere) as
-  // Radix does them. It opens from a right-click or from a connection dropped on empty canvas.
+  return { items, act, title: request.kind === "pane" && request.from ? `Add a node after ${nodeName(request.from.node)}` : null };
+}
+
+type Item = ReturnType<typeof useItems>["items"][number];
+
+function Label({ item }: { item: Item }) {
+  return (
+    <>
+      <span className="menu-item-label">
+        {item.type && <NodeIcon type={item.type} size={15} />}
+        {item.label}
+      </span>
+      {item.hint && <kbd>{item.hint}</kbd>}
+    </>
+  );
+}
+
+/** The node picker where a connection was dropped on empty canvas: a menu anchored at the point of release. */
+export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose: () => void }) {
+  const { items, act, title } = useItems(request, onClose);
   return (
     <Menu.Root open onOpenChange={(open) => !open && onClose()} modal={false}>
       <Menu.Trigger asChild>
@@ -66,19 +89,43 @@ export function CanvasMenu({ request, onClose }: { request: MenuRequest; onClose
       </Menu.Trigger>
       <Menu.Portal>
         <Menu.Content className="menu-content" data-testid="canvas-menu" align="start" sideOffset={2} collisionPadding={8}>
-          {request.kind === "pane" && request.from && <Menu.Label className="menu-label">Add a node after {nodeName(request.from.node)}</Menu.Label>}
+          {title && <Menu.Label className="menu-label">{title}</Menu.Label>}
           {items.map((i) => (
             <Menu.Item key={i.testId} className="menu-item" data-testid={i.testId} onSelect={act(i.run)}>
-              <span className="menu-item-label">
-                {i.type && <NodeIcon type={i.type} size={15} />}
-                {i.label}
-              </span>
-              {i.hint && <kbd>{i.hint}</kbd>}
+              <Label item={i} />
             </Menu.Item>
           ))}
         </Menu.Content>
       </Menu.Portal>
     </Menu.Root>
+  );
+}
+
+function ContextItems({ request, onClose }: { request: MenuRequest; onClose: () => void }) {
+  const { items, act } = useItems(request, onClose);
+  return (
+    <ContextMenu.Portal>
+      <ContextMenu.Content className="menu-content" data-testid="canvas-menu" collisionPadding={8}>
+        {items.map((i) => (
+          <ContextMenu.Item key={i.testId} className="menu-item" data-testid={i.testId} onSelect={act(i.run)}>
+            <Label item={i} />
+          </ContextMenu.Item>
+        ))}
+      </ContextMenu.Content>
+    </ContextMenu.Portal>
+  );
+}
+
+/**
+ * The canvas with its right-click menu: what was right-clicked (a node, an edge, the pane) is set as `request` by the
+ * canvas's own handlers as the event passes, and Radix opens the menu at the pointer.
+ */
+export function CanvasContextMenu({ request, onClose, children }: { request: MenuRequest | null; onClose: () => void; children: ReactNode }) {
+  return (
+    <ContextMenu.Root onOpenChange={(open) => !open && onClose()} modal={false}>
+      <ContextMenu.Trigger asChild>{children}</ContextMenu.Trigger>
+      {request && <ContextItems request={request} onClose={onClose} />}
+    </ContextMenu.Root>
   );
 }
 

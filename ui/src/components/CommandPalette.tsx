@@ -1,7 +1,7 @@
 // Find (Ctrl+K, Ctrl+F): a command palette with live matches — the workflow's nodes by name, id, type and prompt
 // text, and the app's commands (the shortcut table, so every command listed is one that works). cmdk does the
 // filtering, keyboard navigation and focus; Radix Dialog (through cmdk) traps focus and closes on Escape.
-import { useMemo } from "react";
+import { useMemo, useState } from "react";
 import { Command } from "cmdk";
 import { useReactFlow } from "@xyflow/react";
 import type { Node } from "../types";
@@ -11,6 +11,22 @@ import { useDocument } from "../store/document";
 import { useLayoutPrefs } from "../store/layoutPrefs";
 import { useSession } from "../store/session";
 import { NodeIcon } from "./NodeIcon";
+
+/**
+ * Whether `text` matches what was typed: every word typed appears in it (case does not matter). Plain substrings,
+ * not fuzzy matching: "gath" lists the nodes that say "gath", not every node with a g, an a, a t and an h.
+ */
+export function matches(text: string, query: string): boolean {
+  const hay = text.toLowerCase();
+  return query.toLowerCase().split(/\s+/).filter(Boolean).every((w) => hay.includes(w));
+}
+
+/** Most telling first: a name or id starting with the query, then one containing it, then the rest. */
+function rank(n: Node, query: string): number {
+  const q = query.toLowerCase().trim();
+  const names = [n.name ?? "", n.id].map((x) => x.toLowerCase());
+  return names.some((x) => x.startsWith(q)) ? 0 : names.some((x) => x.includes(q)) ? 1 : 2;
+}
 
 /** What a node is searched by: its name, id, type and the text of its prompts, message and conditions. */
 export function nodeSearchText(n: Node): string {
@@ -30,6 +46,11 @@ const EXTRA_COMMANDS: { does: string; run: () => void; keys?: string }[] = [
 export function CommandPalette() {
   const flow = useReactFlow();
   const nodes = useDocument((d) => d.workflow.nodes);
+  const [query, setQuery] = useState("");
+  const found = useMemo(() => {
+    const hits = query.trim() ? nodes.filter((n) => matches(nodeSearchText(n), query)) : nodes;
+    return [...hits].sort((a, b) => rank(a, query) - rank(b, query)).slice(0, 200);
+  }, [nodes, query]);
   const close = () => useSession.getState().setDialog("find", false);
   const commands = useMemo(() => [...SHORTCUTS.filter((s) => !["Escape", "Ctrl+F", "Ctrl+K", "Delete / Backspace"].includes(s.keys)).map((s) => ({ does: s.does, run: s.run, keys: s.keys })), ...EXTRA_COMMANDS], []);
   const reveal = (n: Node) => {
@@ -38,13 +59,13 @@ export function CommandPalette() {
     flow.setCenter((n.position?.x ?? 0) + 110, (n.position?.y ?? 0) + 45, { zoom: Math.max(flow.getZoom(), 0.9), duration: 250 });
   };
   return (
-    <Command.Dialog open onOpenChange={(o) => !o && close()} label="Find a node or a command" className="palette-dialog" overlayClassName="dialog-overlay" data-testid="command-palette" loop>
-      <Command.Input placeholder="Find a node by name, id, type or prompt text — or a command" data-testid="find" autoFocus />
+    <Command.Dialog open onOpenChange={(o) => !o && close()} label="Find a node or a command" className="palette-dialog" overlayClassName="dialog-overlay" data-testid="command-palette" loop shouldFilter={false}>
+      <Command.Input value={query} onValueChange={setQuery} placeholder="Find a node by name, id, type or prompt text — or a command" data-testid="find" autoFocus />
       <Command.List className="palette-list" data-testid="find-results">
         <Command.Empty className="palette-empty">Nothing matches.</Command.Empty>
         <Command.Group heading="Nodes">
-          {nodes.slice(0, 2000).map((n) => (
-            <Command.Item key={n.id} value={`node ${n.id}`} keywords={[nodeSearchText(n)]} onSelect={() => reveal(n)} className="palette-item" data-testid={`find-node-${n.id}`}>
+          {found.map((n) => (
+            <Command.Item key={n.id} value={`node ${n.id}`} onSelect={() => reveal(n)} className="palette-item" data-testid={`find-node-${n.id}`}>
               <NodeIcon type={n.type} size={15} />
               <span className="palette-name">{n.name || n.id}</span>
               <span className="dim">{n.name ? n.id : nodeTypeSpec(n.type)?.label}</span>
@@ -52,7 +73,7 @@ export function CommandPalette() {
           ))}
         </Command.Group>
         <Command.Group heading="Commands">
-          {commands.map((c) => (
+          {commands.filter((c) => matches(c.does, query)).map((c) => (
             <Command.Item key={c.does} value={`command ${c.does}`} onSelect={() => (close(), c.run())} className="palette-item">
               <span className="palette-name">{c.does[0].toUpperCase() + c.does.slice(1)}</span>
               {c.keys && <kbd>{c.keys}</kbd>}

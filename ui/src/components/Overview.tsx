@@ -11,9 +11,15 @@ import type { Selection } from "../store/document";
 import { useRun } from "../store/run";
 import { useValidation } from "../store/validation";
 
-/** The overview takes over when this many nodes would be on screen, and hands back below `OVERVIEW_LEAVE`. */
+/**
+ * The overview takes over (in a workflow of at least `OVERVIEW_LEAVE` nodes) when this many nodes would be on screen,
+ * or below `OVERVIEW_ZOOM`, where a card is a blob of a few pixels even drawn simply; it hands back below
+ * `OVERVIEW_LEAVE` nodes and above `OVERVIEW_ZOOM_LEAVE`.
+ */
 export const OVERVIEW_ENTER = 300;
 export const OVERVIEW_LEAVE = 200;
+export const OVERVIEW_ZOOM = 0.15;
+export const OVERVIEW_ZOOM_LEAVE = 0.18;
 
 type Viewport = { x: number; y: number; zoom: number };
 type Sizes = (id: string) => { width: number; height: number } | undefined;
@@ -51,6 +57,7 @@ export function countVisible(b: Boxes, vp: Viewport, width: number, height: numb
 /** Whether a viewport is crowded enough for the overview; `now` is whether it is shown (hysteresis). */
 export function wantsOverview(b: Boxes, vp: Viewport, width: number, height: number, now: boolean): boolean {
   if (!width || !height || b.x.length < OVERVIEW_LEAVE) return false;
+  if (vp.zoom < (now ? OVERVIEW_ZOOM_LEAVE : OVERVIEW_ZOOM)) return true;
   const limit = now ? OVERVIEW_LEAVE : OVERVIEW_ENTER;
   return countVisible(b, vp, width, height, limit) >= limit;
 }

@@ -3,6 +3,7 @@
 import { useEffect } from "react";
 import { toast, Toaster } from "sonner";
 import { INFO_MS, useMessages, type Message } from "../store/messages";
+import { useLayoutPrefs } from "../store/layoutPrefs";
 import { useSession } from "../store/session";
 
 function show(m: Message) {
@@ -26,6 +27,8 @@ function show(m: Message) {
 
 export function Toasts() {
   const theme = useSession((s) => s.theme);
+  // Over the canvas's top right corner: below the toolbar and clear of the inspector, never over a control.
+  const right = useLayoutPrefs((p) => p.inspectorPx) + 14;
   useEffect(() => {
     useMessages.getState().messages.forEach(show);
     return useMessages.subscribe((s, p) => {
@@ -35,5 +38,5 @@ export function Toasts() {
       p.messages.filter((m) => !now.has(m.id)).forEach((m) => toast.dismiss(m.id));
     });
   }, []);
-  return <Toaster position="top-right" offset={{ top: 12, right: 12 }} theme={theme} richColors visibleToasts={3} className="toaster" toastOptions={{ className: "toast" }} />;
+  return <Toaster position="top-right" offset={{ top: 54, right }} theme={theme} richColors visibleToasts={3} className="toaster" toastOptions={{ className: "toast" }} />;
 }

@@ -186,6 +186,56 @@ describe("layout", () => {
   });
 });
 
+describe("layout of large workflows (quickLayered, above LARGE nodes)", () => {
+  const overlaps = (nodes: Node[]) => {
+    const boxes = nodes.map(box).sort((a, b) => a.x - b.x);
+    const found: string[] = [];
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length && boxes[j].x < boxes[i].x + boxes[i].width; j++) if (!apart(boxes[i], boxes[j])) found.push(`${i}/${j}`);
+    return found;
+  };
+
+  it("lays out 1,500 nodes with branches, labels, loops and subagents: left to right, no overlaps", async () => {
+    const nodes: Partial<Node>[] = [{ id: "n0", type: "start" }];
+    const edges: Partial<Edge>[] = [];
+    for (let i = 1; i < 1500; i++) {
+      nodes.push({ id: `n${i}`, type: i % 9 === 0 ? "script" : "agent" });
+      const from = Math.max(0, i - 1 - ((i * 7) % 5));
+      edges.push({ from: `n${from}`, to: `n${i}`, ...(i % 2 ? { when: `the result of step ${from} is worth following up` } : {}) });
+      if (i % 23 === 0) edges.push({ from: `n${i}`, to: `n${i - 4}`, max_iterations: 2 });
+    }
+    for (let i = 0; i < 20; i++) {
+      nodes.push({ id: `s${i}`, type: "agent" });
+      edges.push({ from: `n${i * 50 + 1}`, to: `s${i}`, handle: "subagent" });
+    }
+    const laid = await layout(wf(nodes, edges));
+    expect(laid.nodes.every((n) => Number.isInteger(n.position?.x) && Number.isInteger(n.position?.y))).toBe(true);
+    expect(overlaps(laid.nodes)).toEqual([]);
+    const at = new Map(laid.nodes.map((n) => [n.id, n.position!]));
+    for (const e of edges) if (e.max_iterations == null && e.handle !== "subagent") expect(at.get(e.from!)!.x!).toBeLessThan(at.get(e.to!)!.x!);
+    // A subagent hangs below its agent.
+    for (let i = 0; i < 20; i++) expect(at.get(`s${i}`)!.y!).toBeGreaterThan(at.get(`n${i * 50 + 1}`)!.y!);
+    // The same picture twice.
+    expect((await layout(wf(nodes, edges))).nodes.map((n) => n.position)).toEqual(laid.nodes.map((n) => n.position));
+  });
+
+  it("lays out a 5,000-node chain in a row, quickly", async () => {
+    const nodes: Partial<Node>[] = [{ id: "start", type: "start" }];
+    const edges: Partial<Edge>[] = [];
+    for (let i = 0; i < 4999; i++) {
+      nodes.push({ id: `a${i}`, type: "agent" });
+      edges.push({ from: i ? `a${i - 1}` : "start", to: `a${i}` });
+    }
+    const t0 = performance.now();
+    const laid = await layout(wf(nodes, edges));
+    expect(performance.now() - t0).toBeLessThan(1000);
+    const ys = new Set(laid.nodes.map((n) => n.position!.y));
+    expect(ys.size).toBeLessThanOrEqual(2); // one line (a shorter start card centred on it)
+    const xs = laid.nodes.map((n) => n.position!.x!);
+    expect(xs.every((x, i) => i === 0 || x > xs[i - 1])).toBe(true);
+  });
+});
+
 describe("needsLayout", () => {
   it("knows a file without positions", () => {
     expect(needsLayout(wf([], []))).toBe(false);

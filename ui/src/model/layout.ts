@@ -48,6 +48,115 @@ const options = (nodes: number): LayoutOptions => ({
 /** Labels sit on their edge's line, as the canvas draws them, halfway along. */
 const LABEL: LayoutOptions = { "elk.edgeLabels.placement": "CENTER", "elk.edgeLabels.inline": "true" };
 
+/** Above this many nodes in the flow, layout is `quickLayered`, not ELK. */
+export const LARGE = 400;
+
+/**
+ * A layered layout, left to right, in linear time (plus a sort per layer), for graphs too large for ELK: cycles are
+ * broken depth first from the sources (in file order), each node goes one layer right of its furthest predecessor,
+ * layers are ordered by two barycentre sweeps (ties in file order), and each node sits as near the middle of its
+ * predecessors as the cards above it in its layer allow. Gaps are ELK's: 70 px between layers (140 px plus the widest
+ * label where labelled edges cross), 50 px between cards. Takes and returns ELK's graph shape; edges point from a
+ * port (`node::handle`) or a node to a port or a node.
+ */
+export function quickLayered(children: ElkNode[], edges: ElkExtendedEdge[]): ElkNode {
+  const n = children.length;
+  const index = new Map(children.map((c, i) => [c.id, i]));
+  const nodeOf = (end: string) => index.get(end.split("::")[0]) ?? -1;
+  const out: number[][] = children.map(() => []);
+  const label: number[][] = children.map(() => []);
+  for (const e of edges) {
+    const a = nodeOf(e.sources[0]);
+    const b = nodeOf(e.targets[0]);
+    if (a < 0 || b < 0 || a === b) continue;
+    out[a].push(b);
+    label[a].push(Math.max(0, ...(e.labels ?? []).map((l) => l.width ?? 0)));
+  }
+  // Depth first (iteratively) from the nodes nothing enters, then from the rest, in file order: an edge to a node on
+  // the current path closes a cycle and is left out of the layering.
+  const indegree = new Array<number>(n).fill(0);
+  for (const targets of out) for (const b of targets) indegree[b]++;
+  const state = new Uint8Array(n); // 0 unseen, 1 on the path, 2 done
+  const forward: number[][] = children.map(() => []);
+  const gap: number[][] = children.map(() => []);
+  const roots = [...Array(n).keys()].sort((a, b) => Number(indegree[a] > 0) - Number(indegree[b] > 0) || a - b);
+  for (const root of roots) {
+    if (state[root]) continue;
+    const stack: [number, number][] = [[root, 0]];
+    state[root] = 1;
+    while (stack.length) {
+      const top = stack[stack.length - 1];
+      const [v, k] = top;
+      if (k < out[v].length) {
+        top[1]++;
+        const w = out[v][k];
+        if (state[w] === 1) continue; // back to the path: a cycle
+        forward[v].push(w);
+        gap[v].push(label[v][k]);
+        if (!state[w]) {
+          state[w] = 1;
+          stack.push([w, 0]);
+        }
+      } else {
+        state[v] = 2;
+        stack.pop();
+      }
+    }
+  }
+  // Longest path layering over the forward edges (Kahn's order).
+  const into = new Array<number>(n).fill(0);
+  for (const targets of forward) for (const b of targets) into[b]++;
+  const layerOf = new Array<number>(n).fill(0);
+  const queue: number[] = [];
+  for (let i = 0; i < n; i++) if (!into[i]) queue.push(i);
+  for (let q = 0; q < queue.length; q++) {
+    const v = queue[q];
+    for (const w of forward[v]) {
+      layerOf[w] = Math.max(layerOf[w], layerOf[v] + 1);
+      if (!--into[w]) queue.push(w);
+    }
+  }
+  const layers: number[][] = [];
+  for (let i = 0; i < n; i++) (layers[layerOf[i]] ??= []).push(i);
+  const preds: number[][] = children.map(() => []);
+  for (let v = 0; v < n; v++) for (const w of forward[v]) preds[w].push(v);
+  // Order within layers: a sweep right by the predecessors' mean rank, then left by the successors'.
+  const rank = new Float64Array(n);
+  layers.forEach((layer) => layer.forEach((v, i) => (rank[v] = i)));
+  const sweep = (order: number[][], neighbours: number[][]) => {
+    for (const layer of order) {
+      const key = new Map(layer.map((v) => [v, neighbours[v].length ? neighbours[v].reduce((s, u) => s + rank[u], 0) / neighbours[v].length : rank[v]]));
+      layer.sort((a, b) => key.get(a)! - key.get(b)! || a - b);
+      layer.forEach((v, i) => (rank[v] = i));
+    }
+  };
+  sweep(layers, preds);
+  sweep([...layers].reverse(), forward);
+  // Coordinates: each layer as wide as its widest card, with room for the widest label leaving it.
+  const width = (v: number) => children[v].width ?? 0;
+  const height = (v: number) => children[v].height ?? 0;
+  const xs = new Float64Array(n);
+  const ys = new Float64Array(n);
+  let x = 12;
+  for (const layer of layers) {
+    const w = Math.max(0, ...layer.map(width));
+    const widestLabel = Math.max(0, ...layer.flatMap((v) => gap[v]));
+    for (const v of layer) xs[v] = x;
+    x += w + (widestLabel ? 2 * BETWEEN_LAYERS + widestLabel : BETWEEN_LAYERS);
+  }
+  for (const layer of layers) {
+    let floor = -Infinity;
+    for (const v of layer) {
+      const centres = preds[v].map((u) => ys[u] + height(u) / 2);
+      const want = centres.length ? centres.reduce((a, b) => a + b, 0) / centres.length - height(v) / 2 : floor === -Infinity ? 12 : floor;
+      ys[v] = Math.max(want, floor);
+      floor = ys[v] + height(v) + 50;
+    }
+  }
+  const top = Math.min(...ys);
+  return { id: "root", children: children.map((c, v) => ({ ...c, x: xs[v], y: ys[v] - top + 12 })) };
+}
+
 /** True for a workflow whose file carried no positions: none at all, or every node on the same point. */
 export function needsLayout(workflow: Workflow): boolean {
   const at = workflow.nodes.map((n) => (n.position ? `${n.position.x ?? 0},${n.position.y ?? 0}` : null));
@@ -145,7 +254,9 @@ export async function layout(workflow: Workflow): Promise<Workflow> {
     });
   });
 
-  const laid = await (await engine()).layout({ id: "root", layoutOptions: options(inFlow.length), children, edges });
+  // ELK takes seconds on thousands of nodes (and its depth-first cycle breaking overflows the stack on a long chain):
+  // above LARGE the same layered picture is made by the quick version below.
+  const laid = inFlow.length > LARGE ? quickLayered(children, edges) : await (await engine()).layout({ id: "root", layoutOptions: options(inFlow.length), children, edges });
   const placed = new Map<string, Point>();
   for (const c of laid.children ?? []) {
     const at = { x: Math.round(c.x ?? 0), y: Math.round(c.y ?? 0) };

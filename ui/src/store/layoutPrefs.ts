@@ -22,6 +22,9 @@ type LayoutPrefs = {
   inspectorPinned: boolean;
   /** Bumped to ask the bottom panel to open (a tab was picked, a run started). */
   bottomOpenRequest: number;
+  /** The inspector's width on screen (0 when closed): messages keep clear of it. */
+  inspectorPx: number;
+  setInspectorPx: (px: number) => void;
   refs: Refs | null;
   attach: (refs: Refs) => void;
   setInspectorPinned: (pinned: boolean) => void;
@@ -32,6 +35,8 @@ type LayoutPrefs = {
 export const useLayoutPrefs = create<LayoutPrefs>((set, get) => ({
   inspectorPinned: readPinned(),
   bottomOpenRequest: 0,
+  inspectorPx: 0,
+  setInspectorPx: (inspectorPx) => set({ inspectorPx: Math.round(inspectorPx) }),
   refs: null,
   attach: (refs) => set({ refs }),
   setInspectorPinned: (inspectorPinned) => {

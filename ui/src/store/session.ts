@@ -172,12 +172,6 @@ export const useSession = create<SessionState>((set, get) => {
     set((s) => ({ recentFiles: [path, ...s.recentFiles.filter((p) => p !== path)].slice(0, MAX_RECENT) }));
     savePrefs();
   };
-  /** The script file belongs to the workflow: a new document starts with none, or the one beside its file. */
-  const adoptScript = async (workflowPath: string | null) => {
-    const beside = workflowPath ? await Promise.resolve().then(() => commands.scriptBeside(workflowPath)).catch(() => null) : null;
-    set({ scriptPath: beside ?? null });
-    return beside;
-  };
   /** Loads the document a stored run started with, and an empty run view for it. */
   const showStoredRun = async (id: string) => {
     const opened = await unwrap(commands.openRun(id));
@@ -261,15 +255,16 @@ export const useSession = create<SessionState>((set, get) => {
         // Files of systems that keep no positions (SWEny, TEA, OpenExpertise), and canonical files without them, are
         // laid out by ELK; the importer's own placement is only a fallback for the command line.
         if (POSITIONLESS_FORMATS.has(opened.format) || needsLayout(workflow)) workflow = await layout(workflow);
+        // The run source follows the file: its answers file when one lies beside it, else the model; the message
+        // says which. Decided before the document shows, so the toolbar never shows another file's source.
+        const beside = await Promise.resolve().then(() => commands.scriptBeside(opened.path ?? file)).catch(() => null);
+        const script = beside ?? null;
+        set({ scriptPath: script, mode: script ? "script" : "model" });
         useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
         useReplay.getState().discard();
         useRun.getState().reset();
         set({ dismissed: [], reviewing: null, approvalNotes: {} });
         remember(file);
-        const script = await adoptScript(opened.path ?? file);
-        // The run source follows the file: its answers file when one lies beside it, else the model; the message
-        // says which.
-        set({ mode: script ? "script" : "model" });
         const scriptNote = script ? ` · runs offline with answers from ${baseName(script)}` : "";
         info(imported ? `Imported ${opened.format} file ${baseName(file)}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${baseName(file)}${scriptNote}`);
         get().requestView("open");
