@@ -43,6 +43,28 @@ x.XFlush.argtypes = [ctypes.c_void_p]
 x.XFree.argtypes = [ctypes.c_void_p]
 
 
+class XWindowAttributes(ctypes.Structure):
+    _fields_ = [
+        ("x", ctypes.c_int), ("y", ctypes.c_int), ("width", ctypes.c_int), ("height", ctypes.c_int),
+        ("border_width", ctypes.c_int), ("depth", ctypes.c_int), ("visual", ctypes.c_void_p), ("root", Window),
+        ("class", ctypes.c_int), ("bit_gravity", ctypes.c_int), ("win_gravity", ctypes.c_int),
+        ("backing_store", ctypes.c_int), ("backing_planes", ctypes.c_ulong), ("backing_pixel", ctypes.c_ulong),
+        ("save_under", ctypes.c_int), ("colormap", ctypes.c_ulong), ("map_installed", ctypes.c_int),
+        ("map_state", ctypes.c_int), ("all_event_masks", ctypes.c_long), ("your_event_mask", ctypes.c_long),
+        ("do_not_propagate_mask", ctypes.c_long), ("override_redirect", ctypes.c_int), ("screen", ctypes.c_void_p),
+    ]
+
+
+x.XGetWindowAttributes.argtypes = [ctypes.c_void_p, Window, ctypes.POINTER(XWindowAttributes)]
+IS_VIEWABLE = 2
+
+
+def viewable(display, window):
+    """Whether the window is mapped and shown: GTK also keeps an unmapped client-leader window per process."""
+    attrs = XWindowAttributes()
+    return bool(x.XGetWindowAttributes(display, window, ctypes.byref(attrs))) and attrs.map_state == IS_VIEWABLE
+
+
 def cardinals(display, window, prop):
     """The 32-bit values of a window property (CARDINAL or ATOM lists)."""
     actual, fmt, n, after, data = Atom(), ctypes.c_int(), ctypes.c_ulong(), ctypes.c_ulong(), ctypes.c_void_p()
@@ -75,7 +97,7 @@ def main():
     protocols = x.XInternAtom(display, b"WM_PROTOCOLS", 0)
     delete = x.XInternAtom(display, b"WM_DELETE_WINDOW", 0)
     for w in windows(display, x.XDefaultRootWindow(display)):
-        if pid in cardinals(display, w, wm_pid) and delete in cardinals(display, w, protocols):
+        if pid in cardinals(display, w, wm_pid) and delete in cardinals(display, w, protocols) and viewable(display, w):
             event = XEvent()
             event.xclient.type = 33  # ClientMessage
             event.xclient.window = w

@@ -48,13 +48,14 @@ async function addConnected(browser, fromId, fromHandle, dx, dy, typeName) {
   await click(browser, await pointOf(browser, `[data-testid="menu-add-${typeName}"]`));
   await browser.waitUntil(async () => (await graph(browser)).nodes.length === before.length + 1, { timeout: 3000, timeoutMsg: "no node was added" });
   const id = (await graph(browser)).nodes.find((n) => !before.includes(n));
-  // It lands whole in view, not under the inspector that opened for it.
-  const inView = await browser.execute((sel) => {
-    const pane = document.querySelector(".react-flow").getBoundingClientRect();
-    const card = document.querySelector(sel).getBoundingClientRect();
-    return card.left >= pane.left && card.right <= pane.right && card.top >= pane.top && card.bottom <= pane.bottom;
-  }, node(id));
-  assert.ok(inView, `the new node ${id} is whole in view`);
+  // It lands whole in view, not under the inspector that opened for it (the view follows it once the pane is open).
+  const inView = () =>
+    browser.execute((sel) => {
+      const pane = document.querySelector(".react-flow").getBoundingClientRect();
+      const card = document.querySelector(sel).getBoundingClientRect();
+      return card.left >= pane.left && card.right <= pane.right && card.top >= pane.top && card.bottom <= pane.bottom;
+    }, node(id));
+  await browser.waitUntil(inView, { timeout: 3000, timeoutMsg: `the new node ${id} is not whole in view` });
   return id;
 }
 

@@ -17,6 +17,11 @@ export async function launch() {
     logLevel: "error",
     capabilities: { "tauri:options": { application: appBinary }, "wdio:enforceWebDriverClassic": true },
   });
+  // WebKitWebDriver's "get element text" returns nothing for text near the app's SVG icons (its visibility atom fails
+  // on them). A person reads what is rendered: the element's innerText, which is empty for what is hidden.
+  await browser.overwriteCommand("getText", async function () {
+    return browser.execute((el) => el.innerText, this);
+  }, true);
   await browser.$('[data-testid="node-start"]').waitForExist({ timeout: 20000 });
   return browser;
 }

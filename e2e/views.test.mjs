@@ -40,10 +40,15 @@ test("a workflow opens with every title at least 12 px and every edge label at l
 test("Find lists matching nodes as you type, and Enter brings the one picked into view, selected", async () => {
   await chord(browser, [KEY.control, "k"]);
   await (await browser.$('[data-testid="find"]')).waitForDisplayed({ timeout: 3000 });
+  const listed = () => browser.execute(() => [...document.querySelectorAll('[data-testid^="find-node-"]')].map((e) => e.getAttribute("data-testid").slice(10)));
+  assert.equal((await listed()).length, 6, "with nothing typed, every node is listed");
+  await type(browser, "dupl");
+  await browser.waitUntil(async () => (await listed()).join() === "skip", { timeout: 3000, timeoutMsg: "typing did not narrow the list to the one node named Note duplicate" });
+  for (let i = 0; i < 4; i++) await chord(browser, [KEY.backspace]);
   await type(browser, "gath");
-  await browser.waitUntil(async () => (await browser.$$('[data-testid^="find-node-"]')).length === 1, { timeout: 3000, timeoutMsg: "the list did not narrow to one node as I typed" });
-  assert.ok(await (await browser.$('[data-testid="find-node-gather"]')).isDisplayed(), "the gather node (named Gather context) is listed");
-  await chord(browser, [KEY.backspace, KEY.backspace, KEY.backspace, KEY.backspace]);
+  await browser.waitUntil(async () => (await listed())[0] === "gather", { timeout: 3000, timeoutMsg: "the node whose name starts with what was typed is not listed first" });
+  assert.deepEqual((await listed()).sort(), ["gather", "investigate"], "a node whose prompt reads the gather node is listed too");
+  for (let i = 0; i < 4; i++) await chord(browser, [KEY.backspace]);
   await type(browser, "schema");
   await browser.waitUntil(async () => await (await browser.$('[data-testid="find-node-investigate"]')).isExisting(), { timeout: 3000, timeoutMsg: "a prompt's text does not find its node" });
   await chord(browser, [KEY.enter]);
