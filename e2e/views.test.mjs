@@ -49,7 +49,7 @@ test("Find lists matching nodes as you type, and Enter brings the one picked int
   await browser.waitUntil(async () => (await listed())[0] === "gather", { timeout: 3000, timeoutMsg: "the node whose name starts with what was typed is not listed first" });
   assert.deepEqual((await listed()).sort(), ["gather", "investigate"], "a node whose prompt reads the gather node is listed too");
   for (let i = 0; i < 4; i++) await chord(browser, [KEY.backspace]);
-  await type(browser, "schema");
+  await type(browser, "findings");
   await browser.waitUntil(async () => await (await browser.$('[data-testid="find-node-investigate"]')).isExisting(), { timeout: 3000, timeoutMsg: "a prompt's text does not find its node" });
   await chord(browser, [KEY.enter]);
   await (await browser.$('[data-testid="find"]')).waitForExist({ reverse: true, timeout: 3000 });
