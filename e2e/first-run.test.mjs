@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { chord, click, drag, emptyCanvasNear, KEY, pointOf, type } from "./gestures.mjs";
-import { alive, appPid, fit, graph, launch, messages, nodeSel, pressCloseButton, statusOf, waitStatus, work } from "./harness.mjs";
+import { alive, appPid, fit, graph, launch, messages, nodeSel, pressCloseButton, shotPath, statusOf, waitStatus, work } from "./harness.mjs";
 
 const node = nodeSel;
 const handle = (id, h) => `${node(id)} .react-flow__handle[data-handleid="${h}"]`;
@@ -142,6 +142,9 @@ test("a new user builds start → agent → if → two agents → join, runs it 
     assert.match(await browser.execute(() => document.title), /first-run\.yaml/, "the window title names the file");
     await pressCloseButton(pid);
     await waitGone(pid);
+  } catch (e) {
+    await browser.saveScreenshot(shotPath(`first-run-failed-${Date.now()}`)).catch(() => undefined);
+    throw e;
   } finally {
     await browser.deleteSession().catch(() => undefined);
   }
@@ -183,6 +186,9 @@ test("Ctrl+S and Ctrl+Enter while a field has the focus save and run what it sho
     await click(browser, await pointOf(browser, '[data-testid="close-discard"]'));
     await waitGone(pid);
     assert.match(readFileSync(file, "utf8"), /first words/, "Don't save left the file as it was");
+  } catch (e) {
+    await browser.saveScreenshot(shotPath(`first-run-failed-${Date.now()}`)).catch(() => undefined);
+    throw e;
   } finally {
     await browser.deleteSession().catch(() => undefined);
   }

@@ -1,9 +1,9 @@
 // The app under test: a fresh window of the real Tauri binary (embedded UI) per test file, through tauri-driver.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { after, before } from "node:test";
+import { after, afterEach, before } from "node:test";
 import { remote } from "webdriverio";
 
 export const root = resolve(import.meta.dirname, "..");
@@ -33,9 +33,20 @@ export function appForFile(onOpen) {
     browser = await launch();
     onOpen(browser);
   });
+  // A picture of the window after each test, to look at when one fails (target/e2e-shots/).
+  afterEach(async (t) => {
+    await browser?.saveScreenshot(shotPath(t.name)).catch(() => undefined);
+  });
   after(async () => {
     await browser?.deleteSession();
   });
+}
+
+/** Where the picture of the window after test `name` goes. */
+export function shotPath(name) {
+  const dir = join(root, "target/e2e-shots");
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `${name.replace(/[^\w]+/g, "-").slice(0, 80)}.png`);
 }
 
 /** The selector of a node's card on the canvas. */

@@ -5,7 +5,7 @@ import { test } from "node:test";
 /* global MutationObserver -- the functions given to browser.execute run in the page */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { chord, click, drag, KEY, pointOf, type } from "./gestures.mjs";
+import { chord, click, drag, KEY, pointOf, type, whatIsAt } from "./gestures.mjs";
 import { appForFile, frames, openFile, root, statusOf, waitStatus } from "./harness.mjs";
 
 let browser;
@@ -59,7 +59,9 @@ test("Find lists matching nodes as you type, and Enter brings the one picked int
 test("while the model chooses a route, the node and the run list say so (a real model)", async () => {
   await openFile(browser, join(root, "examples/alert-triage.yaml"));
   // Run on the model found on this computer instead of the answers file beside the example.
-  await click(browser, await pointOf(browser, '[data-testid="run-source"]'));
+  const source = await pointOf(browser, '[data-testid="run-source"]');
+  assert.match(await whatIsAt(browser, source), /^(run-source|script-path|run-model)$/, "nothing covers the run source, not even a message arriving");
+  await click(browser, source);
   await (await browser.$('[data-testid="source-default-model"]')).waitForDisplayed({ timeout: 3000 });
   await click(browser, await pointOf(browser, '[data-testid="source-default-model"]'));
   await browser.waitUntil(async () => /local\//.test(await (await browser.$('[data-testid="run-model"]')).getText()), { timeout: 5000, timeoutMsg: "the run source does not name the local model" });

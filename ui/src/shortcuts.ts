@@ -59,8 +59,9 @@ export function handleShortcut(e: KeyboardEvent): boolean {
   const target = e.target as HTMLElement | null;
   const typing = Boolean(target?.closest?.("input, textarea, select, [contenteditable=true]"));
   const modal = Boolean(document.querySelector('.modal-backdrop, [role="dialog"], [role="alertdialog"]'));
-  // Escape leaves a field of the inspector (its edit is committed on blur), so the canvas's keys work again.
-  if (typing && !modal && e.key === "Escape") {
+  // Escape leaves a field of the inspector (its edit is committed on blur), or any control in it, so the canvas's
+  // keys work again; the next Escape clears the selection.
+  if (!modal && e.key === "Escape" && (typing || target?.closest?.(".inspector"))) {
     (target as HTMLElement).blur();
     return true;
   }

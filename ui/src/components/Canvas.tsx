@@ -99,14 +99,35 @@ export function Canvas() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [boxes, width, height]);
   // Left by a pan or zoom: the document's crowding no longer holds it (until the document changes).
-  const [released, setReleased] = useState<unknown>(null);
-  const showOverview = overview || (crowdedNow && released !== boxes);
+  const [released, setReleased] = useState<{ boxes: unknown; nonce: number } | null>(null);
+  // Where a view the session asked for goes: opened at readable zoom, or fitted (computed from the document, as
+  // fitView would from React Flow's nodes, which the overview empties).
+  const viewTarget = (kind: string, b: typeof boxes) => {
+    const bounds = boxesBounds(b);
+    return kind === "open" || !bounds
+      ? openingViewport(b.nodes, { width, height }, { titlePx: TITLE_PX }, (id) => measured.current.get(id))
+      : getViewportForBounds(bounds, width, height, store.getState().minZoom, 1.25, 0.15);
+  };
+  // A view asked for together with an edit (Layout, then Fit) is decided in the same render, so that React Flow
+  // never adopts the edited nodes only to drop them a frame later.
+  const handledView = useRef(-1);
+  const crowdedView = useMemo(
+    () => handledView.current !== view.nonce && width > 0 && height > 0 && wantsOverview(boxes, viewTarget(view.kind, boxes), width, height, false),
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [view.nonce, boxes, width, height],
+  );
+  const showOverview = overview || (crowdedNow && released?.boxes !== boxes) || (crowdedView && released?.nonce !== view.nonce);
   const shown = useRef(showOverview);
   shown.current = showOverview;
+  useEffect(() => {
+    if (showOverview && !overview) setOverview(true);
+  }, [showOverview, overview]);
+  const viewNonce = useRef(view.nonce);
+  viewNonce.current = view.nonce;
+  // The decision is kept in state (a crowded document or view only forces the overview until then).
   const decideOverview = useCallback((next: boolean) => {
-    if (next === shown.current) return;
     setOverview(next);
-    if (!next) setReleased(boxesRef.current);
+    if (!next && shown.current) setReleased({ boxes: boxesRef.current, nonce: viewNonce.current });
   }, []);
   const onMove = useCallback(
     (_: unknown, vp: { x: number; y: number; zoom: number }) => {
@@ -301,11 +322,9 @@ export function Canvas() {
     if (!width || !height) return;
     const nodes = useDocument.getState().workflow.nodes;
     const sizes = (id: string) => measured.current.get(id);
-    // Fit is computed from the document (as fitView would from React Flow's nodes, which the overview empties).
+    handledView.current = view.nonce;
     const b = boxesRef.current.nodes === nodes ? boxesRef.current : nodeBoxes(nodes, sizes);
-    const bounds = boxesBounds(b);
-    const target =
-      view.kind === "open" || !bounds ? openingViewport(nodes, { width, height }, { titlePx: TITLE_PX }, sizes) : getViewportForBounds(bounds, width, height, store.getState().minZoom, 1.25, 0.15);
+    const target = viewTarget(view.kind, b);
     if (wantsOverview(b, target, width, height, false) && !shown.current) {
       // Into the overview first (React Flow drops its nodes), then there: see the effect below.
       pendingView.current = target;

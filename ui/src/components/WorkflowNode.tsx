@@ -125,10 +125,14 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
       <div className="wf-head">
         <span className="wf-icon" title={spec?.label ?? node.type}><NodeIcon type={node.type} size={16} /></span>
         <div className="wf-title" style={{ fontSize: TITLE_PX }} title={node.name ? `${node.name} (${node.id})` : node.id}>{node.name || node.id}</div>
-        {errors > 0 && <span className="wf-badge error" title={`${errors} error${errors > 1 ? "s" : ""}`}>{errors}</span>}
-        {warnings > 0 && <span className="wf-badge warning" title={`${warnings} warning${warnings > 1 ? "s" : ""}`}>{warnings}</span>}
       </div>
-      <div className="wf-summary">{nodeSummary(node, defaultModel)}</div>
+      {(errors > 0 || warnings > 0) && (
+        <div className="wf-badges">
+          {errors > 0 && <span className="wf-badge error" title={`${errors} error${errors > 1 ? "s" : ""}`}>{errors}</span>}
+          {warnings > 0 && <span className="wf-badge warning" title={`${warnings} warning${warnings > 1 ? "s" : ""}`}>{warnings}</span>}
+        </div>
+      )}
+      <div className="wf-summary" title={nodeSummary(node, defaultModel)}>{nodeSummary(node, defaultModel)}</div>
       {status && status !== "pending" && (
         <div className={`wf-run ${status}`} data-testid={`node-run-${node.id}`}>
           <StatusIcon status={status} choosing={run?.choosing} />
