@@ -100,8 +100,8 @@ test("a new user builds start → agent → if → two agents → join, runs it 
     const onElse = await addConnected(browser, "pet", "false", 170, 90, "agent");
     await rename(browser, onElse, "other_reply");
     await fit(browser);
-    const join = await addConnected(browser, "cat_reply", "output", 170, 80, "agent");
-    await rename(browser, join, "summary");
+    const joined = await addConnected(browser, "cat_reply", "output", 170, 80, "agent");
+    await rename(browser, joined, "summary");
     await fit(browser);
     await drag(browser, await pointOf(browser, handle("other_reply", "output")), await pointOf(browser, `${node("summary")} .wf-summary`));
     await browser.waitUntil(async () => (await graph(browser)).edges.includes("other_reply->summary"), { timeout: 3000, timeoutMsg: "other_reply is not connected to summary" });
