@@ -125,8 +125,11 @@ export function Canvas() {
   const viewNonce = useRef(view.nonce);
   viewNonce.current = view.nonce;
   // The decision is kept in state (a crowded document or view only forces the overview until then).
+  const kept = useRef(overview);
+  kept.current = overview;
   const decideOverview = useCallback((next: boolean) => {
-    setOverview(next);
+    // Called on every frame of a pan: sets nothing unless something changes.
+    if (next !== kept.current) setOverview((kept.current = next));
     if (!next && shown.current) setReleased({ boxes: boxesRef.current, nonce: viewNonce.current });
   }, []);
   const onMove = useCallback(

@@ -473,14 +473,12 @@ export const useSession = create<SessionState>((set, get) => {
       try {
         const opened = await showStoredRun(id);
         set({ dismissed: [], reviewing: null, panel: "run" });
-        // The engine plays the run again from its recording (no model or tool call); its events are kept and shown
-        // step by step on a timeline the person can drag, rather than jumping to the end.
-        const played: Event[] = [];
-        const channel = new Channel<Event_Deserialize[]>();
-        channel.onmessage = (events) => void played.push(...(events as unknown as Event[]));
-        await unwrap(commands.replayRun(id, channel));
-        await new Promise((r) => setTimeout(r, 0)); // the channel's last messages arrive before the command's answer is handled
-        useReplay.getState().load(id, opened.document.workflow.nodes.map((n) => n.id), played);
+        // The engine plays the run again from its recording (no model or tool call), which checks that the recording
+        // still gives the same run; the person then watches it step by step on a timeline, from the events the run
+        // recorded (a replay gives exactly those: the engine's tests hold it to that).
+        await unwrap(commands.replayRun(id, new Channel<Event_Deserialize[]>()));
+        const recorded = (await unwrap(commands.runEvents(id))) as unknown as Event[];
+        useReplay.getState().load(id, opened.document.workflow.nodes.map((n) => n.id), recorded);
         info(`Replaying run ${id.slice(0, 8)} from its recording: no model or tool is called. Drag the timeline to any moment.`);
         get().requestView("open");
       } catch (e) {
