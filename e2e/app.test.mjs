@@ -120,7 +120,7 @@ test("an AgentFlow file with legacy data imports, with its notes shown", async (
   );
   await openFile(browser, file);
   await node("ask").waitForExist({ timeout: 5000 });
-  assert.match(await (await node("ask")).getText(), /approval/i);
+  assert.match(await (await node("ask")).getAttribute("class"), /\bwf-approval\b/, "the legacy input node is an approval (its card has the approval icon)");
   await waitMessage(browser, /Imported agentflow/);
   await (await browser.$("button*=Import notes")).click();
   assert.match(await (await browser.$(".bottom-body")).getText(), /legacy type `input` became `approval`/);
@@ -196,7 +196,7 @@ edges:
   // Replay plays it again on the canvas from the recording.
   await (await browser.$('[data-testid="tab-history"]')).click();
   await (await browser.$(`[data-testid="history-replay-${row.id}"]`)).click();
-  await waitMessage(browser, /Replayed run .* no model or tool was called/);
+  await waitMessage(browser, /Replaying run .* no model or tool is called/);
   await waitStatus("ship", "succeeded");
   assert.equal(await status("review"), "succeeded");
 });

@@ -87,8 +87,7 @@ test("a new user builds start → agent → if → two agents → join, runs it 
 
     const branch = await addConnected(browser, "reply", "output", 170, 0, "if");
     await rename(browser, branch, "pet");
-    // Two conditions: the first is named "cat" (contains "cat"), the second "dog".
-    await click(browser, await pointOf(browser, '[data-testid="add-condition"]'));
+    // Two conditions: the first (a new if node comes with one) is named "cat" (contains "cat"), the second "dog".
     await setField(browser, "condition-0", "cat");
     await click(browser, await pointOf(browser, '[data-testid="add-condition"]'));
     await setField(browser, "condition-1", "dog");
@@ -107,6 +106,8 @@ test("a new user builds start → agent → if → two agents → join, runs it 
     await browser.waitUntil(async () => (await graph(browser)).edges.includes("other_reply->summary"), { timeout: 3000, timeoutMsg: "other_reply is not connected to summary" });
 
     // The if node's branches read as their conditions on the edges, not as handle ids.
+    const conditions = await browser.execute(() => document.querySelectorAll('[data-testid="node-pet"] .wf-out-label').length);
+    assert.equal(conditions, 3, "pet has two conditions and else");
     const chip = await browser.execute(() => [...document.querySelectorAll('[data-testid^="edge-label-pet->"]')].map((c) => c.textContent));
     assert.ok(chip.includes("cat"), `an edge out of "pet" reads "cat" (chips: ${JSON.stringify(chip)})`);
     assert.ok(chip.includes("else"), `the other edge reads "else" (chips: ${JSON.stringify(chip)})`);

@@ -463,7 +463,8 @@ export function Inspector({ models }: { models: string[] }) {
         </ul>
       )}
       {node ? (
-        <Tabs.Root value={tab} onValueChange={(t) => setTab(t as "settings" | "run")}>
+        // Manual activation: a tab changes when it is clicked or chosen with Enter/Space, never because focus passed it.
+        <Tabs.Root value={tab} onValueChange={(t) => setTab(t as "settings" | "run")} activationMode="manual">
           <Tabs.List className="tabs" aria-label="node">
             <Tabs.Trigger value="settings" className="tab" data-testid="tab-settings">Settings</Tabs.Trigger>
             <Tabs.Trigger value="run" className="tab" data-testid="tab-last-run">Last run</Tabs.Trigger>

@@ -49,7 +49,7 @@ export function BottomPanel() {
     useLayoutPrefs.getState().openBottom();
   };
   return (
-    <Tabs.Root className="bottom-panel" value={shown} onValueChange={pick}>
+    <Tabs.Root className="bottom-panel" value={shown} onValueChange={pick} activationMode="manual">
       <div className="bottom-bar">
         <Tabs.List className="bottom-tabs" aria-label="run, problems, events, history">
           <Tabs.Trigger value="run" className="tab" data-testid="tab-run" onClick={() => pick("run")}>
