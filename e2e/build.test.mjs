@@ -37,7 +37,18 @@ async function addConnected(fromId, fromHandle, dx, dy, typeName) {
   const before = (await graph(browser)).nodes;
   await click(browser, await pointOf(browser, `[data-testid="menu-add-${typeName}"]`));
   await browser.waitUntil(async () => (await graph(browser)).nodes.length === before.length + 1, { timeout: 3000, timeoutMsg: "no node was added" });
-  return (await graph(browser)).nodes.find((n) => !before.includes(n));
+  const id = (await graph(browser)).nodes.find((n) => !before.includes(n));
+  // The inspector opens for the new node; the view keeps the node whole in view beside it.
+  await browser.waitUntil(
+    () =>
+      browser.execute((sel) => {
+        const pane = document.querySelector(".react-flow").getBoundingClientRect();
+        const card = document.querySelector(sel).getBoundingClientRect();
+        return card.left >= pane.left && card.right <= pane.right && card.top >= pane.top && card.bottom <= pane.bottom;
+      }, node(id)),
+    { timeout: 3000, timeoutMsg: `the new node ${id} is not whole in view` },
+  );
+  return id;
 }
 
 async function rename(id, to) {

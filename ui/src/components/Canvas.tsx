@@ -31,6 +31,7 @@ import { useValidation } from "../store/validation";
 import { LOD_ZOOM, LodContext, WorkflowNode, TITLE_PX, type CanvasNodeData } from "./WorkflowNode";
 import { edgeTypes } from "./WorkflowEdge";
 import { CanvasContextMenu, CanvasMenu, type MenuRequest } from "./CanvasMenu";
+import { revealNow } from "./reveal";
 import { boxesBounds, nodeAt, nodeBoxes, Overview, wantsOverview } from "./Overview";
 
 const nodeTypes = { workflow: WorkflowNode };
@@ -77,6 +78,12 @@ export function Canvas() {
   const wrapper = useRef<HTMLDivElement>(null);
   const [hint, setHint] = useState<Hint | null>(null);
   const [menu, setMenu] = useState<MenuRequest | null>(null);
+  // When the canvas narrows or shortens (the inspector opened for a selection, a pane was resized), a single selected
+  // node stays whole in view: the view pans just enough, never zooms.
+  useEffect(() => {
+    const selected = useDocument.getState().selection.nodes;
+    if (selected.length === 1 && width > 0 && height > 0) revealNow(flow, selected[0]);
+  }, [width, height, flow]);
 
   // Canvas nodes keep their identity while their document node is unchanged, so an edit re-adopts one node, not
   // all; each carries its last measured size (an estimate before the first measurement), so nodes off screen are
