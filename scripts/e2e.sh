@@ -19,18 +19,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 LLAMA_CTX=512 bash scripts/local-model.sh serve "$port" > target/e2e-llama.log 2>&1 &
 llama=$!
 trap 'kill "$llama" 2>/dev/null || true; rm -rf "$home"' EXIT
-python3 - "http://127.0.0.1:$port/v1" <<'PY'
-import sys, time, urllib.request
-deadline = time.time() + 120
-while True:
-    try:
-        urllib.request.urlopen(sys.argv[1] + "/models", timeout=2).read()
-        break
-    except Exception as e:
-        if time.time() > deadline:
-            sys.exit(f"the local model server did not answer within 120 s: {e} (see target/e2e-llama.log)")
-        time.sleep(0.5)
-PY
+bash scripts/local-model.sh wait "http://127.0.0.1:$port/v1" target/e2e-llama.log
 # XDG_DATA_HOME: the webview keeps its storage (pane sizes) there; each run starts as a new user.
 export SWITCHYARD_HOME="$home" XDG_DATA_HOME="$home/data" SWITCHYARD_OPEN="$PWD/examples/approval-flow.yaml" SWITCHYARD_LOCAL_URL="http://127.0.0.1:$port/v1"
 xvfb-run -a -s "-screen 0 1400x900x24" bash -c '

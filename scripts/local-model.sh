@@ -2,6 +2,7 @@
 # A real language model on 127.0.0.1 for the provider integration tests (see ../shared/notes/local-model.md).
 #   scripts/local-model.sh install      build llama-cpp-python's server into a cached venv and fetch the model
 #   scripts/local-model.sh serve PORT   run the server in the foreground on 127.0.0.1:PORT (context: $LLAMA_CTX, 2048)
+#   scripts/local-model.sh wait URL LOG  wait (up to 120 s) until the server at URL lists its models; LOG is named if not
 # Everything is cached under $SWITCHYARD_CACHE (default ~/.cache/switchyard): a warm run installs nothing.
 set -euo pipefail
 cache="${SWITCHYARD_CACHE:-$HOME/.cache/switchyard}"
@@ -42,8 +43,24 @@ serve() {
     --n_ctx "${LLAMA_CTX:-2048}" --n_threads 1 --n_threads_batch 1 --interrupt_requests false
 }
 
+wait_ready() {
+  python3 - "$1" "$2" <<'PY'
+import sys, time, urllib.request
+deadline = time.time() + 120
+while True:
+    try:
+        urllib.request.urlopen(sys.argv[1] + "/models", timeout=2).read()
+        break
+    except Exception as e:
+        if time.time() > deadline:
+            sys.exit(f"the local model server did not answer within 120 s: {e} (see {sys.argv[2]})")
+        time.sleep(0.5)
+PY
+}
+
 case "${1:-}" in
   install) install ;;
   serve) serve "${2:?port}" ;;
-  *) echo "usage: $0 install | serve PORT" >&2; exit 2 ;;
+  wait) wait_ready "${2:?url}" "${3:-the server log}" ;;
+  *) echo "usage: $0 install | serve PORT | wait URL [LOG]" >&2; exit 2 ;;
 esac

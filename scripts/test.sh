@@ -49,18 +49,7 @@ bash scripts/local-model.sh serve "$port" > target/llama-server.log 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true' EXIT
 url="http://127.0.0.1:$port/v1"
-python3 - "$url" <<'PY'
-import sys, time, urllib.request
-deadline = time.time() + 120
-while True:
-    try:
-        urllib.request.urlopen(sys.argv[1] + "/models", timeout=2).read()
-        break
-    except Exception as e:
-        if time.time() > deadline:
-            sys.exit(f"the local model server did not answer within 120 s: {e} (see target/llama-server.log)")
-        time.sleep(0.5)
-PY
+bash scripts/local-model.sh wait "$url" target/llama-server.log
 
 step "providers against the real local model"
 SWITCHYARD_TEST_LLM_URL="$url" SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q -p switchyard-engine --test local_model -- --ignored 2>&1 | tee -a "$out"

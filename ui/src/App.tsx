@@ -90,6 +90,27 @@ function useCloseGuard() {
   }, []);
 }
 
+/**
+ * A Radix modal layer (dialog, menu) makes the rest of the page inert with `pointer-events: none` on <body> and puts it
+ * back when the last one closes; when layers open and close in the same moment (a dialog closing as a menu opens)
+ * the value restored can be the inert one, and every click is then lost. Once no layer is open, <body> takes
+ * clicks again.
+ */
+function usePointerEventsRestored() {
+  useEffect(() => {
+    const open = () => document.querySelector('[role="dialog"], [role="alertdialog"], [role="menu"], [data-radix-popper-content-wrapper]');
+    const check = () => {
+      if (document.body.style.pointerEvents === "none" && !open())
+        requestAnimationFrame(() => {
+          if (document.body.style.pointerEvents === "none" && !open()) document.body.style.pointerEvents = "";
+        });
+    };
+    const watch = new MutationObserver(check);
+    watch.observe(document.body, { attributes: true, attributeFilter: ["style"], childList: true });
+    return () => watch.disconnect();
+  }, []);
+}
+
 /** The inspector opens when something is selected, and closes when nothing is, unless the person pinned it. */
 function useInspectorFollowsSelection(panel: ReturnType<typeof usePanelRef>) {
   const selected = useDocument((d) => d.selection.nodes.length + d.selection.edges.length > 0);
@@ -137,6 +158,7 @@ function Workbench() {
   const vertical = useDefaultLayout({ id: "switchyard-centre", storage: localStorage });
   useWindowTitle();
   useCloseGuard();
+  usePointerEventsRestored();
   useInspectorFollowsSelection(inspector);
   useBottomFollowsRun(bottom);
   useEffect(() => useLayoutPrefs.getState().attach({ palette, inspector, bottom }), [palette, inspector, bottom]);

@@ -124,6 +124,9 @@ const duration = (ms: number | null) => (ms == null ? "" : ms < 1000 ? `${ms} ms
 function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean; onClick: () => void }) {
   const run = useNodeRun(row.node);
   const doc = useDocument((s) => s.workflow.nodes.find((n) => n.id === row.node));
+  // A model step without a count: the server did not report one (an answers file calls no model, so says nothing).
+  const onModel = useSession((s) => s.mode === "model");
+  const unreported = row.tokens == null && row.status === "succeeded" && onModel && isModelNode(doc?.type);
   const live = row.status === "running" && run?.status === "running" && run.iteration === row.iteration;
   const preview = live ? run.streamed.slice(-160).replace(/\s+/g, " ") : row.preview;
   return (
@@ -134,7 +137,7 @@ function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean;
       <td className="num">{row.iteration || ""}</td>
       <td className={`status ${row.routing ? "routing" : row.status}`}>{row.routing ? "choosing a route…" : STATUS_WORDS[row.status] ?? row.status}</td>
       <td className="num">{duration(row.durationMs)}</td>
-      <td className="num" title={row.tokens == null && row.status === "succeeded" ? "The model server reported no token usage for this step" : undefined}>{row.tokens ?? (row.status === "succeeded" && isModelNode(doc?.type) ? "—" : "")}</td>
+      <td className="num" title={unreported ? "The model server reported no token usage for this step" : undefined}>{row.tokens ?? (unreported ? "—" : "")}</td>
       <td className="preview" title={preview}>{preview}</td>
     </tr>
   );
