@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, afterEach, before } from "node:test";
 import { remote } from "webdriverio";
+import { click, pointOf } from "./gestures.mjs";
 
 export const root = resolve(import.meta.dirname, "..");
 export const appBinary = join(root, "target/debug/switchyard-app");
@@ -74,7 +75,7 @@ export async function waitMessage(browser, pattern, timeout = 8000) {
  */
 export async function openFile(browser, path) {
   await browser.execute((p) => (window.__switchyardDialog = { open: p, discard: true }), path);
-  await (await browser.$('[data-testid="open"]')).click();
+  await click(browser, await pointOf(browser, '[data-testid="open"]')); // the pointer, as a person clicks it
   const name = path.split("/").pop().replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   await waitMessage(browser, new RegExp(`(Opened|Imported).*${name}`));
   await browser.execute(() => delete window.__switchyardDialog);

@@ -76,8 +76,10 @@ test("main views", async () => {
   await shot("import-tea");
 
   await click(browser, await pointOf(browser, '[data-testid="settings-button"]'));
+  await (await browser.$('[data-testid="settings"]')).waitForDisplayed({ timeout: 5000 }); // loaded on first use
   await shot("settings");
   await chord(browser, [KEY.escape]);
+  await (await browser.$('[data-testid="settings"]')).waitForExist({ reverse: true, timeout: 3000 });
 
   await click(browser, await pointOf(browser, '[data-testid="theme"]'));
   await openFile(browser, join(root, "examples/review-fix-loop.yaml"));

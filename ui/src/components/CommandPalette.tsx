@@ -53,6 +53,7 @@ export function CommandPalette() {
   }, [nodes, query]);
   const close = () => useSession.getState().setDialog("find", false);
   const commands = useMemo(() => [...SHORTCUTS.filter((s) => !["Escape", "Ctrl+F", "Ctrl+K", "Delete / Backspace"].includes(s.keys)).map((s) => ({ does: s.does, run: s.run, keys: s.keys })), ...EXTRA_COMMANDS], []);
+  const shownCommands = commands.filter((c) => matches(c.does, query));
   const reveal = (n: Node) => {
     close();
     useDocument.getState().select({ nodes: [n.id], edges: [] });
@@ -63,6 +64,7 @@ export function CommandPalette() {
       <Command.Input value={query} onValueChange={setQuery} placeholder="Find a node by name, id, type or prompt text — or a command" data-testid="find" autoFocus />
       <Command.List className="palette-list" data-testid="find-results">
         <Command.Empty className="palette-empty">Nothing matches.</Command.Empty>
+        {found.length > 0 && (
         <Command.Group heading="Nodes">
           {found.map((n) => (
             <Command.Item key={n.id} value={`node ${n.id}`} onSelect={() => reveal(n)} className="palette-item" data-testid={`find-node-${n.id}`}>
@@ -72,14 +74,17 @@ export function CommandPalette() {
             </Command.Item>
           ))}
         </Command.Group>
+        )}
+        {shownCommands.length > 0 && (
         <Command.Group heading="Commands">
-          {commands.filter((c) => matches(c.does, query)).map((c) => (
+          {shownCommands.map((c) => (
             <Command.Item key={c.does} value={`command ${c.does}`} onSelect={() => (close(), c.run())} className="palette-item">
               <span className="palette-name">{c.does[0].toUpperCase() + c.does.slice(1)}</span>
               {c.keys && <kbd>{c.keys}</kbd>}
             </Command.Item>
           ))}
         </Command.Group>
+        )}
       </Command.List>
     </Command.Dialog>
   );
