@@ -434,8 +434,10 @@ export function Inspector({ models }: { models: string[] }) {
   const edge = edgeId ? workflow.edges.find((e) => edgeKey(e) === edgeId) : undefined;
   const findings = useValidation((s) => (node ? s.byNode[node.id] : edge ? (s.byEdge[edgeKey(edge)] ?? s.byEdge[`${edge.from}->${edge.to}`]) : undefined));
   // Counted from what exists (and so is highlighted), never from ids left over in the selection.
-  const nodeCount = workflow.nodes.filter((n) => selection.nodes.includes(n.id)).length;
-  const edgeCount = workflow.edges.filter((e) => selection.edges.includes(edgeKey(e))).length;
+  const selectedNodes = new Set(selection.nodes);
+  const selectedEdges = new Set(selection.edges);
+  const nodeCount = workflow.nodes.filter((n) => selectedNodes.has(n.id)).length;
+  const edgeCount = workflow.edges.filter((e) => selectedEdges.has(edgeKey(e))).length;
   const count = nodeCount + edgeCount;
   if (!node && !edge) {
     if (count > 1)
