@@ -151,7 +151,7 @@ test("a connection dropped on empty canvas offers the node palette there and add
   assert.deepEqual((await graph(browser)).selectedNodes, ["check"]);
 });
 
-test("the right-click menu offers what applies: duplicate and delete on a node", async () => {
+test("the right-click menu offers what applies: duplicate and delete on a node, add here on the empty canvas", async () => {
   await rightClick(browser, await pointOf(browser, `${node("check")} .wf-title`));
   await (await browser.$('[data-testid="menu-duplicate"]')).waitForDisplayed({ timeout: 3000 });
   await click(browser, await pointOf(browser, '[data-testid="menu-duplicate"]'));
@@ -161,6 +161,13 @@ test("the right-click menu offers what applies: duplicate and delete on a node",
   await rightClick(browser, await pointOf(browser, `${node("check_2")} .wf-title`));
   await click(browser, await pointOf(browser, '[data-testid="menu-delete"]'));
   await browser.waitUntil(async () => !(await graph(browser)).nodes.includes("check_2"), { timeout: 3000, timeoutMsg: "Delete in the menu did not remove the node" });
+  // On empty canvas: add a node right there.
+  const empty = await blankPane();
+  const before = (await graph(browser)).nodes.length;
+  await rightClick(browser, empty);
+  await (await browser.$('[data-testid="menu-add-agent"]')).waitForDisplayed({ timeout: 3000 });
+  await click(browser, await pointOf(browser, '[data-testid="menu-add-agent"]'));
+  await browser.waitUntil(async () => (await graph(browser)).nodes.length === before + 1, { timeout: 3000, timeoutMsg: "Add agent here added no node" });
 });
 
 test("the run list follows a run, one row per execution, and a click on a row selects its node", async () => {

@@ -186,7 +186,7 @@ function Workbench() {
     void useSession.getState().init();
     // The history changes when a run ends or pauses.
     return useRun.subscribe((r, p) => {
-      if (r.status !== p.status && r.status !== "running") void useSession.getState().refreshHistory();
+      if (r.status !== p.status) void useSession.getState().refreshHistory();
     });
   }, []);
 

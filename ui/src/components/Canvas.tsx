@@ -78,6 +78,7 @@ export function Canvas() {
   const wrapper = useRef<HTMLDivElement>(null);
   const [hint, setHint] = useState<Hint | null>(null);
   const [menu, setMenu] = useState<MenuRequest | null>(null);
+  const rightClickAt = useRef(0);
   // When the canvas narrows or shortens (the inspector opened for a selection, a pane was resized), a single selected
   // node stays whole in view: the view pans just enough, never zooms.
   useEffect(() => {
@@ -366,7 +367,9 @@ export function Canvas() {
 
   return (
     <LodContext.Provider value={lod}>
-    <CanvasContextMenu request={menu && !(menu.kind === "pane" && menu.from) ? menu : null} onClose={() => setMenu(null)}>
+    {/* Nodes and edges: Radix ContextMenu. The pane's menu opens anchored where it was asked for, as the picker after
+        a dropped connection does (one menu for the pane, whichever way it was asked for). */}
+    <CanvasContextMenu request={menu && menu.kind !== "pane" ? menu : null} onClose={() => setMenu(null)}>
     <div className={lod ? "canvas-inner lod" : "canvas-inner"} ref={wrapper}>
       <ReactFlow
         nodes={showOverview ? NONE.nodes : nodes}
@@ -382,6 +385,9 @@ export function Canvas() {
         connectionRadius={28}
         onSelectionEnd={onSelectionEnd}
         onPaneClick={(e) => {
+          // The release of a right-click can arrive as a click (WebKitGTK under WebDriver does so): it does not close
+          // the menu that right-click just opened.
+          if (performance.now() - rightClickAt.current < 400) return;
           setMenu(null);
           // In the overview the nodes are drawn, not mounted: a click selects the one under the pointer.
           const hit = showOverview ? nodeAt(boxes, flow.screenToFlowPosition({ x: e.clientX, y: e.clientY })) : null;
@@ -401,6 +407,9 @@ export function Canvas() {
           setMenu({ kind: "edge", clientX: e.clientX, clientY: e.clientY, id: edge.id });
         }}
         onPaneContextMenu={(e) => {
+          e.preventDefault();
+          e.stopPropagation(); // not the node/edge context menu around the canvas: the pane's own, below
+          rightClickAt.current = performance.now();
           setMenu({ kind: "pane", clientX: e.clientX, clientY: e.clientY });
         }}
         onMoveStart={() => setMenu(null)}
@@ -416,7 +425,7 @@ export function Canvas() {
         proOptions={{ hideAttribution: true }}
       >
         {workflow.nodes.length <= MINIMAP_LIMIT && <Background gap={24} />}
-        {workflow.nodes.length <= MINIMAP_LIMIT && <MiniMap pannable zoomable nodeStrokeWidth={3} nodeColor="var(--minimap-node)" nodeStrokeColor="var(--minimap-node-stroke)" maskColor="var(--minimap-mask)" style={{ width: 168, height: 110 }} />}
+        {workflow.nodes.length <= MINIMAP_LIMIT && <MiniMap pannable zoomable nodeStrokeWidth={3} nodeColor="var(--minimap-node)" nodeStrokeColor="var(--minimap-node-stroke)" maskColor="var(--minimap-mask)" style={{ width: 132, height: 86 }} />}
         {showOverview && <Overview boxes={boxes} workflow={workflow} selection={selection} />}
         <Controls />
       </ReactFlow>
@@ -425,7 +434,7 @@ export function Canvas() {
           {hint.text}
         </div>
       )}
-      {menu?.kind === "pane" && menu.from && <CanvasMenu request={menu} onClose={() => setMenu(null)} />}
+      {menu?.kind === "pane" && <CanvasMenu request={menu} onClose={() => setMenu(null)} />}
     </div>
     </CanvasContextMenu>
     </LodContext.Provider>

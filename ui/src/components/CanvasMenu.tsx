@@ -74,7 +74,7 @@ function Label({ item }: { item: Item }) {
         {item.type && <NodeIcon type={item.type} size={15} />}
         {item.label}
       </span>
-      {item.hint && <kbd>{item.hint}</kbd>}
+      {item.hint && (/^(Ctrl|Shift|Del|Alt)/.test(item.hint) ? <kbd>{item.hint}</kbd> : <span className="dim">{item.hint}</span>)}
     </>
   );
 }

@@ -192,19 +192,19 @@ function History() {
   return (
     <div data-testid="history">
       <label className="muted small">
-        <input type="checkbox" checked={all || !path} disabled={!path} onChange={(e) => setAll(e.target.checked)} /> every workflow&apos;s runs
+        <input type="checkbox" checked={all || !path} disabled={!path} onChange={(e) => setAll(e.target.checked)} /> Show every workflow&apos;s runs
       </label>
       {!runs.length ? (
         <p className="muted">No stored run{path && !all ? " of this workflow" : ""} yet.</p>
       ) : (
         <table className="run-list history">
           <thead>
-            <tr><th>status</th><th>workflow</th><th>started</th><th>time</th><th>waits for</th><th /></tr>
+            <tr><th>status</th><th>workflow</th><th>started</th><th>time</th><th>waiting at</th><th /></tr>
           </thead>
           <tbody>
             {runs.slice(0, MAX_ROWS).map((r) => (
               <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status}>
-                <td className={`status ${r.status}`}>{r.status}{r.live ? " (here)" : ""}</td>
+                <td className={`status ${r.status}`}>{STATUS_WORDS[r.status] ?? r.status}{r.live ? " (in this window)" : ""}</td>
                 <td title={r.workflowRef ?? ""}>{r.workflow}</td>
                 <td>{new Date(r.started).toLocaleString()}</td>
                 <td className="num">{duration(r.durationMs)}</td>

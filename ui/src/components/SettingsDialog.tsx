@@ -105,6 +105,13 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
             <tr><th>id</th><th>kind</th><th>base URL</th><th>key variable</th><th>default model</th><th /></tr>
           </thead>
           <tbody>
+            {providers.length === 0 && (
+              <tr>
+                <td colSpan={6} className="muted" data-testid="no-providers">
+                  None yet. Agents run on the model server found on this computer; add a provider to use OpenAI, Anthropic or another server.
+                </td>
+              </tr>
+            )}
             {providers.map((p, i) => (
               <tr key={i}>
                 <td>
@@ -137,7 +144,7 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
         <button onClick={() => setProviders((ps) => [...ps, blank()])} data-testid="add-provider">+ provider</button>
         <label className="field">
           <span>default model (provider/model)</span>
-          <input value={defaultModel} placeholder="none: agents without a model use the one found on this computer" onChange={(e) => setDefaultModel(e.target.value)} {...cell("default_model")} data-testid="settings-default-model" />
+          <input value={defaultModel} placeholder="provider/model" onChange={(e) => setDefaultModel(e.target.value)} {...cell("default_model")} data-testid="settings-default-model" />
           {problemAt("default_model") && <div className="field-error">{problemAt("default_model")}</div>}
           <small className="muted" data-testid="settings-model-found">
             {defaultModel.trim()

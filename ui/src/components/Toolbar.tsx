@@ -5,6 +5,7 @@ import * as Menu from "@radix-ui/react-dropdown-menu";
 import * as Tooltip from "@radix-ui/react-tooltip";
 import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, LayoutDashboard, Moon, Play, Redo2, Save, Scan, Search, Settings, Share, Square, Sun, Undo2, X } from "lucide-react";
 import { useDocument } from "../store/document";
+import { useReplay } from "../store/replay";
 import { useRun } from "../store/run";
 import { runBlocked, useSession } from "../store/session";
 import { useValidation } from "../store/validation";
@@ -71,7 +72,10 @@ function RunSource() {
           <button className={`run-source ${s.mode === "model" && !used ? "warn" : ""}`} data-testid="run-source" title={s.mode === "script" ? `Runs offline with the answers in ${s.scriptPath ?? "a file you choose"}` : used ? `Agents without a model of their own run on ${used} (${usedNote})` : "No model found: open Settings to add a provider, start a local model server, or choose an answers file"}>
             {s.mode === "script" ? <FileText size={15} aria-hidden /> : <Bot size={15} aria-hidden />}
             {s.mode === "script" ? (
-              <span className="run-source-text" data-testid="script-path">{s.scriptPath ? baseName(s.scriptPath) : "Choose answers file…"}</span>
+              <>
+                <span className="run-source-kind">Answers</span>
+                <span className="run-source-text" data-testid="script-path">{s.scriptPath ? baseName(s.scriptPath) : "Choose answers file…"}</span>
+              </>
             ) : (
               <span className="run-source-text" data-testid="run-model">{used ?? "no model found"}</span>
             )}
@@ -164,7 +168,9 @@ export function Toolbar() {
   const path = useDocument((d) => d.path);
   const errors = useValidation((v) => v.report.errors);
   const runStatus = useRun((r) => r.status);
-  const running = runStatus === "running" || runStatus === "paused";
+  const replaying = useReplay((r) => r.runId !== null);
+  // A replay shows a run's states on the canvas; there is nothing to cancel, and Run starts a new run.
+  const running = (runStatus === "running" || runStatus === "paused") && !replaying;
   const blocked = runBlocked(errors, s.mode, s.scriptPath);
   return (
     <Tooltip.Provider delayDuration={400}>
@@ -187,7 +193,7 @@ export function Toolbar() {
         <div className="doc-title" title={path ?? "not saved yet"} data-testid="doc-title">
           <span className="doc-name">{name}</span>
           <span className="doc-file">{path ? baseName(path) : "not saved yet"}</span>
-          <span className={`dirty-mark ${dirty ? "on" : ""}`} aria-label={dirty ? "unsaved changes" : undefined}>{dirty ? "• unsaved" : ""}</span>
+          <span className={`dirty-mark ${dirty && path ? "on" : ""}`} aria-label={dirty ? "unsaved changes" : undefined}>{dirty && path ? "• unsaved" : ""}</span>
         </div>
         <ContinueRuns />
         <RunSource />

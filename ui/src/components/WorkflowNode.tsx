@@ -28,7 +28,7 @@ export function nodeSummary(node: WorkflowNodeData, defaultModel?: string | null
   switch (node.type) {
     case "agent": {
       const tools = [node.tools?.subagents && "subagents", node.tools?.web_search && "web search", node.output_schema && "schema"].filter(Boolean);
-      return clip(`${node.model ?? (defaultModel ? `${defaultModel} (default)` : "default model")}${tools.length ? ` · ${tools.join(", ")}` : ""}`);
+      return clip(`${node.model ?? (defaultModel === "answers file" ? "from the answers file" : defaultModel ? `default · ${defaultModel}` : "default model")}${tools.length ? ` · ${tools.join(", ")}` : ""}`);
     }
     case "if": {
       const conditions = node.conditions ?? [];
@@ -91,7 +91,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const node = data.node;
   const lod = useContext(LodContext);
   // What an agent naming no model runs on: the same default the run source shows.
-  const defaultModel = useSession((s) => (node.type === "agent" && !node.model ? (s.model || s.defaultModel?.model) : null));
+  const defaultModel = useSession((s) => (node.type === "agent" && !node.model ? (s.mode === "script" ? "answers file" : s.model || s.defaultModel?.model) : null));
   const run = useNodeRun(node.id);
   const findings = useValidation((s) => s.byNode[node.id]);
   const openApproval = useRun((s) => s.pending.some((p) => p.node === node.id));
