@@ -220,7 +220,6 @@ export function Toolbar() {
         </IconButton>
         <IconButton label="Keyboard shortcuts" keys="F1" onClick={() => s.setDialog("help", true)} testId="help-button"><HelpCircle size={16} aria-hidden /></IconButton>
       </header>
-      {blocked && !running && <div className="blocked-bar" data-testid="run-blocked">{blocked}</div>}
     </Tooltip.Provider>
   );
 }
