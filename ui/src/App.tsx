@@ -16,7 +16,7 @@ import { handleShortcut } from "./shortcuts";
 import { useDocument } from "./store/document";
 import { useLayoutPrefs } from "./store/layoutPrefs";
 import { useRun } from "./store/run";
-import { commitEditing, runBlocked, useSession } from "./store/session";
+import { baseName, commitEditing, runBlocked, useSession } from "./store/session";
 import { useValidation, validateOnEdit } from "./store/validation";
 
 // Opened on demand: the first window paints without them.
@@ -59,7 +59,7 @@ function useWindowTitle() {
   const path = useDocument((d) => d.path);
   const dirty = useDocument((d) => d.dirty);
   useEffect(() => {
-    const title = `${dirty ? "• " : ""}${name || "Untitled"} — ${path ? path.split("/").pop() : "not saved yet"} — Switchyard`;
+    const title = `${dirty ? "• " : ""}${name || "Untitled"} — ${path ? baseName(path) : "not saved yet"} — Switchyard`;
     document.title = title;
     if (!("__TAURI_INTERNALS__" in window)) return;
     void import("@tauri-apps/api/window").then(({ getCurrentWindow }) => getCurrentWindow().setTitle(title)).catch(() => undefined);

@@ -22,7 +22,7 @@ import {
 } from "@xyflow/react";
 import type { Edge, Node as DocumentNode } from "../types";
 import { connectionProblem, edgeHandle, handleLayout, HANDLE_STEP, HANDLE_TOP, minNodeHeight, NODE_WIDTH, sourceHandles } from "../model/handles";
-import { edgeLabel, edgeLabelFull, edgeRoute, nearestOnPolyline, placeLabels } from "../model/labels";
+import { edgeLabel, edgeRoute, nearestOnPolyline, placeLabels } from "../model/labels";
 import { openingViewport } from "../model/placement";
 import { edgeKey, useDocument, type Selection } from "../store/document";
 import { useRun } from "../store/run";
@@ -219,6 +219,7 @@ export function Canvas() {
         const lit = followed[`${e.from}->${e.to}`];
         const problem = byEdge[key] ?? byEdge[`${e.from}->${e.to}`];
         const place = labels[key];
+        const source = byId.get(e.from);
         return {
           id: key,
           type: "workflow",
@@ -226,8 +227,8 @@ export function Canvas() {
           target: e.to,
           sourceHandle: handle === "true" ? "condition-0" : handle,
           targetHandle: "input",
-          label: edgeLabel(e, byId.get(e.from)) || undefined,
-          data: place ? { labelX: place.x, labelY: place.y, leader: place.leader, fullLabel: edgeLabelFull(e, byId.get(e.from)) } : { fullLabel: edgeLabelFull(e, byId.get(e.from)) },
+          label: edgeLabel(e, source) || undefined,
+          data: { ...(place && { labelX: place.x, labelY: place.y, leader: place.leader }), fullLabel: edgeLabel(e, source, { whole: true }) },
           selected: selectedEdges.has(key),
           animated: Boolean(lit) && useRun.getState().status === "running",
           className: [handle === "subagent" ? "edge-subagent" : "", handle === "error" ? "edge-error" : "", lit ? "edge-followed" : "", problem ? "edge-problem" : ""].join(" "),

@@ -10,7 +10,7 @@ import type { NodeType } from "../types";
 import { NODE_HEIGHT } from "../model/handles";
 import { useNodeTypes } from "../model/nodeTypes";
 import { freeSpot } from "../model/placement";
-import { useDocument } from "../store/document";
+import { nodeName, useDocument } from "../store/document";
 import { useMessages } from "../store/messages";
 import { useSession } from "../store/session";
 import { NodeIcon } from "./NodeIcon";
@@ -43,22 +43,23 @@ function useItems(request: MenuRequest, onClose: () => void) {
     revealWhenLaidOut(flow, id);
   };
 
-  const items: { label: string; hint?: string; run: () => void; testId: string; type?: NodeType }[] = [];
+  // `keys`: the item's shortcut; `note`: a word on what it does.
+  const items: { label: string; keys?: string; note?: string; run: () => void; testId: string; type?: NodeType }[] = [];
   if (request.kind === "node") {
-    items.push({ label: "Duplicate", hint: "Ctrl+D", run: () => doc.duplicateSelection(), testId: "menu-duplicate" });
-    items.push({ label: "Copy", hint: "Ctrl+C", run: () => doc.copySelection(), testId: "menu-copy" });
-    items.push({ label: "Delete", hint: "Del", run: deleteSelection, testId: "menu-delete" });
-    items.push({ label: "Run from here", hint: "last run upstream", run: () => void useSession.getState().runFrom(request.id), testId: "menu-run-from" });
+    items.push({ label: "Duplicate", keys: "Ctrl+D", run: () => doc.duplicateSelection(), testId: "menu-duplicate" });
+    items.push({ label: "Copy", keys: "Ctrl+C", run: () => doc.copySelection(), testId: "menu-copy" });
+    items.push({ label: "Delete", keys: "Del", run: deleteSelection, testId: "menu-delete" });
+    items.push({ label: "Run from here", note: "last run upstream", run: () => void useSession.getState().runFrom(request.id), testId: "menu-run-from" });
   } else if (request.kind === "edge") {
-    items.push({ label: "Delete edge", hint: "Del", run: deleteSelection, testId: "menu-delete" });
+    items.push({ label: "Delete edge", keys: "Del", run: deleteSelection, testId: "menu-delete" });
   } else {
     const pickerOnly = Boolean(request.kind === "pane" && request.from);
     for (const t of types.filter((t) => !pickerOnly || t.hasInput))
       items.push({ label: pickerOnly ? t.label : `Add ${t.label.toLowerCase()} here`, run: () => addHere(t.type), testId: `menu-add-${t.type}`, type: t.type });
     if (!pickerOnly) {
-      if (clipboard?.nodes.length) items.push({ label: "Paste", hint: "Ctrl+V", run: () => doc.paste(), testId: "menu-paste" });
-      items.push({ label: "Layout", hint: "Ctrl+L", run: () => void useSession.getState().layout(), testId: "menu-layout" });
-      items.push({ label: "Fit view", hint: "Shift+1", run: () => useSession.getState().requestView("fit"), testId: "menu-fit" });
+      if (clipboard?.nodes.length) items.push({ label: "Paste", keys: "Ctrl+V", run: () => doc.paste(), testId: "menu-paste" });
+      items.push({ label: "Layout", keys: "Ctrl+L", run: () => void useSession.getState().layout(), testId: "menu-layout" });
+      items.push({ label: "Fit view", keys: "Shift+1", run: () => useSession.getState().requestView("fit"), testId: "menu-fit" });
     }
   }
 
@@ -74,7 +75,8 @@ function Label({ item }: { item: Item }) {
         {item.type && <NodeIcon type={item.type} size={15} />}
         {item.label}
       </span>
-      {item.hint && (/^(Ctrl|Shift|Del|Alt)/.test(item.hint) ? <kbd>{item.hint}</kbd> : <span className="dim">{item.hint}</span>)}
+      {item.keys && <kbd>{item.keys}</kbd>}
+      {item.note && <span className="dim">{item.note}</span>}
     </>
   );
 }
@@ -117,8 +119,8 @@ function ContextItems({ request, onClose }: { request: MenuRequest; onClose: () 
 }
 
 /**
- * The canvas with its right-click menu: what was right-clicked (a node, an edge, the pane) is set as `request` by the
- * canvas's own handlers as the event passes, and Radix opens the menu at the pointer.
+ * The canvas with its right-click menu for nodes and edges: what was right-clicked is set as `request` by the canvas's
+ * own handlers as the event passes, and Radix opens the menu at the pointer. (The pane's menu is `CanvasMenu`.)
  */
 export function CanvasContextMenu({ request, onClose, children }: { request: MenuRequest | null; onClose: () => void; children: ReactNode }) {
   return (
@@ -128,9 +130,3 @@ export function CanvasContextMenu({ request, onClose, children }: { request: Men
     </ContextMenu.Root>
   );
 }
-
-/** A node's name for people: its name, else its id. */
-const nodeName = (id: string) => {
-  const n = useDocument.getState().workflow.nodes.find((x) => x.id === id);
-  return n?.name || id;
-};

@@ -2,7 +2,7 @@
 // Escape cancels). Save that does not complete (the file picker cancelled, the write refused) keeps the window open.
 import * as AlertDialog from "@radix-ui/react-alert-dialog";
 import { useDocument } from "../store/document";
-import { useSession } from "../store/session";
+import { baseName, useSession } from "../store/session";
 
 export function CloseDialog() {
   const open = useSession((s) => s.dialogs.close);
@@ -16,7 +16,7 @@ export function CloseDialog() {
         <AlertDialog.Content className="dialog" data-testid="close-dialog">
           <AlertDialog.Title className="dialog-title">Save changes to “{name || "Untitled"}” before closing?</AlertDialog.Title>
           <AlertDialog.Description className="message">
-            {path ? `Your changes to ${path.split("/").pop()} are lost if you don't save them.` : "This workflow has never been saved: Save asks where to put it."}
+            {path ? `Your changes to ${baseName(path)} are lost if you don't save them.` : "This workflow has never been saved: Save asks where to put it."}
           </AlertDialog.Description>
           <div className="actions">
             <button onClick={() => answer("discard")} data-testid="close-discard">Don&apos;t save</button>

@@ -6,7 +6,7 @@ import * as Tabs from "@radix-ui/react-tabs";
 import { Pin, PinOff, X } from "lucide-react";
 import type { Condition, Edge, Node } from "../types";
 import { nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
-import { edgeKey, useDocument } from "../store/document";
+import { edgeKey, nodeName, useDocument } from "../store/document";
 import { useNodeRun } from "../store/run";
 import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
@@ -378,9 +378,6 @@ function RunDetails({ id }: { id: string }) {
   );
 }
 
-/** A node's name for people: its name, else its id. */
-const nameOf = (id: string) => useDocument.getState().workflow.nodes.find((n) => n.id === id)?.name || id;
-
 /** The inspector's title line, with the pin (stay open with nothing selected) and close buttons. */
 function InspectorHeader({ icon, title, subtitle }: { icon?: React.ReactNode; title: string; subtitle?: string }) {
   const pinned = useLayoutPrefs((p) => p.inspectorPinned);
@@ -456,7 +453,7 @@ export function Inspector({ models }: { models: string[] }) {
     <aside className="inspector" data-testid="inspector">
       <InspectorHeader
         icon={node ? <NodeIcon type={node.type} size={16} /> : null}
-        title={node ? node.name || node.id : `Edge · ${nameOf(edge!.from)} → ${nameOf(edge!.to)}`}
+        title={node ? node.name || node.id : `Edge · ${nodeName(edge!.from)} → ${nodeName(edge!.to)}`}
         subtitle={node ? `${spec?.label ?? node.type}${node.name ? ` · ${node.id}` : ""}` : undefined}
       />
       {findings && findings.length > 0 && (

@@ -3,8 +3,8 @@ import type { Consent_Serialize as Consent } from "../bindings";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { useReactFlow } from "@xyflow/react";
 import type { Event } from "../types";
-import { useDocument } from "../store/document";
-import { useNodeRun, useRun, type Execution, type PendingApproval } from "../store/run";
+import { nodeName, useDocument } from "../store/document";
+import { STATUS_WORDS, useNodeRun, useRun, type Execution, type PendingApproval } from "../store/run";
 import { useSession } from "../store/session";
 import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
@@ -49,7 +49,8 @@ export function BottomPanel() {
     useLayoutPrefs.getState().openBottom();
   };
   return (
-    <Tabs.Root className="bottom-panel" value={shown} onValueChange={pick} activationMode="manual">
+    // A tab is picked by its click (Enter and Space click it too): picking the tab already shown still opens the panel.
+    <Tabs.Root className="bottom-panel" value={shown} activationMode="manual">
       <div className="bottom-bar">
         <Tabs.List className="bottom-tabs" aria-label="run, problems, events, history">
           <Tabs.Trigger value="run" className="tab" data-testid="tab-run" onClick={() => pick("run")}>
@@ -85,16 +86,8 @@ export function BottomPanel() {
   );
 }
 
-/** Run and row statuses in the person's words. */
-const STATUS_WORDS: Record<string, string> = { running: "running", paused: "waits for you", completed: "completed", failed: "failed", cancelled: "cancelled", succeeded: "succeeded", skipped: "skipped", waiting: "waits for you", interrupted: "interrupted", pending: "waiting to run" };
-
 /** Whether a node's work is a model call (its tokens are worth showing). */
 const isModelNode = (type?: string) => type === "agent";
-
-/** A node's name for people: its name, else its id. */
-function nodeName(id: string): string {
-  return useDocument.getState().workflow.nodes.find((n) => n.id === id)?.name || id;
-}
 
 function Problems() {
   const report = useValidation((s) => s.report);

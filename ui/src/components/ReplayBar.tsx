@@ -2,34 +2,35 @@
 // forward, and a slider the person drags to any moment of the run; the canvas shows the run at that moment.
 import { ChevronLeft, ChevronRight, Pause, Play, X } from "lucide-react";
 import type { Event } from "../types";
-import { useDocument } from "../store/document";
+import { nodeName } from "../store/document";
 import { useReplay } from "../store/replay";
 
 /** What happened at an event, in a few words. */
 function describe(e: Event | undefined): string {
   if (!e) return "";
-  const name = (id: string) => useDocument.getState().workflow.nodes.find((n) => n.id === id)?.name || id;
   switch (e.type) {
     case "workflow:start":
       return "the run starts";
     case "node:enter":
-      return `${name(e.node)} starts`;
+      return `${nodeName(e.node)} starts`;
     case "node:exit":
-      return `${name(e.node)} ${e.result.status === "success" ? "succeeded" : e.result.status}`;
+      return `${nodeName(e.node)} ${e.result.status === "success" ? "succeeded" : e.result.status}`;
     case "node:skipped":
-      return `${name(e.node)} is skipped`;
+      return `${nodeName(e.node)} is skipped`;
     case "route":
-      return e.to === "(end)" ? `${name(e.from)} ends its branch` : `${name(e.from)} → ${name(e.to)}`;
+      return e.to === "(end)" ? `${nodeName(e.from)} ends its branch` : `${nodeName(e.from)} → ${nodeName(e.to)}`;
     case "approval:requested":
-      return `${name(e.node)} waits for a decision`;
+      return `${nodeName(e.node)} waits for a decision`;
     case "approval:received":
-      return `${name(e.node)} is decided`;
+      return `${nodeName(e.node)} is decided`;
     case "workflow:paused":
       return "the run pauses";
     case "workflow:end":
       return `the run ${e.status}`;
+    case "route:choosing":
+      return `${nodeName(e.node)} chooses a route`;
     default:
-      return e.type === "route:choosing" ? `${name((e as { node: string }).node)} chooses a route` : e.type;
+      return e.type;
   }
 }
 

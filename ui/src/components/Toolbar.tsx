@@ -7,10 +7,8 @@ import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, L
 import { useDocument } from "../store/document";
 import { useReplay } from "../store/replay";
 import { useRun } from "../store/run";
-import { runBlocked, useSession } from "../store/session";
+import { baseName, runBlocked, useSession } from "../store/session";
 import { useValidation } from "../store/validation";
-
-const baseName = (path: string) => path.split("/").pop() ?? path;
 
 /** A button with a tooltip: its name, and its shortcut when it has one. */
 export function Tip({ label, keys, children }: { label: string; keys?: string; children: ReactNode }) {
@@ -156,7 +154,7 @@ function ContinueRuns() {
   return (
     <select className="continue" value="" onChange={(e) => e.target.value && useSession.getState().resumeStored(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
       <option value="">Continue… ({waiting.length})</option>
-      {waiting.map((r) => <option key={r.id} value={r.id}>{r.status} · {(r.workflowRef ?? r.workflow).split("/").pop()} · {r.id.slice(0, 8)}</option>)}
+      {waiting.map((r) => <option key={r.id} value={r.id}>{r.status} · {baseName(r.workflowRef ?? r.workflow)} · {r.id.slice(0, 8)}</option>)}
     </select>
   );
 }

@@ -7,7 +7,7 @@ import { Handle, Position, type NodeProps } from "@xyflow/react";
 import type { Node as WorkflowNodeData } from "../types";
 import { HANDLE_STEP, HANDLE_TOP, hasInput, sourceHandles } from "../model/handles";
 import { nodeTypeSpec } from "../model/nodeTypes";
-import { outputPreview, useNodeRun, useRun } from "../store/run";
+import { outputPreview, STATUS_WORDS, useNodeRun, useRun } from "../store/run";
 import { useValidation } from "../store/validation";
 import { useSession } from "../store/session";
 import { NodeIcon } from "./NodeIcon";
@@ -43,8 +43,6 @@ export function nodeSummary(node: WorkflowNodeData, defaultModel?: string | null
       return node.initial_input == null ? "run input" : clip(`input: ${typeof node.initial_input === "string" ? node.initial_input : JSON.stringify(node.initial_input)}`);
   }
 }
-
-const STATUS_WORDS: Record<string, string> = { pending: "waiting to run", running: "running", succeeded: "succeeded", failed: "failed", skipped: "skipped", waiting: "waits for you" };
 
 const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 60000 ? `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s` : `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`);
 

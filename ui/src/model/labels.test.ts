@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Edge, Node } from "../types";
-import { chipSize, edgeLabel, edgeLabelFull, edgeRoute, handleName, nearestOnPolyline, placeLabels, type Box, type LabelItem, type Placed } from "./labels";
+import { chipSize, edgeLabel, edgeRoute, handleName, nearestOnPolyline, placeLabels, type Box, type LabelItem, type Placed } from "./labels";
 
 const corner = (p: Placed): Box => ({ x: p.x - p.width / 2, y: p.y - p.height / 2, width: p.width, height: p.height });
 const apart = (a: Box, b: Box) => a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y;
@@ -32,7 +32,7 @@ describe("edge labels", () => {
   it("keeps the whole label for the hover, however long", () => {
     const when = "the reviewer found problems that the author must fix before the change can be merged";
     expect(edgeLabel({ from: "a", to: "b", when } as Edge)).toMatch(/…$/);
-    expect(edgeLabelFull({ from: "a", to: "b", when } as Edge)).toBe(`when: ${when}`);
+    expect(edgeLabel({ from: "a", to: "b", when } as Edge, undefined, { whole: true })).toBe(`when: ${when}`);
   });
 
   it("finds the point of an edge's course nearest a chip, for its leader line", () => {

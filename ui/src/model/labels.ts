@@ -3,25 +3,17 @@
 import type { Edge, Node } from "../types";
 import { edgeHandle, sourceHandles } from "./handles";
 
-/** The words on an edge's chip: its handle (when not the plain output), `when`, `if` and `max_iterations`. */
-export function edgeLabel(e: Edge, source?: Node): string {
+/**
+ * The words on an edge's chip: its handle (when not the plain output) named as a person calls it, `when`, `if` and
+ * `max_iterations`. On the chip a long `when` is shortened; `whole` gives everything, for the chip's hover.
+ */
+export function edgeLabel(e: Edge, source?: Node, { whole = false } = {}): string {
   const parts: string[] = [];
   const handle = edgeHandle(e);
   if (handle !== "output" && handle !== "subagent") parts.push(handleName(source, handle) ?? handle);
-  if (e.when) parts.push(`when: ${e.when.length > 60 ? `${e.when.slice(0, 60)}…` : e.when}`);
+  if (e.when) parts.push(`when: ${!whole && e.when.length > 60 ? `${e.when.slice(0, 60)}…` : e.when}`);
   if (e.if) parts.push(`if ${e.if}`);
-  if (e.max_iterations != null) parts.push(`≤${e.max_iterations}×`);
-  return parts.join(" · ");
-}
-
-/** The whole label, for the chip's hover: nothing shortened. */
-export function edgeLabelFull(e: Edge, source?: Node): string {
-  const parts: string[] = [];
-  const handle = edgeHandle(e);
-  if (handle !== "output" && handle !== "subagent") parts.push(handleName(source, handle) ?? handle);
-  if (e.when) parts.push(`when: ${e.when}`);
-  if (e.if) parts.push(`if ${e.if}`);
-  if (e.max_iterations != null) parts.push(`at most ${e.max_iterations} times`);
+  if (e.max_iterations != null) parts.push(whole ? `at most ${e.max_iterations} times` : `≤${e.max_iterations}×`);
   return parts.join(" · ");
 }
 

@@ -158,3 +158,6 @@ export const useDocument = create<DocumentState>((set, get) => ({
     get().paste(30);
   },
 }));
+
+/** A node's name for people: its name, else its id. */
+export const nodeName = (id: string): string => useDocument.getState().workflow.nodes.find((n) => n.id === id)?.name || id;

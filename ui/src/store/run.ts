@@ -6,6 +6,9 @@ import { inAppWords } from "../model/words";
 
 export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting";
 
+/** Node, run and stored-run statuses in the person's words (cards, the run list, History). */
+export const STATUS_WORDS: Record<string, string> = { pending: "waiting to run", running: "running", succeeded: "succeeded", failed: "failed", skipped: "skipped", waiting: "waits for you", paused: "waits for you", completed: "completed", cancelled: "cancelled", interrupted: "interrupted" };
+
 export type Iteration = { iteration: number; instruction: string; result: NodeResult | null; durationMs: number | null; tokens: number | null };
 
 /** One row of the run list: a node execution (or a skip, or a wait for approval), in the order it began. */

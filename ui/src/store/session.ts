@@ -4,7 +4,7 @@
 import { create } from "zustand";
 import { Channel } from "@tauri-apps/api/core";
 import { ask, open as nativeOpen, save as nativeSave } from "@tauri-apps/plugin-dialog";
-import type { Consent_Serialize as Consent, Event_Deserialize } from "../bindings";
+import type { Consent_Serialize as Consent, DefaultModel_Serialize, Event_Deserialize } from "../bindings";
 import type { Event, Settings } from "../types";
 import { commands, unwrap } from "../api";
 import { layout, needsLayout } from "../model/layout";
@@ -20,7 +20,8 @@ const FILTERS = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
 const SCRIPT_FILTERS = [{ name: "Script files", extensions: ["yaml", "yml", "json"] }];
 const MAX_RECENT = 8;
 const POSITIONLESS_FORMATS = new Set(["sweny", "tea", "openexpertise"]);
-const baseName = (path: string) => path.split("/").pop() ?? path;
+/** A path's file name. */
+export const baseName = (path: string) => path.split("/").pop() ?? path;
 
 // End-to-end tests cannot click in the OS file picker, so they may name the path it would return. Only the picker is
 // replaced; opening and saving still go through the real commands.
@@ -37,8 +38,6 @@ const pickSavePath = async (defaultPath: string): Promise<string | null> => dial
 export type Theme = "light" | "dark";
 /** Where a run's answers come from: an answers file (offline, deterministic) or a model. */
 export type RunMode = "script" | "model";
-/** The model runs use when a node names none: from Settings, or found on this machine, or none. */
-export type DefaultModel = { model: string | null; source: string; detail: string };
 
 /**
  * Commits the field being edited. Inspector fields commit when they lose focus (one undo step per edit, not per key),
@@ -89,7 +88,7 @@ type SessionState = {
   inspector: { tab: "settings" | "run"; iteration: number | null };
   dialogs: { help: boolean; settings: boolean; find: boolean; close: boolean };
   /** The model a node naming none runs on, as found at start-up and after Settings change. */
-  defaultModel: DefaultModel | null;
+  defaultModel: DefaultModel_Serialize | null;
   /** When the person last allowed a workflow's code: validation then no longer warns that it needs consent. */
   trustedAt: number;
   /** A run waiting for the person to allow this version of the workflow's code, and where it was to start from. */
@@ -172,13 +171,18 @@ export const useSession = create<SessionState>((set, get) => {
     set((s) => ({ recentFiles: [path, ...s.recentFiles.filter((p) => p !== path)].slice(0, MAX_RECENT) }));
     savePrefs();
   };
+  /** The run view starts anew: for run `runId` (its nodes pending), or empty (null); a replay on the canvas ends. */
+  const freshRunView = (runId: string | null, nodeIds: string[] = []) => {
+    useReplay.getState().discard();
+    if (runId === null) useRun.getState().reset();
+    else useRun.getState().begin(runId, nodeIds);
+  };
   /** Loads the document a stored run started with, and an empty run view for it. */
   const showStoredRun = async (id: string) => {
     const opened = await unwrap(commands.openRun(id));
     const doc = opened.document;
     useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
-    useReplay.getState().discard();
-    useRun.getState().begin(id, doc.workflow.nodes.map((n) => n.id));
+    freshRunView(id, doc.workflow.nodes.map((n) => n.id));
     return opened;
   };
   const confirmDiscard = async () => {
@@ -261,8 +265,7 @@ export const useSession = create<SessionState>((set, get) => {
         const script = beside ?? null;
         set({ scriptPath: script, mode: script ? "script" : "model" });
         useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
-        useReplay.getState().discard();
-        useRun.getState().reset();
+        freshRunView(null);
         set({ dismissed: [], reviewing: null, approvalNotes: {} });
         remember(file);
         const scriptNote = script ? ` · runs offline with answers from ${baseName(script)}` : "";
@@ -307,8 +310,7 @@ export const useSession = create<SessionState>((set, get) => {
     newWorkflow: async () => {
       if (!(await confirmDiscard())) return;
       useDocument.getState().load(emptyWorkflow(), null);
-      useReplay.getState().discard();
-      useRun.getState().reset();
+      freshRunView(null);
       set({ scriptPath: null, mode: "model", dismissed: [], reviewing: null, approvalNotes: {} });
       get().requestView("open");
     },
@@ -370,8 +372,7 @@ export const useSession = create<SessionState>((set, get) => {
       }
       set({ dismissed: [], reviewing: null, approvalNotes: {} });
       try {
-        useReplay.getState().discard();
-        useRun.getState().begin("", wf.nodes.map((n) => n.id));
+        freshRunView("", wf.nodes.map((n) => n.id));
         const id = await unwrap(
           commands.startRun(
             { workflow: wf, workflowPath: doc.path, input: null, scriptPath: mode === "script" ? scriptPath : null, model: mode === "model" && model ? model : null, reuseRun: from?.run ?? null, fromNode: from?.node ?? null },
@@ -435,8 +436,7 @@ export const useSession = create<SessionState>((set, get) => {
         const resumed = await unwrap(commands.resumeRun(id, runEventChannel()));
         const doc = resumed.document;
         useDocument.getState().load(doc.workflow, doc.path, doc.format, doc.notes);
-        useReplay.getState().discard();
-        useRun.getState().begin(resumed.runId, doc.workflow.nodes.map((n) => n.id));
+        freshRunView(resumed.runId, doc.workflow.nodes.map((n) => n.id));
         useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
         set({ dismissed: [], reviewing: null });
         info(`Continued run ${id.slice(0, 8)}${doc.path ? ` of ${baseName(doc.path)}` : ""}`);

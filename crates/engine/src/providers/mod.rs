@@ -129,11 +129,16 @@ pub async fn discover_default_model(settings: &Settings) -> DefaultModel {
     }
 }
 
-/// The first model id of an OpenAI `GET /models` answer (`{"data": [{"id": …}]}`; Ollama's `{"models": [{"name": …}]}` too).
-fn first_model_id(body: &serde_json::Value) -> Option<String> {
+/// The model ids of an OpenAI `GET /models` answer (`{"data": [{"id": …}]}`; Ollama's `{"models": [{"name": …}]}` too).
+pub(crate) fn model_ids(body: &serde_json::Value) -> impl Iterator<Item = &str> {
     let listed = body["data"].as_array().into_iter().flatten().filter_map(|m| m["id"].as_str());
     let ollama = body["models"].as_array().into_iter().flatten().filter_map(|m| m["name"].as_str());
-    listed.chain(ollama).find(|id| !id.trim().is_empty()).map(str::to_string)
+    listed.chain(ollama).filter(|id| !id.trim().is_empty())
+}
+
+/// The first model id a `GET /models` answer lists.
+fn first_model_id(body: &serde_json::Value) -> Option<String> {
+    model_ids(body).next().map(str::to_string)
 }
 
 /// All configured providers as one model: a request goes to the provider its `provider/model` names.

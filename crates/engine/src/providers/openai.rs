@@ -137,8 +137,7 @@ impl OpenAi {
             return Err(format!("{base}: HTTP {}", resp.status().as_u16()));
         }
         let body: Value = resp.json().await.map_err(|e| format!("{base}: {e}"))?;
-        let names: Vec<&str> =
-            body["data"].as_array().into_iter().flatten().filter_map(|m| m["id"].as_str()).take(5).collect();
+        let names: Vec<&str> = super::model_ids(&body).take(5).collect();
         Ok(format!(
             "{base} answers; models: {}",
             if names.is_empty() { "none listed".into() } else { names.join(", ") }
