@@ -244,7 +244,7 @@ export async function layout(workflow: Workflow): Promise<Workflow> {
   workflow.edges.forEach((e, i) => {
     // Self loops take no room between layers, and subagent links are drawn inside their parent's block.
     if (edgeHandle(e) === "subagent" || e.from === e.to || !flow.has(e.from) || !flow.has(e.to)) return;
-    const text = edgeLabel(e);
+    const text = edgeLabel(e, byId.get(e.from)); // the words the canvas shows on the chip
     const handle = edgeHandle(e) === "true" ? "condition-0" : edgeHandle(e);
     edges.push({
       id: `e${i}`,
