@@ -243,6 +243,11 @@ fn without_a_script_the_run_uses_providers_and_says_what_is_missing() {
     let out = cli.run(&["run", &flow]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("UNKNOWN_PROVIDER") && stderr(&out).contains("node `a`"), "{}", stderr(&out));
+    // The file itself is valid; this machine lacks the provider: `validate` warns, says the fix, and exits 0.
+    let out = cli.run(&["validate", &flow]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("warning") && said.contains("UNKNOWN_PROVIDER") && said.contains("add the provider"), "{said}");
     let out = cli.run(&["run", "examples/alert-triage.yaml", "--model", "nowhere/x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--model nowhere/x"));

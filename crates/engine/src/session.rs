@@ -250,28 +250,19 @@ pub async fn prepare(
         (None, false) => None,
     };
     // The model override replaces the workflow's default, so references are checked as they will be resolved.
+    let options = validate::Options {
+        purpose: validate::Purpose::Run,
+        providers: providers.clone(),
+        mcp_servers: mcp_names.clone(),
+        no_default_model,
+        ..Default::default()
+    };
     let report = if request.model.is_some() {
         let mut checked = workflow.clone();
         checked.defaults.model = request.model.clone();
-        validate::validate(
-            &checked,
-            &validate::Options {
-                providers: providers.clone(),
-                mcp_servers: mcp_names.clone(),
-                no_default_model,
-                ..Default::default()
-            },
-        )
+        validate::validate(&checked, &options)
     } else {
-        validate::validate(
-            &workflow,
-            &validate::Options {
-                providers: providers.clone(),
-                mcp_servers: mcp_names.clone(),
-                no_default_model,
-                ..Default::default()
-            },
-        )
+        validate::validate(&workflow, &options)
     };
     if let Some(first) = report.errors.first() {
         let file =

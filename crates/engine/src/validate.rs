@@ -83,9 +83,19 @@ impl Report {
     }
 }
 
+/// Why a workflow is checked: what the machine lacks (a provider that is not configured) is a warning while editing
+/// or validating a file, which is valid elsewhere, and an error when it is about to run here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Purpose {
+    #[default]
+    Check,
+    Run,
+}
+
 /// What validation needs to know beyond the document.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    pub purpose: Purpose,
     /// Configured provider ids; `None` skips the check (a script file supplies every answer).
     pub providers: Option<Vec<String>>,
     /// Configured MCP server names; `None` skips the check.
@@ -364,6 +374,10 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
 }
 
 fn check_model_ref(model: &str, node: &str, options: &Options, report: &mut Report) {
+    // A templated name (`{{ state.model }}`) is known only when the node runs; it is checked then.
+    if crate::template::is_template(model) {
+        return;
+    }
     let Some((provider, name)) = model.split_once('/') else {
         report.node_error(
             "INVALID_MODEL_REF",
@@ -378,13 +392,17 @@ fn check_model_ref(model: &str, node: &str, options: &Options, report: &mut Repo
     }
     if let Some(providers) = &options.providers {
         if !providers.iter().any(|p| p == provider) {
-            report.node_error(
+            let configured = if providers.is_empty() { "none".to_string() } else { providers.join(", ") };
+            let severity = match options.purpose {
+                Purpose::Check => Severity::Warning,
+                Purpose::Run => Severity::Error,
+            };
+            report.push(
+                severity,
                 "UNKNOWN_PROVIDER",
-                node,
-                format!(
-                    "model `{model}` uses provider `{provider}`, which is not configured (configured: {}); add it in settings or run with a script file",
-                    if providers.is_empty() { "none".to_string() } else { providers.join(", ") }
-                ),
+                format!("model `{model}` uses provider `{provider}`, which is not configured on this machine (configured: {configured}), so the node cannot run here"),
+                Some(node),
+                None,
             );
         }
     }

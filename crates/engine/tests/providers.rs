@@ -577,3 +577,22 @@ async fn the_default_model_comes_from_the_settings_else_the_first_model_a_local_
     assert_eq!(found.source, DefaultSource::None);
     assert!(started.elapsed() < Duration::from_millis(2500), "{:?}", started.elapsed());
 }
+
+#[tokio::test]
+async fn a_templated_model_name_is_rendered_when_the_node_runs() {
+    let server = TestServer::start(vec![Reply::openai_stream(&["ok"])]).await;
+    let yaml = "nodes:
+  - {id: start, type: start}
+  - {id: a, type: agent, model: 'p/{{ input.size }}', user_prompt: hi}
+  - {id: b, type: agent, model: '{{ input.elsewhere }}', user_prompt: hi}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: b}";
+    let input = json!({"size": "m-large", "elsewhere": "nowhere/x"});
+    let (outcome, _) = run_with(&settings(ProviderKind::Openai, &server.url, fast_limits(), None), yaml, input).await;
+    assert_eq!(server.requests()[0].body["model"], "m-large");
+    // The name a run renders is checked then: a provider this machine lacks fails the node, naming it.
+    assert_eq!(outcome.result.status, RunStatus::Failed);
+    let error = outcome.result.error.as_deref().unwrap();
+    assert!(error.contains("nowhere") && error.contains("`b`"), "{error}");
+}

@@ -3,7 +3,7 @@
 mod support;
 
 use support::*;
-use switchyard_engine::validate::{validate, Options, Severity};
+use switchyard_engine::validate::{validate, Options, Purpose, Severity};
 
 const S: &str = "  - {id: start, type: start}\n";
 
@@ -116,13 +116,37 @@ edges:
   - {from: start, to: a}
   - {from: a, to: b}",
     );
-    let configured = Options { providers: Some(vec!["local".into()]), ..Options::default() };
-    let report = validate(&wf, &configured);
+    // About to run here: the machine lacks the provider, so the node cannot run.
+    let running = Options { providers: Some(vec!["local".into()]), purpose: Purpose::Run, ..Options::default() };
+    let report = validate(&wf, &running);
     let unknown: Vec<_> =
         report.errors.iter().filter(|f| f.code == "UNKNOWN_PROVIDER").map(|f| f.node.clone().unwrap()).collect();
     assert_eq!(unknown, ["a"]);
     assert!(report.errors[0].message.contains("openai"));
-    assert!(validate(&wf, &Options { providers: None, ..Options::default() }).is_ok());
+    // Checking the file: it is valid, this machine lacks the provider; a warning on the node.
+    let checking = Options { purpose: Purpose::Check, ..running.clone() };
+    let report = validate(&wf, &checking);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let warned: Vec<_> =
+        report.warnings.iter().filter(|f| f.code == "UNKNOWN_PROVIDER").map(|f| f.node.clone().unwrap()).collect();
+    assert_eq!(warned, ["a"]);
+    assert!(validate(&wf, &Options { providers: None, purpose: Purpose::Run, ..Options::default() }).is_ok());
+}
+
+#[test]
+fn a_templated_model_name_is_checked_when_the_node_runs_not_before() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: a, type: agent, model: '{{ state.model }}'}
+  - {id: b, type: agent, model: 'nowhere/{{ state.size }}'}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: b}",
+    );
+    let running = Options { providers: Some(vec!["local".into()]), purpose: Purpose::Run, ..Options::default() };
+    let report = validate(&wf, &running);
+    assert!(report.errors.is_empty() && report.warnings.is_empty(), "{:?} {:?}", report.errors, report.warnings);
 }
 
 #[test]

@@ -253,7 +253,8 @@ async fn run_agent(
         usage: usage.clone(),
         depth,
     };
-    let model_ref = n.model.as_deref().or(shared.default_model.as_deref());
+    let model = model_for(n.model.as_deref(), shared.default_model.as_deref(), scope)?;
+    let model_ref = model.as_deref();
     let mut repair: Option<String> = None;
     loop {
         let request = ExecuteRequest {
@@ -573,4 +574,23 @@ impl NodeIo for AgentIo {
         });
         result
     }
+}
+
+/// The node's model: a templated name (`{{ state.model }}`, `openai/{{ state.size }}`) is rendered over the node's
+/// scope when it runs; a rendered name without a provider uses the run's default model, as a plain one does on import.
+fn model_for(
+    named: Option<&str>,
+    default: Option<&str>,
+    scope: &Scope,
+) -> Result<Option<String>, ModelError> {
+    let Some(named) = named else { return Ok(default.map(str::to_string)) };
+    if !template::is_template(named) {
+        return Ok(Some(named.to_string()));
+    }
+    let rendered = template::render(named, scope).map_err(|e| ModelError::fatal(format!("model: {e}")))?;
+    let rendered = rendered.trim();
+    if rendered.is_empty() || !rendered.contains('/') {
+        return Ok(default.map(str::to_string));
+    }
+    Ok(Some(rendered.to_string()))
 }
