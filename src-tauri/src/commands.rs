@@ -133,7 +133,10 @@ fn validate_with(
     mcp_tools.retain(|server, _| mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
     // Known only once `default_model` has looked: until then nodes that name no model are not flagged.
     let no_default_model = state.default_model.lock().unwrap().as_ref().is_some_and(|d| d.model.is_none());
-    Ok(validate::validate(workflow, &validate::Options { providers, mcp_servers, mcp_tools, no_default_model }))
+    Ok(validate::validate(
+        workflow,
+        &validate::Options { purpose: validate::Purpose::Check, providers, mcp_servers, mcp_tools, no_default_model },
+    ))
 }
 
 /// The model agents that name none use when neither the workflow nor the run names one: the settings'

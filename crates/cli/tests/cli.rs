@@ -247,7 +247,10 @@ fn without_a_script_the_run_uses_providers_and_says_what_is_missing() {
     let out = cli.run(&["validate", &flow]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = stderr(&out);
-    assert!(said.contains("warning") && said.contains("UNKNOWN_PROVIDER") && said.contains("add the provider"), "{said}");
+    assert!(
+        said.contains("warning") && said.contains("UNKNOWN_PROVIDER") && said.contains("add the provider"),
+        "{said}"
+    );
     let out = cli.run(&["run", "examples/alert-triage.yaml", "--model", "nowhere/x"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--model nowhere/x"));

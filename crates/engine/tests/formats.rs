@@ -322,8 +322,11 @@ fn sweny_instructions_load_from_files_and_errors_are_clear() {
 
     std::fs::write(&flow, "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: ./missing.md}\nedges: []\n")
         .unwrap();
-    let err = format::load_file(&flow, None).unwrap_err().to_string();
-    assert!(err.contains("flow.yml") && err.contains("node `a`") && err.contains("missing.md"), "{err}");
+    // SWEny reads the file when the node runs, so the workflow opens; the note and the prompt say what is missing.
+    let loaded = format::load_file(&flow, None).unwrap();
+    assert!(loaded.notes.iter().any(|n| n.contains("node `a`") && n.contains("missing.md")), "{:?}", loaded.notes);
+    let prompt = loaded.workflow.node("a").unwrap().user_prompt.clone().unwrap();
+    assert!(prompt.contains("./missing.md was missing"), "{prompt}");
 
     std::fs::write(&flow, "id: f\nname: F\nentry: nowhere\nnodes:\n  a: {name: A, instruction: hi}\n").unwrap();
     let err = format::load_file(&flow, None).unwrap_err().to_string();
@@ -375,6 +378,36 @@ fn sweny_files_its_own_loader_refuses_are_refused_with_a_code_and_the_place() {
             "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A}\nedges: []\n".into(),
             "MISSING_INSTRUCTION",
             "`instruction`",
+        ),
+        (
+            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: b}}\n"),
+            "UNREACHABLE_NODE",
+            "node `c` cannot be reached from the entry `a`",
+        ),
+        (
+            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: a}}\n  - {{from: a, to: b, when: done}}\n  - {{from: b, to: c}}\n"),
+            "SELF_LOOP_UNBOUNDED",
+            "`a` leads back to itself without `max_iterations`",
+        ),
+        (
+            "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: hi, verify: {any_tool_called: [t]}}\nedges: []\n".into(),
+            "SWENY_LEGACY_VERIFY",
+            "node `a` uses SWEny's legacy `verify:` field, renamed `eval:`",
+        ),
+        (
+            "id: f\nname: F\nentry: a\nverify: {any_tool_called: [t]}\nnodes:\n  a: {name: A, instruction: hi}\nedges: []\n".into(),
+            "SWENY_LEGACY_VERIFY",
+            "the workflow uses",
+        ),
+        (
+            "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: hi, eval_policy: weighted}\nedges: []\n".into(),
+            "UNSUPPORTED_EVAL_POLICY",
+            "eval_policy `weighted`",
+        ),
+        (
+            "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: hi, eval: [{name: j, kind: judge, rubric: r, pass_when: 'yes please'}]}\nedges: []\n".into(),
+            "SWENY_SCHEMA",
+            "eval[0].pass_when `yes please` must be a single token",
         ),
         // What SWEny's schema constrains beyond these: here `id` is required and `output` must be an object.
         (format!("name: F\nentry: a\n{nodes}edges: []\n"), "SWENY_SCHEMA", "\"id\" is a required property"),
@@ -445,4 +478,15 @@ fn the_complete_example_in_docs_format_md_is_valid_and_round_trips() {
     let warnings: Vec<(&str, Option<&str>)> = report.warnings.iter().map(|w| (w.code, w.node.as_deref())).collect();
     assert_eq!(warnings, [("UNCONNECTED_BRANCH", Some("page"))], "as the document says");
     assert_eq!(format::load_str(&format::to_yaml(&wf), None, None).unwrap().workflow, wf);
+}
+
+#[test]
+fn a_file_that_is_not_a_mapping_is_refused_whichever_format_is_asked_for() {
+    for format in [None, Some(Format::AgentFlow), Some(Format::Sweny), Some(Format::Tea), Some(Format::OpenExpertise)] {
+        for text in ["just a sentence\n", "- a\n- list\n", "[1, 2]"] {
+            let e = format::load_str(text, format, Some(Path::new("flow.yml"))).unwrap_err();
+            assert_eq!(e.code, "NOT_A_MAPPING", "{format:?} {text}");
+            assert!(e.to_string().contains("flow.yml") && e.to_string().contains("mapping"), "{e}");
+        }
+    }
 }

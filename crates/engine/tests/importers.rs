@@ -376,6 +376,7 @@ async fn for_each_fans_out_and_array_append_accumulates() {
 }
 
 const PERSIST: &str = "name: persist
+version: 0.1.0
 state:
   schema: {items: {type: array}, summary: {type: object}, refined_summary: {type: string}}
 graph:
@@ -404,6 +405,9 @@ async fn persist_regardless_runs_once_whether_or_not_refine_ran() {
 #[tokio::test]
 async fn loops_repeat_until_their_condition_or_max_iters() {
     let doc = "name: loop
+version: 0.1.0
+state:
+  schema: {refined_count: {type: number}}
 graph:
   nodes:
     - {id: refine, kind: agent, prompt: refine}
@@ -425,6 +429,7 @@ graph:
 #[tokio::test]
 async fn pipelines_and_set_once_merge() {
     let doc = "name: etl
+version: 0.1.0
 state:
   schema:
     first_seen: {type: string, merge: set_once}
@@ -451,7 +456,7 @@ fn malformed_openexpertise_files_are_refused_with_a_code() {
     let a = "{id: a, kind: agent, prompt: p}";
     let cases = [
         (format!("name: t\ngraph:\n  nodes: [{a}]\n  edges: [{{from: a, to: a, when: '$.x >'}}]\n"), "INVALID_EXPRESSION", "does not parse"),
-        (format!("name: t\ngraph:\n  nodes: [{a}]\n  loops: [{{body: nope, until: '$.x'}}]\n"), "OE_LOOP_UNKNOWN_BODY", "`body`"),
+        (format!("name: t\ngraph:\n  nodes: [{a}]\n  edges: []\n  loops: [{{id: l, body: nope, until: '$.x'}}]\n"), "OE_LOOP_UNKNOWN_BODY", "`body`"),
         ("name: t\ngraph:\n  nodes: [{kind: agent, prompt: p}]\n".into(), "OE_NODE_WITHOUT_ID", "`id`"),
         ("name: t\ngraph:\n  nodes: []\n".into(), "NO_NODES", "empty"),
         (format!("name: t\nstate: {{schema: {{x: {{merge: sometimes}}}}}}\ngraph:\n  nodes: [{a}]\n"), "OE_UNKNOWN_MERGE", "sometimes"),
@@ -468,6 +473,9 @@ fn malformed_openexpertise_files_are_refused_with_a_code() {
         (format!("name: t\ngraph:\n  nodes: [{a}]\n  edges: [{{from: a, to: b}}]\n"), "OE_UNKNOWN_EDGE_NODE", "`to: b` names no node"),
     ];
     for (text, code, says) in cases {
+        // What OpenExpertise's schema requires besides, so that each case is refused for its own reason.
+        let state = if text.contains("state:") { "" } else { "state: {schema: {}}\n" };
+        let text = format!("version: 0.1.0\n{state}{text}");
         let err = format::load_str(&text, Some(Format::OpenExpertise), None).unwrap_err();
         assert_eq!(err.code, code, "{text}: {err}");
         assert!(err.to_string().contains(says), "{err}");
@@ -544,4 +552,23 @@ async fn the_openexpertise_fixtures_run_with_real_tool_modules_and_scripted_agen
     assert_eq!(state(&ran)["findings"].as_array().unwrap().len(), 3, "one finding per dimension, appended");
     let prompts: Vec<String> = ran.model.executes().into_iter().filter(|e| e.0 == "investigate").map(|e| e.1).collect();
     assert_eq!(prompts.len(), 3);
+}
+
+#[test]
+fn openexpertise_error_policies_map_to_retries_and_continue_and_its_schema_refuses_other_shapes() {
+    let doc = |policy: &str| {
+        format!("name: p\nversion: 0.1.0\nstate: {{schema: {{}}}}\ngraph:\n  nodes:\n    - {{id: a, kind: agent, prompt: p, on_error: {policy}}}\n  edges: []\n")
+    };
+    let (wf, _) = import(&doc("{policy: retry, attempts: 3, base_ms: 100}"), Format::OpenExpertise);
+    let retry = wf.node("a").unwrap().retry.clone().unwrap();
+    assert_eq!((retry.max, retry.backoff_ms), (2, Some(100)), "3 attempts are the first try and 2 retries");
+    let (wf, _) = import(&doc("{policy: skip}"), Format::OpenExpertise);
+    assert_eq!(wf.node("a").unwrap().on_error, Some(switchyard_engine::document::OnError::Continue));
+    let (wf, _) = import(&doc("{policy: fail_run}"), Format::OpenExpertise);
+    assert_eq!((wf.node("a").unwrap().on_error, wf.node("a").unwrap().retry.clone()), (None, None));
+    for shape in ["skip", "{policy: retry}", "{policy: retry, attempts: 50}"] {
+        let e = format::load_str(&doc(shape), Some(Format::OpenExpertise), None).unwrap_err();
+        assert_eq!(e.code, "OE_SCHEMA", "{shape}");
+        assert!(e.to_string().contains("/graph/nodes/0"), "{e}");
+    }
 }

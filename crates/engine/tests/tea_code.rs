@@ -301,6 +301,63 @@ fn dynamic_parallel_load_errors_are_teas() {
     let p = wf.node("p").unwrap();
     assert_eq!((p.node_type, p.user_prompt.as_deref()), (NodeType::Agent, Some("Look at {{ item }}")));
     assert_eq!(p.for_each.as_ref().unwrap().concurrency, Some(3));
+    // As TEA reads it: 0 is unset (then `parallel_config`'s), and a template is resolved only when TEA runs.
+    for (extra, concurrency, noted) in [
+        ("    max_concurrency: 0\n    action: {uses: llm.call}\n", 4, false),
+        ("    max_concurrency: 0\n    parallel_config: {max_concurrency: 2}\n    action: {uses: llm.call}\n", 2, false),
+        ("    max_concurrency: '{{ state.n }}'\n    action: {uses: llm.call}\n", 4, true),
+    ] {
+        let (wf, notes) = tea(&node(extra));
+        assert_eq!(wf.node("p").unwrap().for_each.as_ref().unwrap().concurrency, Some(concurrency), "{extra}");
+        assert_eq!(notes.iter().any(|n| n.contains("resolved only when TEA runs")), noted, "{notes:?}");
+    }
+}
+
+#[tokio::test]
+async fn action_is_teas_other_spelling_of_uses_with_params_for_with() {
+    let (wf, notes) = tea(r#"name: chat
+nodes:
+  - name: chat
+    action: llm.chat
+    params:
+      provider: ollama
+      model: llama3
+      prompt: "{{ state.question }}"
+      system: Be brief.
+    outputs:
+      answer: "{{ action_result.content }}"
+  - name: remember
+    action: memory.store
+    params: {key: last}
+  - name: noop
+    action: {with: {x: 1}}
+"#);
+    let chat = wf.node("chat").unwrap();
+    assert_eq!(chat.node_type, NodeType::Agent);
+    assert_eq!(chat.user_prompt.as_deref(), Some("{{ state.question }}"));
+    assert_eq!(chat.system_prompt.as_deref(), Some("Be brief."));
+    assert_eq!(chat.model.as_deref(), Some("ollama/llama3"));
+    assert!(notes.iter().any(|n| n.contains("node `chat`: `outputs`") && n.contains("not mapped")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("`memory.store` is not supported yet")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("node `noop`: its `action` names no `uses`")), "{notes:?}");
+    let ran = run_code(
+        &wf,
+        "nodes: {chat: {text: 'Paris'}}",
+        Some(json!({"question": "Capital of France?"})),
+        tempfile::tempdir().unwrap().path(),
+    )
+    .await;
+    assert_eq!(ran.model.executes()[0].1, "Capital of France?");
+    assert_eq!(ran.data("chat"), json!({"text": "Paris"}));
+    assert!(
+        ran.error("remember").contains("TEA action `memory.store` is not supported yet"),
+        "{}",
+        ran.error("remember")
+    );
+    // Neither a name nor a {uses} map: refused, saying what `action` takes.
+    let e = format::load_str("name: t\nnodes:\n  - name: a\n    action: [llm.call]\n", None, None).unwrap_err();
+    assert_eq!(e.code, "TEA_INVALID_ACTION");
+    assert!(e.to_string().contains("must name an action"), "{e}");
 }
 
 #[tokio::test]

@@ -131,6 +131,7 @@ pub fn load_str(text: &str, format: Option<Format>, origin: Option<&Path>) -> Re
     let result = (|| {
         let value = parse_value(text)?;
         let format = match format {
+            Some(f) if f != Format::Switchyard && !value.is_object() => return Err(not_a_mapping()),
             Some(f) => f,
             None => detect(&value)?,
         };
@@ -187,11 +188,14 @@ pub(crate) fn strip_location(message: &str) -> String {
     }
 }
 
+fn not_a_mapping() -> LoadError {
+    LoadError::new("a workflow file must be a mapping (YAML) or an object (JSON) at the top level")
+        .with_code("NOT_A_MAPPING")
+}
+
 /// Recognizes a format from the document's top-level shape.
 pub fn detect(value: &Value) -> Result<Format, LoadError> {
-    let Some(map) = value.as_object() else {
-        return Err(LoadError::new("a workflow file must be a mapping (YAML) or an object (JSON) at the top level"));
-    };
+    let Some(map) = value.as_object() else { return Err(not_a_mapping()) };
     if map.contains_key("$schema") && map.contains_key("properties") {
         return Err(LoadError::new("this is a JSON Schema, not a workflow; open a workflow file instead"));
     }
@@ -288,4 +292,31 @@ pub(crate) fn explain(message: &str) -> String {
         Some((_, cand)) => format!("{message}; did you mean `{cand}`?"),
         None => message.to_string(),
     }
+}
+
+/// Refuses what a source system's published JSON Schema (bundled under `schema/`) refuses, naming the place
+/// (`/nodes/gather/instruction`) and what is wrong, with the system's code (`SWENY_SCHEMA`, `OE_SCHEMA`).
+fn check_published_schema(
+    validator: &'static std::sync::OnceLock<jsonschema::Validator>,
+    schema: &str,
+    value: &Value,
+    what: &str,
+    code: &'static str,
+) -> Result<(), LoadError> {
+    let validator = validator.get_or_init(|| {
+        let schema: Value = serde_json::from_str(schema).expect("a bundled schema is JSON");
+        jsonschema::validator_for(&schema).expect("a bundled schema compiles")
+    });
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .take(3)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            format!("{}: {e}", if at.is_empty() { "the file".to_string() } else { format!("`{at}`") })
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(LoadError::new(format!("not a valid {what}: {}", problems.join("; "))).with_code(code))
 }

@@ -13,6 +13,12 @@ use crate::document::{Edge, ForEach, Merge, Node, NodeType, OnError, Retry, Stat
 const NODE_KEYS: &[&str] =
     &["id", "kind", "prompt", "impl", "reads", "writes", "schema", "for_each", "on_error", "phase", "description"];
 
+/// A `cli-agent` node's own fields (OpenExpertise's `CliAgentNodeSpec`), all carried into the code step.
+const CLI_AGENT_KEYS: &[&str] = &["provider", "model", "workdir", "output_format", "timeout_ms", "extra_args"];
+
+/// OpenExpertise's published JSON Schema for `experience.yaml`, bundled (`schema/openexpertise-experience.schema.json`).
+const OE_SCHEMA: &str = include_str!("../../../../schema/openexpertise-experience.schema.json");
+
 pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<String>), LoadError> {
     let mut notes = Vec::new();
     let top = value.as_object().expect("detect() checked the top level is a map");
@@ -43,12 +49,21 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
         workflow.state.insert(key.clone(), StateField { merge });
     }
 
-    let graph = &top["graph"];
+    let graph = top.get("graph").cloned().unwrap_or(Value::Null);
     let raw_nodes = graph["nodes"].as_array().cloned().unwrap_or_default();
+    // What OpenExpertise's schema constrains (`version`, `state.schema`, closed shapes) is checked after the checks
+    // with their own messages, unless there is no node list: then the schema says what is missing.
+    static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    let check_schema =
+        || super::check_published_schema(&VALIDATOR, OE_SCHEMA, value, "OpenExpertise experience", "OE_SCHEMA");
     if raw_nodes.is_empty() {
+        if graph.get("nodes").is_none() {
+            check_schema()?;
+        }
         return Err(LoadError::new("`graph.nodes` is empty: an experience lists its nodes").with_code("NO_NODES"));
     }
     check(top, &raw_nodes)?;
+    check_schema()?;
     let mut start_id = "start".to_string();
     while raw_nodes.iter().any(|n| n["id"] == start_id.as_str()) {
         start_id.insert(0, '_');
@@ -65,6 +80,13 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
         }
         reads_writes |= raw.get("reads").is_some() || raw.get("writes").is_some();
         workflow.nodes.push(node(id, raw, base_dir, &mut notes)?);
+        if raw["kind"] == "cli-agent" {
+            for name in cli_agent_env(raw["provider"].as_str().unwrap_or_default()) {
+                if !workflow.env.iter().any(|e| e == name) {
+                    workflow.env.push(name.to_string());
+                }
+            }
+        }
     }
     if reads_writes {
         notes.push("`reads` and `writes` are not enforced: every node sees the whole context, and its output merges into state by key".into());
@@ -104,7 +126,10 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
 }
 
 /// The node kinds OpenExpertise's schema knows.
-const KINDS: &[&str] = &["agent", "tool", "skill", "dataset", "experience"];
+const KINDS: &[&str] = &["agent", "tool", "skill", "dataset", "experience", "cli-agent"];
+
+/// The command-line agents a `cli-agent` node runs, as OpenExpertise names them.
+const CLI_PROVIDERS: &[&str] = &["claude-code", "codex", "gemini"];
 
 /// What OpenExpertise's validator refuses: no `name`, a node without a known `kind` or without what its kind needs
 /// (`impl`, `prompt`), an edge to an unknown node, and `reads` / `writes` naming a field `state.schema` does not
@@ -142,14 +167,31 @@ fn check(top: &serde_json::Map<String, Value>, raw_nodes: &[Value]) -> Result<()
                 .with_code("OE_UNKNOWN_KIND"))
             }
         }
-        let needs = match kind {
-            Some("agent") => "prompt",
-            Some("dataset") => "source",
-            _ => "impl",
+        let needs: &[&str] = match kind {
+            Some("agent") => &["prompt"],
+            Some("dataset") => &["source"],
+            Some("cli-agent") => &["provider", "prompt"],
+            _ => &["impl"],
         };
-        if raw.get(needs).is_none() {
-            return Err(LoadError::new(format!("graph.nodes[{i}] (`{id}`): a {} node needs `{needs}`", kind.unwrap()))
+        for needs in needs {
+            let given = raw.get(*needs).is_some_and(|v| v.as_str().is_none_or(|s| !s.trim().is_empty()));
+            if !given {
+                return Err(LoadError::new(format!(
+                    "graph.nodes[{i}] (`{id}`): a {} node needs `{needs}`",
+                    kind.unwrap()
+                ))
                 .with_code("OE_MISSING_FIELD"));
+            }
+        }
+        if kind == Some("cli-agent") {
+            let provider = raw["provider"].as_str().unwrap_or_default();
+            if !CLI_PROVIDERS.contains(&provider) {
+                return Err(LoadError::new(format!(
+                    "graph.nodes[{i}] (`{id}`): cli-agent provider `{provider}` is not one of {}",
+                    CLI_PROVIDERS.join(", ")
+                ))
+                .with_code("OE_UNKNOWN_CLI_PROVIDER"));
+            }
         }
         for list in ["writes", "reads"] {
             for field in raw.get(list).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
@@ -163,7 +205,8 @@ fn check(top: &serde_json::Map<String, Value>, raw_nodes: &[Value]) -> Result<()
             }
         }
     }
-    for (i, edge) in top["graph"]["edges"].as_array().into_iter().flatten().enumerate() {
+    let edges = top.get("graph").and_then(|g| g.get("edges")).and_then(Value::as_array);
+    for (i, edge) in edges.into_iter().flatten().enumerate() {
         for end in ["from", "to"] {
             if let Some(id) = edge[end].as_str() {
                 if !ids.contains(&id) {
@@ -179,6 +222,7 @@ fn check(top: &serde_json::Map<String, Value>, raw_nodes: &[Value]) -> Result<()
 fn node(id: &str, raw: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Result<Node, LoadError> {
     let kind = raw["kind"].as_str().unwrap_or("agent");
     let mut node = match kind {
+        "cli-agent" => cli_agent(id, raw, notes),
         "agent" => {
             let mut n = Node::new(id, NodeType::Agent);
             n.user_prompt = raw["prompt"].as_str().map(|p| prompt(id, p, base_dir, notes));
@@ -220,20 +264,150 @@ fn node(id: &str, raw: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Resu
         })?;
         node.for_each = Some(ForEach { items, concurrency: fe["concurrency"].as_u64().map(|c| c as u32) });
     }
-    match raw["on_error"].as_str() {
-        None | Some("fail") | Some("stop") => {}
-        Some("continue") | Some("skip") => node.on_error = Some(OnError::Continue),
-        Some("retry") => node.retry = Some(Retry { max: 2, backoff_ms: Some(500) }),
-        Some(other) => {
-            notes.push(format!("node `{id}`: on_error `{other}` is not known; the node stops the run on failure"))
+    // `on_error: {policy: skip | fail_run | retry, attempts, base_ms}` (the schema refuses other shapes).
+    let policy = &raw["on_error"];
+    match policy["policy"].as_str() {
+        None | Some("fail_run") => {}
+        Some("skip") => node.on_error = Some(OnError::Continue),
+        Some("retry") => {
+            // OpenExpertise counts attempts, the first included; Switchyard counts retries after it.
+            let attempts = policy["attempts"].as_u64().unwrap_or(1).max(1);
+            node.retry =
+                Some(Retry { max: (attempts - 1) as u32, backoff_ms: Some(policy["base_ms"].as_u64().unwrap_or(500)) });
         }
+        Some(other) => notes
+            .push(format!("node `{id}`: on_error policy `{other}` is not known; the node stops the run on failure")),
     }
+    let own: &[&str] = if kind == "cli-agent" { CLI_AGENT_KEYS } else { &[] };
     if let Some(map) = raw.as_object() {
-        for key in map.keys().filter(|k| !NODE_KEYS.contains(&k.as_str())) {
+        for key in map.keys().filter(|k| !NODE_KEYS.contains(&k.as_str()) && !own.contains(&k.as_str())) {
             notes.push(format!("node `{id}`: field `{key}` has no Switchyard equivalent and was left out"));
         }
     }
     Ok(node)
+}
+
+/// A `cli-agent` node: a Python code step that runs the command-line agent as OpenExpertise's dispatcher does
+/// (`packages/node-kinds-cli-agent`): the command its provider names, with the prompt's `{{field}}` placeholders
+/// filled from state, in `workdir` (relative to the experience), no shell, stdin closed, `timeout_ms` (default 10
+/// minutes); a non-zero exit fails the node with the first 500 characters of stderr. Text output is written to the
+/// node's one `writes` field; JSON output (Claude Code's `{result}` envelope and a ```json fence unwrapped) must be an
+/// object, merged into state. Like every code step it runs only with consent.
+fn cli_agent(id: &str, raw: &Value, notes: &mut Vec<String>) -> Node {
+    let text = |k: &str| raw[k].as_str().unwrap_or_default().to_string();
+    let provider = text("provider");
+    let model = raw["model"].as_str();
+    let extra: Vec<String> =
+        raw["extra_args"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
+    let json_output = raw["output_format"].as_str() == Some("json");
+    // `None` is where the prompt goes.
+    let mut argv: Vec<Option<String>> = Vec::new();
+    let mut push = |args: &[&str]| argv.extend(args.iter().map(|a| Some(a.to_string())));
+    match provider.as_str() {
+        "claude-code" => {
+            push(&["claude", "-p"]);
+            argv.push(None);
+            argv.extend(["--output-format", if json_output { "json" } else { "text" }].map(|a| Some(a.to_string())));
+            if let Some(m) = model {
+                argv.extend(["--model", m].map(|a| Some(a.to_string())));
+            }
+            argv.extend(extra.iter().cloned().map(Some));
+        }
+        "codex" => {
+            push(&["codex", "exec", "--skip-git-repo-check"]);
+            if let Some(m) = model {
+                argv.extend(["--model", m].map(|a| Some(a.to_string())));
+            }
+            argv.extend(extra.iter().cloned().map(Some));
+            argv.push(None);
+        }
+        _ => {
+            push(&["gemini", "--yolo", "--prompt"]);
+            argv.push(None);
+            if let Some(m) = model {
+                argv.extend(["--model", m].map(|a| Some(a.to_string())));
+            }
+            argv.extend(extra.iter().cloned().map(Some));
+        }
+    }
+    let writes: Vec<&str> = raw["writes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let timeout_ms = raw["timeout_ms"].as_u64().unwrap_or(600_000);
+    let code = format!(
+        r#"# OpenExpertise cli-agent ({provider}), as its dispatcher runs it.
+import json, re, subprocess
+null = None
+names = dict(state)
+try:
+    names["item"] = item
+except NameError:
+    pass
+def fill(m):
+    value = names.get(m.group(1))
+    if value is None:
+        return m.group(0)
+    return value if isinstance(value, str) else json.dumps(value)
+prompt = re.sub(r"\{{\{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}}\}}", fill, {prompt})
+argv = [prompt if a is None else a for a in {argv}]
+try:
+    done = subprocess.run(argv, cwd={workdir}, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout={timeout})
+except FileNotFoundError:
+    raise RuntimeError(f"`{{argv[0]}}` is not installed or not on PATH: install the {provider} command-line agent")
+except subprocess.TimeoutExpired:
+    raise RuntimeError(f"{{argv[0]}} timed out after {timeout_ms} ms")
+if done.returncode != 0:
+    raise RuntimeError(f"{{argv[0]}} exited with code {{done.returncode}}: {{done.stderr[:500]}}")
+{output}"#,
+        prompt = py(&text("prompt")),
+        argv = py(&argv),
+        workdir = py(&raw["workdir"].as_str().unwrap_or(".")),
+        timeout = timeout_ms as f64 / 1000.0,
+        output = if json_output {
+            r#"data = done.stdout.strip()
+try:
+    envelope = json.loads(data)
+    if isinstance(envelope, dict) and isinstance(envelope.get("result"), str):
+        data = envelope["result"].strip()
+except ValueError:
+    pass
+fenced = re.match(r"^```(?:json)?\s*\n(.*)\n```$", data, re.S)
+value = json.loads(fenced.group(1) if fenced else data)
+if not isinstance(value, dict):
+    raise RuntimeError("the agent's JSON answer is not an object")
+return value"#
+                .to_string()
+        } else {
+            match writes.as_slice() {
+                [] => "return {}".to_string(),
+                [one] => format!("return {{{}: done.stdout}}", py(one)),
+                many => {
+                    format!("raise RuntimeError('a text cli-agent writes one field; this one declares {}')", many.len())
+                }
+            }
+        },
+    );
+    let mut node = Node::new(id, NodeType::Script);
+    node.language = Some("python".into());
+    node.code = Some(code);
+    node.timeout_seconds = Some(timeout_ms.div_ceil(1000) + 10);
+    notes.push(format!(
+        "node `{id}`: a cli-agent runs `{}` as a Python code step (with your consent); it receives PATH, HOME and the {provider} key variables",
+        argv.iter().map(|a| a.as_deref().unwrap_or("<prompt>")).collect::<Vec<_>>().join(" ")
+    ));
+    node
+}
+
+/// A value written into generated Python: JSON, read with `null = None` in scope.
+fn py<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("strings and lists serialize")
+}
+
+/// The variables a command-line agent needs from the environment: its home (where it keeps its login) and its keys.
+fn cli_agent_env(provider: &str) -> &'static [&'static str] {
+    match provider {
+        "claude-code" => &["HOME", "ANTHROPIC_API_KEY"],
+        "codex" => &["HOME", "OPENAI_API_KEY"],
+        _ => &["HOME", "GEMINI_API_KEY", "GOOGLE_API_KEY"],
+    }
 }
 
 /// A prompt: a `./file.md` read next to the experience when it is there (its `{{$item…}}` references translated),

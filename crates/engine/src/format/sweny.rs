@@ -18,25 +18,7 @@ const SWENY_SCHEMA: &str = include_str!("../../../../schema/sweny-workflow.schem
 /// Refuses what SWEny's own schema refuses, naming the place (`/nodes/gather/instruction`) and what is wrong.
 fn check_schema(value: &Value) -> Result<(), LoadError> {
     static VALIDATOR: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
-    let validator = VALIDATOR.get_or_init(|| {
-        let schema: Value = serde_json::from_str(SWENY_SCHEMA).expect("the bundled SWEny schema is JSON");
-        jsonschema::validator_for(&schema).expect("the bundled SWEny schema compiles")
-    });
-    let problems: Vec<String> = validator
-        .iter_errors(value)
-        .take(3)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            format!("{}: {e}", if at.is_empty() { "the file".to_string() } else { format!("`{at}`") })
-        })
-        .collect();
-    match problems.first() {
-        None => Ok(()),
-        Some(_) => {
-            Err(LoadError::new(format!("not a valid SWEny workflow: {}", problems.join("; ")))
-                .with_code("SWENY_SCHEMA"))
-        }
-    }
+    super::check_published_schema(&VALIDATOR, SWENY_SCHEMA, value, "SWEny workflow", "SWENY_SCHEMA")
 }
 
 pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<String>), LoadError> {
@@ -53,6 +35,19 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
         LoadError::new("`nodes` must be a map of node id to {name, instruction}").with_code("INVALID_NODE")
     })?;
     let node_list = || nodes.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+    // SWEny renamed `verify:` to `eval:` (with another shape) and refuses the old field with a migration message.
+    let legacy_verify = |whose: String| {
+        Err(LoadError::new(format!(
+            "{whose} uses SWEny's legacy `verify:` field, renamed `eval:` in @sweny-ai/core 0.2.0 with named evaluators (kind: value | function | judge); see https://spec.sweny.ai/nodes/#eval"
+        ))
+        .with_code("SWENY_LEGACY_VERIFY"))
+    };
+    if top.contains_key("verify") {
+        return legacy_verify("the workflow".into());
+    }
+    if let Some((id, _)) = nodes.iter().find(|(_, n)| n.get("verify").is_some()) {
+        return legacy_verify(format!("node `{id}`"));
+    }
     let entry = top.get("entry").and_then(Value::as_str).filter(|e| !e.is_empty()).ok_or_else(|| {
         LoadError::new(format!("`entry` must name the node the workflow starts at (one of: {})", node_list()))
             .with_code("MISSING_ENTRY")
@@ -88,6 +83,7 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
             LoadError::new(format!("node `{id}`: `instruction` is required")).with_code("MISSING_INSTRUCTION")
         })?;
         node.user_prompt = Some(instruction_text(id, instruction, base_dir, &mut notes)?);
+        check_eval(id, raw)?;
         node.output_schema = raw.get("output").cloned();
         if let Some(max) = raw.get("retry").and_then(|r| r.get("max")).and_then(Value::as_u64) {
             node.retry = Some(Retry { max: max as u32, backoff_ms: None });
@@ -163,6 +159,12 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
                 .or_default()
                 .push(raw["to"].as_str().unwrap_or_default());
         }
+        if from == to && raw.get("max_iterations").is_none_or(Value::is_null) {
+            return Err(LoadError::new(format!(
+                "edges[{i}]: `{from}` leads back to itself without `max_iterations`, so it could loop forever; add `max_iterations`"
+            ))
+            .with_code("SELF_LOOP_UNBOUNDED"));
+        }
         let mut edge = Edge::new(from, to);
         edge.when = text("when");
         edge.max_iterations = match raw.get("max_iterations") {
@@ -192,19 +194,62 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
     }
     // Then everything else SWEny's schema constrains, including fields approximated or left out here.
     check_schema(value)?;
+    // After the schema, as SWEny checks the graph: it refuses a node its entry cannot reach.
+    let mut reached = vec![entry];
+    let mut next = 0;
+    while let Some(&at) = reached.get(next) {
+        next += 1;
+        for e in &edges {
+            if e["from"] == at {
+                let to = e["to"].as_str().unwrap_or_default();
+                if !reached.contains(&to) {
+                    reached.push(to);
+                }
+            }
+        }
+    }
+    if let Some(island) = nodes.keys().find(|id| !reached.contains(&id.as_str())) {
+        return Err(LoadError::new(format!(
+            "node `{island}` cannot be reached from the entry `{entry}`; SWEny refuses it: add an edge to it or remove it"
+        ))
+        .with_code("UNREACHABLE_NODE"));
+    }
     super::layered_positions(&mut workflow);
     Ok((workflow, notes))
+}
+
+/// What SWEny's loader checks of a node's evaluators beyond its published schema: `pass_when` is one token without
+/// whitespace, and `eval_policy` is `all_pass`, the only policy it implements (`any_pass` and `weighted` are reserved).
+fn check_eval(id: &str, raw: &serde_json::Map<String, Value>) -> Result<(), LoadError> {
+    for (i, evaluator) in raw.get("eval").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        if let Some(pass_when) = evaluator.get("pass_when").and_then(Value::as_str) {
+            if pass_when.is_empty() || pass_when.chars().any(char::is_whitespace) {
+                return Err(LoadError::new(format!(
+                    "node `{id}`: eval[{i}].pass_when `{}` must be a single token without spaces or line breaks",
+                    pass_when.trim()
+                ))
+                .with_code("SWENY_SCHEMA"));
+            }
+        }
+    }
+    match raw.get("eval_policy").and_then(Value::as_str) {
+        None | Some("all_pass") => Ok(()),
+        Some(policy) => Err(LoadError::new(format!(
+            "node `{id}`: eval_policy `{policy}` is reserved in SWEny but not implemented; use `all_pass`"
+        ))
+        .with_code("UNSUPPORTED_EVAL_POLICY")),
+    }
 }
 
 /// A node's instruction: inline text, `{inline}`, or a `./file.md` / `{file}` path read relative to the workflow.
 /// SWEny instructions are not Jinja templates, so text that looks like one is kept verbatim.
 fn instruction_text(id: &str, value: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Result<String, LoadError> {
     let text = match value {
-        Value::String(s) if is_file_reference(s) => read_instruction(id, s, base_dir)?,
+        Value::String(s) if is_file_reference(s) => read_instruction(id, s, base_dir, notes),
         Value::String(s) => s.clone(),
         Value::Object(o) if o.get("inline").is_some_and(Value::is_string) => o["inline"].as_str().unwrap().to_string(),
         Value::Object(o) if o.get("file").is_some_and(Value::is_string) => {
-            read_instruction(id, o["file"].as_str().unwrap(), base_dir)?
+            read_instruction(id, o["file"].as_str().unwrap(), base_dir, notes)
         }
         Value::Object(o) if o.get("url").is_some_and(Value::is_string) => {
             let url = o["url"].as_str().unwrap();
@@ -231,12 +276,15 @@ fn is_file_reference(s: &str) -> bool {
     (s.starts_with("./") || s.starts_with("../")) && !s.contains('\n')
 }
 
-fn read_instruction(id: &str, path: &str, base_dir: &Path) -> Result<String, LoadError> {
+/// SWEny reads an instruction file only when the node runs, so a file that is not there does not refuse the
+/// workflow: the node's prompt says which file was missing, and a note says it when the file is opened.
+fn read_instruction(id: &str, path: &str, base_dir: &Path, notes: &mut Vec<String>) -> String {
     let full = base_dir.join(path);
-    std::fs::read_to_string(&full).map_err(|e| {
-        LoadError::new(format!(
-            "node `{id}`: cannot read its instruction file {} ({e}); put the file next to the workflow or inline the text",
+    std::fs::read_to_string(&full).unwrap_or_else(|e| {
+        notes.push(format!(
+            "node `{id}`: its instruction file {} cannot be read ({e}); put the file next to the workflow, or write the instruction in the node",
             full.display()
-        ))
+        ));
+        format!("(the instruction file {path} was missing when this workflow was opened)")
     })
 }

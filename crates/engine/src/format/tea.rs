@@ -33,7 +33,9 @@ const NODE_KEYS: &[&str] = &[
     "steps",
     "uses",
     "with",
+    "params",
     "output",
+    "outputs",
     "max_concurrency",
 ];
 
@@ -205,8 +207,20 @@ fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>)
             Value::String(s) => condition(s),
             other => other.to_string(),
         };
-        let concurrency = match raw.get("max_concurrency") {
-            None | Some(Value::Null) => 4,
+        // As TEA reads it: the node's, else `parallel_config`'s; 0 counts as unset, and a template is resolved only
+        // when TEA runs (here: the default, noted).
+        let given = [raw.get("max_concurrency"), raw.get("parallel_config").and_then(|p| p.get("max_concurrency"))]
+            .into_iter()
+            .flatten()
+            .find(|v| !v.is_null() && v.as_u64() != Some(0) && v.as_bool() != Some(false));
+        let concurrency = match given {
+            None => 4,
+            Some(Value::String(template)) => {
+                notes.push(format!(
+                    "node `{name}`: `max_concurrency: {template}` is resolved only when TEA runs; here the branches run 4 at a time"
+                ));
+                4
+            }
             Some(v) => match v.as_u64().filter(|&c| c >= 1) {
                 Some(c) => c as u32,
                 None => {
@@ -249,17 +263,26 @@ fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>)
         }
     } else if raw.get("run").is_some() {
         run_body(&mut node, raw, notes)?;
-    } else if let Some(action) = raw.get("uses").and_then(Value::as_str) {
-        action_node(&mut node, action, raw.get("with"), notes);
-    } else if raw.get("action").is_some() {
-        let action = &raw["action"];
-        match action.get("uses").and_then(Value::as_str) {
-            Some(uses) => action_node(&mut node, uses, action.get("with"), notes),
-            None => {
-                return Err(LoadError::new(format!("node `{name}`: its `action` needs `uses` naming the action"))
-                    .with_code("TEA_ACTION_WITHOUT_USES"))
-            }
+    } else if let Some(uses) = raw.get("uses").or_else(|| raw.get("action")).and_then(Value::as_str) {
+        // `action: llm.call` is TEA's other spelling of `uses:`, and `params:` of `with:`.
+        action_node(&mut node, uses, raw.get("with").or_else(|| raw.get("params")), notes);
+        for key in ["output", "outputs"].into_iter().filter(|k| raw.get(*k).is_some()) {
+            notes.push(format!(
+                "node `{name}`: `{key}` (where TEA stores the action's result in state) is not mapped; the result merges into state as it is"
+            ));
         }
+    } else if let Some(action) = raw.get("action").filter(|a| a.is_object()) {
+        // The `{uses, with}` form TEA documents for dynamic_parallel, written on a plain node.
+        if let Some(uses) = action.get("uses").and_then(Value::as_str) {
+            action_node(&mut node, uses, action.get("with"), notes);
+        } else {
+            notes.push(format!("node `{name}`: its `action` names no `uses`, so it does nothing (as in TEA)"));
+        }
+    } else if raw.get("action").is_some() || raw.get("uses").is_some() {
+        return Err(LoadError::new(format!(
+            "node `{name}`: `uses` / `action` must name an action, such as `llm.call`"
+        ))
+        .with_code("TEA_INVALID_ACTION"));
     }
     if let Some(map) = raw.as_object() {
         for key in map.keys().filter(|k| !NODE_KEYS.contains(&k.as_str())) {

@@ -578,11 +578,7 @@ impl NodeIo for AgentIo {
 
 /// The node's model: a templated name (`{{ state.model }}`, `openai/{{ state.size }}`) is rendered over the node's
 /// scope when it runs; a rendered name without a provider uses the run's default model, as a plain one does on import.
-fn model_for(
-    named: Option<&str>,
-    default: Option<&str>,
-    scope: &Scope,
-) -> Result<Option<String>, ModelError> {
+fn model_for(named: Option<&str>, default: Option<&str>, scope: &Scope) -> Result<Option<String>, ModelError> {
     let Some(named) = named else { return Ok(default.map(str::to_string)) };
     if !template::is_template(named) {
         return Ok(Some(named.to_string()));
