@@ -351,9 +351,9 @@ argv = [prompt if a is None else a for a in {argv}]
 try:
     done = subprocess.run(argv, cwd={workdir}, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout={timeout})
 except FileNotFoundError:
-    raise RuntimeError(f"`{{argv[0]}}` is not installed or not on PATH: install the {provider} command-line agent")
+    raise RuntimeError(f"`{{argv[0]}}` is not installed or not on PATH: install the {provider} command-line agent") from None
 except subprocess.TimeoutExpired:
-    raise RuntimeError(f"{{argv[0]}} timed out after {timeout_ms} ms")
+    raise RuntimeError(f"{{argv[0]}} timed out after {timeout_ms} ms") from None
 if done.returncode != 0:
     raise RuntimeError(f"{{argv[0]}} exited with code {{done.returncode}}: {{done.stderr[:500]}}")
 {output}"#,
