@@ -12,10 +12,10 @@ use switchyard_engine::files;
 use switchyard_engine::format::{self, Format};
 use switchyard_engine::mcp::{McpServerConfig, McpTool};
 use switchyard_engine::node_types::{self, NodeTypeSpec};
-use switchyard_engine::providers::{self, DefaultModel, Providers, Settings};
-use switchyard_engine::run::{self, RunController, RunHandle, Runtime};
+use switchyard_engine::providers::{self, DefaultModel, Settings};
+use switchyard_engine::run::{RunController, RunHandle};
 use switchyard_engine::script::Script;
-use switchyard_engine::session::{self, Continuing, Prepared, WorkflowRef};
+use switchyard_engine::session::{self, SessionError, Sinks, WorkflowRef};
 use switchyard_engine::store::{self, Claim, RunRow, RunStore};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::Workflow;
@@ -29,7 +29,7 @@ use crate::prefs::{self, Prefs};
 /// Live runs by id, and the durable run store.
 pub struct AppState {
     runs: Arc<Mutex<HashMap<String, RunController>>>,
-    store: Result<Arc<RunStore>, String>,
+    store: Result<Arc<RunStore>, CommandError>,
     /// What each MCP server listed the last time it was tested or its tools were listed (validation checks single
     /// tools against it without starting servers on every edit).
     mcp_tools: Mutex<std::collections::BTreeMap<String, Vec<String>>>,
@@ -42,18 +42,25 @@ impl AppState {
     pub fn open() -> AppState {
         AppState {
             runs: Arc::default(),
-            store: RunStore::open(&store::default_path()).map(Arc::new).map_err(|e| e.to_string()),
+            store: RunStore::open(&store::default_path())
+                .map(Arc::new)
+                .map_err(|e| CommandError::new(e.code(), e.to_string())),
             mcp_tools: Mutex::default(),
             default_model: Mutex::default(),
         }
     }
 
-    fn store(&self) -> Result<&Arc<RunStore>, String> {
+    fn store(&self) -> Result<&Arc<RunStore>, CommandError> {
         self.store.as_ref().map_err(Clone::clone)
     }
 
-    fn controller(&self, run_id: &str) -> Result<RunController, String> {
-        self.runs.lock().unwrap().get(run_id).cloned().ok_or_else(|| format!("run {run_id} is not running"))
+    fn controller(&self, run_id: &str) -> Result<RunController, CommandError> {
+        self.runs
+            .lock()
+            .unwrap()
+            .get(run_id)
+            .cloned()
+            .ok_or_else(|| CommandError::new("RUN_NOT_RUNNING", format!("run {run_id} is not running in this window")))
     }
 }
 
@@ -71,34 +78,38 @@ pub struct Opened {
 
 #[tauri::command]
 #[specta::specta]
-pub fn open_file(path: String) -> Result<Opened, String> {
-    let loaded = format::load_file(Path::new(&path), None).map_err(|e| e.to_string())?;
+pub fn open_file(path: String) -> Result<Opened, CommandError> {
+    let loaded = format::load_file(Path::new(&path), None)?;
     Ok(Opened { workflow: loaded.workflow, format: loaded.format.name().into(), notes: loaded.notes, path: Some(path) })
 }
 
 /// Reads pasted or dropped text; `format` forces one (`switchyard`, `agentflow`, `sweny`).
 #[tauri::command]
 #[specta::specta]
-pub fn parse_document(text: String, format: Option<String>) -> Result<Opened, String> {
+pub fn parse_document(text: String, format: Option<String>) -> Result<Opened, CommandError> {
     let forced = match format {
-        Some(name) => Some(Format::from_name(&name).ok_or_else(|| format!("unknown format `{name}`"))?),
+        Some(name) => Some(
+            Format::from_name(&name)
+                .ok_or_else(|| CommandError::new("UNKNOWN_FORMAT", format!("unknown format `{name}`")))?,
+        ),
         None => None,
     };
-    let loaded = format::load_str(&text, forced, None).map_err(|e| e.to_string())?;
+    let loaded = format::load_str(&text, forced, None)?;
     Ok(Opened { workflow: loaded.workflow, format: loaded.format.name().into(), notes: loaded.notes, path: None })
 }
 
 /// Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half a file.
 #[tauri::command]
 #[specta::specta]
-pub fn save_file(path: String, workflow: Workflow) -> Result<(), String> {
+pub fn save_file(path: String, workflow: Workflow) -> Result<(), CommandError> {
     let path = PathBuf::from(path);
     let text = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
         format::to_json(&workflow)
     } else {
         format::to_yaml(&workflow)
     };
-    files::write_atomically(&path, text.as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    files::write_atomically(&path, text.as_bytes())
+        .map_err(|e| CommandError::new("WRITE_FAILED", format!("cannot write {}: {e}", path.display())))
 }
 
 /// Every node type as the engine defines it (handles, fields, labels): the palette, canvas and inspector read this.
@@ -117,16 +128,16 @@ pub fn to_yaml(workflow: Workflow) -> String {
 /// The one validator, with providers checked unless the run will be scripted.
 #[tauri::command]
 #[specta::specta]
-pub fn validate(state: State<'_, AppState>, workflow: Workflow, scripted: bool) -> Result<Report, String> {
-    validate_with(&state, &workflow, scripted, settings())
+pub fn validate(state: State<'_, AppState>, workflow: Workflow, scripted: bool) -> Result<Report, CommandError> {
+    validate_with(&state, &workflow, scripted, Settings::load(&Settings::default_path()).map_err(CommandError::from))
 }
 
 fn validate_with(
     state: &AppState,
     workflow: &Workflow,
     scripted: bool,
-    settings: Result<Settings, String>,
-) -> Result<Report, String> {
+    settings: Result<Settings, CommandError>,
+) -> Result<Report, CommandError> {
     let providers = if scripted { None } else { Some(settings.as_ref().map_err(Clone::clone)?.provider_ids()) };
     let mcp_servers: Option<Vec<String>> = settings.ok().map(|s| s.mcp_servers.keys().cloned().collect());
     let mut mcp_tools = state.mcp_tools.lock().unwrap().clone();
@@ -149,10 +160,6 @@ pub async fn default_model(state: State<'_, AppState>) -> Result<DefaultModel, C
     let found = providers::discover_default_model(&settings).await;
     *state.default_model.lock().unwrap() = Some(found.clone());
     Ok(found)
-}
-
-fn settings() -> Result<Settings, String> {
-    Settings::load(&Settings::default_path()).map_err(|e| e.to_string())
 }
 
 #[derive(Deserialize, Type)]
@@ -234,16 +241,7 @@ pub async fn start_run(
         None => None,
     };
     let forwarder = Forwarder::spawn(on_events);
-    let Prepared { workflow, options, script, model, code, mcp, .. } = prepared;
-    let runtime = Runtime {
-        model,
-        script,
-        log: store.map(|s| s as Arc<dyn RunLog>),
-        observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
-        code,
-        mcp,
-    };
-    let handle = run::start(workflow, options, runtime);
+    let handle = session::start(prepared, window_sinks(store.map(|s| s as Arc<dyn RunLog>), &forwarder));
     Ok(track(&state, handle, forwarder, claim))
 }
 
@@ -265,22 +263,12 @@ pub async fn resume_run(
     if state.runs.lock().unwrap().contains_key(&run_id) {
         return Err(CommandError::new("RUN_IN_USE", format!("run {run_id} is already running in this window")));
     }
-    let store = state.store().map_err(|e| CommandError::new("STORE_UNAVAILABLE", e))?.clone();
+    let store = state.store()?.clone();
     let continuing = session::continue_run(&store, &run_id, false)?;
     // The run goes on with the document it started with; the window shows that document.
     let document = stored_document(&continuing.stored);
-    let Continuing { stored, claim, script, model, code, mcp, .. } = continuing;
     let forwarder = Forwarder::spawn(on_events);
-    let runtime = Runtime {
-        model,
-        script,
-        log: Some(store as Arc<dyn RunLog>),
-        observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
-        code,
-        mcp,
-    };
-    let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
-        .map_err(|e| CommandError::new("RECORDING_UNFIT", e))?;
+    let (handle, claim) = session::resume_live(continuing, window_sinks(Some(store), &forwarder))?;
     let run_id = track(&state, handle, forwarder, Some(claim));
     Ok(Resumed { run_id, document })
 }
@@ -296,8 +284,8 @@ pub struct OpenedRun {
 /// Opens a stored run: the document it started with (not the file as it is now) and what happened.
 #[tauri::command]
 #[specta::specta]
-pub fn open_run(state: State<'_, AppState>, run_id: String) -> Result<OpenedRun, String> {
-    let stored = state.store()?.load(&run_id).map_err(|e| e.to_string())?;
+pub fn open_run(state: State<'_, AppState>, run_id: String) -> Result<OpenedRun, CommandError> {
+    let stored = state.store()?.load(&run_id).map_err(SessionError::from)?;
     Ok(OpenedRun { document: stored_document(&stored), events: stored.recording.events, row: stored.row })
 }
 
@@ -309,22 +297,19 @@ pub fn replay_run(
     state: State<'_, AppState>,
     run_id: String,
     on_events: Channel<Vec<Event>>,
-) -> Result<Resumed, String> {
-    let stored = state.store()?.load(&run_id).map_err(|e| e.to_string())?;
-    let document = stored_document(&stored);
+) -> Result<Resumed, CommandError> {
+    let store = state.store()?;
+    let document = stored_document(&store.load(&run_id).map_err(SessionError::from)?);
     let forwarder = Forwarder::spawn(on_events);
-    let runtime = Runtime {
-        model: Arc::new(Providers::new(&Settings::default())),
-        script: None,
-        log: None,
-        observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>],
-        code: Default::default(),
-        mcp: Default::default(),
-    };
-    let outcome = run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime);
+    let replayed = session::replay(store, &run_id, window_sinks(None, &forwarder));
     forwarder.close();
-    outcome?;
+    replayed?;
     Ok(Resumed { run_id, document })
+}
+
+/// Where a run's events go in the app: the store (written first), then the window.
+fn window_sinks(log: Option<Arc<dyn RunLog>>, forwarder: &Forwarder) -> Sinks {
+    Sinks { log, observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>] }
 }
 
 /// The document a stored run started with, named by the file it came from.
@@ -362,14 +347,17 @@ pub async fn decide(
     node: String,
     decision: String,
     note: String,
-) -> Result<(), String> {
+) -> Result<(), CommandError> {
     let controller = state.controller(&run_id)?;
-    controller.decide(&node, serde_json::json!({ "decision": decision, "note": note })).await
+    controller
+        .decide(&node, serde_json::json!({ "decision": decision, "note": note }))
+        .await
+        .map_err(|e| CommandError::new("DECISION_REFUSED", e))
 }
 
 #[tauri::command]
 #[specta::specta]
-pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), String> {
+pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), CommandError> {
     state.controller(&run_id)?.cancel();
     Ok(())
 }
@@ -386,16 +374,16 @@ pub struct RunSummary {
 /// Stored runs, newest first; paused and interrupted ones can go on.
 #[tauri::command]
 #[specta::specta]
-pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, String> {
+pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, CommandError> {
     let live = state.runs.lock().unwrap().keys().cloned().collect::<Vec<_>>();
-    let rows = state.store()?.list().map_err(|e| e.to_string())?;
+    let rows = state.store()?.list().map_err(SessionError::from)?;
     Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row }).collect())
 }
 
 #[tauri::command]
 #[specta::specta]
-pub fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Event>, String> {
-    state.store()?.events(&run_id).map_err(|e| e.to_string())
+pub fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Event>, CommandError> {
+    Ok(state.store()?.events(&run_id).map_err(SessionError::from)?)
 }
 
 /// The settings, and why the file could not be used when it could not: the window then shows the defaults and the
@@ -535,7 +523,7 @@ mod tests {
         use switchyard_engine::providers::DefaultSource;
         let state = AppState {
             runs: Arc::default(),
-            store: Err("no store in this test".into()),
+            store: Err(CommandError::new("STORE_UNAVAILABLE", "no store in this test")),
             mcp_tools: Mutex::default(),
             default_model: Mutex::default(),
         };

@@ -28,6 +28,12 @@ impl From<SettingsError> for CommandError {
     }
 }
 
+impl From<switchyard_engine::format::LoadError> for CommandError {
+    fn from(e: switchyard_engine::format::LoadError) -> CommandError {
+        CommandError::new(e.code, e.to_string())
+    }
+}
+
 impl From<switchyard_engine::session::SessionError> for CommandError {
     fn from(e: switchyard_engine::session::SessionError) -> CommandError {
         CommandError::new(e.code(), e.to_string())

@@ -6,14 +6,14 @@ import { invoke as __TAURI_INVOKE, Channel } from "@tauri-apps/api/core";
 
 /** Commands */
 export const commands = {
-	openFile: (path: string) => typedError<Opened_Serialize, string>(__TAURI_INVOKE("open_file", { path })),
+	openFile: (path: string) => typedError<Opened_Serialize, CommandError>(__TAURI_INVOKE("open_file", { path })),
 	/**  Reads pasted or dropped text; `format` forces one (`switchyard`, `agentflow`, `sweny`). */
-	parseDocument: (text: string, format: string | null) => typedError<Opened_Serialize, string>(__TAURI_INVOKE("parse_document", { text, format })),
+	parseDocument: (text: string, format: string | null) => typedError<Opened_Serialize, CommandError>(__TAURI_INVOKE("parse_document", { text, format })),
 	/**  Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half a file. */
-	saveFile: (path: string, workflow: Workflow_Deserialize) => typedError<null, string>(__TAURI_INVOKE("save_file", { path, workflow })),
+	saveFile: (path: string, workflow: Workflow_Deserialize) => typedError<null, CommandError>(__TAURI_INVOKE("save_file", { path, workflow })),
 	toYaml: (workflow: Workflow_Deserialize) => __TAURI_INVOKE<string>("to_yaml", { workflow }),
 	/**  The one validator, with providers checked unless the run will be scripted. */
-	validate: (workflow: Workflow_Deserialize, scripted: boolean) => typedError<Report_Serialize, string>(__TAURI_INVOKE("validate", { workflow, scripted })),
+	validate: (workflow: Workflow_Deserialize, scripted: boolean) => typedError<Report_Serialize, CommandError>(__TAURI_INVOKE("validate", { workflow, scripted })),
 	/**
 	 *  The model agents that name none use when neither the workflow nor the run names one: the settings'
 	 *  `default_model`, else the first model a local model server lists, else none (with where it looked). Remembered
@@ -33,18 +33,18 @@ export const commands = {
 	startRun: (request: RunRequest_Deserialize, onEvents: Channel<Event_Deserialize[]>) => typedError<string, CommandError>(__TAURI_INVOKE("start_run", { request, onEvents })),
 	/**  Continues a paused run stored by an earlier session (or this one), streaming its events like `start_run`. */
 	resumeRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, CommandError>(__TAURI_INVOKE("resume_run", { runId, onEvents })),
-	decide: (runId: string, node: string, decision: string, note: string) => typedError<null, string>(__TAURI_INVOKE("decide", { runId, node, decision, note })),
-	cancelRun: (runId: string) => typedError<null, string>(__TAURI_INVOKE("cancel_run", { runId })),
+	decide: (runId: string, node: string, decision: string, note: string) => typedError<null, CommandError>(__TAURI_INVOKE("decide", { runId, node, decision, note })),
+	cancelRun: (runId: string) => typedError<null, CommandError>(__TAURI_INVOKE("cancel_run", { runId })),
 	/**  Stored runs, newest first; paused and interrupted ones can go on. */
-	listRuns: () => typedError<RunSummary_Serialize[], string>(__TAURI_INVOKE("list_runs")),
-	runEvents: (runId: string) => typedError<Event_Serialize[], string>(__TAURI_INVOKE("run_events", { runId })),
+	listRuns: () => typedError<RunSummary_Serialize[], CommandError>(__TAURI_INVOKE("list_runs")),
+	runEvents: (runId: string) => typedError<Event_Serialize[], CommandError>(__TAURI_INVOKE("run_events", { runId })),
 	/**  Opens a stored run: the document it started with (not the file as it is now) and what happened. */
-	openRun: (runId: string) => typedError<OpenedRun_Serialize, string>(__TAURI_INVOKE("open_run", { runId })),
+	openRun: (runId: string) => typedError<OpenedRun_Serialize, CommandError>(__TAURI_INVOKE("open_run", { runId })),
 	/**
 	 *  Plays a stored run again through the engine from its recorded inputs — no model or tool call — streaming its
 	 *  events like a live run.
 	 */
-	replayRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, string>(__TAURI_INVOKE("replay_run", { runId, onEvents })),
+	replayRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, CommandError>(__TAURI_INVOKE("replay_run", { runId, onEvents })),
 	/**  The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem. */
 	getSettings: () => __TAURI_INVOKE<SettingsState_Serialize>("get_settings"),
 	/**  Saves the settings, or refuses with the problems by field (nothing is written then). */

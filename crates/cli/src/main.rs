@@ -12,11 +12,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use out::{errln, out, outln};
 use serde_json::{json, Value};
 use switchyard_engine::code::consent::TrustStore;
-use switchyard_engine::events::{Collector, Event, EventKind, Observer, RunLog};
+use switchyard_engine::events::{Event, Observer, RunLog};
 use switchyard_engine::format::{self, Format, Loaded};
 use switchyard_engine::providers::{self, DefaultSource, Providers, Settings};
-use switchyard_engine::run::{self, Outcome, Runtime};
-use switchyard_engine::session::{self, Continuing, Prepared, RunRequest, SessionError, WorkflowRef};
+use switchyard_engine::run::{self, Outcome};
+use switchyard_engine::session::{self, RunRequest, SessionError, Sinks, WorkflowRef};
 use switchyard_engine::store::{RunState, RunStore};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::RunStatus;
@@ -418,10 +418,7 @@ fn open_store() -> Result<Arc<RunStore>, Unusable> {
     RunStore::open(&switchyard_engine::store::default_path()).map(Arc::new).map_err(|e| coded(e.code(), e.to_string()))
 }
 
-/// Run logs and observers for one CLI run: the store, an --events file, and the live log.
-/// Where a run's events go: the durable log (written first) and the observers.
-type Sinks = (Option<Arc<dyn RunLog>>, Vec<Arc<dyn Observer>>);
-
+/// Where one CLI run's events go: the store and an --events file (written first), then the live log.
 fn sinks(store: Option<Arc<RunStore>>, events: &Option<PathBuf>, json: bool) -> Result<Sinks, Unusable> {
     let mut logs: Vec<Arc<dyn RunLog>> = Vec::new();
     if let Some(store) = store {
@@ -436,7 +433,7 @@ fn sinks(store: Option<Arc<RunStore>>, events: &Option<PathBuf>, json: bool) -> 
         1 => logs.pop(),
         _ => Some(Arc::new(live::Tee(logs))),
     };
-    Ok((log, observers))
+    Ok(Sinks { log, observers })
 }
 
 async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
@@ -517,10 +514,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         Some(store) => Some(session::begin(store, &prepared)?),
         None => None,
     };
-    let (log, observers) = sinks(store.clone(), &args.events, args.json)?;
-    let Prepared { workflow, options, script, model, code, mcp, .. } = prepared;
-    let runtime = Runtime { model, script, log, observers, code, mcp };
-    let outcome = run::run(workflow, options, runtime).await;
+    let outcome = session::run(prepared, sinks(store.clone(), &args.events, args.json)?).await;
     finish(outcome, store.is_some(), args.json)
 }
 
@@ -585,12 +579,7 @@ async fn cmd_resume(
     if let Some(note) = &continuing.note {
         errln!("note: {note}");
     }
-    let (log, observers) = sinks(Some(store.clone()), &events, json)?;
-    let Continuing { stored, claim: _claim, script, model, code, mcp, .. } = continuing;
-    let runtime = Runtime { model, script, log, observers, code, mcp };
-    let outcome = run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime)
-        .await
-        .map_err(unusable)?;
+    let outcome = session::resume(continuing, decisions, sinks(Some(store.clone()), &events, json)?).await?;
     finish(outcome, true, json)
 }
 
@@ -712,19 +701,9 @@ fn format_duration(ms: u64) -> String {
 /// Rebuilds a stored run's result from its recording (no model call), as `run --json` printed it.
 fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
     let store = open_store()?;
-    let stored = store.load(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
-    let status = stored.row.status;
-    let runtime = Runtime {
-        model: Arc::new(Providers::new(&Settings::default())),
-        script: None,
-        log: None,
-        observers: Vec::new(),
-        code: Default::default(),
-        mcp: Default::default(),
-    };
-    let outcome =
-        run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(unusable)?;
-    let mut out = result_json(&outcome.result);
+    let (row, result) = session::show(&store, run_id)?;
+    let status = row.status;
+    let mut out = result_json(&result);
     if matches!(status, RunState::Interrupted | RunState::Running) {
         out["status"] = json!(status);
         out["error"] = json!(format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()));
@@ -732,8 +711,8 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
     if json {
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
-        outln!("run {run_id}: {} ({})", status.as_str(), stored.row.workflow);
-        for (node, result) in &outcome.result.results {
+        outln!("run {run_id}: {} ({})", status.as_str(), row.workflow);
+        for (node, result) in &result.results {
             let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
             let text: String = text.chars().take(100).collect();
             outln!("  {node:<20} {:<9} {}", format!("{:?}", result.status).to_lowercase(), text.replace('\n', " "));
@@ -745,53 +724,27 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
 /// Plays a stored run again from its recording: the same events, results and trace, with no model or tool call.
 fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
     let store = open_store()?;
-    let stored = store.load(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
-    let recorded = stored.recording.events.clone();
-    let (log, mut observers) = sinks(None, &events, json)?;
-    let produced = Collector::default();
-    observers.push(Arc::new(produced.clone()));
-    let runtime = Runtime {
-        model: Arc::new(Providers::new(&Settings::default())),
-        script: None,
-        log,
-        observers,
-        code: Default::default(),
-        mcp: Default::default(),
-    };
-    let outcome =
-        run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime).map_err(unusable)?;
+    let replayed = session::replay(&store, run_id, sinks(None, &events, json)?)?;
     if json {
-        outln!("{}", serde_json::to_string_pretty(&result_json(&outcome.result)).unwrap());
+        outln!("{}", serde_json::to_string_pretty(&result_json(&replayed.result)).unwrap());
     }
     // The replay must tell the same story; where it does not, the engine (or the store) changed.
-    let same = |a: &Event, b: &Event| a.seq == b.seq && normalized(&a.kind) == normalized(&b.kind);
-    let produced = produced.events();
-    if let Some(at) = (0..produced.len().max(recorded.len()))
-        .find(|&i| !matches!((produced.get(i), recorded.get(i)), (Some(a), Some(b)) if same(a, b)))
-    {
-        let kind =
-            |e: Option<&Event>| e.map_or("nothing".to_string(), |e| format!("{} #{}", e.kind.type_name(), e.seq));
+    if let Some(d) = &replayed.diverged {
+        let kind = |e: &Option<Event>| {
+            e.as_ref().map_or("nothing".to_string(), |e| format!("{} #{}", e.kind.type_name(), e.seq))
+        };
         errln!(
             "warning: the replay differs from the recording at event {}: recorded {}, replayed {}",
-            at + 1,
-            kind(recorded.get(at)),
-            kind(produced.get(at))
+            d.at + 1,
+            kind(&d.recorded),
+            kind(&d.replayed)
         );
         return Ok(1);
     }
-    Ok(match outcome.result.status {
+    Ok(match replayed.result.status {
         RunStatus::Completed | RunStatus::Paused => 0,
         _ => 1,
     })
-}
-
-/// An event's payload with what a replay does not reproduce (how long quick nodes took) left out.
-fn normalized(kind: &EventKind) -> EventKind {
-    let mut kind = kind.clone();
-    if let EventKind::NodeExit { duration_ms, .. } = &mut kind {
-        *duration_ms = 0;
-    }
-    kind
 }
 
 async fn cmd_providers() -> Result<u8, Unusable> {

@@ -468,9 +468,64 @@ fn commit_loop(
     }
 }
 
+/// Where a replay first told a different story from the recording: the position, and what each side had there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    /// 0-based position in the event list.
+    pub at: usize,
+    pub recorded: Option<Event>,
+    pub replayed: Option<Event>,
+}
+
+/// Compares a recorded run's events with those its replay produced, leaving out what a replay does not reproduce
+/// (how long quick nodes took, timestamps): `None` when they tell the same story.
+pub fn first_divergence(recorded: &[Event], replayed: &[Event]) -> Option<Divergence> {
+    let normalized = |e: &Event| {
+        let mut kind = e.kind.clone();
+        if let EventKind::NodeExit { duration_ms, .. } = &mut kind {
+            *duration_ms = 0;
+        }
+        (e.seq, kind)
+    };
+    let same = |a: Option<&Event>, b: Option<&Event>| match (a, b) {
+        (Some(a), Some(b)) => normalized(a) == normalized(b),
+        _ => false,
+    };
+    (0..recorded.len().max(replayed.len())).find(|&i| !same(recorded.get(i), replayed.get(i))).map(|at| Divergence {
+        at,
+        recorded: recorded.get(at).cloned(),
+        replayed: replayed.get(at).cloned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(seq: u64, ts: &str, kind: EventKind) -> Event {
+        Event { seq, run: "r".into(), ts: ts.into(), kind }
+    }
+
+    #[test]
+    fn a_replay_diverges_where_the_story_differs_not_where_only_the_clock_does() {
+        let warn = |m: &str| EventKind::NodeWarning { node: "a".into(), message: m.into() };
+        let exit = |ms: u64| EventKind::NodeExit {
+            node: "a".into(),
+            iteration: 1,
+            result: NodeResult::success(Value::Null, Vec::new()),
+            duration_ms: ms,
+            usage: None,
+        };
+        let recorded = [at(1, "t1", warn("x")), at(2, "t2", exit(12))];
+        let same = [at(1, "later", warn("x")), at(2, "later", exit(0))];
+        assert_eq!(first_divergence(&recorded, &same), None, "timestamps and durations are not the story");
+        let other = [at(1, "t1", warn("x")), at(2, "t2", warn("y"))];
+        let d = first_divergence(&recorded, &other).unwrap();
+        assert_eq!((d.at, d.replayed.map(|e| e.seq)), (1, Some(2)));
+        let shorter = &recorded[..1];
+        let d = first_divergence(&recorded, shorter).unwrap();
+        assert_eq!((d.at, d.replayed), (1, None), "a replay that stops early diverges where it stopped");
+    }
 
     /// An observer that checks, for each event it sees, that the log already holds it.
     struct SeesOnlyLogged(MemoryLog, Arc<Mutex<Vec<u64>>>);

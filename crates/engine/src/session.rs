@@ -6,7 +6,8 @@
 //! stable code: the workflow must validate (with the model override applied, providers checked unless a script
 //! answers), the input must match the workflow's `input_schema`, the script file must load. `begin` records the run
 //! in the store (status `running`) and claims it for this process before its first event. `continue_run` opens a
-//! paused or interrupted run for `run::resume` / `run::start_from`.
+//! paused or interrupted run. `run`, `start`, `resume`, `resume_live`, `replay` and `show` then carry a run out with
+//! the sinks a shell passes (a terminal printer, a window channel): no shell assembles a run itself.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -16,13 +17,15 @@ use serde_json::Value;
 
 use crate::code::consent::{self, Consent, TrustStore};
 use crate::code::Code;
+use crate::events::{Collector, Divergence, Observer, RunLog};
 use crate::format::{self, Format};
 use crate::mcp::McpSessions;
 use crate::model::Model;
 use crate::providers::{self, DefaultModel, Providers, Settings};
-use crate::run::{self, Reuse, RunOptions};
+use crate::result::RunResult;
+use crate::run::{self, Outcome, Reuse, RunHandle, RunOptions, Runtime};
 use crate::script::{Script, ScriptedModel};
-use crate::store::{Claim, NewRun, RunStore, StoreError, StoredRun};
+use crate::store::{Claim, NewRun, RunRow, RunStore, StoreError, StoredRun};
 use crate::validate::{self, Report};
 use crate::Workflow;
 
@@ -405,6 +408,100 @@ pub fn continue_run(store: &RunStore, run_id: &str, allow_code: bool) -> Result<
     let (code, _) = code_for(&stored.workflow, workflow_ref.as_ref(), allow_code, &TrustStore::default_location())?;
     let mcp = mcp_for(&stored.workflow, settings.as_ref())?;
     Ok(Continuing { model: model_for(&script, settings.as_ref()), stored, claim, script, code, mcp, note })
+}
+
+/// Where a run's events go: the log that keeps them (the run store, a JSON-lines file) and the shell's observers (a
+/// terminal printer, a window channel). The log is written before observers see an event.
+#[derive(Default)]
+pub struct Sinks {
+    pub log: Option<Arc<dyn RunLog>>,
+    pub observers: Vec<Arc<dyn Observer>>,
+}
+
+impl Prepared {
+    fn into_run(self, sinks: Sinks) -> (Arc<Workflow>, RunOptions, Runtime) {
+        let Prepared { workflow, options, script, model, code, mcp, .. } = self;
+        let Sinks { log, observers } = sinks;
+        (workflow, options, Runtime { model, script, log, observers, code, mcp })
+    }
+}
+
+/// Runs a prepared run to its end or its first pause.
+pub async fn run(prepared: Prepared, sinks: Sinks) -> Outcome {
+    let (workflow, options, runtime) = prepared.into_run(sinks);
+    run::run(workflow, options, runtime).await
+}
+
+/// Starts a prepared run that stays alive while paused and takes decisions through its handle.
+pub fn start(prepared: Prepared, sinks: Sinks) -> RunHandle {
+    let (workflow, options, runtime) = prepared.into_run(sinks);
+    run::start(workflow, options, runtime)
+}
+
+impl Continuing {
+    fn into_run(self, sinks: Sinks) -> (StoredRun, Claim, Runtime) {
+        let Continuing { stored, claim, script, model, code, mcp, .. } = self;
+        let Sinks { log, observers } = sinks;
+        (stored, claim, Runtime { model, script, log, observers, code, mcp })
+    }
+}
+
+/// Continues a stored run with these decisions (node, `{decision, note}`) to its end or its next pause. The run
+/// stays claimed by this process until it returns.
+pub async fn resume(
+    continuing: Continuing,
+    decisions: Vec<(String, Value)>,
+    sinks: Sinks,
+) -> Result<Outcome, SessionError> {
+    let (stored, _claim, runtime) = continuing.into_run(sinks);
+    run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime)
+        .await
+        .map_err(SessionError::Rebuild)
+}
+
+/// Continues a stored run as a live run that takes decisions through its handle; the claim is held for as long as
+/// the shell keeps it.
+pub fn resume_live(continuing: Continuing, sinks: Sinks) -> Result<(RunHandle, Claim), SessionError> {
+    let (stored, claim, runtime) = continuing.into_run(sinks);
+    let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
+        .map_err(SessionError::Rebuild)?;
+    Ok((handle, claim))
+}
+
+/// A stored run played again from its recording.
+pub struct Replayed {
+    pub row: RunRow,
+    pub result: RunResult,
+    /// Where the replay told a different story from the recording: the engine (or the store) changed.
+    pub diverged: Option<Divergence>,
+}
+
+/// Plays a stored run again from its recorded inputs — no model call, no tool call, no code — delivering its events
+/// to `sinks` as a live run does, and says where it differs from the recording.
+pub fn replay(store: &RunStore, run_id: &str, sinks: Sinks) -> Result<Replayed, SessionError> {
+    let stored = store.load(run_id)?;
+    let recorded = stored.recording.events.clone();
+    let produced = Collector::default();
+    let Sinks { log, mut observers } = sinks;
+    observers.push(Arc::new(produced.clone()));
+    let runtime = Runtime {
+        model: Arc::new(Providers::new(&Settings::default())),
+        script: None,
+        log,
+        observers,
+        code: Code::default(),
+        mcp: Arc::default(),
+    };
+    let outcome = run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
+        .map_err(SessionError::Rebuild)?;
+    let diverged = crate::events::first_divergence(&recorded, &produced.events());
+    Ok(Replayed { row: stored.row, result: outcome.result, diverged })
+}
+
+/// A stored run's row and its result, rebuilt from its recording without a model call.
+pub fn show(store: &RunStore, run_id: &str) -> Result<(RunRow, RunResult), SessionError> {
+    let replayed = replay(store, run_id, Sinks::default())?;
+    Ok((replayed.row, replayed.result))
 }
 
 #[cfg(test)]

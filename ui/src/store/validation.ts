@@ -72,7 +72,7 @@ export function scheduleValidation(workflow: Workflow, scripted: boolean, delayM
       const r = await commands.validate(workflow, scripted);
       if (mine !== generation) return;
       if (r.status === "ok") useValidation.getState().setReport(r.data);
-      else useValidation.setState({ failure: r.error });
+      else useValidation.setState({ failure: r.error.message });
     } catch (e) {
       if (mine === generation) useValidation.setState({ failure: String(e) });
     }

@@ -229,27 +229,8 @@ pub fn replays_the_same(wf: &Workflow, ran: &Ran) {
     let replayed = run::replay(Arc::new(wf.clone()), options, ran.log.recording(), rt)
         .unwrap_or_else(|e| panic!("the run does not replay: {e}"));
     assert!(model.asked().is_empty(), "a replay asked the model: {:?}", model.asked());
-    let normalized = |events: &[Event]| -> Vec<(u64, EventKind)> {
-        events
-            .iter()
-            .map(|e| {
-                let mut kind = e.kind.clone();
-                if let EventKind::NodeExit { duration_ms, .. } = &mut kind {
-                    *duration_ms = 0;
-                }
-                (e.seq, kind)
-            })
-            .collect()
-    };
-    let (recorded, replayed_events) = (normalized(&ran.log.recording().events), normalized(&collector.events()));
-    if let Some(at) =
-        (0..recorded.len().max(replayed_events.len())).find(|&i| recorded.get(i) != replayed_events.get(i))
-    {
-        panic!(
-            "the replay differs at event {at}:\nrecorded: {:?}\nreplayed: {:?}",
-            recorded.get(at),
-            replayed_events.get(at)
-        );
+    if let Some(d) = switchyard_engine::events::first_divergence(&ran.log.recording().events, &collector.events()) {
+        panic!("the replay differs at event {}:\nrecorded: {:?}\nreplayed: {:?}", d.at, d.recorded, d.replayed);
     }
     assert_eq!(replayed.result.results, ran.result().results);
     assert_eq!(replayed.result.trace, ran.result().trace);
