@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use switchyard_engine::events::{Event, Observer};
+use switchyard_engine::events::Event;
+use switchyard_engine::log::Observer;
 use tauri::ipc::Channel;
 use tokio::sync::Notify;
 

@@ -5,7 +5,8 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use switchyard_engine::events::{Event, EventKind, LogItem, Observer, RunLog};
+use switchyard_engine::events::{Event, EventKind};
+use switchyard_engine::log::{LogItem, Observer, RunLog};
 use switchyard_engine::run::Recorded;
 use switchyard_engine::NodeStatus;
 use switchyard_engine::RunStatus;

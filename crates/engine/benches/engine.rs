@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use switchyard_engine::document::{Edge, Node, NodeType, Workflow};
-use switchyard_engine::events::{Event, Observer, RunLog};
+use switchyard_engine::events::Event;
+use switchyard_engine::log::{Observer, RunLog};
 use switchyard_engine::run::{self, RunOptions, Runtime};
 use switchyard_engine::script::{Answer, OneOrMany, Script, ScriptedModel};
 use switchyard_engine::store::{NewRun, RunStore};

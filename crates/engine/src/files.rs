@@ -1,7 +1,7 @@
 //! Writing files so that a reader (or the next start, after a crash) sees the old file or the new one, never a part.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Replaces `path` with `bytes` through a temporary file in the same directory, renamed over it; creates the
 /// directory. On failure the temporary file is removed and `path` is unchanged.
@@ -20,6 +20,19 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// The folder Switchyard keeps its settings and trust file in: `$SWITCHYARD_HOME`, else `$XDG_CONFIG_HOME/switchyard`,
+/// else `~/.config/switchyard`.
+pub fn settings_dir() -> PathBuf {
+    if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
+        return PathBuf::from(home);
+    }
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    config.join("switchyard")
 }
 
 #[cfg(test)]

@@ -165,7 +165,7 @@ mod client {
                         let value = value.parse().map_err(|_| start(format!("header {k}: not a valid value")))?;
                         headers.insert(header, value);
                     }
-                    crate::providers::http::install_crypto();
+                    crate::net::install_crypto();
                     let mut config = StreamableHttpClientTransportConfig::with_uri(h.url.as_str());
                     config.custom_headers = headers;
                     let transport = StreamableHttpClientTransport::from_config(config);

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::document::ReasoningEffort;
-use crate::events::Usage;
+pub use crate::result::RouteAnswer;
+use crate::result::Usage;
 use crate::template::Scope;
 
 /// A tool offered to the model (a subagent, or a provider's web search).
@@ -103,17 +104,6 @@ pub struct RouteRequest<'a> {
     pub choices: &'a [Choice],
     /// How many routing decisions were made at this node before in this run.
     pub visit: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RouteAnswer {
-    /// The chosen id as the model named it; the executor checks it against the choices.
-    pub choice: String,
-    /// Said beside the decision in the route event (e.g. that a script did not cover it).
-    pub note: Option<String>,
-    /// Tokens the routing call used, where the provider reports them; the `route` event carries them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
 }
 
 /// What a running node offers the model while it executes: streaming and tools.

@@ -132,7 +132,7 @@ pub struct PendingApproval {
     pub previous_output: String,
     /// Set when an agent's tool call waits, not an approval node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<crate::events::ToolRequest>,
+    pub tool: Option<ToolRequest>,
 }
 
 /// The outcome of a run, or of a run so far when it is paused.
@@ -164,4 +164,62 @@ impl RunResult {
     pub fn steps_with(&self, status: NodeStatus) -> Vec<&str> {
         self.trace.steps.iter().filter(|s| s.status == status).map(|s| s.node.as_str()).collect()
     }
+}
+
+/// Token counts of one model call, where the provider reports them.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    #[cfg_attr(feature = "specta", specta(type = u32))]
+    pub input_tokens: u64,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
+    pub output_tokens: u64,
+}
+
+/// A tool call an agent asks to make, waiting for approval: the tool as the model named it and its arguments.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRequest {
+    pub tool: String,
+    #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
+    pub input: Value,
+}
+
+/// A person's (or a script's) decision on a pending approval, normalized as in seed 002.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub decision: String,
+    pub note: String,
+}
+
+impl Decision {
+    /// A string containing "reject" (any case) rejects; an object's `decision` decides; nothing approves.
+    pub fn normalize(value: &Value) -> Decision {
+        match value {
+            Value::String(s) => Decision {
+                decision: if s.to_lowercase().contains("reject") { "reject" } else { "approve" }.into(),
+                note: String::new(),
+            },
+            Value::Object(o) => {
+                let d = o.get("decision").and_then(Value::as_str).unwrap_or("").to_lowercase();
+                Decision {
+                    decision: if d.contains("reject") { "reject" } else { "approve" }.into(),
+                    note: o.get("note").and_then(Value::as_str).unwrap_or("").to_string(),
+                }
+            }
+            _ => Decision { decision: "approve".into(), note: String::new() },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RouteAnswer {
+    /// The chosen id as the model named it; the executor checks it against the choices.
+    pub choice: String,
+    /// Said beside the decision in the route event (e.g. that a script did not cover it).
+    pub note: Option<String>,
+    /// Tokens the routing call used, where the provider reports them; the `route` event carries them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }

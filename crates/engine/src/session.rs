@@ -17,8 +17,9 @@ use serde_json::Value;
 
 use crate::code::consent::{self, Consent, TrustStore};
 use crate::code::Code;
-use crate::events::{Collector, Divergence, Observer, RunLog};
+use crate::events::Divergence;
 use crate::format::{self, Format};
+use crate::log::{Collector, Observer, RunLog};
 use crate::mcp::McpSessions;
 use crate::model::Model;
 use crate::providers::{self, DefaultModel, Providers, Settings};

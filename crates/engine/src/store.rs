@@ -21,7 +21,8 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
-use crate::events::{Event, LogItem, RunLog};
+use crate::events::Event;
+use crate::log::{LogItem, RunLog};
 use crate::result::RunStatus;
 use crate::run::{Recorded, Recording, RunOptions};
 use crate::Workflow;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::*;
-use switchyard_engine::events::{Collector, EventKind};
+use switchyard_engine::events::EventKind;
+use switchyard_engine::log::Collector;
 use switchyard_engine::result::RunStatus;
 use switchyard_engine::run::{self, Decision, RunOptions};
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 use support::*;
-use switchyard_engine::events::{Collector, Event, EventKind};
+use switchyard_engine::events::{Event, EventKind};
+use switchyard_engine::log::Collector;
 use switchyard_engine::result::{NodeStatus, RunStatus};
 use switchyard_engine::run::{self, RunOptions};
 
@@ -268,7 +269,7 @@ edges:
         Ok(())
     };
     let collector = Collector::default();
-    let observers: Vec<Arc<dyn switchyard_engine::events::Observer>> =
+    let observers: Vec<Arc<dyn switchyard_engine::log::Observer>> =
         vec![Arc::new(failing), Arc::new(panicking), Arc::new(collector.clone())];
     let outcome = run::run(Arc::new(wf), RunOptions::default(), runtime(script, model, observers)).await;
     assert_eq!(outcome.result.status, RunStatus::Completed);

@@ -7,7 +7,8 @@ mod support;
 use std::sync::Arc;
 
 use support::workflow;
-use switchyard_engine::events::{Collector, Event, EventKind};
+use switchyard_engine::events::{Event, EventKind};
+use switchyard_engine::log::Collector;
 use switchyard_engine::providers::{Limits, ProviderConfig, ProviderKind, Providers, Settings, StructuredMode};
 use switchyard_engine::result::RunStatus;
 use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};

@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use support::*;
-use switchyard_engine::events::{Collector, EventKind, MemoryLog};
+use switchyard_engine::events::EventKind;
+use switchyard_engine::log::{Collector, MemoryLog};
 use switchyard_engine::mcp::{probe, HttpServer, McpServerConfig, McpSessions, StdioServer};
 use switchyard_engine::run::{self, RunOptions};
 use switchyard_engine::RunStatus;

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::http::{Reply, TestServer};
 use support::workflow;
-use switchyard_engine::events::{Collector, Event, EventKind};
+use switchyard_engine::events::{Event, EventKind};
+use switchyard_engine::log::Collector;
 use switchyard_engine::providers::{
     discover_default_model, DefaultSource, Limits, ProviderConfig, ProviderKind, Providers, Settings, StructuredMode,
 };

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use support::*;
-use switchyard_engine::events::{Collector, EventKind, MemoryLog};
+use switchyard_engine::events::EventKind;
+use switchyard_engine::log::{Collector, MemoryLog};
 use switchyard_engine::result::RunStatus;
 use switchyard_engine::run::{self, Reuse, RunOptions};
 

@@ -100,8 +100,7 @@ impl TrustStore {
 
     /// `trust.json` in the settings folder (`SWITCHYARD_HOME`, else the user's config folder).
     pub fn default_location() -> TrustStore {
-        let settings = crate::providers::Settings::default_path();
-        TrustStore { path: settings.with_file_name("trust.json") }
+        TrustStore { path: crate::files::settings_dir().join("trust.json") }
     }
 
     pub fn path(&self) -> &Path {

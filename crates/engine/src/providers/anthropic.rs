@@ -11,8 +11,8 @@ use super::http::{excerpt, Failure, Http, Limits};
 use super::{
     model_name, parse_model_json, parse_route_answer, route_prompt, route_schema, user_message, ProviderConfig,
 };
-use crate::events::Usage;
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
+use crate::result::Usage;
 
 /// The API version header value this client speaks.
 pub const API_VERSION: &str = "2023-06-01";

@@ -2,7 +2,6 @@
 //! on timeouts, 429 (honouring `Retry-After`) and 5xx, no retry on other 4xx, and errors that name the provider.
 //! Cancellation needs nothing here: the executor drops the future, which aborts the request at once.
 
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -71,17 +70,9 @@ impl From<ModelError> for Failure {
     }
 }
 
-/// Installs rustls' crypto provider (ring) once, before any HTTP client is built (ours, and MCP's).
-pub(crate) fn install_crypto() {
-    static CRYPTO: OnceLock<()> = OnceLock::new();
-    CRYPTO.get_or_init(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 impl Http {
     pub fn new(provider: &str, limits: Limits) -> Http {
-        install_crypto();
+        crate::net::install_crypto();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(limits.connect_timeout_ms))
             .read_timeout(Duration::from_millis(limits.read_timeout_ms))

@@ -91,7 +91,7 @@ pub async fn discover_default_model(settings: &Settings) -> DefaultModel {
             None => LOCAL_CANDIDATES.iter().map(|c| c.to_string()).collect(),
         },
     };
-    http::install_crypto();
+    crate::net::install_crypto();
     let client = reqwest::Client::builder().timeout(PROBE_TIMEOUT).build().expect("an HTTP client with rustls builds");
     let key = local.api_key_env.as_deref().and_then(|env| std::env::var(env).ok()).filter(|k| !k.is_empty());
     let mut why = Vec::new();

@@ -17,8 +17,8 @@ use super::{
     model_name, parse_model_json, parse_route_answer, route_prompt, route_schema, user_message, ProviderConfig, LOCAL,
     LOCAL_CANDIDATES,
 };
-use crate::events::Usage;
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
+use crate::result::Usage;
 
 /// How structured output is requested.
 #[cfg_attr(feature = "specta", derive(specta::Type))]

@@ -155,14 +155,7 @@ fn list(problems: &[SettingsProblem]) -> String {
 impl Settings {
     /// `$SWITCHYARD_HOME/settings.yaml`, else `$XDG_CONFIG_HOME/switchyard/settings.yaml`, else `~/.config/…`.
     pub fn default_path() -> PathBuf {
-        if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
-            return PathBuf::from(home).join("settings.yaml");
-        }
-        let config = std::env::var_os("XDG_CONFIG_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-            .unwrap_or_else(|| PathBuf::from("."));
-        config.join("switchyard").join("settings.yaml")
+        crate::files::settings_dir().join("settings.yaml")
     }
 
     /// Everything that would make these settings unusable or unreadable, in field order: provider ids that are

@@ -1,114 +1,21 @@
-//! A run's inputs: everything from outside the scheduler that changed its state — a node task finished, the model
-//! chose a route, a person (or a script) decided an approval, an approval's timer fired, an agent asked to call a
-//! tool that needs approval, the run went on in a new process, the run was cancelled.
-//! Everything else the scheduler does follows from the workflow, the run options and these inputs, in order. So the
-//! run log keeps the inputs beside the events, and a run is rebuilt by applying its recorded inputs again: that is
-//! how a run continues after its process died (`resume`), how it is played again without a model call (`replay`),
-//! and how a run reuses another's results (`--reuse … --from`).
-//!
-//! Each input carries the sequence number the run's next event had when it was applied (`seq`). Node tasks emit
-//! events of their own (streamed text, tool calls) between the scheduler's; a rebuild, which runs no task, jumps its
-//! event numbering to `seq` before applying the input, so the events it derives get the numbers they had.
-
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+//! Rebuilding a run from its recorded inputs (`crate::record`): how a rebuilt run goes on, and the input a node's
+//! outcome records.
 
 use super::node::NodeOutcome;
-use super::Decision;
-use crate::events::{Event, Usage};
-use crate::model::RouteAnswer;
-use crate::result::ToolCall;
+use crate::record::Input;
 
-/// One input, as the run log keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "input", rename_all = "camelCase")]
-pub enum Input {
-    /// An agent or script node's task ended.
-    #[serde(rename_all = "camelCase")]
-    NodeDone {
-        node: String,
-        iteration: u32,
-        /// The node's data, or why it failed.
-        data: Result<Value, String>,
-        /// The failure's stable code, when it has one.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        code: Option<String>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCall>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        usage: Option<Usage>,
-        duration_ms: u64,
-        /// How many model calls the node had made in this run when it ended (scripted answers are counted by call).
-        model_calls: u32,
-    },
-    /// The model answered a routing question (or the call failed).
-    Routed {
-        node: String,
-        answer: Result<RouteAnswer, String>,
-    },
-    /// An approval was decided. `immediate`: by the script, the moment the approval was reached.
-    Decided {
-        node: String,
-        decision: Decision,
-        immediate: bool,
-    },
-    /// A pending approval's timeout passed.
-    TimedOut {
-        node: String,
-    },
-    /// An agent's task asked to call a tool that needs approval (`tools.approval`).
-    ToolAsked {
-        node: String,
-        tool: String,
-        arguments: Value,
-    },
-    /// The run went on in a new process: the tasks that were running start again, so tool calls they were waiting
-    /// on no longer have a task (until a task asks for the same call again).
-    Continued,
-    Cancelled,
-}
-
-/// An input and the number the run's next event had when it was applied.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Recorded {
-    pub seq: u64,
-    #[serde(flatten)]
-    pub input: Input,
-}
-
-impl Input {
-    pub(super) fn node_done(node: &str, iteration: u32, outcome: &NodeOutcome, duration_ms: u64, calls: u32) -> Input {
-        Input::NodeDone {
-            node: node.to_string(),
-            iteration,
-            data: outcome.data.clone(),
-            code: outcome.code.clone(),
-            tool_calls: outcome.tool_calls.clone(),
-            usage: outcome.usage.clone(),
-            duration_ms,
-            model_calls: calls,
-        }
+/// The input that records a node task's end.
+pub(super) fn node_done(node: &str, iteration: u32, outcome: &NodeOutcome, duration_ms: u64, calls: u32) -> Input {
+    Input::NodeDone {
+        node: node.to_string(),
+        iteration,
+        data: outcome.data.clone(),
+        code: outcome.code.clone(),
+        tool_calls: outcome.tool_calls.clone(),
+        usage: outcome.usage.clone(),
+        duration_ms,
+        model_calls: calls,
     }
-
-    /// The node an input concerns.
-    pub fn node(&self) -> Option<&str> {
-        match self {
-            Input::NodeDone { node, .. }
-            | Input::Routed { node, .. }
-            | Input::Decided { node, .. }
-            | Input::TimedOut { node }
-            | Input::ToolAsked { node, .. } => Some(node),
-            Input::Continued | Input::Cancelled => None,
-        }
-    }
-}
-
-/// A recorded run to rebuild: its inputs in the order they were applied, and its events (which a replay shows again
-/// where the scheduler does not derive them: what node tasks emitted).
-#[derive(Debug, Clone, Default)]
-pub struct Recording {
-    pub inputs: Vec<Recorded>,
-    pub events: Vec<Event>,
 }
 
 /// How a rebuilt run goes on once its recorded inputs are applied.

@@ -8,7 +8,9 @@ mod node;
 mod reuse;
 mod state;
 
-pub use input::{Input, Rebuild, Recorded, Recording};
+pub use crate::record::{Input, Recorded, Recording};
+pub use crate::result::Decision;
+pub use input::Rebuild;
 pub use reuse::{Reuse, ReusedResult};
 pub use state::output_text;
 use state::{Effect, RunState};
@@ -23,8 +25,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::document::Workflow;
-use crate::events::{Emitter, EventKind, Observer, RunLog};
+use crate::events::EventKind;
 use crate::graph::Topology;
+use crate::log::{Emitter, Observer, RunLog};
 use crate::model::{Choice, Model, RouteAnswer, RouteRequest};
 use crate::result::{PendingApproval, RunResult};
 use crate::script::Script;
@@ -63,33 +66,6 @@ pub struct Runtime {
     pub code: crate::code::Code,
     /// The MCP servers agents may use (from the settings); started on first use, stopped with the run.
     pub mcp: Arc<crate::mcp::McpSessions>,
-}
-
-/// A person's (or a script's) decision on a pending approval, normalized as in seed 002.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
-    pub decision: String,
-    pub note: String,
-}
-
-impl Decision {
-    /// A string containing "reject" (any case) rejects; an object's `decision` decides; nothing approves.
-    pub fn normalize(value: &Value) -> Decision {
-        match value {
-            Value::String(s) => Decision {
-                decision: if s.to_lowercase().contains("reject") { "reject" } else { "approve" }.into(),
-                note: String::new(),
-            },
-            Value::Object(o) => {
-                let d = o.get("decision").and_then(Value::as_str).unwrap_or("").to_lowercase();
-                Decision {
-                    decision: if d.contains("reject") { "reject" } else { "approve" }.into(),
-                    note: o.get("note").and_then(Value::as_str).unwrap_or("").to_string(),
-                }
-            }
-            _ => Decision { decision: "approve".into(), note: String::new() },
-        }
-    }
 }
 
 /// The state of a forward edge in its target's join.
@@ -695,7 +671,7 @@ impl Scheduler {
                 let duration_ms = elapsed_ms(started);
                 let id = self.state.id(node);
                 let calls = self.shared.model_calls.lock().unwrap().get(id).copied().unwrap_or(0);
-                self.shared.emitter.record(Input::node_done(id, iteration, &outcome, duration_ms, calls));
+                self.shared.emitter.record(input::node_done(id, iteration, &outcome, duration_ms, calls));
                 self.apply(|st| st.node_done(node, iteration, duration_ms, previous_output, outcome))
             }
             Done::Route { node, live, answer, output } => {

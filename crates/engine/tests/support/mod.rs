@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use switchyard_engine::events::{Collector, Event, EventKind, MemoryLog, Observer};
+use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::format::{self, Format};
+use switchyard_engine::log::{Collector, MemoryLog, Observer};
 use switchyard_engine::model::{
     Choice, ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest,
 };
