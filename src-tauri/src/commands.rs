@@ -139,16 +139,14 @@ fn validate_with(
     scripted: bool,
     settings: Result<Settings, CommandError>,
 ) -> Result<Report, CommandError> {
-    let providers = if scripted { None } else { Some(settings.as_ref().map_err(Clone::clone)?.provider_ids()) };
-    let mcp_servers: Option<Vec<String>> = settings.ok().map(|s| s.mcp_servers.keys().cloned().collect());
-    let mut mcp_tools = state.mcp_tools.lock().unwrap().clone();
-    mcp_tools.retain(|server, _| mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
+    // A scripted check needs no providers, so settings that cannot be read do not stop it.
+    let settings = if scripted { settings.ok() } else { Some(settings?) };
+    let mut options = session::validation_options(settings.as_ref(), scripted);
+    options.mcp_tools = state.mcp_tools.lock().unwrap().clone();
+    options.mcp_tools.retain(|server, _| options.mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
     // Known only once `default_model` has looked: until then nodes that name no model are not flagged.
-    let no_default_model = state.default_model.lock().unwrap().as_ref().is_some_and(|d| d.model.is_none());
-    Ok(validate::validate(
-        workflow,
-        &validate::Options { purpose: validate::Purpose::Check, providers, mcp_servers, mcp_tools, no_default_model },
-    ))
+    options.no_default_model = state.default_model.lock().unwrap().as_ref().is_some_and(|d| d.model.is_none());
+    Ok(validate::validate(workflow, &options))
 }
 
 /// The model agents that name none use when neither the workflow nor the run names one: the settings'

@@ -287,24 +287,6 @@ fn settings() -> Result<Settings, Unusable> {
     Settings::load(&Settings::default_path()).map_err(|e| coded("SETTINGS_UNREADABLE", e.to_string()))
 }
 
-/// The provider settings a run needs: none when a script answers everything.
-fn settings_unless_scripted(scripted: bool) -> Result<Option<Settings>, Unusable> {
-    if scripted {
-        Ok(None)
-    } else {
-        settings().map(Some)
-    }
-}
-
-/// With a script every answer is scripted, so providers are not checked; without, nodes must name configured ones.
-fn validation_options(settings: Option<&Settings>) -> validate::Options {
-    validate::Options {
-        providers: settings.map(Settings::provider_ids),
-        mcp_servers: settings.map(|s| s.mcp_servers.keys().cloned().collect()),
-        ..Default::default()
-    }
-}
-
 /// What to do about a problem with this code, in this command line's words. The engine's messages state the problem
 /// and carry a stable code; what fixes it (a flag, a command) belongs to each front end.
 fn hint(code: &str) -> Option<&'static str> {
@@ -348,16 +330,14 @@ fn print_list(file: &Path, report: &Report) {
 
 async fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted: bool) -> Result<u8, Unusable> {
     let loaded = load(file, format)?;
-    let configured = settings_unless_scripted(scripted)?;
-    let mut options = validation_options(configured.as_ref());
+    // A scripted check needs no providers, so settings that cannot be read do not stop it.
+    let configured = if scripted { settings().ok() } else { Some(settings()?) };
+    let mut options = session::validation_options(configured.as_ref(), scripted);
     // Single tools the workflow names are checked against what their servers list (it starts those servers).
-    let servers = match &configured {
-        Some(s) => s.mcp_servers.clone(),
-        None => settings().map(|s| s.mcp_servers).unwrap_or_default(),
-    };
+    let servers = configured.as_ref().map(|s| s.mcp_servers.clone()).unwrap_or_default();
     options.mcp_tools = switchyard_engine::mcp::list_named(&loaded.workflow, &servers).await;
     // Nodes that name no model use the default; when none can be found anywhere, they are flagged (NO_MODEL).
-    if let Some(settings) = configured.as_ref().filter(|s| s.default_model.is_none()) {
+    if let Some(settings) = configured.as_ref().filter(|s| s.default_model.is_none() && !scripted) {
         if !validate::nodes_needing_a_model(&loaded.workflow).is_empty() {
             options.no_default_model = providers::discover_default_model(settings).await.model.is_none();
         }
@@ -382,7 +362,7 @@ async fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted:
 
 fn cmd_export(file: &Path, to: ExportFormat, format: Option<Format>) -> Result<u8, Unusable> {
     let loaded = load(file, format)?;
-    let report = validate::validate(&loaded.workflow, &validation_options(None));
+    let report = validate::validate(&loaded.workflow, &session::validation_options(None, true));
     print_findings(file, &report);
     match to {
         ExportFormat::Yaml => out!("{}", format::to_yaml(&loaded.workflow)),

@@ -148,6 +148,18 @@ pub struct Prepared {
     pub discovered: Option<DefaultModel>,
 }
 
+/// What validation checks beyond the document, the same for every shell: the providers a run would use (not when a
+/// script file answers every call) and the MCP servers in the settings (also for a scripted run: its agents still
+/// call their tools). Each shell adds what it knows: the tools of servers it listed, whether a default model was
+/// found, and whether the workflow is about to run here (`Purpose::Run`).
+pub fn validation_options(settings: Option<&Settings>, scripted: bool) -> validate::Options {
+    validate::Options {
+        providers: settings.filter(|_| !scripted).map(Settings::provider_ids),
+        mcp_servers: settings.map(|s| s.mcp_servers.keys().cloned().collect()),
+        ..Default::default()
+    }
+}
+
 /// Whether any agent names MCP tools.
 fn uses_mcp(workflow: &Workflow) -> bool {
     workflow.nodes.iter().any(|n| n.tools.as_ref().is_some_and(|t| !t.mcp.is_empty()))
@@ -256,10 +268,9 @@ pub async fn prepare(
     // The model override replaces the workflow's default, so references are checked as they will be resolved.
     let options = validate::Options {
         purpose: validate::Purpose::Run,
-        providers: providers.clone(),
         mcp_servers: mcp_names.clone(),
         no_default_model,
-        ..Default::default()
+        ..validation_options(settings.as_ref(), script.is_some())
     };
     let report = if request.model.is_some() {
         let mut checked = workflow.clone();
