@@ -171,11 +171,6 @@ fn coded(code: &str, message: impl Into<String>) -> Unusable {
     Unusable { errors: vec![json!({"code": code, "message": message})], message }
 }
 
-fn unusable(message: impl Into<String>) -> Unusable {
-    let message = message.into();
-    Unusable { errors: vec![json!({"code": "UNUSABLE", "message": message})], message }
-}
-
 impl From<format::LoadError> for Unusable {
     fn from(e: format::LoadError) -> Unusable {
         let mut error = json!({"code": e.code, "message": e.to_string()});
@@ -406,7 +401,9 @@ fn sinks(store: Option<Arc<RunStore>>, events: &Option<PathBuf>, json: bool) -> 
         logs.push(store);
     }
     if let Some(path) = events {
-        logs.push(Arc::new(live::JsonLines::create(path).map_err(unusable)?));
+        logs.push(Arc::new(
+            live::JsonLines::create(path).map_err(|e| coded("EVENTS_UNWRITABLE", format!("--events: {e}")))?,
+        ));
     }
     let observers: Vec<Arc<dyn Observer>> = if json { Vec::new() } else { vec![Arc::new(live::LiveLog)] };
     let log: Option<Arc<dyn RunLog>> = match logs.len() {
@@ -537,12 +534,12 @@ fn finish(outcome: Outcome, stored: bool, json: bool) -> Result<u8, Unusable> {
 }
 
 fn parse_decision(raw: &str) -> Result<(String, Value), Unusable> {
-    let (node, rest) = raw
-        .split_once('=')
-        .ok_or_else(|| unusable(format!("--decide {raw}: write NODE=approve or NODE=reject[:note]")))?;
+    let (node, rest) = raw.split_once('=').ok_or_else(|| {
+        coded("INVALID_DECISION", format!("--decide {raw}: write NODE=approve or NODE=reject[:note]"))
+    })?;
     let (decision, note) = rest.split_once(':').unwrap_or((rest, ""));
     if !["approve", "reject"].contains(&decision) {
-        return Err(unusable(format!("--decide {raw}: the decision must be approve or reject")));
+        return Err(coded("INVALID_DECISION", format!("--decide {raw}: the decision must be approve or reject")));
     }
     Ok((node.to_string(), json!({"decision": decision, "note": note})))
 }

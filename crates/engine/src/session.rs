@@ -532,6 +532,29 @@ mod tests {
     }
 
     #[test]
+    fn every_session_error_has_its_own_stable_code() {
+        // The codes both shells show (the CLI in brackets and `--json`, the window in `{code, message}`): renaming
+        // one breaks scripts and the window's advice for it.
+        let s = || String::from("x");
+        let errors = [
+            (SessionError::Invalid { file: s(), count: 1, first: s(), report: Box::default() }, "INVALID_WORKFLOW"),
+            (SessionError::UnknownProvider { model: s(), provider: s(), configured: s() }, "UNKNOWN_PROVIDER"),
+            (SessionError::InputMismatch(s()), "INPUT_MISMATCH"),
+            (SessionError::InputSchema(s()), "INVALID_INPUT_SCHEMA"),
+            (SessionError::Script(s()), "SCRIPT_UNREADABLE"),
+            (SessionError::Settings(s()), "SETTINGS_UNREADABLE"),
+            (SessionError::Reuse(s()), "REUSE_FAILED"),
+            (SessionError::NotResumable { id: s(), status: "completed" }, "NOT_RESUMABLE"),
+            (SessionError::Rebuild(s()), "RECORDING_UNFIT"),
+        ];
+        let codes: Vec<&str> = errors.iter().map(|(e, _)| e.code()).collect();
+        let expected: Vec<&str> = errors.iter().map(|(_, c)| *c).collect();
+        assert_eq!(codes, expected);
+        let distinct: std::collections::BTreeSet<&str> = codes.iter().copied().collect();
+        assert_eq!(distinct.len(), codes.len(), "two errors share a code");
+    }
+
+    #[test]
     fn a_workflow_ref_reads_back_as_written() {
         let r = WorkflowRef { path: PathBuf::from("/a/b.yaml"), format: Some(Format::Sweny) };
         assert_eq!(WorkflowRef::parse(&r.to_string()), r);
