@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchyard_engine::events::Event;
-use switchyard_engine::log::Observer;
+use switchyard_engine::log::{LogError, Observer};
 use tauri::ipc::Channel;
 use tokio::sync::Notify;
 
@@ -26,7 +26,7 @@ struct Queue {
 pub struct Forwarder(Arc<Queue>);
 
 impl Observer for Forwarder {
-    fn on_event(&self, event: &Event) -> Result<(), String> {
+    fn on_event(&self, event: &Event) -> Result<(), LogError> {
         if self.0.gone.load(std::sync::atomic::Ordering::Acquire) {
             return Err("the window is gone".into());
         }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use switchyard_engine::events::{Event, EventKind};
-use switchyard_engine::log::{LogItem, Observer, RunLog};
+use switchyard_engine::log::{LogError, LogItem, Observer, RunLog};
 use switchyard_engine::run::Recorded;
 use switchyard_engine::NodeStatus;
 use switchyard_engine::RunStatus;
@@ -24,10 +24,10 @@ impl JsonLines {
 }
 
 impl RunLog for JsonLines {
-    fn append(&self, event: &Event) -> Result<(), String> {
+    fn append(&self, event: &Event) -> Result<(), LogError> {
         let mut w = self.0.lock().unwrap();
-        serde_json::to_writer(&mut *w, event).map_err(|e| e.to_string())?;
-        w.write_all(b"\n").and_then(|_| w.flush()).map_err(|e| e.to_string())
+        serde_json::to_writer(&mut *w, event).map_err(|e| LogError(e.to_string()))?;
+        w.write_all(b"\n").and_then(|_| w.flush()).map_err(|e| LogError(e.to_string()))
     }
 }
 
@@ -35,7 +35,7 @@ impl RunLog for JsonLines {
 pub struct Tee(pub Vec<Arc<dyn RunLog>>);
 
 impl RunLog for Tee {
-    fn append(&self, event: &Event) -> Result<(), String> {
+    fn append(&self, event: &Event) -> Result<(), LogError> {
         let mut first_error = Ok(());
         for log in &self.0 {
             if let Err(e) = log.append(event) {
@@ -47,15 +47,15 @@ impl RunLog for Tee {
         first_error
     }
 
-    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), String> {
+    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), LogError> {
         self.0.iter().map(|log| log.write_batch(run, items)).fold(Ok(()), Result::and)
     }
 
-    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), String> {
+    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), LogError> {
         self.0.iter().map(|log| log.record_input(run, input)).fold(Ok(()), Result::and)
     }
 
-    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), String> {
+    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), LogError> {
         self.0.iter().map(|log| log.run_status(run, status, pending)).fold(Ok(()), Result::and)
     }
 }
@@ -65,7 +65,7 @@ impl RunLog for Tee {
 pub struct LiveLog;
 
 impl Observer for LiveLog {
-    fn on_event(&self, event: &Event) -> Result<(), String> {
+    fn on_event(&self, event: &Event) -> Result<(), LogError> {
         let line = match &event.kind {
             EventKind::WorkflowStart { workflow, .. } => {
                 format!("▶ {workflow}  (run {})", event.run)

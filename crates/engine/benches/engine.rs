@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use switchyard_engine::document::{Edge, Node, NodeType, Workflow};
 use switchyard_engine::events::Event;
-use switchyard_engine::log::{Observer, RunLog};
+use switchyard_engine::log::{LogError, Observer, RunLog};
 use switchyard_engine::run::{self, RunOptions, Runtime};
 use switchyard_engine::script::{Answer, OneOrMany, Script, ScriptedModel};
 use switchyard_engine::store::{NewRun, RunStore};
@@ -181,7 +181,7 @@ fn build(shape: &str, n: usize) -> (Workflow, Script) {
 struct Counter(std::sync::atomic::AtomicU64);
 
 impl Observer for Counter {
-    fn on_event(&self, _: &Event) -> Result<(), String> {
+    fn on_event(&self, _: &Event) -> Result<(), LogError> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }

@@ -2,6 +2,43 @@
 //! nothing of windows or terminals; the desktop app and the `switchyard` command line are thin shells over it.
 //! `ARCHITECTURE.md` at the repository root maps SEMANTICS.md onto these modules.
 
+/// An error that is one sentence for a person, typed by where it comes from (`TemplateError`, `RebuildError`, …) so a
+/// function says which failures it has; it converts from and to the message, so code that adds context keeps working.
+macro_rules! message_error {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+        #[error("{0}")]
+        pub struct $name(pub String);
+
+        impl From<String> for $name {
+            fn from(message: String) -> $name {
+                $name(message)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(message: &str) -> $name {
+                $name(message.to_string())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(e: $name) -> String {
+                e.0
+            }
+        }
+
+        /// The message, to read as text.
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
 pub mod code;
 pub mod document;
 pub mod events;

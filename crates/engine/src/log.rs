@@ -9,37 +9,43 @@ use crate::events::{Event, EventKind};
 use crate::record::{Input, Recorded};
 use crate::result::RunStatus;
 
+message_error!(
+    /// A run log or observer that could not take an event: the log's error is reported once with the run's outcome,
+    /// an observer's is ignored.
+    LogError
+);
+
 /// Something that watches a run. Errors are ignored by the emitter: an observer never stops a run.
 pub trait Observer: Send + Sync {
-    fn on_event(&self, event: &Event) -> Result<(), String>;
+    fn on_event(&self, event: &Event) -> Result<(), LogError>;
 }
 
 impl<F> Observer for F
 where
     F: Fn(&Event) -> Result<(), String> + Send + Sync,
 {
-    fn on_event(&self, event: &Event) -> Result<(), String> {
-        self(event)
+    fn on_event(&self, event: &Event) -> Result<(), LogError> {
+        self(event).map_err(LogError)
     }
 }
 
 /// Where a run's events are kept durably. Written before observers see an event; a failure here is reported once
 /// as a warning on stderr-like channels by the caller, never silently dropped, but does not stop the run.
 pub trait RunLog: Send + Sync {
-    fn append(&self, event: &Event) -> Result<(), String>;
+    fn append(&self, event: &Event) -> Result<(), LogError>;
 
     /// Keeps an input of the run (see `run::input`), before anything it causes is emitted.
-    fn record_input(&self, _run: &str, _input: &Recorded) -> Result<(), String> {
+    fn record_input(&self, _run: &str, _input: &Recorded) -> Result<(), LogError> {
         Ok(())
     }
 
     /// The run's status changed: it paused (`pending` waits), went on, or ended.
-    fn run_status(&self, _run: &str, _status: RunStatus, _pending: &[String]) -> Result<(), String> {
+    fn run_status(&self, _run: &str, _status: RunStatus, _pending: &[String]) -> Result<(), LogError> {
         Ok(())
     }
 
     /// Writes several items in order, all or none where the log can (the run store: one transaction).
-    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), String> {
+    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), LogError> {
         let mut first_error = Ok(());
         for item in items {
             let written = match item {
@@ -73,12 +79,12 @@ impl MemoryLog {
 }
 
 impl RunLog for MemoryLog {
-    fn append(&self, event: &Event) -> Result<(), String> {
+    fn append(&self, event: &Event) -> Result<(), LogError> {
         self.events.lock().unwrap().push(event.clone());
         Ok(())
     }
 
-    fn record_input(&self, _run: &str, input: &Recorded) -> Result<(), String> {
+    fn record_input(&self, _run: &str, input: &Recorded) -> Result<(), LogError> {
         self.inputs.lock().unwrap().push(input.clone());
         Ok(())
     }
@@ -95,7 +101,7 @@ impl Collector {
 }
 
 impl Observer for Collector {
-    fn on_event(&self, event: &Event) -> Result<(), String> {
+    fn on_event(&self, event: &Event) -> Result<(), LogError> {
         self.0.lock().map_err(|_| "poisoned".to_string())?.push(event.clone());
         Ok(())
     }
@@ -295,7 +301,7 @@ fn commit_loop(
         }
         if !batch.is_empty() {
             if let Err(e) = log.write_batch(run, &batch) {
-                errors.lock().unwrap().get_or_insert(e);
+                errors.lock().unwrap().get_or_insert(e.0);
             }
             for item in batch.drain(..) {
                 if let LogItem::Event(event) = item {
@@ -316,7 +322,7 @@ mod tests {
     struct SeesOnlyLogged(MemoryLog, Arc<Mutex<Vec<u64>>>);
 
     impl Observer for SeesOnlyLogged {
-        fn on_event(&self, event: &Event) -> Result<(), String> {
+        fn on_event(&self, event: &Event) -> Result<(), LogError> {
             assert!(self.0.events.lock().unwrap().iter().any(|e| e.seq == event.seq), "#{} not logged yet", event.seq);
             self.1.lock().unwrap().push(event.seq);
             Ok(())
@@ -327,7 +333,7 @@ mod tests {
     struct Broken;
 
     impl RunLog for Broken {
-        fn append(&self, _: &Event) -> Result<(), String> {
+        fn append(&self, _: &Event) -> Result<(), LogError> {
             Err("disk full".into())
         }
     }

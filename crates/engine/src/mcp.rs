@@ -103,14 +103,20 @@ pub trait ToolServer: Send + Sync {
     async fn call(&self, tool: &str, input: Value) -> Result<Result<Value, String>, McpError>;
 }
 
+message_error!(
+    /// A `${NAME}` in an MCP server's settings that cannot be expanded: the variable is not set, or the `${` is not
+    /// closed.
+    ExpandError
+);
+
 /// Replaces `${NAME}` with the variable's value; a variable that is not set is an error naming it.
-pub fn expand(text: &str) -> Result<String, String> {
+pub fn expand(text: &str) -> Result<String, ExpandError> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(at) = rest.find("${") {
         out.push_str(&rest[..at]);
         let Some(end) = rest[at..].find('}') else {
-            return Err(format!("`{text}` has an unclosed ${{"));
+            return Err(ExpandError(format!("`{text}` has an unclosed ${{")));
         };
         let name = &rest[at + 2..at + end];
         let value = std::env::var(name).map_err(|_| format!("the environment variable {name} is not set"))?;

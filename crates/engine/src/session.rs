@@ -83,8 +83,8 @@ pub enum SessionError {
     Reuse(String),
     #[error("run `{id}` is {status}; only paused and interrupted runs can be resumed")]
     NotResumable { id: String, status: &'static str },
-    #[error("{0}")]
-    Rebuild(String),
+    #[error(transparent)]
+    Rebuild(#[from] crate::run::RebuildError),
     #[error(transparent)]
     Trust(#[from] crate::code::consent::TrustError),
 }
@@ -302,7 +302,10 @@ pub async fn prepare(
         (Some(_), None) => return Err(SessionError::Reuse("running from a node needs the run store".into())),
         (Some((run_id, from)), Some(store)) => {
             let earlier = store.load(run_id)?;
-            Some(Reuse::upstream_of(&workflow, from, run_id, &earlier.recording).map_err(SessionError::Reuse)?)
+            Some(
+                Reuse::upstream_of(&workflow, from, run_id, &earlier.recording)
+                    .map_err(|e| SessionError::Reuse(e.0))?,
+            )
         }
     };
     let reused = reuse.as_ref().map_or(0, |r| r.results.values().map(Vec::len).sum());
@@ -545,7 +548,7 @@ mod tests {
             (SessionError::Settings(s()), "SETTINGS_UNREADABLE"),
             (SessionError::Reuse(s()), "REUSE_FAILED"),
             (SessionError::NotResumable { id: s(), status: "completed" }, "NOT_RESUMABLE"),
-            (SessionError::Rebuild(s()), "RECORDING_UNFIT"),
+            (SessionError::Rebuild(s().into()), "RECORDING_UNFIT"),
         ];
         let codes: Vec<&str> = errors.iter().map(|(e, _)| e.code()).collect();
         let expected: Vec<&str> = errors.iter().map(|(_, c)| *c).collect();

@@ -22,7 +22,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::events::Event;
-use crate::log::{LogItem, RunLog};
+use crate::log::{LogError, LogItem, RunLog};
 use crate::result::RunStatus;
 use crate::run::{Recorded, Recording, RunOptions};
 use crate::Workflow;
@@ -388,8 +388,8 @@ fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
 
 impl RunLog for RunStore {
     /// One transaction for the whole batch, with prepared statements: a commit per batch, not per event.
-    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), String> {
-        let failed = |e: rusqlite::Error| format!("cannot write to the run log {}: {e}", self.path.display());
+    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), LogError> {
+        let failed = |e: rusqlite::Error| LogError(format!("cannot write to the run log {}: {e}", self.path.display()));
         let mut conn = self.conn.lock().unwrap();
         let tx = conn.transaction().map_err(failed)?;
         {
@@ -399,11 +399,11 @@ impl RunLog for RunStore {
             for item in items {
                 match item {
                     LogItem::Event(e) => {
-                        let text = serde_json::to_string(e).map_err(|e| e.to_string())?;
+                        let text = serde_json::to_string(e).map_err(|e| LogError(e.to_string()))?;
                         event.execute(params![e.run, e.seq as i64, text]).map_err(failed)?;
                     }
                     LogItem::Input(i) => {
-                        let text = serde_json::to_string(i).map_err(|e| e.to_string())?;
+                        let text = serde_json::to_string(i).map_err(|e| LogError(e.to_string()))?;
                         input.execute(params![run, text]).map_err(failed)?;
                     }
                     LogItem::Status { status, pending } => {
@@ -415,8 +415,8 @@ impl RunLog for RunStore {
         tx.commit().map_err(failed)
     }
 
-    fn append(&self, event: &Event) -> Result<(), String> {
-        let text = serde_json::to_string(event).map_err(|e| e.to_string())?;
+    fn append(&self, event: &Event) -> Result<(), LogError> {
+        let text = serde_json::to_string(event).map_err(|e| LogError(e.to_string()))?;
         self.conn
             .lock()
             .unwrap()
@@ -425,22 +425,22 @@ impl RunLog for RunStore {
                 params![event.run, event.seq as i64, text],
             )
             .map(|_| ())
-            .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))
+            .map_err(|e| LogError(format!("cannot write to the run log {}: {e}", self.path.display())))
     }
 
-    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), String> {
-        let text = serde_json::to_string(input).map_err(|e| e.to_string())?;
+    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), LogError> {
+        let text = serde_json::to_string(input).map_err(|e| LogError(e.to_string()))?;
         self.conn
             .lock()
             .unwrap()
             .execute("INSERT INTO inputs (run_id, input) VALUES (?1, ?2)", params![run, text])
             .map(|_| ())
-            .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))
+            .map_err(|e| LogError(format!("cannot write to the run log {}: {e}", self.path.display())))
     }
 
-    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), String> {
+    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), LogError> {
         set_status(&self.conn.lock().unwrap(), run, status, pending)
-            .map_err(|e| format!("cannot write to the run log {}: {e}", self.path.display()))
+            .map_err(|e| LogError(format!("cannot write to the run log {}: {e}", self.path.display())))
     }
 }
 

@@ -29,7 +29,7 @@ pub fn is_template(text: &str) -> bool {
 }
 
 /// Checks that a template parses; the message says where it does not.
-pub fn check_template(source: &str) -> Result<(), String> {
+pub fn check_template(source: &str) -> Result<(), TemplateError> {
     if !is_template(source) {
         return Ok(());
     }
@@ -37,9 +37,9 @@ pub fn check_template(source: &str) -> Result<(), String> {
 }
 
 /// Checks that an expression parses.
-pub fn check_expression(source: &str) -> Result<(), String> {
+pub fn check_expression(source: &str) -> Result<(), TemplateError> {
     if source.trim().is_empty() {
-        return Err("the expression is empty".into());
+        return Err(TemplateError("the expression is empty".into()));
     }
     env().compile_expression(source).map(|_| ()).map_err(describe)
 }
@@ -54,7 +54,7 @@ pub const ITEM_NAMES: [&str; 2] = ["item", "index"];
 /// Parses a template and returns what it reads from the context: the dotted paths of the names it does not define
 /// itself (`draft.text`, `input`), sorted, leaving out the environment's globals (`range`, `dict`, …). Plain text
 /// reads nothing and is not parsed.
-pub fn template_reads(source: &str) -> Result<Vec<String>, String> {
+pub fn template_reads(source: &str) -> Result<Vec<String>, TemplateError> {
     if !is_template(source) {
         return Ok(Vec::new());
     }
@@ -63,7 +63,7 @@ pub fn template_reads(source: &str) -> Result<Vec<String>, String> {
 }
 
 /// Parses an expression and returns what it reads from the context, like [`template_reads`].
-pub fn expression_reads(source: &str) -> Result<Vec<String>, String> {
+pub fn expression_reads(source: &str) -> Result<Vec<String>, TemplateError> {
     check_expression(source)?;
     let expression = env().compile_expression(source).map_err(describe)?;
     Ok(without_globals(expression.undeclared_variables(true)))
@@ -82,7 +82,7 @@ fn without_globals(names: std::collections::HashSet<String>) -> Vec<String> {
 }
 
 /// Renders a template over a scope.
-pub fn render(source: &str, scope: &Scope) -> Result<String, String> {
+pub fn render(source: &str, scope: &Scope) -> Result<String, TemplateError> {
     if !is_template(source) {
         return Ok(source.to_string());
     }
@@ -91,30 +91,35 @@ pub fn render(source: &str, scope: &Scope) -> Result<String, String> {
 }
 
 /// Evaluates an expression to a JSON value.
-pub fn evaluate(source: &str, scope: &Scope) -> Result<Value, String> {
+pub fn evaluate(source: &str, scope: &Scope) -> Result<Value, TemplateError> {
     let expr = env().compile_expression(source).map_err(describe)?;
     let value = expr.eval(JValue::from_object(scope.clone())).map_err(describe)?;
     if value.is_undefined() || value.is_none() {
         return Ok(Value::Null);
     }
-    serde_json::to_value(&value).map_err(|e| format!("the result cannot be used as data: {e}"))
+    serde_json::to_value(&value).map_err(|e| TemplateError(format!("the result cannot be used as data: {e}")))
 }
 
 /// Evaluates an expression for truth, with Jinja's truthiness (undefined and empty are false).
-pub fn is_true(source: &str, scope: &Scope) -> Result<bool, String> {
+pub fn is_true(source: &str, scope: &Scope) -> Result<bool, TemplateError> {
     let expr = env().compile_expression(source).map_err(describe)?;
     let value = expr.eval(JValue::from_object(scope.clone())).map_err(describe)?;
     Ok(value.is_true())
 }
 
-fn describe(e: minijinja::Error) -> String {
+message_error!(
+    /// A template or expression that does not parse, or fails when it is evaluated: what and where.
+    TemplateError
+);
+
+fn describe(e: minijinja::Error) -> TemplateError {
     let mut msg = e.to_string();
     let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
         msg.push_str(&format!(": {s}"));
         source = s.source();
     }
-    msg
+    TemplateError(msg)
 }
 
 /// What templates and expressions see: `input`, one key per completed node, `state`, `item`, `index` and

@@ -53,7 +53,7 @@ impl Anthropic {
             .ok_or_else(|| self.http.error(format!("the API key variable ${} is not set", self.key_env)))
     }
 
-    pub async fn check(&self) -> Result<String, String> {
+    pub async fn check(&self) -> Result<String, super::CheckError> {
         let key = self.key().map_err(|e| e.message)?;
         let resp = self
             .http
@@ -67,7 +67,7 @@ impl Anthropic {
             .map_err(|e| format!("{}: {e}", self.base))?;
         match resp.status().as_u16() {
             200 => Ok(format!("{} answers", self.base)),
-            s => Err(format!("{}: HTTP {s}", self.base)),
+            s => Err(format!("{}: HTTP {s}", self.base).into()),
         }
     }
 

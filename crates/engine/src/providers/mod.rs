@@ -141,6 +141,12 @@ fn first_model_id(body: &serde_json::Value) -> Option<String> {
     model_ids(body).next().map(str::to_string)
 }
 
+message_error!(
+    /// Why a provider does not answer a check (`switchyard providers`, the Settings dialog's Test): its server cannot
+    /// be reached, refuses the key, or lists no models.
+    CheckError
+);
+
 /// All configured providers as one model: a request goes to the provider its `provider/model` names.
 pub struct Providers {
     clients: BTreeMap<String, Arc<dyn Model>>,
@@ -176,7 +182,7 @@ impl Providers {
     }
 
     /// Asks each provider whether it answers: `(id, Ok(detail) | Err(why))`.
-    pub async fn check(settings: &Settings) -> Vec<(String, Result<String, String>)> {
+    pub async fn check(settings: &Settings) -> Vec<(String, Result<String, CheckError>)> {
         let mut out = Vec::new();
         for p in settings.effective_providers() {
             let status = match p.kind {

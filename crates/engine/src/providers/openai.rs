@@ -127,14 +127,14 @@ impl OpenAi {
     }
 
     /// Whether the server answers, and which models it lists.
-    pub async fn check(&self) -> Result<String, String> {
+    pub async fn check(&self) -> Result<String, super::CheckError> {
         let base = self.base().await.map_err(|e| e.message)?;
         let rb = self
             .authorize(self.http.client.get(format!("{base}/models")).timeout(Duration::from_secs(5)))
             .map_err(|e| e.message)?;
         let resp = rb.send().await.map_err(|e| format!("{base}: {e}"))?;
         if !resp.status().is_success() {
-            return Err(format!("{base}: HTTP {}", resp.status().as_u16()));
+            return Err(format!("{base}: HTTP {}", resp.status().as_u16()).into());
         }
         let body: Value = resp.json().await.map_err(|e| format!("{base}: {e}"))?;
         let names: Vec<&str> = super::model_ids(&body).take(5).collect();

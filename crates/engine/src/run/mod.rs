@@ -36,6 +36,17 @@ use crate::template::Scope;
 /// Where a branch ends on a routing decision, in route events and trace edges.
 pub const END: &str = "(end)";
 
+message_error!(
+    /// A recording a run cannot be rebuilt from (to resume or replay it): it does not fit the workflow, or it stops
+    /// where it cannot have stopped.
+    RebuildError
+);
+
+message_error!(
+    /// A decision the run does not take: no such pending approval, or the run has ended.
+    DecisionError
+);
+
 /// How a run is started. Kept with the run, so that a rebuild starts it the same way.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -124,12 +135,12 @@ pub struct RunController {
 
 impl RunController {
     /// Decides a pending approval; fails when that node is not waiting.
-    pub async fn decide(&self, node: &str, decision: Value) -> Result<(), String> {
+    pub async fn decide(&self, node: &str, decision: Value) -> Result<(), DecisionError> {
         let (reply, rx) = oneshot::channel();
         self.commands
             .send(Command::Decide { node: node.to_string(), decision, reply })
             .map_err(|_| "the run has ended".to_string())?;
-        rx.await.map_err(|_| "the run has ended".to_string())?
+        rx.await.map_err(|_| DecisionError::from("the run has ended"))?.map_err(DecisionError)
     }
 
     pub fn cancel(&self) {
@@ -143,7 +154,7 @@ impl RunHandle {
     }
 
     /// Decides a pending approval; fails when that node is not waiting.
-    pub async fn decide(&self, node: &str, decision: Value) -> Result<(), String> {
+    pub async fn decide(&self, node: &str, decision: Value) -> Result<(), DecisionError> {
         self.controller().decide(node, decision).await
     }
 
@@ -228,7 +239,7 @@ pub async fn resume(
     recording: Recording,
     decisions: Vec<(String, Value)>,
     runtime: Runtime,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, RebuildError> {
     let scheduler = Scheduler::rebuilt(workflow, options, recording, decisions, runtime)?;
     Ok(scheduler.drive(None).await)
 }
@@ -240,7 +251,7 @@ pub fn replay(
     options: RunOptions,
     recording: Recording,
     runtime: Runtime,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, RebuildError> {
     let mut scheduler = Scheduler::new(workflow, options, runtime);
     scheduler.rebuild = Some(Replaying::new(Rebuild::Replay, recording));
     scheduler.fast_forward()?;
@@ -267,7 +278,7 @@ pub fn start_from(
     options: RunOptions,
     recording: Recording,
     runtime: Runtime,
-) -> Result<RunHandle, String> {
+) -> Result<RunHandle, RebuildError> {
     Ok(handle(Scheduler::rebuilt(workflow, options, recording, Vec::new(), runtime)?))
 }
 

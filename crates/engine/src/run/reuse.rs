@@ -45,14 +45,19 @@ pub struct ReusedResult {
     pub usage: Option<Usage>,
 }
 
+message_error!(
+    /// A run from a node that cannot reuse the earlier run: the node is not in the workflow.
+    ReuseError
+);
+
 impl Reuse {
     /// What `run`'s recording holds for the nodes of `workflow` upstream of `from` (those that can complete before
     /// it starts, through forward edges). Fails when `from` is not a node of `workflow`.
-    pub fn upstream_of(workflow: &Workflow, from: &str, run: &str, recording: &Recording) -> Result<Reuse, String> {
+    pub fn upstream_of(workflow: &Workflow, from: &str, run: &str, recording: &Recording) -> Result<Reuse, ReuseError> {
         let topo = Topology::new(workflow);
         let Some(&target) = topo.index.get(from) else {
             let ids: Vec<&str> = workflow.nodes.iter().map(|n| n.id.as_str()).collect();
-            return Err(format!("no such node `{from}` to run from (nodes: {})", ids.join(", ")));
+            return Err(ReuseError(format!("no such node `{from}` to run from (nodes: {})", ids.join(", "))));
         };
         let mut upstream = vec![false; workflow.nodes.len()];
         let mut stack = vec![target];

@@ -102,7 +102,7 @@ pub(super) fn check(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             } else {
                 template::template_reads(source.text)
             };
-            reads.map(|paths| paths.into_iter().map(Rc::from).collect())
+            reads.map(|paths| paths.into_iter().map(Rc::from).collect()).map_err(String::from)
         });
         let paths = match result {
             Ok(paths) if paths.is_empty() => continue,
