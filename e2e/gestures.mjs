@@ -1,15 +1,32 @@
 // Real pointer and keyboard gestures for the end-to-end tests: WebDriver actions (pointer and key sources), never
 // element.click() on a hidden seam. Coordinates are viewport CSS pixels taken from the page's own layout.
 
-/** The centre of the first element matching `selector` (or a point inside it at fractions fx, fy). */
+/**
+ * The centre of the first element matching `selector` (or a point inside it at fractions fx, fy), once it has stopped
+ * moving: a view still gliding to a node (a reveal, a fit) would otherwise send the pointer where it was a frame ago.
+ */
 export async function pointOf(browser, selector, fx = 0.5, fy = 0.5) {
   const p = await browser.execute(
-    (sel, fx, fy) => {
-      const el = document.querySelector(sel);
-      if (!el) return null;
-      const r = el.getBoundingClientRect();
-      return { x: Math.round(r.left + r.width * fx), y: Math.round(r.top + r.height * fy) };
-    },
+    (sel, fx, fy) =>
+      new Promise((resolve) => {
+        const at = () => {
+          const el = document.querySelector(sel);
+          if (!el) return null;
+          const r = el.getBoundingClientRect();
+          return { x: Math.round(r.left + r.width * fx), y: Math.round(r.top + r.height * fy) };
+        };
+        let last = at();
+        let frames = 0;
+        const next = () => {
+          const now = at();
+          frames += 1;
+          if (!now || (last && now.x === last.x && now.y === last.y) || frames > 60) return resolve(now);
+          last = now;
+          requestAnimationFrame(next);
+        };
+        if (!last) return resolve(null);
+        requestAnimationFrame(next);
+      }),
     selector,
     fx,
     fy,
