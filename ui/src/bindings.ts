@@ -275,7 +275,7 @@ usage?: Usage | null } |
 /**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
 { type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest | null } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
 /**
- *  AgentFlow's log entries (seed 002): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
+ *  AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
  */
 { type: "log"; node?: string | null; logType: string; content: any } | { type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Deserialize }; error?: string | null };
@@ -297,7 +297,7 @@ usage?: Usage } |
 /**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
 { type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
 /**
- *  AgentFlow's log entries (seed 002): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
+ *  AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
  */
 { type: "log"; node?: string; logType: string; content: any } | { type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Serialize }; error?: string };

@@ -99,7 +99,7 @@ pub enum EventKind {
     WorkflowPaused { pending: Vec<String> },
     #[serde(rename = "workflow:resumed")]
     WorkflowResumed {},
-    /// AgentFlow's log entries (seed 002): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
+    /// AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
     /// `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
     #[serde(rename = "log", rename_all = "camelCase")]
     Log {

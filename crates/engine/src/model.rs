@@ -1,4 +1,4 @@
-//! The model interface (seed 003, informative section): execute a node, and route among choices. The executor only
+//! The model interface (ARCHITECTURE.md, "model interface"): execute a node, and route among choices. The executor only
 //! talks to models through this trait; the scripted model and the HTTP providers implement it.
 
 use async_trait::async_trait;

@@ -186,7 +186,7 @@ pub struct ToolRequest {
     pub input: Value,
 }
 
-/// A person's (or a script's) decision on a pending approval, normalized as in seed 002.
+/// A person's (or a script's) decision on a pending approval, normalized as AgentFlow normalizes it (docs/format.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
     pub decision: String,

@@ -187,7 +187,7 @@ impl Model for ScriptedModel {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         for call in &answer.tool_calls {
-            // A tool error goes back to the model as the tool's result (seed 003); the script carries on.
+            // A tool error goes back to the model as the tool's result (docs/tools.md); the script carries on.
             let _ = io.call_tool(&call.tool, call.input.clone()).await;
         }
         if answer.status == AnswerStatus::Failed {

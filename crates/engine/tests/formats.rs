@@ -227,7 +227,7 @@ async fn agentflow_files_are_normalized_and_run() {
     assert_eq!(ran.result().status, RunStatus::Paused);
     assert_eq!(ran.ran(), ["node_2", "node_1", "check"]);
     assert_eq!(ran.result().pending[0].node, "ask");
-    // The empty user prompt means the previous output (seed 002).
+    // The empty user prompt means the previous output (docs/format.md).
     assert_eq!(ran.model.executes()[0].1, "please approve the plan");
 }
 

@@ -31,7 +31,7 @@ fn if_workflow(conditions: &str) -> switchyard_engine::Workflow {
 
 #[tokio::test]
 async fn if_nodes_take_the_first_true_condition_or_false_and_name_the_branch_as_its_handle_is_named() {
-    // (input, conditions, expected node, expected branch label) — seed 002: stringified, lowercased; value trimmed,
+    // (input, conditions, expected node, expected branch label) — as AgentFlow compares: stringified, lowercased; value trimmed,
     // lowercased; an empty value never matches; first match wins.
     let cases: &[(Value, &str, &str, &str)] = &[
         (json!("Approved by QA"), "[{operator: contains, value: ' APPROVED '}]", "c0", "APPROVED"),

@@ -1,4 +1,4 @@
-//! AgentFlow JSON (seed 002): `nodes` with `type`, `x`, `y`, `data`, and `connections` with handles. This is also the
+//! AgentFlow JSON (docs/formats.md): `nodes` with `type`, `x`, `y`, `data`, and `connections` with handles. This is also the
 //! shape the canvas speaks. Legacy data is normalized as AgentFlow's own engine does.
 
 use serde_json::{Map, Value};

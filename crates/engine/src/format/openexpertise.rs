@@ -1,4 +1,4 @@
-//! OpenExpertise `experience.yaml` (seed 001): `graph.nodes` (agents and tools), dependency `graph.edges` gated by
+//! OpenExpertise `experience.yaml` (docs/formats.md): `graph.nodes` (agents and tools), dependency `graph.edges` gated by
 //! `when` expressions in its small DSL, `for_each` fan-out, `loops`, `pipelines`, and `state.schema` merge
 //! strategies. Agents become agent nodes, tools become script nodes. `when` expressions are parsed (not rewritten
 //! as strings) and translated into this engine's expression language.

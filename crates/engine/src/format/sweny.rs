@@ -1,4 +1,4 @@
-//! SWEny workflow YAML/JSON (seeds 000, 003): `entry`, a map of `nodes` (`name`, `instruction`, `skills`, `output`) and
+//! SWEny workflow YAML/JSON (docs/formats.md): `entry`, a map of `nodes` (`name`, `instruction`, `skills`, `output`) and
 //! `edges` with `when` and `max_iterations`. Every node becomes an agent that routes on when it fails, as SWEny does;
 //! a start node is added in front of `entry`.
 

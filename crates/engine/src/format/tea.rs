@@ -1,4 +1,4 @@
-//! The Edge Agent (TEA) YAML (seed 004): a list of named nodes with implicit chaining, `goto` (a target, `__end__`,
+//! The Edge Agent (TEA) YAML (docs/formats.md): a list of named nodes with implicit chaining, `goto` (a target, `__end__`,
 //! or if/to rules), legacy `edges` with `__start__` / `__end__` and conditions, and parallel edges joined at a
 //! `fan_in` node. Navigation precedence is goto > edges > implicit. `run:` bodies and built-in actions become
 //! script nodes (they run from a pinned output or a script file). A conditional `goto` becomes an `if` node whose

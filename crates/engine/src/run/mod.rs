@@ -1,7 +1,7 @@
 //! The executor (SEMANTICS §2–§6). One scheduler task owns all run state and makes every routing decision;
 //! agent and script nodes, and model routing calls, run in spawned tasks that report back over a channel. That keeps
-//! the semantics in one place (this file), makes event order deterministic per node, and lets a paused run be
-//! captured as a plain snapshot and resumed later, in this process or another.
+//! the semantics in one place (`state.rs`), makes event order deterministic per node, and lets a paused or interrupted
+//! run be rebuilt from its recorded inputs and go on, in this process or another (docs/runs.md).
 
 mod input;
 mod node;
