@@ -1,5 +1,5 @@
 // A person builds the approval-flow example from an empty canvas with the mouse and keyboard only, runs it with
-// the example's script file, and approves it in the dialog.
+// the example's answers file, and approves it in the dialog.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -87,7 +87,7 @@ test("build the approval flow from an empty canvas, run it and approve", async (
   assert.deepEqual(built.nodes.sort(), ["draft", "publish", "review", "revise", "start"]);
   assert.deepEqual(built.edges.sort(), ["draft->review", "review->publish:approve", "review->revise:reject", "start->draft"]);
 
-  // Run with the example's script file (the OS file picker is the one thing a test names for the person).
+  // Run with the example's answers file (the OS file picker is the one thing a test names for the person).
   await browser.execute((p) => (window.__switchyardDialog = { open: p }), join(root, "examples/approval-flow.script.yaml"));
   // The run source menu, left of Run: "Choose answers file…".
   await click(browser, await pointOf(browser, '[data-testid="run-source"]'));

@@ -170,7 +170,7 @@ pub struct RunRequest {
     pub workflow_path: Option<String>,
     #[specta(type = Option<specta_typescript::Any>)]
     pub input: Option<serde_json::Value>,
-    /// An offline run: answers, decisions and approvals from this script file.
+    /// An offline run: answers, decisions and approvals from this answers file.
     pub script_path: Option<String>,
     /// `provider/model` overriding the workflow's default.
     pub model: Option<String>,
@@ -421,7 +421,7 @@ pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> Result<(
 #[serde(rename_all = "camelCase")]
 pub struct Startup {
     pub path: String,
-    /// The example's script file, so it runs offline with no account.
+    /// The example's answers file, so it runs offline with no account.
     pub script_path: Option<String>,
 }
 
@@ -437,7 +437,7 @@ pub fn startup_file() -> Option<Startup> {
     Some(Startup { script_path: script_beside(path.clone()), path })
 }
 
-/// The script file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one.
+/// The answers file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one.
 #[tauri::command]
 #[specta::specta]
 pub fn script_beside(workflow_path: String) -> Option<String> {

@@ -57,7 +57,7 @@ export const commands = {
 	loadPrefs: () => __TAURI_INVOKE<Prefs_Serialize>("load_prefs"),
 	/**  Keeps the window's preferences (written atomically); refuses a theme the window does not have. */
 	savePrefs: (prefs: Prefs_Deserialize) => typedError<null, CommandError>(__TAURI_INVOKE("save_prefs", { prefs })),
-	/**  The script file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one. */
+	/**  The answers file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one. */
 	scriptBeside: (workflowPath: string) => __TAURI_INVOKE<string | null>("script_beside", { workflowPath }),
 };
 
@@ -828,7 +828,7 @@ export type RunRequest_Deserialize = {
 	/**  Where the document lives, so a paused run can be resumed after a restart. */
 	workflowPath?: string | null,
 	input?: any | null,
-	/**  An offline run: answers, decisions and approvals from this script file. */
+	/**  An offline run: answers, decisions and approvals from this answers file. */
 	scriptPath?: string | null,
 	/**  `provider/model` overriding the workflow's default. */
 	model?: string | null,
@@ -843,7 +843,7 @@ export type RunRequest_Serialize = {
 	/**  Where the document lives, so a paused run can be resumed after a restart. */
 	workflowPath: string | null,
 	input: any | null,
-	/**  An offline run: answers, decisions and approvals from this script file. */
+	/**  An offline run: answers, decisions and approvals from this answers file. */
 	scriptPath: string | null,
 	/**  `provider/model` overriding the workflow's default. */
 	model: string | null,
@@ -980,13 +980,13 @@ export type Startup = Startup_Serialize | Startup_Deserialize;
 
 export type Startup_Deserialize = {
 	path: string,
-	/**  The example's script file, so it runs offline with no account. */
+	/**  The example's answers file, so it runs offline with no account. */
 	scriptPath?: string | null,
 };
 
 export type Startup_Serialize = {
 	path: string,
-	/**  The example's script file, so it runs offline with no account. */
+	/**  The example's answers file, so it runs offline with no account. */
 	scriptPath: string | null,
 };
 

@@ -40,9 +40,9 @@ enum Command {
         /// Read the file as this format instead of detecting it.
         #[arg(long, value_parser = parse_format)]
         format: Option<Format>,
-        /// A script file supplies the answers, so model providers are not checked.
-        #[arg(long)]
-        script: Option<PathBuf>,
+        /// An answers file supplies every model answer, so model providers are not checked (`--script` is the same).
+        #[arg(long = "answers", alias = "script", value_name = "FILE")]
+        answers: Option<PathBuf>,
     },
     /// Validate, then run a workflow. Exit 0: completed or paused; 1: failed or cancelled; 2: cannot load or invalid.
     Run {
@@ -50,9 +50,9 @@ enum Command {
         /// Run input: JSON, plain text, or @FILE.
         #[arg(long)]
         input: Option<String>,
-        /// Script file with node answers, routing decisions and approvals (an offline run).
-        #[arg(long)]
-        script: Option<PathBuf>,
+        /// Answers file with node answers, routing decisions and approvals: an offline run (`--script` is the same).
+        #[arg(long = "answers", alias = "script", value_name = "FILE")]
+        answers: Option<PathBuf>,
         /// Print one JSON object with the result on stdout.
         #[arg(long)]
         json: bool,
@@ -208,8 +208,8 @@ fn main() -> ExitCode {
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime starts");
     let code = match cli.command {
-        Command::Validate { file, json, format, script } => {
-            runtime.block_on(cmd_validate(&file, json, format, script.is_some()))
+        Command::Validate { file, json, format, answers } => {
+            runtime.block_on(cmd_validate(&file, json, format, answers.is_some()))
         }
         Command::Export { file, to, format } => cmd_export(&file, to, format),
         Command::Schema => {
@@ -219,7 +219,7 @@ fn main() -> ExitCode {
         Command::Run {
             file,
             input,
-            script,
+            answers,
             json,
             events,
             format,
@@ -234,7 +234,7 @@ fn main() -> ExitCode {
             runtime.block_on(cmd_run(RunArgs {
                 file,
                 input,
-                script,
+                answers,
                 json,
                 events,
                 format,
@@ -288,7 +288,7 @@ fn hint(code: &str) -> Option<&'static str> {
     Some(match code {
         "NO_MODEL" => "pass --model PROVIDER/MODEL, set default_model in the settings, or start a local model server (or point $SWITCHYARD_LOCAL_URL at one)",
         "CODE_NEEDS_CONSENT" => "run with --allow-code, or `switchyard trust FILE` once for this version of its code",
-        "UNKNOWN_PROVIDER" => "add the provider to the settings, or run offline with --script FILE",
+        "UNKNOWN_PROVIDER" => "add the provider to the settings, or run offline with --answers FILE",
         "NO_SUCH_RUN" => "`switchyard runs` lists the stored runs",
         _ => return None,
     })
@@ -369,7 +369,7 @@ fn cmd_export(file: &Path, to: ExportFormat, format: Option<Format>) -> Result<u
 struct RunArgs {
     file: PathBuf,
     input: Option<String>,
-    script: Option<PathBuf>,
+    answers: Option<PathBuf>,
     json: bool,
     events: Option<PathBuf>,
     format: Option<Format>,
@@ -422,7 +422,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let request = RunRequest {
         workflow_ref: Some(WorkflowRef::new(&args.file, args.format)),
         input,
-        script_path: args.script.clone(),
+        script_path: args.answers.clone(),
         model: args.model.clone(),
         step_budget: args.step_budget,
         reuse: args.reuse.clone(),

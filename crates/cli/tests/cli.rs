@@ -81,7 +81,7 @@ fn every_example_runs_with_its_script_and_gives_the_documented_result() {
         let (code, result) = cli.json(&[
             "run",
             &format!("examples/{name}.yaml"),
-            "--script",
+            "--answers",
             &format!("examples/{name}.script.yaml"),
             "--json",
         ]);
@@ -92,7 +92,7 @@ fn every_example_runs_with_its_script_and_gives_the_documented_result() {
     let (code, result) = cli.json(&[
         "run",
         "examples/research-fanout.yaml",
-        "--script",
+        "--answers",
         "examples/research-fanout.script.yaml",
         "--json",
     ]);
@@ -114,7 +114,7 @@ fn every_example_runs_with_its_script_and_gives_the_documented_result() {
 fn run_json_has_the_documented_shape() {
     let cli = Cli::new();
     let (_, r) =
-        cli.json(&["run", "examples/approval-flow.yaml", "--script", "examples/approval-flow.script.yaml", "--json"]);
+        cli.json(&["run", "examples/approval-flow.yaml", "--answers", "examples/approval-flow.script.yaml", "--json"]);
     assert!(r["results"]["draft"]["status"].is_string());
     assert!(r["results"]["draft"]["data"].is_object());
     assert!(r["results"]["draft"]["toolCalls"].is_array());
@@ -130,7 +130,7 @@ fn run_json_has_the_documented_shape() {
 fn a_paused_run_is_stored_and_resumed_from_another_process() {
     let cli = Cli::new();
     let (code, paused) =
-        cli.json(&["run", "examples/approval-flow.yaml", "--script", "examples/approval-flow.script.yaml", "--json"]);
+        cli.json(&["run", "examples/approval-flow.yaml", "--answers", "examples/approval-flow.script.yaml", "--json"]);
     assert_eq!(code, 0);
     let id = paused["runId"].as_str().unwrap();
     assert!(cli.home.path().join("runs.sqlite").exists());
@@ -161,7 +161,7 @@ fn events_are_written_as_json_lines() {
     let out = cli.run(&[
         "run",
         "examples/alert-triage.yaml",
-        "--script",
+        "--answers",
         "examples/alert-triage.script.yaml",
         "--events",
         events.to_str().unwrap(),
@@ -182,7 +182,7 @@ fn events_are_written_as_json_lines() {
 #[test]
 fn exit_codes_follow_the_contract() {
     let cli = Cli::new();
-    // validate: 0 ok, 1 errors, 2 unreadable.
+    // validate: 0 ok, 1 errors, 2 unreadable. (`--script` is the older name of `--answers`, still taken.)
     assert_eq!(
         cli.run(&["validate", "examples/alert-triage.yaml", "--script", "examples/alert-triage.script.yaml"])
             .status
@@ -206,16 +206,16 @@ fn exit_codes_follow_the_contract() {
     assert_eq!(cli.run(&["validate", "no/such/file.yaml"]).status.code(), Some(2));
 
     // run: 2 when it does not validate, 1 when the run fails, 0 completed or paused.
-    let out = cli.run(&["run", &cycle, "--script", "examples/alert-triage.script.yaml"]);
+    let out = cli.run(&["run", &cycle, "--answers", "examples/alert-triage.script.yaml"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("UNBOUNDED_CYCLE") && stderr(&out).contains("nothing was run"));
     let failing = cli.write("fail.script.yaml", "nodes:\n  gather: {status: failed, error: sentry is down}\n");
-    let (code, result) = cli.json(&["run", "examples/alert-triage.yaml", "--script", &failing, "--json"]);
+    let (code, result) = cli.json(&["run", "examples/alert-triage.yaml", "--answers", &failing, "--json"]);
     assert_eq!(code, 1);
     assert_eq!(result["status"], "failed");
     assert!(result["error"].as_str().unwrap().contains("sentry is down"));
     let bad_script = cli.write("bad.script.yaml", "nodes:\n  gather: {txt: typo}\n");
-    let out = cli.run(&["run", "examples/alert-triage.yaml", "--script", &bad_script]);
+    let out = cli.run(&["run", "examples/alert-triage.yaml", "--answers", &bad_script]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("bad.script.yaml") && stderr(&out).contains("txt"), "{}", stderr(&out));
     let out = cli.run(&["run", "examples/alert-triage.yaml", "--format", "nonsense"]);
@@ -317,7 +317,7 @@ fn tea_and_openexpertise_files_run_from_the_command_line() {
     let (code, r) = cli.json(&[
         "run",
         &fixture("the_edge_agent/parallel_fanout.yaml"),
-        "--script",
+        "--answers",
         &script("tea-parallel-fanout.script.yaml"),
         "--json",
     ]);
@@ -326,7 +326,7 @@ fn tea_and_openexpertise_files_run_from_the_command_line() {
     let out = cli.run(&[
         "run",
         &fixture("the_edge_agent/parallel_fanout.yaml"),
-        "--script",
+        "--answers",
         &script("tea-parallel-fanout.script.yaml"),
     ]);
     assert!(stderr(&out).contains("note:"), "importer notes on stderr");
@@ -334,7 +334,7 @@ fn tea_and_openexpertise_files_run_from_the_command_line() {
     let (code, r) = cli.json(&[
         "run",
         &fixture("openexpertise/oncall-runbook/experience.yaml"),
-        "--script",
+        "--answers",
         &script("oe-oncall-runbook.script.yaml"),
         "--json",
     ]);
@@ -376,7 +376,7 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
         cli.write("slow.script.yaml", "nodes: {draft: {text: D}, review: {text: R, delay_ms: 60000}, ship: {text: S}}");
     // Kill the process outright once `review` has started (its node:enter is in the events file).
     let events = cli.home.path().join("first.jsonl");
-    kill_when(&cli, &["run", &wf, "--script", &slow], &events, r#""node":"review","iteration""#);
+    kill_when(&cli, &["run", &wf, "--answers", &slow], &events, r#""node":"review","iteration""#);
 
     let (code, runs) = cli.json(&["runs", "--json"]);
     assert_eq!(code, 0);
@@ -415,19 +415,19 @@ fn run_from_a_node_reuses_the_earlier_results_upstream() {
     let cli = Cli::new();
     let wf = cli.write("slow.yaml", SLOW);
     let first = cli.write("first.script.yaml", "nodes: {draft: {text: D1}, review: {text: R1}, ship: {text: S1}}");
-    let (_, earlier) = cli.json(&["run", &wf, "--script", &first, "--json"]);
+    let (_, earlier) = cli.json(&["run", &wf, "--answers", &first, "--json"]);
     let id = earlier["runId"].as_str().unwrap();
     let second = cli.write("second.script.yaml", "nodes: {draft: {text: D2}, review: {text: R2}, ship: {text: S2}}");
-    let (code, again) = cli.json(&["run", &wf, "--script", &second, "--reuse", id, "--from", "review", "--json"]);
+    let (code, again) = cli.json(&["run", &wf, "--answers", &second, "--reuse", id, "--from", "review", "--json"]);
     assert_eq!(code, 0);
     assert_eq!(again["results"]["draft"]["data"]["text"], "D1", "upstream of `review`: the earlier result");
     assert_eq!(again["results"]["review"]["data"]["text"], "R2");
     assert_eq!(again["results"]["ship"]["data"]["text"], "S2");
 
-    let unknown = cli.run(&["run", &wf, "--script", &second, "--reuse", id, "--from", "nope"]);
+    let unknown = cli.run(&["run", &wf, "--answers", &second, "--reuse", id, "--from", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(stderr(&unknown).contains("--from nope: no such node"), "{}", stderr(&unknown));
-    let no_run = cli.run(&["run", &wf, "--script", &second, "--reuse", "no-such-run", "--from", "review"]);
+    let no_run = cli.run(&["run", &wf, "--answers", &second, "--reuse", "no-such-run", "--from", "review"]);
     assert_eq!(no_run.status.code(), Some(2));
     assert!(stderr(&no_run).contains("no run `no-such-run`"), "{}", stderr(&no_run));
 }
@@ -439,14 +439,14 @@ fn a_corrupt_run_store_is_named_and_commands_that_need_no_store_still_work() {
     let out = cli.run(&["runs"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains(&store) && stderr(&out).contains("move it aside"), "{}", stderr(&out));
-    let run = cli.run(&["run", "examples/approval-flow.yaml", "--script", "examples/approval-flow.script.yaml"]);
+    let run = cli.run(&["run", "examples/approval-flow.yaml", "--answers", "examples/approval-flow.script.yaml"]);
     assert_eq!(run.status.code(), Some(2));
     assert!(stderr(&run).contains("not a readable database"), "{}", stderr(&run));
     assert_eq!(cli.run(&["validate", "examples/approval-flow.yaml"]).status.code(), Some(0));
     let unstored = cli.run(&[
         "run",
         "examples/approval-flow.yaml",
-        "--script",
+        "--answers",
         "examples/approval-flow.script.yaml",
         "--no-store",
     ]);
@@ -518,7 +518,7 @@ fn a_run_killed_at_any_point_resumes_in_a_new_process_and_every_node_runs_once_i
         let wf = cli.write("branches.yaml", BRANCHES);
         let fast = cli
             .write("answers.yaml", "nodes: {slow: {text: S}, quick: {text: Q}, polish: {text: P}, merge: {text: M}}\n");
-        let (_, paused) = cli.json(&["run", &wf, "--script", &fast, "--json"]);
+        let (_, paused) = cli.json(&["run", &wf, "--answers", &fast, "--json"]);
         let id = paused["runId"].as_str().unwrap().to_string();
         cli.json(&["resume", &id, "--decide", "check=approve", "--json"]).1
     };
@@ -528,7 +528,7 @@ fn a_run_killed_at_any_point_resumes_in_a_new_process_and_every_node_runs_once_i
         let slow = "nodes: {slow: {text: S, delay_ms: 60000}, quick: {text: Q}, polish: {text: P}, merge: {text: M}}\n";
         let answers = cli.write("answers.yaml", slow);
         let first = cli.home.path().join("first.jsonl");
-        kill_when(&cli, &["run", &wf, "--script", &answers], &first, marker);
+        kill_when(&cli, &["run", &wf, "--answers", &answers], &first, marker);
         let (_, runs) = cli.json(&["runs", "--json"]);
         assert_eq!(runs[0]["status"], "interrupted", "{point}");
         let id = runs[0]["id"].as_str().unwrap().to_string();
@@ -559,7 +559,7 @@ fn a_paused_run_resumed_by_one_process_while_another_lists_runs() {
         "answers.yaml",
         "nodes: {slow: {text: S}, quick: {text: Q}, polish: {text: P, delay_ms: 1500}, merge: {text: M}}\n",
     );
-    let (_, paused) = cli.json(&["run", &wf, "--script", &answers, "--json"]);
+    let (_, paused) = cli.json(&["run", &wf, "--answers", &answers, "--json"]);
     let id = paused["runId"].as_str().unwrap().to_string();
     let resumer = Command::new(env!("CARGO_BIN_EXE_switchyard"))
         .args(["resume", &id, "--decide", "check=approve", "--json"])
@@ -644,7 +644,7 @@ fn with_json_a_command_that_cannot_go_on_still_prints_one_json_object() {
         "cycle.yaml",
         "switchyard: 1\nname: c\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\n  - {id: b, type: agent}\nedges:\n  - {from: start, to: a}\n  - {from: a, to: b}\n  - {from: b, to: a}\n",
     );
-    let (code, r) = cli.json(&["run", &cycle, "--script", "examples/alert-triage.script.yaml", "--json"]);
+    let (code, r) = cli.json(&["run", &cycle, "--answers", "examples/alert-triage.script.yaml", "--json"]);
     assert_eq!((code, r["status"].clone()), (2, serde_json::json!("invalid")));
     assert!(r["errors"].as_array().unwrap().iter().any(|e| e["code"] == "UNBOUNDED_CYCLE"), "{r}");
     let (code, r) = cli.json(&["run", &broken, "--json"]);
@@ -701,7 +701,7 @@ fn an_agents_scripted_tool_calls_reach_real_mcp_servers_over_stdio_and_http_and_
             &format!("{server}.script.yaml"),
             &format!("nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {{tool: {server}/add, input: {{a: 20, b: 22}}}}\n"),
         );
-        let (code, r) = cli.json(&["run", &workflow, "--script", &script, "--json", "--no-store"]);
+        let (code, r) = cli.json(&["run", &workflow, "--answers", &script, "--json", "--no-store"]);
         assert_eq!(code, 0, "{server}: {r}");
         assert_eq!(r["results"]["helper"]["toolCalls"][0]["output"], json!({"result": 42}), "{server}: {r}");
     }
@@ -810,7 +810,7 @@ fn with_no_model_anywhere_validate_warns_and_run_fails_saying_what_to_do() {
     let out = cli.run(&["validate", &flow]);
     assert!(stderr(&out).contains("[NO_MODEL]") && stderr(&out).contains("--model"), "{}", stderr(&out));
     // A script answers everything: no model is needed.
-    let (_, scripted) = cli.json(&["validate", &flow, "--json", "--script", "examples/alert-triage.script.yaml"]);
+    let (_, scripted) = cli.json(&["validate", &flow, "--json", "--answers", "examples/alert-triage.script.yaml"]);
     assert_eq!(scripted["warnings"], json!([]));
 
     let out = cli.run(&["run", &flow, "--no-store", "--json"]);

@@ -335,7 +335,7 @@ pub fn exposed_name(server: &str, tool: &str) -> String {
     format!("{server}{SEPARATOR}{tool}")
 }
 
-/// A tool name as the model or a script file writes it (`server__tool` or `server/tool`), split; `None` when it is
+/// A tool name as the model or an answers file writes it (`server__tool` or `server/tool`), split; `None` when it is
 /// not an MCP tool name.
 pub fn split_name(name: &str) -> Option<(&str, &str)> {
     name.split_once('/').or_else(|| name.split_once(SEPARATOR))

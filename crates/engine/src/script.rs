@@ -101,7 +101,7 @@ pub struct ScriptedToolCall {
 }
 
 impl Script {
-    /// The script file that belongs to a workflow: `<stem>.script.yaml` beside it (`review.yaml` →
+    /// The answers file that belongs to a workflow: `<stem>.script.yaml` beside it (`review.yaml` →
     /// `review.script.yaml`), as an absolute path, when that file exists.
     pub fn beside(workflow: &Path) -> Option<PathBuf> {
         let script = workflow.with_extension("script.yaml");
@@ -117,7 +117,7 @@ impl Script {
             file: Some(path.into()),
             line: None,
             column: None,
-            message: format!("cannot read the script file: {e}"),
+            message: format!("cannot read the answers file: {e}"),
         })?;
         Script::parse(&text).map_err(|mut e| {
             e.file = Some(path.into());
@@ -232,6 +232,6 @@ mod tests {
         assert!(found.is_absolute() && found.ends_with("review.script.yaml"), "{found:?}");
         assert_eq!(Script::beside(&dir.path().join("review.json")), Some(found), "whatever the workflow's extension");
         std::fs::create_dir(dir.path().join("other.script.yaml")).unwrap();
-        assert_eq!(Script::beside(&dir.path().join("other.yaml")), None, "a directory is not a script file");
+        assert_eq!(Script::beside(&dir.path().join("other.yaml")), None, "a directory is not an answers file");
     }
 }

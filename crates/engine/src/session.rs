@@ -2,9 +2,9 @@
 //! one place, so that a run started from either is checked the same way and kept the same way.
 //!
 //! `prepare` takes a workflow as the shell has it (loaded from a file, or drawn on the canvas) and what the person
-//! asked for (input, script file, model, run from a node) and returns a run ready to start, or a typed error with a
+//! asked for (input, answers file, model, run from a node) and returns a run ready to start, or a typed error with a
 //! stable code: the workflow must validate (with the model override applied, providers checked unless a script
-//! answers), the input must match the workflow's `input_schema`, the script file must load. `begin` records the run
+//! answers), the input must match the workflow's `input_schema`, the answers file must load. `begin` records the run
 //! in the store (status `running`) and claims it for this process before its first event. `continue_run` opens a
 //! paused or interrupted run. `run`, `start`, `resume`, `resume_live`, `replay` and `show` then carry a run out with
 //! the sinks a shell passes (a terminal printer, a window channel): no shell assembles a run itself.
@@ -114,7 +114,7 @@ pub struct RunRequest {
     /// Where the workflow came from; kept with the run.
     pub workflow_ref: Option<WorkflowRef>,
     pub input: Option<Value>,
-    /// An offline run: answers from this script file.
+    /// An offline run: answers from this answers file.
     pub script_path: Option<PathBuf>,
     /// `provider/model` overriding the workflow's default.
     pub model: Option<String>,
@@ -149,7 +149,7 @@ pub struct Prepared {
 }
 
 /// What validation checks beyond the document, the same for every shell: the providers a run would use (not when a
-/// script file answers every call) and the MCP servers in the settings (also for a scripted run: its agents still
+/// answers file answers every call) and the MCP servers in the settings (also for a scripted run: its agents still
 /// call their tools). Each shell adds what it knows: the tools of servers it listed, whether a default model was
 /// found, and whether the workflow is about to run here (`Purpose::Run`).
 pub fn validation_options(settings: Option<&Settings>, scripted: bool) -> validate::Options {

@@ -96,7 +96,7 @@ pub enum Purpose {
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub purpose: Purpose,
-    /// Configured provider ids; `None` skips the check (a script file supplies every answer).
+    /// Configured provider ids; `None` skips the check (an answers file supplies every answer).
     pub providers: Option<Vec<String>>,
     /// Configured MCP server names; `None` skips the check.
     pub mcp_servers: Option<Vec<String>>,
@@ -167,7 +167,7 @@ fn check_code_step(node: &crate::Node, report: &mut Report) {
         report.node_warning(
             "UNSUPPORTED_ACTION",
             id,
-            "this TEA action is not supported yet, so the node fails when it runs; pin its output or answer it from a script file".into(),
+            "this TEA action is not supported yet, so the node fails when it runs; pin its output or answer it from an answers file".into(),
         );
         return;
     }

@@ -1,6 +1,6 @@
 //! TEA files that do their work: `run:` bodies executed (Python, Lua), `while_loop` with TEA's semantics and load
 //! errors, `llm.call` as an agent, dict-method conditions, list `to:` edges, dynamic-parallel load errors, and the
-//! public fixtures run end to end with consent and no script file.
+//! public fixtures run end to end with consent and no answers file.
 
 mod support;
 

@@ -1,4 +1,4 @@
-// The session: what the person is doing with the open workflow — opening and saving it, the script file or model a
+// The session: what the person is doing with the open workflow — opening and saving it, the answers file or model a
 // run uses, runs started, resumed, decided and cancelled, settings and preferences. Components call these actions;
 // every file and run goes through the typed commands, and nothing here decides how a workflow runs.
 import { create } from "zustand";
@@ -17,7 +17,7 @@ import { useReplay } from "./replay";
 import { useValidation } from "./validation";
 
 const FILTERS = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
-const SCRIPT_FILTERS = [{ name: "Script files", extensions: ["yaml", "yml", "json"] }];
+const SCRIPT_FILTERS = [{ name: "Answers files", extensions: ["yaml", "yml", "json"] }];
 const MAX_RECENT = 8;
 const POSITIONLESS_FORMATS = new Set(["sweny", "tea", "openexpertise"]);
 /** A path's file name. */

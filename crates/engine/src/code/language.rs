@@ -13,7 +13,7 @@ pub enum Language {
 
 /// A `language` no code step can run in, with what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{name}` code steps are not supported{hint}; Switchyard runs python, javascript, bash and lua — pin this node's output or answer it from a script file")]
+#[error("`{name}` code steps are not supported{hint}; Switchyard runs python, javascript, bash and lua — pin this node's output or answer it from an answers file")]
 pub struct UnsupportedLanguage {
     pub name: String,
     hint: &'static str,

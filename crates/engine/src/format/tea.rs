@@ -1,7 +1,7 @@
 //! The Edge Agent (TEA) YAML (docs/formats.md): a list of named nodes with implicit chaining, `goto` (a target, `__end__`,
 //! or if/to rules), legacy `edges` with `__start__` / `__end__` and conditions, and parallel edges joined at a
 //! `fan_in` node. Navigation precedence is goto > edges > implicit. `run:` bodies and built-in actions become
-//! script nodes (they run from a pinned output or a script file). A conditional `goto` becomes an `if` node whose
+//! script nodes (they run from a pinned output or an answers file). A conditional `goto` becomes an `if` node whose
 //! conditions are the rules, evaluated after the node's output is merged into `state`, first match winning.
 
 use std::collections::{HashMap, HashSet};
@@ -257,7 +257,7 @@ fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>)
                 node.language = Some("tea-action".into());
                 node.code = Some(format!("{mode}: {}", serde_yaml::to_string(&raw[mode]).unwrap_or_default()));
                 notes.push(format!(
-                    "node `{name}`: dynamic_parallel `{mode}` branches are not supported yet; pin its output or answer it from a script file"
+                    "node `{name}`: dynamic_parallel `{mode}` branches are not supported yet; pin its output or answer it from an answers file"
                 ));
             }
         }
@@ -325,7 +325,7 @@ fn action_node(node: &mut Node, uses: &str, with: Option<&Value>, notes: &mut Ve
         node.language = Some("tea-action".into());
         node.code = Some(serde_yaml::to_string(&serde_json::json!({ "uses": uses, "with": with })).unwrap_or_default());
         notes.push(format!(
-            "node `{name}`: action `{uses}` is not supported yet; pin its output or answer it from a script file"
+            "node `{name}`: action `{uses}` is not supported yet; pin its output or answer it from an answers file"
         ));
         return;
     }

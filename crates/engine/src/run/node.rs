@@ -121,7 +121,7 @@ fn execute_once<'a>(
     .boxed()
 }
 
-/// A script node: a script file's answer when it has one (a pinned output never gets here), else its code, run
+/// A script node: an answers file's answer when it has one (a pinned output never gets here), else its code, run
 /// with the user's consent (`crate::code`).
 async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<Value, ModelError> {
     let n = &shared.workflow.nodes[node];
@@ -140,7 +140,7 @@ async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<
         let action =
             n.code.as_deref().unwrap_or_default().lines().find_map(|l| l.strip_prefix("uses: ")).unwrap_or("?");
         return Err(ModelError::fatal(format!(
-            "TEA action `{}` is not supported yet: pin this node's output or answer it from a script file",
+            "TEA action `{}` is not supported yet: pin this node's output or answer it from an answers file",
             action.trim()
         )));
     }
