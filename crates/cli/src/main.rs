@@ -693,7 +693,7 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
         for (node, result) in &result.results {
             let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
             let text: String = text.chars().take(100).collect();
-            outln!("  {node:<20} {:<9} {}", format!("{:?}", result.status).to_lowercase(), text.replace('\n', " "));
+            outln!("  {node:<20} {:<9} {}", result.status.word(), text.replace('\n', " "));
         }
     }
     Ok(0)

@@ -403,6 +403,10 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
     // History and replay tell the same story.
     let (_, shown) = cli.json(&["show", id, "--json"]);
     assert_eq!(shown, done);
+    // In words, a node that succeeded is "succeeded", as the app says it.
+    let out = cli.run(&["show", id]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.lines().any(|l| l.contains("draft") && l.contains("succeeded")), "{said}");
     let (code, replayed) = cli.json(&["replay", id, "--json"]);
     assert_eq!(code, 0, "the replay differs from the recording");
     assert_eq!(replayed, done);

@@ -35,6 +35,17 @@ pub enum NodeStatus {
     Skipped,
 }
 
+impl NodeStatus {
+    /// The word every front end shows for it (`success` is the value in events and results, as SWEny names it).
+    pub fn word(self) -> &'static str {
+        match self {
+            NodeStatus::Success => "succeeded",
+            NodeStatus::Failed => "failed",
+            NodeStatus::Skipped => "skipped",
+        }
+    }
+}
+
 /// A tool the model called while a node ran.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
