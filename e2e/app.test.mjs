@@ -184,7 +184,7 @@ edges:
   const entry = await browser.$(`[data-testid="history-${row.id}"]`);
   await entry.waitForDisplayed({ timeout: 5000 });
   assert.equal(await entry.getAttribute("data-status"), "interrupted");
-  await (await browser.$(`[data-testid="history-continue-${row.id}"]`)).click();
+  await (await browser.$(`[data-testid="history-resume-${row.id}"]`)).click();
   await fit(browser);
   await waitStatus("ship", "succeeded");
   assert.equal(await status("draft"), "succeeded");

@@ -263,11 +263,11 @@ pub async fn resume_run(
         return Err(CommandError::new("RUN_IN_USE", format!("run {run_id} is already running in this window")));
     }
     let store = state.store()?.clone();
-    let continuing = session::continue_run(&store, &run_id, false)?;
+    let resuming = session::open_to_resume(&store, &run_id, false)?;
     // The run goes on with the document it started with; the window shows that document.
-    let document = stored_document(&continuing.stored);
+    let document = stored_document(&resuming.stored);
     let forwarder = Forwarder::spawn(on_events);
-    let (handle, claim) = session::resume_live(continuing, window_sinks(Some(store), &forwarder))?;
+    let (handle, claim) = session::resume_live(resuming, window_sinks(Some(store), &forwarder))?;
     let run_id = track(&state, handle, forwarder, Some(claim));
     Ok(Resumed { run_id, document })
 }

@@ -553,11 +553,11 @@ async fn cmd_resume(
 ) -> Result<u8, Unusable> {
     let decisions = raw.iter().map(|d| parse_decision(d)).collect::<Result<Vec<_>, _>>()?;
     let store = open_store()?;
-    let continuing = session::continue_run(&store, run_id, allow_code)?;
-    if let Some(note) = &continuing.note {
+    let resuming = session::open_to_resume(&store, run_id, allow_code)?;
+    if let Some(note) = &resuming.note {
         errln!("note: {note}");
     }
-    let outcome = session::resume(continuing, decisions, sinks(Some(store.clone()), &events, json)?).await?;
+    let outcome = session::resume(resuming, decisions, sinks(Some(store.clone()), &events, json)?).await?;
     finish(outcome, true, json)
 }
 

@@ -1,11 +1,11 @@
-//! Preparing, starting and continuing runs: what the command line and the app both do before the executor runs, in
+//! Preparing, starting and resuming runs: what the command line and the app both do before the executor runs, in
 //! one place, so that a run started from either is checked the same way and kept the same way.
 //!
 //! `prepare` takes a workflow as the shell has it (loaded from a file, or drawn on the canvas) and what the person
 //! asked for (input, answers file, model, run from a node) and returns a run ready to start, or a typed error with a
 //! stable code: the workflow must validate (with the model override applied, providers checked unless a script
 //! answers), the input must match the workflow's `input_schema`, the answers file must load. `begin` records the run
-//! in the store (status `running`) and claims it for this process before its first event. `continue_run` opens a
+//! in the store (status `running`) and claims it for this process before its first event. `open_to_resume` opens a
 //! paused or interrupted run. `run`, `start`, `resume`, `resume_live`, `replay` and `show` then carry a run out with
 //! the sinks a shell passes (a terminal printer, a window channel): no shell assembles a run itself.
 
@@ -384,7 +384,7 @@ pub fn begin(store: &RunStore, prepared: &Prepared) -> Result<Claim, SessionErro
 }
 
 /// A stored run opened to go on: claimed for this process, with its script and model.
-pub struct Continuing {
+pub struct Resuming {
     pub stored: StoredRun,
     pub claim: Claim,
     pub script: Option<Arc<Script>>,
@@ -398,7 +398,7 @@ pub struct Continuing {
 }
 
 /// Opens a paused or interrupted run to continue it; `allow_code` as in [`RunRequest`].
-pub fn continue_run(store: &RunStore, run_id: &str, allow_code: bool) -> Result<Continuing, SessionError> {
+pub fn open_to_resume(store: &RunStore, run_id: &str, allow_code: bool) -> Result<Resuming, SessionError> {
     let stored = store.load(run_id)?;
     if !stored.row.status.resumable() {
         return Err(SessionError::NotResumable { id: run_id.to_string(), status: stored.row.status.as_str() });
@@ -422,7 +422,7 @@ pub fn continue_run(store: &RunStore, run_id: &str, allow_code: bool) -> Result<
     let workflow_ref = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse);
     let (code, _) = code_for(&stored.workflow, workflow_ref.as_ref(), allow_code, &TrustStore::default_location())?;
     let mcp = mcp_for(&stored.workflow, settings.as_ref())?;
-    Ok(Continuing { model: model_for(&script, settings.as_ref()), stored, claim, script, code, mcp, note })
+    Ok(Resuming { model: model_for(&script, settings.as_ref()), stored, claim, script, code, mcp, note })
 }
 
 /// Where a run's events go: the log that keeps them (the run store, a JSON-lines file) and the shell's observers (a
@@ -453,9 +453,9 @@ pub fn start(prepared: Prepared, sinks: Sinks) -> RunHandle {
     run::start(workflow, options, runtime)
 }
 
-impl Continuing {
+impl Resuming {
     fn into_run(self, sinks: Sinks) -> (StoredRun, Claim, Runtime) {
-        let Continuing { stored, claim, script, model, code, mcp, .. } = self;
+        let Resuming { stored, claim, script, model, code, mcp, .. } = self;
         let Sinks { log, observers } = sinks;
         (stored, claim, Runtime { model, script, log, observers, code, mcp })
     }
@@ -464,11 +464,11 @@ impl Continuing {
 /// Continues a stored run with these decisions (node, `{decision, note}`) to its end or its next pause. The run
 /// stays claimed by this process until it returns.
 pub async fn resume(
-    continuing: Continuing,
+    resuming: Resuming,
     decisions: Vec<(String, Value)>,
     sinks: Sinks,
 ) -> Result<Outcome, SessionError> {
-    let (stored, _claim, runtime) = continuing.into_run(sinks);
+    let (stored, _claim, runtime) = resuming.into_run(sinks);
     run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime)
         .await
         .map_err(SessionError::Rebuild)
@@ -476,9 +476,9 @@ pub async fn resume(
 
 /// Continues a stored run as a live run that takes decisions through its handle; the claim is held for as long as
 /// the shell keeps it.
-pub fn resume_live(continuing: Continuing, sinks: Sinks) -> Result<(RunHandle, Claim), SessionError> {
-    let (stored, claim, runtime) = continuing.into_run(sinks);
-    let handle = run::start_from(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
+pub fn resume_live(resuming: Resuming, sinks: Sinks) -> Result<(RunHandle, Claim), SessionError> {
+    let (stored, claim, runtime) = resuming.into_run(sinks);
+    let handle = run::resume_live(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
         .map_err(SessionError::Rebuild)?;
     Ok((handle, claim))
 }
@@ -630,11 +630,17 @@ mod tests {
             prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
         let claim = begin(&store, &prepared).unwrap();
         let id = prepared.options.run_id.clone().unwrap();
-        assert!(matches!(continue_run(&store, &id, false), Err(SessionError::NotResumable { status: "running", .. })));
+        assert!(matches!(
+            open_to_resume(&store, &id, false),
+            Err(SessionError::NotResumable { status: "running", .. })
+        ));
         drop(claim);
-        let continuing = continue_run(&store, &id, false).unwrap();
-        assert_eq!(continuing.stored.row.status.as_str(), "interrupted");
+        let resuming = open_to_resume(&store, &id, false).unwrap();
+        assert_eq!(resuming.stored.row.status.as_str(), "interrupted");
         // Held by this process now, it shows as running: nobody else can continue it.
-        assert!(matches!(continue_run(&store, &id, false), Err(SessionError::NotResumable { status: "running", .. })));
+        assert!(matches!(
+            open_to_resume(&store, &id, false),
+            Err(SessionError::NotResumable { status: "running", .. })
+        ));
     }
 }

@@ -206,7 +206,7 @@ function History() {
                   <button onClick={() => s.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
                   <button onClick={() => s.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
                   {(r.status === "paused" || r.status === "interrupted") && !r.live && (
-                    <button className="primary" onClick={() => s.resumeStored(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-continue-${r.id}`}>Continue</button>
+                    <button className="primary" onClick={() => s.resumeRun(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-resume-${r.id}`}>Resume</button>
                   )}
                 </td>
               </tr>

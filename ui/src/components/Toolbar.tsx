@@ -146,14 +146,14 @@ function RecentFiles() {
   );
 }
 
-/** Paused and interrupted runs, to continue one. */
+/** Paused and interrupted runs, to resume one. */
 function ContinueRuns() {
   const history = useSession((s) => s.history);
   const waiting = history.filter((r) => (r.status === "paused" || r.status === "interrupted") && !r.live);
   if (!waiting.length) return null;
   return (
-    <select className="continue" value="" onChange={(e) => e.target.value && useSession.getState().resumeStored(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
-      <option value="">Continue… ({waiting.length})</option>
+    <select className="resume" value="" onChange={(e) => e.target.value && useSession.getState().resumeRun(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
+      <option value="">Resume… ({waiting.length})</option>
       {waiting.map((r) => <option key={r.id} value={r.id}>{r.status} · {baseName(r.workflowRef ?? r.workflow)} · {r.id.slice(0, 8)}</option>)}
     </select>
   );

@@ -119,7 +119,7 @@ type SessionState = {
   answerConsent: (allow: boolean) => Promise<void>;
   cancel: () => void;
   decide: (node: string, decision: "approve" | "reject", note: string) => Promise<void>;
-  resumeStored: (id: string) => Promise<void>;
+  resumeRun: (id: string) => Promise<void>;
   refreshHistory: () => Promise<void>;
   /** Shows a stored run on the canvas: the document it ran, its statuses, outputs and trace. */
   openRun: (id: string) => Promise<void>;
@@ -398,7 +398,7 @@ export const useSession = create<SessionState>((set, get) => {
         failWith("Could not record your consent", e);
         return;
       }
-      if (asked.resume) await get().resumeStored(asked.resume);
+      if (asked.resume) await get().resumeRun(asked.resume);
       else await get().run(asked.from);
     },
 
@@ -418,7 +418,7 @@ export const useSession = create<SessionState>((set, get) => {
       });
     },
 
-    resumeStored: async (id) => {
+    resumeRun: async (id) => {
       try {
         // The run goes on with the document it started with: its code is asked about as for a new run.
         const stored = await unwrap(commands.openRun(id));

@@ -273,7 +273,7 @@ pub fn start(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> 
 }
 
 /// Continues a recorded run as a live run that takes decisions through its handle (the app).
-pub fn start_from(
+pub fn resume_live(
     workflow: Arc<Workflow>,
     options: RunOptions,
     recording: Recording,
