@@ -25,14 +25,25 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The folder Switchyard keeps its settings and trust file in: `$SWITCHYARD_HOME`, else `$XDG_CONFIG_HOME/switchyard`,
 /// else `~/.config/switchyard`.
 pub fn settings_dir() -> PathBuf {
+    switchyard_dir("XDG_CONFIG_HOME", ".config")
+}
+
+/// Where Switchyard keeps its data (the run store, the app's preferences): `$SWITCHYARD_HOME`, else
+/// `$XDG_DATA_HOME/switchyard`, else `~/.local/share/switchyard`.
+pub fn data_dir() -> PathBuf {
+    switchyard_dir("XDG_DATA_HOME", ".local/share")
+}
+
+/// `$SWITCHYARD_HOME`, else `switchyard` in the XDG folder `xdg` names, else in `~/<fallback>`.
+fn switchyard_dir(xdg: &str, fallback: &str) -> PathBuf {
     if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
         return PathBuf::from(home);
     }
-    let config = std::env::var_os("XDG_CONFIG_HOME")
+    std::env::var_os(xdg)
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    config.join("switchyard")
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("switchyard")
 }
 
 #[cfg(test)]

@@ -156,18 +156,7 @@ impl Drop for Claim {
     }
 }
 
-/// Where Switchyard keeps its data (the run store, the app's preferences): `$SWITCHYARD_HOME`, else
-/// `$XDG_DATA_HOME/switchyard`, else `~/.local/share/switchyard`.
-pub fn data_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("SWITCHYARD_HOME") {
-        return PathBuf::from(home);
-    }
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    data.join("switchyard")
-}
+pub use crate::files::data_dir;
 
 /// `runs.sqlite` in the [`data_dir`].
 pub fn default_path() -> PathBuf {
