@@ -230,7 +230,7 @@ export type Edge_Deserialize = {
 	target_handle?: string | null,
 	/**  Natural-language condition decided by the model. */
 	when?: string | null,
-	/**  Expression guard: the edge is followed when it is true. */
+	/**  Expression condition (`if` in YAML, as here): the edge is followed when it is true. */
 	if?: string | null,
 	/**  Most times this edge may be followed in one run. */
 	max_iterations?: number | null,
@@ -247,7 +247,7 @@ export type Edge_Serialize = {
 	target_handle?: string,
 	/**  Natural-language condition decided by the model. */
 	when?: string,
-	/**  Expression guard: the edge is followed when it is true. */
+	/**  Expression condition (`if` in YAML, as here): the edge is followed when it is true. */
 	if?: string,
 	/**  Most times this edge may be followed in one run. */
 	max_iterations?: number,

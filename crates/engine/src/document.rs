@@ -408,9 +408,9 @@ pub struct Edge {
     /// Natural-language condition decided by the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
-    /// Expression guard: the edge is followed when it is true.
-    #[serde(default, rename = "if", skip_serializing_if = "Option::is_none")]
-    pub guard: Option<String>,
+    /// Expression condition (`if` in YAML, as here): the edge is followed when it is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#if: Option<String>,
     /// Most times this edge may be followed in one run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
@@ -426,7 +426,7 @@ impl Edge {
             handle: None,
             target_handle: None,
             when: None,
-            guard: None,
+            r#if: None,
             max_iterations: None,
         }
     }

@@ -485,7 +485,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             );
         }
         let branching = node_types::spec(source.node_type).chooses_branch();
-        if edge.is_subagent() && (edge.when.is_some() || edge.guard.is_some() || edge.max_iterations.is_some()) {
+        if edge.is_subagent() && (edge.when.is_some() || edge.r#if.is_some() || edge.max_iterations.is_some()) {
             report.edge_error(
                 "CONDITION_ON_SUBAGENT_EDGE",
                 label.to_string(),
@@ -500,7 +500,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
                     source.node_type.as_str()
                 ),
             );
-        } else if branching && edge.guard.is_some() {
+        } else if branching && edge.r#if.is_some() {
             report.edge_error(
                 "GUARD_ON_BRANCHING_NODE",
                 label.to_string(),
@@ -516,7 +516,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             continue;
         }
         let mut outs = topo.out[i].iter().map(|&e| &workflow.edges[e]);
-        if outs.clone().any(|e| e.when.is_some()) && outs.any(|e| e.guard.is_some()) {
+        if outs.clone().any(|e| e.when.is_some()) && outs.any(|e| e.r#if.is_some()) {
             report.node_error(
                 "MIXED_WHEN_AND_IF",
                 &node.id,

@@ -343,7 +343,7 @@ async fn the_triage_branching_skips_dedup_and_keeps_the_bypass() {
     assert_eq!(loaded.format, Format::OpenExpertise);
     let wf = loaded.workflow;
     assert_eq!(
-        wf.edges.iter().find(|e| e.to == "dedup").unwrap().guard.as_deref(),
+        wf.edges.iter().find(|e| e.to == "dedup").unwrap().r#if.as_deref(),
         Some("(((state.similar_issues or []) | length) > 0)")
     );
     assert!(wf.state.contains_key("labels"), "merge strategies carried over");

@@ -98,7 +98,7 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
         };
         let mut edge = Edge::new(from, to);
         if let Some(when) = raw.get("when").and_then(Value::as_str) {
-            edge.guard = Some(translate(when).map_err(|e| {
+            edge.r#if = Some(translate(when).map_err(|e| {
                 LoadError::new(format!("graph.edges[{i}] ({from} -> {to}): `when: {when}` does not parse: {e}"))
                     .with_code("INVALID_EXPRESSION")
             })?);
@@ -450,14 +450,14 @@ fn add_loop(workflow: &mut Workflow, i: usize, raw: &Value) -> Result<(), LoadEr
     let max = raw["max_iters"].as_u64().unwrap_or(10).max(1);
     let done = format!("({until}) or iteration >= {max}");
     for e in workflow.edges.iter_mut().filter(|e| e.from == body) {
-        e.guard = Some(match &e.guard {
+        e.r#if = Some(match &e.r#if {
             Some(g) => format!("({g}) and ({done})"),
             None => done.clone(),
         });
     }
     if max > 1 {
         let mut again = Edge::new(body, body);
-        again.guard = Some(format!("not ({until}) and iteration < {max}"));
+        again.r#if = Some(format!("not ({until}) and iteration < {max}"));
         again.max_iterations = Some(max as i64 - 1);
         workflow.edges.push(again);
     }

@@ -588,7 +588,7 @@ fn legacy_edge(workflow: &mut Workflow, from: &str, index: usize, raw: &Value, n
         // when it holds, no other edge should be followed — so the other edges get the negated guard.
         if let Some(g) = guard {
             for e in workflow.edges.iter_mut().filter(|e| e.from == from) {
-                e.guard = Some(match &e.guard {
+                e.r#if = Some(match &e.r#if {
                     Some(existing) => format!("({existing}) and not ({g})"),
                     None => format!("not ({g})"),
                 });
@@ -597,7 +597,7 @@ fn legacy_edge(workflow: &mut Workflow, from: &str, index: usize, raw: &Value, n
         return;
     }
     let mut edge = Edge::new(from, to);
-    edge.guard = guard;
+    edge.r#if = guard;
     workflow.edges.push(edge);
 }
 

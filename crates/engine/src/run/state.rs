@@ -695,7 +695,7 @@ impl RunState {
                 }
                 let mut chosen = Vec::new();
                 for &e in &live {
-                    match &edges[e].guard {
+                    match &edges[e].r#if {
                         None => chosen.push((e, String::new())),
                         Some(guard) => match template::is_true(guard, &self.scope) {
                             Ok(true) => chosen.push((e, guard.clone())),

@@ -65,7 +65,7 @@ fn sources(workflow: &Workflow) -> Vec<Source<'_>> {
         }
     }
     for (e, edge) in workflow.edges.iter().enumerate() {
-        if let Some(guard) = &edge.guard {
+        if let Some(guard) = &edge.r#if {
             out.push(Source { place: Place::Edge(e), field: Cow::Borrowed("if"), expression: true, text: guard });
         }
     }
