@@ -49,7 +49,7 @@ after(async () => {
 });
 
 test("the example opens, runs with its script, pauses for approval, and continues after Approve", async () => {
-  assert.match(await (await browser.$('[data-testid="script-path"]')).getText(), /approval-flow\.script\.yaml/);
+  assert.match(await (await browser.$('[data-testid="answers-path"]')).getText(), /approval-flow\.script\.yaml/);
   await (await browser.$('[data-testid="run"]')).click();
   await waitStatus("review", "waiting");
   assert.equal(await status("draft"), "succeeded");

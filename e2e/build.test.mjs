@@ -93,7 +93,7 @@ test("build the approval flow from an empty canvas, run it and approve", async (
   await click(browser, await pointOf(browser, '[data-testid="run-source"]'));
   await (await browser.$('[data-testid="choose-answers"]')).waitForDisplayed({ timeout: 3000 });
   await click(browser, await pointOf(browser, '[data-testid="choose-answers"]'));
-  await browser.waitUntil(async () => /approval-flow\.script\.yaml/.test(await (await browser.$('[data-testid="script-path"]')).getText()), { timeout: 3000 });
+  await browser.waitUntil(async () => /approval-flow\.script\.yaml/.test(await (await browser.$('[data-testid="answers-path"]')).getText()), { timeout: 3000 });
   await browser.execute(() => delete window.__switchyardDialog);
   await browser.waitUntil(async () => (await browser.$('[data-testid="run"]')).isEnabled(), { timeout: 5000, timeoutMsg: `Run stays disabled: ${await (await browser.$('[data-testid="run-blocked"]')).getText().catch(() => "")}` });
   await chord(browser, [KEY.control, KEY.enter]);

@@ -173,7 +173,7 @@ test("the right-click menu offers what applies: duplicate and delete on a node, 
 test("the run list follows a run, one row per execution, and a click on a row selects its node", async () => {
   const example = join(root, "examples/review-fix-loop.yaml");
   await openFile(browser, example);
-  assert.match(await (await browser.$('[data-testid="script-path"]')).getText(), /review-fix-loop\.script\.yaml/, "the script beside the workflow is offered");
+  assert.match(await (await browser.$('[data-testid="answers-path"]')).getText(), /review-fix-loop\.script\.yaml/, "the answers file beside the workflow is offered");
   await chord(browser, [KEY.shift, "1"]); // the whole loop in view, to watch it
   await click(browser, await pointOf(browser, '[data-testid="run"]'));
   await waitStatus(browser, "done", "succeeded");
@@ -187,7 +187,7 @@ test("the run list follows a run, one row per execution, and a click on a row se
   await (await browser.$('[data-testid="run-details"]')).waitForDisplayed({ timeout: 3000 });
   // Opening another workflow with no answers file beside it runs it on the model, and the toolbar says so.
   await openWorkflow("no-script.yaml", "switchyard: 1\nname: Alone\nnodes:\n  - {id: start, type: start}\n");
-  assert.equal(await (await browser.$('[data-testid="script-path"]')).isExisting(), false, "no answers file is in use");
+  assert.equal(await (await browser.$('[data-testid="answers-path"]')).isExisting(), false, "no answers file is in use");
   assert.ok(await (await browser.$('[data-testid="run-model"]')).isDisplayed(), "the run source is the model");
 });
 

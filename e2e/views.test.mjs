@@ -60,7 +60,7 @@ test("while the model chooses a route, the node and the run list say so (a real 
   await openFile(browser, join(root, "examples/alert-triage.yaml"));
   // Run on the model found on this computer instead of the answers file beside the example.
   const source = await pointOf(browser, '[data-testid="run-source"]');
-  assert.match(await whatIsAt(browser, source), /^(run-source|script-path|run-model)$/, "nothing covers the run source, not even a message arriving");
+  assert.match(await whatIsAt(browser, source), /^(run-source|answers-path|run-model)$/, "nothing covers the run source, not even a message arriving");
   await click(browser, source);
   await (await browser.$('[data-testid="source-default-model"]')).waitForDisplayed({ timeout: 3000 });
   await click(browser, await pointOf(browser, '[data-testid="source-default-model"]'));

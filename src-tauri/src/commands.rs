@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use specta::Type;
+use switchyard_engine::answers::Answers;
 use switchyard_engine::code::consent::{Consent, TrustStore};
 use switchyard_engine::events::Event;
 use switchyard_engine::files;
@@ -15,7 +16,6 @@ use switchyard_engine::mcp::{McpServerConfig, McpTool};
 use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{self, DefaultModel, Settings};
 use switchyard_engine::run::{RunController, RunHandle};
-use switchyard_engine::script::Script;
 use switchyard_engine::session::{self, SessionError, Sinks, WorkflowRef};
 use switchyard_engine::store::{self, Claim, RunRow, RunStore};
 use switchyard_engine::validate::{self, Report};
@@ -171,7 +171,7 @@ pub struct RunRequest {
     #[specta(type = Option<specta_typescript::Any>)]
     pub input: Option<serde_json::Value>,
     /// An offline run: answers, decisions and approvals from this answers file.
-    pub script_path: Option<String>,
+    pub answers_path: Option<String>,
     /// `provider/model` overriding the workflow's default.
     pub model: Option<String>,
     /// Run from a node: this stored run's results stand for every node upstream of `from_node`.
@@ -226,7 +226,7 @@ pub async fn start_run(
     let asked = session::RunRequest {
         workflow_ref: request.workflow_path.as_deref().map(|p| WorkflowRef::new(Path::new(p), None)),
         input: request.input,
-        script_path: request.script_path.map(PathBuf::from),
+        answers_path: request.answers_path.map(PathBuf::from),
         model: request.model,
         step_budget: None,
         reuse: request.reuse_run.zip(request.from_node),
@@ -422,7 +422,7 @@ pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> Result<(
 pub struct Startup {
     pub path: String,
     /// The example's answers file, so it runs offline with no account.
-    pub script_path: Option<String>,
+    pub answers_path: Option<String>,
 }
 
 /// What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the bundled alert-triage example.
@@ -434,14 +434,14 @@ pub fn startup_file() -> Option<Startup> {
         example.exists().then(|| example.to_string_lossy().into_owned())
     })?;
     let path = std::fs::canonicalize(&path).map(|p| p.to_string_lossy().into_owned()).unwrap_or(path);
-    Some(Startup { script_path: script_beside(path.clone()), path })
+    Some(Startup { answers_path: script_beside(path.clone()), path })
 }
 
 /// The answers file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one.
 #[tauri::command]
 #[specta::specta]
 pub fn script_beside(workflow_path: String) -> Option<String> {
-    Script::beside(Path::new(&workflow_path)).map(|p| p.to_string_lossy().into_owned())
+    Answers::beside(Path::new(&workflow_path)).map(|p| p.to_string_lossy().into_owned())
 }
 
 /// The window's preferences; the defaults when the file is missing or corrupt.

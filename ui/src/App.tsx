@@ -44,7 +44,7 @@ function Blocked() {
   const s = useSession();
   const errors = useValidation((v) => v.report.errors);
   const status = useRun((r) => r.status);
-  const blocked = runBlocked(errors, s.mode, s.scriptPath);
+  const blocked = runBlocked(errors, s.mode, s.answersPath);
   if (!blocked || status === "running" || status === "paused") return null;
   return (
     <div className="blocked-bar" data-testid="run-blocked" title={blocked}>
@@ -176,7 +176,7 @@ function Workbench() {
     () =>
       validateOnEdit(
         useDocument,
-        () => useSession.getState().mode === "script",
+        () => useSession.getState().mode === "answers",
         (f) => useSession.subscribe((s, p) => (s.mode !== p.mode || s.defaultModel !== p.defaultModel || s.trustedAt !== p.trustedAt) && f()),
       ),
     [],

@@ -829,7 +829,7 @@ export type RunRequest_Deserialize = {
 	workflowPath?: string | null,
 	input?: any | null,
 	/**  An offline run: answers, decisions and approvals from this answers file. */
-	scriptPath?: string | null,
+	answersPath?: string | null,
 	/**  `provider/model` overriding the workflow's default. */
 	model?: string | null,
 	/**  Run from a node: this stored run's results stand for every node upstream of `from_node`. */
@@ -844,7 +844,7 @@ export type RunRequest_Serialize = {
 	workflowPath: string | null,
 	input: any | null,
 	/**  An offline run: answers, decisions and approvals from this answers file. */
-	scriptPath: string | null,
+	answersPath: string | null,
 	/**  `provider/model` overriding the workflow's default. */
 	model: string | null,
 	/**  Run from a node: this stored run's results stand for every node upstream of `from_node`. */
@@ -862,7 +862,7 @@ export type RunRow_Deserialize = {
 	workflow: string,
 	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
 	workflowRef?: string | null,
-	scriptPath?: string | null,
+	answersPath?: string | null,
 	status: RunState,
 	/**  RFC 3339. */
 	started: string,
@@ -879,7 +879,7 @@ export type RunRow_Serialize = {
 	workflow: string,
 	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
 	workflowRef: string | null,
-	scriptPath: string | null,
+	answersPath: string | null,
 	status: RunState,
 	/**  RFC 3339. */
 	started: string,
@@ -981,13 +981,13 @@ export type Startup = Startup_Serialize | Startup_Deserialize;
 export type Startup_Deserialize = {
 	path: string,
 	/**  The example's answers file, so it runs offline with no account. */
-	scriptPath?: string | null,
+	answersPath?: string | null,
 };
 
 export type Startup_Serialize = {
 	path: string,
 	/**  The example's answers file, so it runs offline with no account. */
-	scriptPath: string | null,
+	answersPath: string | null,
 };
 
 export type StateField = {

@@ -422,7 +422,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let request = RunRequest {
         workflow_ref: Some(WorkflowRef::new(&args.file, args.format)),
         input,
-        script_path: args.answers.clone(),
+        answers_path: args.answers.clone(),
         model: args.model.clone(),
         step_budget: args.step_budget,
         reuse: args.reuse.clone(),

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use switchyard_engine::answers::{Answer, Answers, AnswersModel, OneOrMany};
 use switchyard_engine::document::{Edge, Node, NodeType, Workflow};
 use switchyard_engine::events::Event;
 use switchyard_engine::log::{LogError, Observer, RunLog};
 use switchyard_engine::run::{self, RunOptions, Runtime};
-use switchyard_engine::script::{Answer, OneOrMany, Script, ScriptedModel};
 use switchyard_engine::store::{NewRun, RunStore};
 use switchyard_engine::validate::{validate, Options};
 use switchyard_engine::RunStatus;
@@ -127,11 +127,11 @@ fn agent(id: String) -> Node {
 }
 
 /// The workflow and script of a shape.
-fn build(shape: &str, n: usize) -> (Workflow, Script) {
+fn build(shape: &str, n: usize) -> (Workflow, Answers) {
     let mut wf = Workflow::new(format!("{shape} {n}"));
     wf.defaults.step_budget = Some(n as u32 * 2 + 10);
     wf.nodes.push(Node::new("start", NodeType::Start));
-    let mut script = Script::default();
+    let mut script = Answers::default();
     match shape {
         "chain" | "validate" => {
             for i in 0..n {
@@ -208,7 +208,7 @@ fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
                 id: options.run_id.as_deref().unwrap(),
                 workflow: &wf,
                 workflow_ref: None,
-                script_path: None,
+                answers_path: None,
                 options: &options,
             };
             claim = Some(store.create(&new).unwrap());
@@ -217,8 +217,8 @@ fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
             None
         };
         let runtime = Runtime {
-            model: Arc::new(ScriptedModel::new(script.clone())),
-            script: Some(script),
+            model: Arc::new(AnswersModel::new(script.clone())),
+            answers: Some(script),
             log,
             observers: vec![Arc::new(Counter(Default::default()))],
             code: switchyard_engine::code::Code { allowed: true, dir: Some(dir.path().into()), ..Default::default() },

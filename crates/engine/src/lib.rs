@@ -39,6 +39,7 @@ macro_rules! message_error {
     };
 }
 
+pub mod answers;
 pub mod code;
 pub mod document;
 pub mod events;
@@ -55,7 +56,6 @@ pub mod record;
 pub mod result;
 pub mod run;
 pub mod schema;
-pub mod script;
 pub mod session;
 pub mod store;
 pub mod template;

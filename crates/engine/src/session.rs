@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::answers::{Answers, AnswersModel};
 use crate::code::consent::{self, Consent, TrustStore};
 use crate::code::Code;
 use crate::events::Divergence;
@@ -25,7 +26,6 @@ use crate::model::Model;
 use crate::providers::{self, DefaultModel, Providers, Settings};
 use crate::result::RunResult;
 use crate::run::{self, Outcome, Reuse, RunHandle, RunOptions, Runtime};
-use crate::script::{Script, ScriptedModel};
 use crate::store::{Claim, NewRun, RunRow, RunStore, StoreError, StoredRun};
 use crate::validate::{self, Report};
 use crate::Workflow;
@@ -74,7 +74,7 @@ pub enum SessionError {
     #[error("input_schema is not a valid JSON Schema: {0}")]
     InputSchema(String),
     #[error("{0}")]
-    Script(String),
+    Answers(String),
     #[error("{0}")]
     Settings(String),
     #[error(transparent)]
@@ -97,7 +97,7 @@ impl SessionError {
             SessionError::UnknownProvider { .. } => "UNKNOWN_PROVIDER",
             SessionError::InputMismatch(_) => "INPUT_MISMATCH",
             SessionError::InputSchema(_) => "INVALID_INPUT_SCHEMA",
-            SessionError::Script(_) => "SCRIPT_UNREADABLE",
+            SessionError::Answers(_) => "ANSWERS_UNREADABLE",
             SessionError::Settings(_) => "SETTINGS_UNREADABLE",
             SessionError::Store(e) => e.code(),
             SessionError::Reuse(_) => "REUSE_FAILED",
@@ -115,7 +115,7 @@ pub struct RunRequest {
     pub workflow_ref: Option<WorkflowRef>,
     pub input: Option<Value>,
     /// An offline run: answers from this answers file.
-    pub script_path: Option<PathBuf>,
+    pub answers_path: Option<PathBuf>,
     /// `provider/model` overriding the workflow's default.
     pub model: Option<String>,
     pub step_budget: Option<u32>,
@@ -129,10 +129,10 @@ pub struct RunRequest {
 pub struct Prepared {
     pub workflow: Arc<Workflow>,
     pub options: RunOptions,
-    pub script: Option<Arc<Script>>,
+    pub answers: Option<Arc<Answers>>,
     pub model: Arc<dyn Model>,
     pub workflow_ref: Option<WorkflowRef>,
-    pub script_path: Option<PathBuf>,
+    pub answers_path: Option<PathBuf>,
     /// Validation warnings, and script answers for nodes the workflow does not have.
     pub report: Report,
     pub warnings: Vec<String>,
@@ -204,8 +204,8 @@ pub fn code_for(
     Ok((code, consent))
 }
 
-fn load_script(path: Option<&Path>) -> Result<Option<Arc<Script>>, SessionError> {
-    path.map(|p| Script::load(p).map(Arc::new).map_err(|e| SessionError::Script(e.to_string()))).transpose()
+fn load_script(path: Option<&Path>) -> Result<Option<Arc<Answers>>, SessionError> {
+    path.map(|p| Answers::load(p).map(Arc::new).map_err(|e| SessionError::Answers(e.to_string()))).transpose()
 }
 
 fn load_settings() -> Result<Settings, SessionError> {
@@ -213,9 +213,9 @@ fn load_settings() -> Result<Settings, SessionError> {
 }
 
 /// The scripted model for an offline run, else the configured providers.
-fn model_for(script: &Option<Arc<Script>>, settings: Option<&Settings>) -> Arc<dyn Model> {
+fn model_for(script: &Option<Arc<Answers>>, settings: Option<&Settings>) -> Arc<dyn Model> {
     match (script, settings) {
-        (Some(s), _) => Arc::new(ScriptedModel::new(s.clone())),
+        (Some(s), _) => Arc::new(AnswersModel::new(s.clone())),
         (None, Some(settings)) => Arc::new(Providers::new(settings)),
         (None, None) => Arc::new(Providers::new(&Settings::default())),
     }
@@ -244,7 +244,7 @@ pub async fn prepare(
     request: RunRequest,
     store: Option<&RunStore>,
 ) -> Result<Prepared, SessionError> {
-    let script = load_script(request.script_path.as_deref())?;
+    let script = load_script(request.answers_path.as_deref())?;
     // With a script every answer is scripted, so providers are not checked.
     let settings = if script.is_some() { None } else { Some(load_settings()?) };
     let discovered = discovered_default(&workflow, &request, settings.as_ref()).await;
@@ -324,7 +324,7 @@ pub async fn prepare(
         reuse,
         ..RunOptions::default()
     };
-    let script_path = request.script_path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
+    let answers_path = request.answers_path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
     let (code, consent) =
         code_for(&workflow, request.workflow_ref.as_ref(), request.allow_code, &TrustStore::default_location())?;
     let mcp = mcp_for(&workflow, settings.as_ref())?;
@@ -347,9 +347,9 @@ pub async fn prepare(
         model: model_for(&script, settings.as_ref()),
         workflow: Arc::new(workflow),
         options,
-        script,
+        answers: script,
         workflow_ref: request.workflow_ref,
-        script_path,
+        answers_path,
         report,
         warnings,
         reused,
@@ -373,12 +373,12 @@ pub fn check_input(workflow: &Workflow, input: Option<&Value>) -> Result<(), Ses
 /// Records a prepared run in the store (status `running`) and claims it for this process, before its first event.
 pub fn begin(store: &RunStore, prepared: &Prepared) -> Result<Claim, SessionError> {
     let workflow_ref = prepared.workflow_ref.as_ref().map(WorkflowRef::to_string);
-    let script_path = prepared.script_path.as_ref().map(|p| p.display().to_string());
+    let answers_path = prepared.answers_path.as_ref().map(|p| p.display().to_string());
     Ok(store.create(&NewRun {
         id: prepared.options.run_id.as_deref().expect("prepare sets the run id"),
         workflow: &prepared.workflow,
         workflow_ref: workflow_ref.as_deref(),
-        script_path: script_path.as_deref(),
+        answers_path: answers_path.as_deref(),
         options: &prepared.options,
     })?)
 }
@@ -387,7 +387,7 @@ pub fn begin(store: &RunStore, prepared: &Prepared) -> Result<Claim, SessionErro
 pub struct Resuming {
     pub stored: StoredRun,
     pub claim: Claim,
-    pub script: Option<Arc<Script>>,
+    pub answers: Option<Arc<Answers>>,
     pub model: Arc<dyn Model>,
     /// Consent is asked again when a run continues: for the document it started with.
     pub code: Code,
@@ -404,7 +404,7 @@ pub fn open_to_resume(store: &RunStore, run_id: &str, allow_code: bool) -> Resul
         return Err(SessionError::NotResumable { id: run_id.to_string(), status: stored.row.status.as_str() });
     }
     let claim = store.claim(run_id)?;
-    let script = load_script(stored.row.script_path.as_deref().map(Path::new))?;
+    let script = load_script(stored.row.answers_path.as_deref().map(Path::new))?;
     let settings = if script.is_some() { None } else { Some(load_settings()?) };
     let note = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse).and_then(|r| {
         match format::load_file(&r.path, r.format) {
@@ -422,7 +422,7 @@ pub fn open_to_resume(store: &RunStore, run_id: &str, allow_code: bool) -> Resul
     let workflow_ref = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse);
     let (code, _) = code_for(&stored.workflow, workflow_ref.as_ref(), allow_code, &TrustStore::default_location())?;
     let mcp = mcp_for(&stored.workflow, settings.as_ref())?;
-    Ok(Resuming { model: model_for(&script, settings.as_ref()), stored, claim, script, code, mcp, note })
+    Ok(Resuming { model: model_for(&script, settings.as_ref()), stored, claim, answers: script, code, mcp, note })
 }
 
 /// Where a run's events go: the log that keeps them (the run store, a JSON-lines file) and the shell's observers (a
@@ -435,9 +435,9 @@ pub struct Sinks {
 
 impl Prepared {
     fn into_run(self, sinks: Sinks) -> (Arc<Workflow>, RunOptions, Runtime) {
-        let Prepared { workflow, options, script, model, code, mcp, .. } = self;
+        let Prepared { workflow, options, answers, model, code, mcp, .. } = self;
         let Sinks { log, observers } = sinks;
-        (workflow, options, Runtime { model, script, log, observers, code, mcp })
+        (workflow, options, Runtime { model, answers, log, observers, code, mcp })
     }
 }
 
@@ -455,9 +455,9 @@ pub fn start(prepared: Prepared, sinks: Sinks) -> RunHandle {
 
 impl Resuming {
     fn into_run(self, sinks: Sinks) -> (StoredRun, Claim, Runtime) {
-        let Resuming { stored, claim, script, model, code, mcp, .. } = self;
+        let Resuming { stored, claim, answers, model, code, mcp, .. } = self;
         let Sinks { log, observers } = sinks;
-        (stored, claim, Runtime { model, script, log, observers, code, mcp })
+        (stored, claim, Runtime { model, answers, log, observers, code, mcp })
     }
 }
 
@@ -501,7 +501,7 @@ pub fn replay(store: &RunStore, run_id: &str, sinks: Sinks) -> Result<Replayed, 
     observers.push(Arc::new(produced.clone()));
     let runtime = Runtime {
         model: Arc::new(Providers::new(&Settings::default())),
-        script: None,
+        answers: None,
         log,
         observers,
         code: Code::default(),
@@ -544,7 +544,7 @@ mod tests {
             (SessionError::UnknownProvider { model: s(), provider: s(), configured: s() }, "UNKNOWN_PROVIDER"),
             (SessionError::InputMismatch(s()), "INPUT_MISMATCH"),
             (SessionError::InputSchema(s()), "INVALID_INPUT_SCHEMA"),
-            (SessionError::Script(s()), "SCRIPT_UNREADABLE"),
+            (SessionError::Answers(s()), "ANSWERS_UNREADABLE"),
             (SessionError::Settings(s()), "SETTINGS_UNREADABLE"),
             (SessionError::Reuse(s()), "REUSE_FAILED"),
             (SessionError::NotResumable { id: s(), status: "completed" }, "NOT_RESUMABLE"),
@@ -568,7 +568,7 @@ mod tests {
     async fn an_invalid_workflow_is_refused_with_its_code_and_first_error() {
         let (_dir, script) = scripted();
         let wf = workflow("nodes:\n  - {id: a, type: agent}\n");
-        let request = RunRequest { script_path: Some(script), ..RunRequest::default() };
+        let request = RunRequest { answers_path: Some(script), ..RunRequest::default() };
         let Err(e) = prepare(wf, request, None).await else { panic!("an invalid workflow was prepared") };
         assert_eq!(e.code(), "INVALID_WORKFLOW");
         assert!(e.to_string().contains("does not validate"), "{e}");
@@ -578,8 +578,11 @@ mod tests {
     async fn an_input_that_does_not_match_the_schema_is_refused_with_what_is_wrong() {
         let (_dir, script) = scripted();
         let wf = workflow("input_schema: {type: object, required: [topic]}\nnodes:\n  - {id: start, type: start}\n");
-        let request =
-            RunRequest { script_path: Some(script), input: Some(serde_json::json!({"x": 1})), ..RunRequest::default() };
+        let request = RunRequest {
+            answers_path: Some(script),
+            input: Some(serde_json::json!({"x": 1})),
+            ..RunRequest::default()
+        };
         let Err(e) = prepare(wf, request, None).await else { panic!("a wrong input was accepted") };
         assert_eq!(e.code(), "INPUT_MISMATCH");
         assert!(e.to_string().contains("topic"), "{e}");
@@ -588,9 +591,10 @@ mod tests {
     #[tokio::test]
     async fn a_script_that_cannot_be_read_is_named() {
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
-        let request = RunRequest { script_path: Some(PathBuf::from("/no/such/answers.yaml")), ..RunRequest::default() };
+        let request =
+            RunRequest { answers_path: Some(PathBuf::from("/no/such/answers.yaml")), ..RunRequest::default() };
         let Err(e) = prepare(wf, request, None).await else { panic!() };
-        assert_eq!(e.code(), "SCRIPT_UNREADABLE");
+        assert_eq!(e.code(), "ANSWERS_UNREADABLE");
         assert!(e.to_string().contains("/no/such/answers.yaml"), "{e}");
     }
 
@@ -601,7 +605,7 @@ mod tests {
         std::fs::write(&script, "nodes: {ghost: {text: boo}}\n").unwrap();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let prepared =
-            prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
+            prepare(wf, RunRequest { answers_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
         assert_eq!(prepared.warnings.len(), 1);
         assert!(prepared.warnings[0].contains("ghost"));
         assert!(prepared.options.run_id.is_some());
@@ -612,7 +616,7 @@ mod tests {
         let (_dir, script) = scripted();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let request = RunRequest {
-            script_path: Some(script),
+            answers_path: Some(script),
             reuse: Some(("r".into(), "start".into())),
             ..RunRequest::default()
         };
@@ -627,7 +631,7 @@ mod tests {
         let (_d, script) = scripted();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let prepared =
-            prepare(wf, RunRequest { script_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
+            prepare(wf, RunRequest { answers_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
         let claim = begin(&store, &prepared).unwrap();
         let id = prepared.options.run_id.clone().unwrap();
         assert!(matches!(

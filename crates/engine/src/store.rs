@@ -115,7 +115,7 @@ pub struct RunRow {
     pub workflow: String,
     /// The file it was run from (`path`, or `path#format` when its format was forced), when it had one.
     pub workflow_ref: Option<String>,
-    pub script_path: Option<String>,
+    pub answers_path: Option<String>,
     pub status: RunState,
     /// RFC 3339.
     pub started: String,
@@ -131,7 +131,7 @@ pub struct NewRun<'a> {
     pub id: &'a str,
     pub workflow: &'a Workflow,
     pub workflow_ref: Option<&'a str>,
-    pub script_path: Option<&'a str>,
+    pub answers_path: Option<&'a str>,
     pub options: &'a RunOptions,
 }
 
@@ -234,7 +234,7 @@ impl RunStore {
                     "INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
                        started_at, updated_at) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, {NOW}, {NOW})"
                 ),
-                params![run.id, run.workflow_ref.unwrap_or(""), run.script_path, run.workflow.name, document, options],
+                params![run.id, run.workflow_ref.unwrap_or(""), run.answers_path, run.workflow.name, document, options],
             )
             .map_err(|e| self.query_error(e))?;
         Ok(claim)
@@ -279,7 +279,7 @@ impl RunStore {
             id: r.id,
             workflow: r.name,
             workflow_ref: Some(r.workflow_path).filter(|p| !p.is_empty()),
-            script_path: r.script_path,
+            answers_path: r.answers_path,
             status,
             started: r.started,
             duration_ms: (until - started).max(0) as u64,
@@ -346,13 +346,14 @@ impl RunStore {
     }
 }
 
+/// `script_path` is the column's older name for the answers file's path.
 const ROW_SELECT: &str = "SELECT id, workflow_path, script_path, status, coalesce(workflow_name, ''),
     coalesce(started_at, updated_at), ended_at, updated_at, coalesce(pending, '[]') FROM runs";
 
 struct RawRow {
     id: String,
     workflow_path: String,
-    script_path: Option<String>,
+    answers_path: Option<String>,
     status: String,
     name: String,
     started: String,
@@ -365,7 +366,7 @@ fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
     Ok(RawRow {
         id: r.get(0)?,
         workflow_path: r.get(1)?,
-        script_path: r.get(2)?,
+        answers_path: r.get(2)?,
         status: r.get(3)?,
         name: r.get(4)?,
         started: r.get(5)?,
@@ -455,7 +456,7 @@ mod tests {
     }
 
     fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions) -> NewRun<'a> {
-        NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), script_path: None, options }
+        NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), answers_path: None, options }
     }
 
     #[test]

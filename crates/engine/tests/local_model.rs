@@ -44,7 +44,7 @@ async fn run_local_with(
     let collector = Collector::default();
     let runtime = Runtime {
         model: Arc::new(Providers::new(&settings(mode))),
-        script: None,
+        answers: None,
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),

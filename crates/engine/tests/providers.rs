@@ -57,7 +57,7 @@ async fn run_with(settings: &Settings, yaml: &str, input: Value) -> (Outcome, Ve
     let collector = Collector::default();
     let runtime = Runtime {
         model: Arc::new(Providers::new(settings)),
-        script: None,
+        answers: None,
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
@@ -220,7 +220,7 @@ async fn cancelling_aborts_the_request_at_once() {
     let collector = Collector::default();
     let runtime = Runtime {
         model: Arc::new(Providers::new(&settings(ProviderKind::Openai, &server.url, limits, None))),
-        script: None,
+        answers: None,
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),

@@ -74,7 +74,7 @@ async fn a_run_whose_process_died_goes_on_without_running_completed_nodes_again(
     assert!(seqs.windows(2).all(|w| w[0] < w[1]));
 }
 
-fn script_with_no_delay() -> Arc<switchyard_engine::script::Script> {
+fn script_with_no_delay() -> Arc<switchyard_engine::answers::Answers> {
     script(&ANSWERS.replace(", delay_ms: 60000", ""))
 }
 

@@ -36,7 +36,7 @@ const t0 = performance.now();
 mockIPC((cmd) => {
   switch (cmd) {
     case "startup_file":
-      return { path: "/bench.yaml", scriptPath: null };
+      return { path: "/bench.yaml", answersPath: null };
     case "open_file":
       return { workflow, format: "switchyard", notes: [], path: "/bench.yaml" };
     case "validate":

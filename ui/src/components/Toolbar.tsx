@@ -67,12 +67,12 @@ function RunSource() {
   return (
     <Menu.Root>
       <Menu.Trigger asChild>
-          <button className={`run-source ${s.mode === "model" && !used ? "warn" : ""}`} data-testid="run-source" title={s.mode === "script" ? `Runs offline with the answers in ${s.scriptPath ?? "a file you choose"}` : used ? `Agents without a model of their own run on ${used} (${usedNote})` : "No model found: open Settings to add a provider, start a local model server, or choose an answers file"}>
-            {s.mode === "script" ? <FileText size={15} aria-hidden /> : <Bot size={15} aria-hidden />}
-            {s.mode === "script" ? (
+          <button className={`run-source ${s.mode === "model" && !used ? "warn" : ""}`} data-testid="run-source" title={s.mode === "answers" ? `Runs offline with the answers in ${s.answersPath ?? "a file you choose"}` : used ? `Agents without a model of their own run on ${used} (${usedNote})` : "No model found: open Settings to add a provider, start a local model server, or choose an answers file"}>
+            {s.mode === "answers" ? <FileText size={15} aria-hidden /> : <Bot size={15} aria-hidden />}
+            {s.mode === "answers" ? (
               <>
                 <span className="run-source-kind">Answers</span>
-                <span className="run-source-text" data-testid="script-path">{s.scriptPath ? baseName(s.scriptPath) : "Choose answers file…"}</span>
+                <span className="run-source-text" data-testid="answers-path">{s.answersPath ? baseName(s.answersPath) : "Choose answers file…"}</span>
               </>
             ) : (
               <span className="run-source-text" data-testid="run-model">{used ?? "no model found"}</span>
@@ -96,18 +96,18 @@ function RunSource() {
           </Menu.RadioGroup>
           <Menu.Separator className="menu-separator" />
           <Menu.Label className="menu-label">Run offline with an answers file</Menu.Label>
-          {s.scriptPath && (
-            <Menu.Item className="menu-item" onSelect={() => s.setMode("script")} data-testid="source-answers">
-              <span>{baseName(s.scriptPath)}</span>
-              {s.mode === "script" && <span className="dim">in use</span>}
+          {s.answersPath && (
+            <Menu.Item className="menu-item" onSelect={() => s.setMode("answers")} data-testid="source-answers">
+              <span>{baseName(s.answersPath)}</span>
+              {s.mode === "answers" && <span className="dim">in use</span>}
             </Menu.Item>
           )}
-          <Menu.Item className="menu-item" onSelect={() => void s.chooseScript()} data-testid="choose-answers">
+          <Menu.Item className="menu-item" onSelect={() => void s.chooseAnswers()} data-testid="choose-answers">
             Choose answers file…
           </Menu.Item>
-          {s.scriptPath && (
-            <Menu.Item className="menu-item" onSelect={() => s.clearScript()} data-testid="script-clear">
-              <span>Stop using {baseName(s.scriptPath)}</span>
+          {s.answersPath && (
+            <Menu.Item className="menu-item" onSelect={() => s.clearAnswers()} data-testid="script-clear">
+              <span>Stop using {baseName(s.answersPath)}</span>
               <X size={14} aria-hidden />
             </Menu.Item>
           )}
@@ -169,7 +169,7 @@ export function Toolbar() {
   const replaying = useReplay((r) => r.runId !== null);
   // A replay shows a run's states on the canvas; there is nothing to cancel, and Run starts a new run.
   const running = (runStatus === "running" || runStatus === "paused") && !replaying;
-  const blocked = runBlocked(errors, s.mode, s.scriptPath);
+  const blocked = runBlocked(errors, s.mode, s.answersPath);
   return (
     <Tooltip.Provider delayDuration={400}>
       <header className="toolbar">

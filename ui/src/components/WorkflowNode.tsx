@@ -89,7 +89,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const node = data.node;
   const lod = useContext(LodContext);
   // What an agent naming no model runs on: the same default the run source shows.
-  const defaultModel = useSession((s) => (node.type === "agent" && !node.model ? (s.mode === "script" ? "answers file" : s.model || s.defaultModel?.model) : null));
+  const defaultModel = useSession((s) => (node.type === "agent" && !node.model ? (s.mode === "answers" ? "answers file" : s.model || s.defaultModel?.model) : null));
   const run = useNodeRun(node.id);
   const findings = useValidation((s) => s.byNode[node.id]);
   const openApproval = useRun((s) => s.pending.some((p) => p.node === node.id));

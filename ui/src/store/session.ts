@@ -17,7 +17,7 @@ import { useReplay } from "./replay";
 import { useValidation } from "./validation";
 
 const FILTERS = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
-const SCRIPT_FILTERS = [{ name: "Answers files", extensions: ["yaml", "yml", "json"] }];
+const ANSWERS_FILTERS = [{ name: "Answers files", extensions: ["yaml", "yml", "json"] }];
 const MAX_RECENT = 8;
 const POSITIONLESS_FORMATS = new Set(["sweny", "tea", "openexpertise"]);
 /** A path's file name. */
@@ -37,7 +37,7 @@ const pickSavePath = async (defaultPath: string): Promise<string | null> => dial
 
 export type Theme = "light" | "dark";
 /** Where a run's answers come from: an answers file (offline, deterministic) or a model. */
-export type RunMode = "script" | "model";
+export type RunMode = "answers" | "model";
 
 /**
  * Commits the field being edited. Inspector fields commit when they lose focus (one undo step per edit, not per key),
@@ -68,7 +68,7 @@ export type ViewRequest = { kind: "open" | "fit"; nonce: number };
 
 type SessionState = {
   mode: RunMode;
-  scriptPath: string | null;
+  answersPath: string | null;
   model: string;
   settings: Settings | null;
   /** Why the settings file could not be read (the app then runs on defaults). */
@@ -110,8 +110,8 @@ type SessionState = {
   exportYaml: () => Promise<void>;
   setMode: (mode: RunMode) => void;
   setModel: (model: string) => void;
-  chooseScript: () => Promise<void>;
-  clearScript: () => void;
+  chooseAnswers: () => Promise<void>;
+  clearAnswers: () => void;
   /** Runs the document; `from`: from a node, with an earlier run's results upstream of it. A workflow whose code
    * steps are not trusted yet first asks (`consent`). */
   run: (from?: { run: string; node: string }) => Promise<void>;
@@ -140,9 +140,9 @@ type SessionState = {
 };
 
 /** Why Run cannot start now, or null. */
-export function runBlocked(errors: { message: string }[], mode: RunMode, scriptPath: string | null): string | null {
+export function runBlocked(errors: { message: string }[], mode: RunMode, answersPath: string | null): string | null {
   if (errors.length) return `${errors.length} error${errors.length > 1 ? "s" : ""}: ${errors[0].message}`;
-  if (mode === "script" && !scriptPath) return "choose an answers file, or run with a model";
+  if (mode === "answers" && !answersPath) return "choose an answers file, or run with a model";
   return null;
 }
 
@@ -202,7 +202,7 @@ export const useSession = create<SessionState>((set, get) => {
 
   return {
     mode: "model",
-    scriptPath: null,
+    answersPath: null,
     model: "",
     settings: null,
     settingsProblem: null,
@@ -236,7 +236,7 @@ export const useSession = create<SessionState>((set, get) => {
       const startup = await commands.startupFile().catch(() => null);
       if (startup) {
         await get().open(startup.path);
-        if (startup.scriptPath) set({ scriptPath: startup.scriptPath });
+        if (startup.answersPath) set({ answersPath: startup.answersPath });
       }
       const s = await commands.getSettings().catch((e) => ({ settings: null, problem: { code: "SETTINGS_UNREADABLE", message: errorText(e), problems: [] } }));
       set({ settings: s?.settings ?? ({ providers: [], limits: { timeout_ms: 120000, retries: 2, max_tool_turns: 8 } } as unknown as Settings), settingsProblem: (s?.problem as CommandError | null) ?? null });
@@ -263,7 +263,7 @@ export const useSession = create<SessionState>((set, get) => {
         // says which. Decided before the document shows, so the toolbar never shows another file's source.
         const beside = await Promise.resolve().then(() => commands.scriptBeside(opened.path ?? file)).catch(() => null);
         const script = beside ?? null;
-        set({ scriptPath: script, mode: script ? "script" : "model" });
+        set({ answersPath: script, mode: script ? "answers" : "model" });
         useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
         freshRunView(null);
         set({ dismissed: [], reviewing: null, approvalNotes: {} });
@@ -311,7 +311,7 @@ export const useSession = create<SessionState>((set, get) => {
       if (!(await confirmDiscard())) return;
       useDocument.getState().load(emptyWorkflow(), null);
       freshRunView(null);
-      set({ scriptPath: null, mode: "model", dismissed: [], reviewing: null, approvalNotes: {} });
+      set({ answersPath: null, mode: "model", dismissed: [], reviewing: null, approvalNotes: {} });
       get().requestView("open");
     },
 
@@ -345,18 +345,18 @@ export const useSession = create<SessionState>((set, get) => {
 
     setMode: (mode) => set({ mode }),
     setModel: (model) => set({ model }),
-    chooseScript: async () => {
-      const file = await pickFile(SCRIPT_FILTERS);
-      if (file) set({ scriptPath: file, mode: "script" });
+    chooseAnswers: async () => {
+      const file = await pickFile(ANSWERS_FILTERS);
+      if (file) set({ answersPath: file, mode: "answers" });
     },
-    clearScript: () => set({ scriptPath: null, mode: "model" }),
+    clearAnswers: () => set({ answersPath: null, mode: "model" }),
 
     run: async (from?: { run: string; node: string }) => {
       commitEditing();
-      const { mode, scriptPath, model } = get();
+      const { mode, answersPath, model } = get();
       const run = useRun.getState();
       if (run.status === "running" || run.status === "paused") return;
-      if (runBlocked(useValidation.getState().report.errors, mode, scriptPath)) return;
+      if (runBlocked(useValidation.getState().report.errors, mode, answersPath)) return;
       const doc = useDocument.getState();
       const wf = doc.workflow; // the graph as it is now; later edits do not change this run
       try {
@@ -375,7 +375,7 @@ export const useSession = create<SessionState>((set, get) => {
         freshRunView("", wf.nodes.map((n) => n.id));
         const id = await unwrap(
           commands.startRun(
-            { workflow: wf, workflowPath: doc.path, input: null, scriptPath: mode === "script" ? scriptPath : null, model: mode === "model" && model ? model : null, reuseRun: from?.run ?? null, fromNode: from?.node ?? null },
+            { workflow: wf, workflowPath: doc.path, input: null, answersPath: mode === "answers" ? answersPath : null, model: mode === "model" && model ? model : null, reuseRun: from?.run ?? null, fromNode: from?.node ?? null },
             runEventChannel(),
           ),
         );

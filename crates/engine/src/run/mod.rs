@@ -24,13 +24,13 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::answers::Answers;
 use crate::document::Workflow;
 use crate::events::EventKind;
 use crate::graph::Topology;
 use crate::log::{Emitter, Observer, RunLog};
 use crate::model::{Choice, Model, RouteAnswer, RouteRequest};
 use crate::result::{PendingApproval, RunResult};
-use crate::script::Script;
 use crate::template::Scope;
 
 /// Where a branch ends on a routing decision, in route events and trace edges.
@@ -69,8 +69,8 @@ pub struct RunOptions {
 #[derive(Clone)]
 pub struct Runtime {
     pub model: Arc<dyn Model>,
-    /// Answers for script nodes and approvals (and, through `ScriptedModel`, for agents and routes).
-    pub script: Option<Arc<Script>>,
+    /// Answers for script nodes and approvals (and, through `AnswersModel`, for agents and routes).
+    pub answers: Option<Arc<Answers>>,
     pub log: Option<Arc<dyn RunLog>>,
     pub observers: Vec<Arc<dyn Observer>>,
     /// Consent and setup for code steps; the default runs no code.
@@ -172,7 +172,7 @@ pub(crate) struct Shared {
     pub workflow: Arc<Workflow>,
     pub topo: Arc<Topology>,
     pub model: Arc<dyn Model>,
-    pub script: Option<Arc<Script>>,
+    pub answers: Option<Arc<Answers>>,
     pub emitter: Emitter,
     pub default_model: Option<String>,
     /// This run's code steps: warm interpreter workers, stopped when the run ends.
@@ -426,7 +426,7 @@ impl Scheduler {
             workflow,
             topo: state.topo.clone(),
             model: runtime.model,
-            script: runtime.script,
+            answers: runtime.answers,
             emitter,
             default_model: state.default_model.clone(),
             code: crate::code::CodeRunner::new(runtime.code, declared_env),
@@ -535,7 +535,7 @@ impl Scheduler {
         }
         // Applied (and its effects carried out) at once, as a rebuild applies the recorded decision: the events
         // come in the same order either way.
-        let scripted = self.shared.script.as_ref().and_then(|s| s.approval(node, visit)).cloned();
+        let scripted = self.shared.answers.as_ref().and_then(|s| s.approval(node, visit)).cloned();
         if let Some(decision) = scripted {
             self.apply(|st| st.decide(node, &decision, true)).expect("the approval was just added");
         }

@@ -12,12 +12,12 @@ use futures::{FutureExt, StreamExt};
 use serde_json::{json, Value};
 
 use super::Shared;
+use crate::answers::AnswerStatus;
 use crate::code::{self, Body, Call, CodeError, Language};
 use crate::document::{Node, NodeType, ToolApproval};
 use crate::events::{EventKind, ToolRequest, Usage};
 use crate::model::{ExecuteRequest, ModelError, NodeIo, ToolSpec};
 use crate::result::ToolCall;
-use crate::script::AnswerStatus;
 use crate::template::{self, Scope};
 
 /// What a node task reports back to the scheduler.
@@ -126,7 +126,7 @@ fn execute_once<'a>(
 async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<Value, ModelError> {
     let n = &shared.workflow.nodes[node];
     let call_index = shared.next_call(&n.id);
-    if let Some(answer) = shared.script.as_ref().and_then(|s| s.answer(&n.id, call_index)) {
+    if let Some(answer) = shared.answers.as_ref().and_then(|s| s.answer(&n.id, call_index)) {
         if answer.status == AnswerStatus::Failed {
             return Err(ModelError::retryable(answer.error.clone().unwrap_or_else(|| "scripted failure".into())));
         }

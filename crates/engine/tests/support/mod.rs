@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
+use switchyard_engine::answers::{Answers, AnswersModel};
 use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::format::{self, Format};
 use switchyard_engine::log::{Collector, MemoryLog, Observer};
@@ -16,7 +17,6 @@ use switchyard_engine::model::{
 };
 use switchyard_engine::result::NodeStatus;
 use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};
-use switchyard_engine::script::{Script, ScriptedModel};
 use switchyard_engine::validate::{self, Options};
 use switchyard_engine::{RunResult, Workflow};
 
@@ -29,8 +29,8 @@ pub fn workflow(yaml: &str) -> Workflow {
         .workflow
 }
 
-pub fn script(yaml: &str) -> Arc<Script> {
-    Arc::new(Script::parse(yaml).unwrap_or_else(|e| panic!("test script does not load: {e}")))
+pub fn script(yaml: &str) -> Arc<Answers> {
+    Arc::new(Answers::parse(yaml).unwrap_or_else(|e| panic!("test script does not load: {e}")))
 }
 
 /// What the model was asked, in order.
@@ -42,13 +42,13 @@ pub enum Asked {
 
 /// A scripted model that records every request.
 pub struct Recording {
-    inner: ScriptedModel,
+    inner: AnswersModel,
     pub asked: Mutex<Vec<Asked>>,
 }
 
 impl Recording {
-    pub fn new(script: Arc<Script>) -> Arc<Recording> {
-        Arc::new(Recording { inner: ScriptedModel::new(script), asked: Mutex::new(Vec::new()) })
+    pub fn new(script: Arc<Answers>) -> Arc<Recording> {
+        Arc::new(Recording { inner: AnswersModel::new(script), asked: Mutex::new(Vec::new()) })
     }
 
     pub fn asked(&self) -> Vec<Asked> {
@@ -168,8 +168,8 @@ impl Ran {
     }
 }
 
-pub fn runtime(script: Arc<Script>, model: Arc<Recording>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
-    Runtime { model, script: Some(script), log: None, observers, code: Default::default(), mcp: Default::default() }
+pub fn runtime(script: Arc<Answers>, model: Arc<Recording>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
+    Runtime { model, answers: Some(script), log: None, observers, code: Default::default(), mcp: Default::default() }
 }
 
 /// Runs a workflow whose code steps run (consent given, in `dir`), with a script for its agents; then replays it.
@@ -220,7 +220,7 @@ pub fn replays_the_same(wf: &Workflow, ran: &Ran) {
     let collector = Collector::default();
     let rt = Runtime {
         model: model.clone(),
-        script: None,
+        answers: None,
         log: None,
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),

@@ -1,4 +1,4 @@
-//! Script files: what each node returns and which way each decision goes, so a workflow runs offline and
+//! Answers files: what each node returns and which way each decision goes, so a workflow runs offline and
 //! deterministically. A product feature, not a test double: users test workflows with it, CI runs examples with it.
 //!
 //! Answers are keyed by how many times the node was called before in the run, never by hidden counters, so a paused
@@ -17,7 +17,7 @@ use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, Route
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Script {
+pub struct Answers {
     /// What a node returns each time it runs; the last entry repeats.
     #[serde(default)]
     pub nodes: BTreeMap<String, OneOrMany<Answer>>,
@@ -100,7 +100,7 @@ pub struct ScriptedToolCall {
     pub input: Value,
 }
 
-impl Script {
+impl Answers {
     /// The answers file that belongs to a workflow: `<stem>.script.yaml` beside it (`review.yaml` →
     /// `review.script.yaml`), as an absolute path, when that file exists.
     pub fn beside(workflow: &Path) -> Option<PathBuf> {
@@ -111,7 +111,7 @@ impl Script {
         Some(std::fs::canonicalize(&script).unwrap_or(script))
     }
 
-    pub fn load(path: &Path) -> Result<Script, LoadError> {
+    pub fn load(path: &Path) -> Result<Answers, LoadError> {
         let text = std::fs::read_to_string(path).map_err(|e| LoadError {
             code: "INVALID_FILE",
             file: Some(path.into()),
@@ -119,20 +119,20 @@ impl Script {
             column: None,
             message: format!("cannot read the answers file: {e}"),
         })?;
-        Script::parse(&text).map_err(|mut e| {
+        Answers::parse(&text).map_err(|mut e| {
             e.file = Some(path.into());
             e
         })
     }
 
-    pub fn parse(text: &str) -> Result<Script, LoadError> {
+    pub fn parse(text: &str) -> Result<Answers, LoadError> {
         if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| {
                 LoadError::new(format!("invalid script: {}", strip_location(&e.to_string())))
                     .at(Some(e.line()), Some(e.column()))
             })
         } else if text.trim().is_empty() {
-            Ok(Script::default())
+            Ok(Answers::default())
         } else {
             serde_yaml::from_str(text).map_err(|e| {
                 let loc = e.location();
@@ -163,18 +163,18 @@ impl Script {
 }
 
 /// The model that answers from a script.
-pub struct ScriptedModel {
-    script: std::sync::Arc<Script>,
+pub struct AnswersModel {
+    script: std::sync::Arc<Answers>,
 }
 
-impl ScriptedModel {
-    pub fn new(script: std::sync::Arc<Script>) -> ScriptedModel {
-        ScriptedModel { script }
+impl AnswersModel {
+    pub fn new(script: std::sync::Arc<Answers>) -> AnswersModel {
+        AnswersModel { script }
     }
 }
 
 #[async_trait]
-impl Model for ScriptedModel {
+impl Model for AnswersModel {
     async fn execute(&self, request: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError> {
         let Some(answer) = self.script.answer(request.node, request.call_index) else {
             // Unscripted: an empty object where structured output is expected, else empty text.
@@ -226,12 +226,12 @@ mod tests {
     fn the_script_beside_a_workflow_is_its_stem_dot_script_yaml_when_it_exists() {
         let dir = tempfile::tempdir().unwrap();
         let workflow = dir.path().join("review.yaml");
-        assert_eq!(Script::beside(&workflow), None);
+        assert_eq!(Answers::beside(&workflow), None);
         std::fs::write(dir.path().join("review.script.yaml"), "nodes: {}\n").unwrap();
-        let found = Script::beside(&workflow).unwrap();
+        let found = Answers::beside(&workflow).unwrap();
         assert!(found.is_absolute() && found.ends_with("review.script.yaml"), "{found:?}");
-        assert_eq!(Script::beside(&dir.path().join("review.json")), Some(found), "whatever the workflow's extension");
+        assert_eq!(Answers::beside(&dir.path().join("review.json")), Some(found), "whatever the workflow's extension");
         std::fs::create_dir(dir.path().join("other.script.yaml")).unwrap();
-        assert_eq!(Script::beside(&dir.path().join("other.yaml")), None, "a directory is not an answers file");
+        assert_eq!(Answers::beside(&dir.path().join("other.yaml")), None, "a directory is not an answers file");
     }
 }
