@@ -192,13 +192,8 @@ function Workbench() {
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => void handleShortcut(e);
-    const onReview = (e: globalThis.Event) => useSession.getState().review((e as CustomEvent<string>).detail);
     window.addEventListener("keydown", onKey);
-    window.addEventListener("switchyard:review", onReview);
-    return () => {
-      window.removeEventListener("keydown", onKey);
-      window.removeEventListener("switchyard:review", onReview);
-    };
+    return () => window.removeEventListener("keydown", onKey);
   }, []);
 
   return (

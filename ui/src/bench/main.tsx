@@ -8,6 +8,7 @@ import "../styles.css";
 import type { Event, Workflow } from "../types";
 import { App } from "../App";
 import { frameBatcher, useRun } from "../store/run";
+import { useSession } from "../store/session";
 
 declare global {
   interface Window {
@@ -63,7 +64,9 @@ new MutationObserver(() => {
 
 // Open = from loading this page until the workflow is on the canvas, fitted, and painted.
 window.__benchReady = new Promise((resolve) => {
-  window.addEventListener("switchyard:opened", () =>
+  const stop = useSession.subscribe((s, p) => {
+    if (s.shownView === p.shownView) return;
+    stop();
     requestAnimationFrame(() =>
       requestAnimationFrame(() => {
         window.__bench.open_ms = Math.round(performance.now() - t0);
@@ -71,8 +74,8 @@ window.__benchReady = new Promise((resolve) => {
         window.__bench.max_nodes_in_dom = maxInDom;
         resolve();
       }),
-    ),
-  );
+    );
+  });
 });
 
 /** Feeds `count` node events at `perSecond` through the app's batching, then checks every final status arrived. */

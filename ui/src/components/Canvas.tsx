@@ -345,26 +345,15 @@ export function Canvas() {
     }
     flow.setViewport(target);
     decideOverview(wantsOverview(b, target, width, height, shown.current));
-    window.dispatchEvent(new CustomEvent("switchyard:opened"));
+    useSession.getState().viewShown(view.nonce);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [view.nonce, width > 0 && height > 0]);
   useEffect(() => {
     if (!showOverview || !pendingView.current) return;
     flow.setViewport(pendingView.current);
     pendingView.current = null;
-    window.dispatchEvent(new CustomEvent("switchyard:opened"));
+    useSession.getState().viewShown(useSession.getState().view.nonce);
   }, [showOverview, overview, flow]);
-
-  // A click on an edge's label chip selects the edge (the chip sits above React Flow's own edge hit area).
-  useEffect(() => {
-    const onChip = (e: globalThis.Event) => {
-      const { id, additive } = (e as CustomEvent<{ id: string; additive: boolean }>).detail;
-      const doc = useDocument.getState();
-      doc.select(additive ? { ...doc.selection, edges: [...new Set([...doc.selection.edges, id])] } : { nodes: [], edges: [id] });
-    };
-    window.addEventListener("switchyard:select-edge", onChip);
-    return () => window.removeEventListener("switchyard:select-edge", onChip);
-  }, []);
 
   return (
     <LodContext.Provider value={lod}>

@@ -13,14 +13,13 @@
 import { memo, type MouseEvent } from "react";
 import { BaseEdge, EdgeLabelRenderer, getBezierPath, getSmoothStepPath, Position, useInternalNode, type EdgeProps, type InternalNode } from "@xyflow/react";
 import { NODE_HEIGHT, NODE_WIDTH } from "../model/handles";
+import { useDocument } from "../store/document";
 import { edgeRoute, ROUTE_OFFSET, type Box } from "../model/labels";
 
 /** Where the canvas placed this edge's chip (its centre), when it has a label. */
 export type WorkflowEdgeData = { labelX?: number; labelY?: number; /** Where a chip moved off its edge points back to. */ leader?: { x: number; y: number }; /** The label unshortened, shown on hover. */ fullLabel?: string };
 
 /** The event a chip click sends; the canvas, which owns the selection, listens for it. */
-export const SELECT_EDGE_EVENT = "switchyard:select-edge";
-export type SelectEdgeDetail = { id: string; additive: boolean };
 
 const boxOf = (n: InternalNode | undefined, fallback: { x: number; y: number }): Box =>
   n
@@ -53,8 +52,7 @@ function WorkflowEdgeView(props: EdgeProps) {
   const y = place?.labelY ?? midY;
   const select = (e: MouseEvent) => {
     e.stopPropagation();
-    const detail: SelectEdgeDetail = { id, additive: e.shiftKey || e.ctrlKey || e.metaKey };
-    window.dispatchEvent(new CustomEvent(SELECT_EDGE_EVENT, { detail }));
+    useDocument.getState().selectEdge(id, e.shiftKey || e.ctrlKey || e.metaKey);
   };
   return (
     <>

@@ -143,7 +143,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
       {status === "running" && run?.streamed ? <div className="wf-stream">{run.streamed.slice(-120)}</div> : null}
       {status !== "running" && last?.result ? <div className="wf-preview">{outputPreview(last.result, 60) || "(empty)"}</div> : null}
       {openApproval ? (
-        <button className="wf-review nodrag" data-testid={`review-${node.id}`} onClick={() => window.dispatchEvent(new CustomEvent("switchyard:review", { detail: node.id }))}>
+        <button className="wf-review nodrag" data-testid={`review-${node.id}`} onClick={() => useSession.getState().review(node.id)}>
           Review…
         </button>
       ) : null}

@@ -26,6 +26,8 @@ type DocumentState = {
   undo: () => void;
   redo: () => void;
   select: (selection: Selection) => void;
+  /** Selects an edge (its label chip was clicked); `additive` adds it to the selection. */
+  selectEdge: (id: string, additive: boolean) => void;
   markSaved: (path: string) => void;
   /** Adds a node (connected from `from`'s handle when given), selects it, and returns its id: one undo step. */
   addNode: (type: NodeType, position: { x: number; y: number }, from?: { node: string; handle: string }) => string;
@@ -87,6 +89,8 @@ export const useDocument = create<DocumentState>((set, get) => ({
       return { workflow: next, past: [...s.past, s.workflow], future: rest, dirty: true };
     }),
   select: (selection) => set({ selection }),
+  selectEdge: (id, additive) =>
+    set((s) => ({ selection: additive ? { ...s.selection, edges: [...new Set([...s.selection.edges, id])] } : { nodes: [], edges: [id] } })),
   markSaved: (path) => set({ path, dirty: false }),
   addNode: (type, position, from) => {
     const id = uniqueId(get().workflow, type === "if" ? "check" : type);

@@ -84,6 +84,8 @@ type SessionState = {
   reviewing: string | null;
   dismissed: string[];
   view: ViewRequest;
+  /** The nonce of the last view request the canvas has drawn (the open view included). */
+  shownView: number;
   /** The inspector's tab for a node, and which iteration its "Last run" tab shows (null: the latest). */
   inspector: { tab: "settings" | "run"; iteration: number | null };
   dialogs: { help: boolean; settings: boolean; find: boolean; close: boolean };
@@ -132,6 +134,8 @@ type SessionState = {
   setSettings: (settings: Settings) => void;
   layout: () => Promise<void>;
   requestView: (kind: ViewRequest["kind"]) => void;
+  /** The canvas drew the view asked for with this nonce. */
+  viewShown: (nonce: number) => void;
   setDialog: (name: keyof SessionState["dialogs"], open: boolean) => void;
   inspect: (tab: "settings" | "run", iteration?: number | null) => void;
   setApprovalNote: (node: string, note: string) => void;
@@ -215,6 +219,7 @@ export const useSession = create<SessionState>((set, get) => {
     consent: null,
     dismissed: [],
     view: { kind: "open", nonce: 0 },
+    shownView: -1,
     inspector: { tab: "settings", iteration: null },
     dialogs: { help: false, settings: false, find: false, close: false },
     defaultModel: null,
@@ -512,6 +517,7 @@ export const useSession = create<SessionState>((set, get) => {
     },
 
     requestView: (kind) => set((s) => ({ view: { kind, nonce: s.view.nonce + 1 } })),
+    viewShown: (nonce) => set({ shownView: nonce }),
     setDialog: (name, open) => set((s) => ({ dialogs: { ...s.dialogs, [name]: open } })),
     inspect: (tab, iteration = null) => set({ inspector: { tab, iteration } }),
     setApprovalNote: (node, note) => set((s) => ({ approvalNotes: { ...s.approvalNotes, [node]: note } })),
