@@ -863,7 +863,7 @@ export type RunRow_Deserialize = {
 	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
 	workflowRef?: string | null,
 	answersPath?: string | null,
-	status: RunState,
+	status: StoredStatus,
 	/**  RFC 3339. */
 	started: string,
 	/**  From start to end, or to now while it runs or waits. */
@@ -880,7 +880,7 @@ export type RunRow_Serialize = {
 	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
 	workflowRef: string | null,
 	answersPath: string | null,
-	status: RunState,
+	status: StoredStatus,
 	/**  RFC 3339. */
 	started: string,
 	/**  From start to end, or to now while it runs or waits. */
@@ -888,9 +888,6 @@ export type RunRow_Serialize = {
 	/**  Approvals it waits for. */
 	pending: string[],
 };
-
-/**  A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died. */
-export type RunState = "running" | "paused" | "interrupted" | "completed" | "failed" | "cancelled";
 
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";
 
@@ -1013,6 +1010,9 @@ export type StdioServer_Serialize = {
 	/**  Seconds a start or a tool call may take (default 60). */
 	timeout_seconds?: number,
 };
+
+/**  A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died. */
+export type StoredStatus = "running" | "paused" | "interrupted" | "completed" | "failed" | "cancelled";
 
 /**  How structured output is requested. */
 export type StructuredMode = 

@@ -18,7 +18,7 @@ use switchyard_engine::log::{Observer, RunLog};
 use switchyard_engine::providers::{self, DefaultSource, Providers, Settings};
 use switchyard_engine::run::{self, Outcome};
 use switchyard_engine::session::{self, RunRequest, SessionError, Sinks, WorkflowRef};
-use switchyard_engine::store::{RunState, RunStore};
+use switchyard_engine::store::{RunStore, StoredStatus};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::RunStatus;
 
@@ -682,7 +682,7 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
     let (row, result) = session::show(&store, run_id)?;
     let status = row.status;
     let mut out = result_json(&result);
-    if matches!(status, RunState::Interrupted | RunState::Running) {
+    if matches!(status, StoredStatus::Interrupted | StoredStatus::Running) {
         out["status"] = json!(status);
         out["error"] = json!(format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()));
     }

@@ -67,7 +67,7 @@ impl StoreError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
-pub enum RunState {
+pub enum StoredStatus {
     Running,
     Paused,
     Interrupted,
@@ -76,32 +76,32 @@ pub enum RunState {
     Cancelled,
 }
 
-impl RunState {
-    fn from_db(status: &str, live: bool) -> RunState {
+impl StoredStatus {
+    fn from_db(status: &str, live: bool) -> StoredStatus {
         match status {
-            "running" if live => RunState::Running,
-            "running" => RunState::Interrupted,
-            "paused" => RunState::Paused,
-            "completed" => RunState::Completed,
-            "cancelled" => RunState::Cancelled,
-            _ => RunState::Failed,
+            "running" if live => StoredStatus::Running,
+            "running" => StoredStatus::Interrupted,
+            "paused" => StoredStatus::Paused,
+            "completed" => StoredStatus::Completed,
+            "cancelled" => StoredStatus::Cancelled,
+            _ => StoredStatus::Failed,
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
-            RunState::Running => "running",
-            RunState::Paused => "paused",
-            RunState::Interrupted => "interrupted",
-            RunState::Completed => "completed",
-            RunState::Failed => "failed",
-            RunState::Cancelled => "cancelled",
+            StoredStatus::Running => "running",
+            StoredStatus::Paused => "paused",
+            StoredStatus::Interrupted => "interrupted",
+            StoredStatus::Completed => "completed",
+            StoredStatus::Failed => "failed",
+            StoredStatus::Cancelled => "cancelled",
         }
     }
 
     /// Whether the run can go on: it waits for decisions, or its process died.
     pub fn resumable(self) -> bool {
-        matches!(self, RunState::Paused | RunState::Interrupted)
+        matches!(self, StoredStatus::Paused | StoredStatus::Interrupted)
     }
 }
 
@@ -116,7 +116,7 @@ pub struct RunRow {
     /// The file it was run from (`path`, or `path#format` when its format was forced), when it had one.
     pub workflow_ref: Option<String>,
     pub answers_path: Option<String>,
-    pub status: RunState,
+    pub status: StoredStatus,
     /// RFC 3339.
     pub started: String,
     /// From start to end, or to now while it runs or waits.
@@ -269,10 +269,10 @@ impl RunStore {
         let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok().map(|t| t.timestamp_millis());
         let started = parse(&r.started).unwrap_or(0);
         let ended = r.ended.as_deref().and_then(parse);
-        let status = RunState::from_db(&r.status, live);
+        let status = StoredStatus::from_db(&r.status, live);
         // An interrupted run's time stops at its last sign of life: its last event.
         let until = match status {
-            RunState::Interrupted => self.last_event_ms(&r.id).or(parse(&r.updated)).unwrap_or(started),
+            StoredStatus::Interrupted => self.last_event_ms(&r.id).or(parse(&r.updated)).unwrap_or(started),
             _ => ended.unwrap_or_else(|| chrono::Utc::now().timestamp_millis()),
         };
         RunRow {
@@ -465,18 +465,18 @@ mod tests {
         let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
         let (wf, options) = (workflow(), RunOptions::default());
         let claim = store.create(&new_run("r1", &wf, &options)).unwrap();
-        assert_eq!(store.get("r1").unwrap().status, RunState::Running);
+        assert_eq!(store.get("r1").unwrap().status, StoredStatus::Running);
         assert!(matches!(store.claim("r1"), Err(StoreError::InUse { .. })), "a live run cannot be taken twice");
         drop(claim); // the process died without saying how the run ended
         let row = store.get("r1").unwrap();
-        assert_eq!(row.status, RunState::Interrupted);
+        assert_eq!(row.status, StoredStatus::Interrupted);
         assert!(row.status.resumable());
         // Another store on the same file (another process) sees the same.
         let other = RunStore::open(store.path()).unwrap();
-        assert_eq!(other.list().unwrap()[0].status, RunState::Interrupted);
+        assert_eq!(other.list().unwrap()[0].status, StoredStatus::Interrupted);
         // Once it ends, it is what its status says.
         store.run_status("r1", RunStatus::Completed, &[]).unwrap();
-        assert_eq!(store.get("r1").unwrap().status, RunState::Completed);
+        assert_eq!(store.get("r1").unwrap().status, StoredStatus::Completed);
     }
 
     #[test]
@@ -526,7 +526,7 @@ mod tests {
         }
         let store = RunStore::open(&path).unwrap();
         let row = store.get("old").unwrap();
-        assert_eq!((row.status, row.workflow_ref.as_deref()), (RunState::Completed, Some("/tmp/old.yaml")));
+        assert_eq!((row.status, row.workflow_ref.as_deref()), (StoredStatus::Completed, Some("/tmp/old.yaml")));
         // It kept no copy of its workflow, so it cannot be rebuilt; it says why.
         let Err(error) = store.load("old") else { panic!("an old run loaded") };
         assert!(error.to_string().contains("earlier Switchyard"), "{error}");

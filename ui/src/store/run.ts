@@ -41,7 +41,7 @@ export type NodeRun = {
 /** An approval node waiting, or (with `tool`) an agent's tool call waiting for a decision. */
 export type PendingApproval = { node: string; message: string; previousOutput: string; tool?: ToolRequest | null };
 
-type RunState = {
+type RunView = {
   runId: string | null;
   status: "idle" | "running" | "paused" | "completed" | "failed" | "cancelled";
   error: string | null;
@@ -61,7 +61,7 @@ type RunState = {
 const MAX_EVENTS = 5000;
 
 /** Applies events to a copy of the state's maps; pure except for the copies it makes. */
-export function reduce(state: Pick<RunState, "status" | "error" | "nodes" | "followed" | "pending"> & { executions?: Execution[]; rowOf?: Record<string, number> }, events: Event[]) {
+export function reduce(state: Pick<RunView, "status" | "error" | "nodes" | "followed" | "pending"> & { executions?: Execution[]; rowOf?: Record<string, number> }, events: Event[]) {
   let { status, error } = state;
   let executions = state.executions ?? [];
   // Where each node's rows are: `node` → its latest row, `node#iteration` → that iteration's row.
@@ -206,7 +206,7 @@ export function outputPreview(result: NodeResult, max = 90): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
-export const useRun = create<RunState>((set) => ({
+export const useRun = create<RunView>((set) => ({
   runId: null,
   status: "idle",
   error: null,
