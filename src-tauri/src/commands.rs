@@ -16,7 +16,7 @@ use switchyard_engine::mcp::{McpServerConfig, McpTool};
 use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{self, DefaultModel, Settings};
 use switchyard_engine::run::{RunController, RunHandle};
-use switchyard_engine::session::{self, SessionError, Sinks, WorkflowRef};
+use switchyard_engine::session::{self, Sinks, WorkflowRef};
 use switchyard_engine::store::{self, Claim, RunRow, RunStore};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::Workflow;
@@ -43,9 +43,7 @@ impl AppState {
     pub fn open() -> AppState {
         AppState {
             runs: Arc::default(),
-            store: RunStore::open(&store::default_path())
-                .map(Arc::new)
-                .map_err(|e| CommandError::new(e.code(), e.to_string())),
+            store: RunStore::open(&store::default_path()).map(Arc::new).map_err(CommandError::from),
             mcp_tools: Mutex::default(),
             default_model: Mutex::default(),
         }
@@ -139,8 +137,7 @@ fn validate_with(
     scripted: bool,
     settings: Result<Settings, CommandError>,
 ) -> Result<Report, CommandError> {
-    // A scripted check needs no providers, so settings that cannot be read do not stop it.
-    let settings = if scripted { settings.ok() } else { Some(settings?) };
+    let settings = session::settings_for_check(settings, scripted)?;
     let mut options = session::validation_options(settings.as_ref(), scripted);
     options.mcp_tools = state.mcp_tools.lock().unwrap().clone();
     options.mcp_tools.retain(|server, _| options.mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
@@ -284,7 +281,7 @@ pub struct OpenedRun {
 #[tauri::command]
 #[specta::specta]
 pub fn open_run(state: State<'_, AppState>, run_id: String) -> Result<OpenedRun, CommandError> {
-    let stored = state.store()?.load(&run_id).map_err(SessionError::from)?;
+    let stored = state.store()?.load(&run_id)?;
     Ok(OpenedRun { document: stored_document(&stored), events: stored.recording.events, row: stored.row })
 }
 
@@ -298,7 +295,7 @@ pub fn replay_run(
     on_events: Channel<Vec<Event>>,
 ) -> Result<Resumed, CommandError> {
     let store = state.store()?;
-    let document = stored_document(&store.load(&run_id).map_err(SessionError::from)?);
+    let document = stored_document(&store.load(&run_id)?);
     let forwarder = Forwarder::spawn(on_events);
     let replayed = session::replay(store, &run_id, window_sinks(None, &forwarder));
     forwarder.close();
@@ -375,14 +372,14 @@ pub struct RunSummary {
 #[specta::specta]
 pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, CommandError> {
     let live = state.runs.lock().unwrap().keys().cloned().collect::<Vec<_>>();
-    let rows = state.store()?.list().map_err(SessionError::from)?;
+    let rows = state.store()?.list()?;
     Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row }).collect())
 }
 
 #[tauri::command]
 #[specta::specta]
 pub fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Event>, CommandError> {
-    Ok(state.store()?.events(&run_id).map_err(SessionError::from)?)
+    Ok(state.store()?.events(&run_id)?)
 }
 
 /// The settings, and why the file could not be used when it could not: the window then shows the defaults and the

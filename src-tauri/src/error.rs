@@ -34,6 +34,12 @@ impl From<switchyard_engine::format::LoadError> for CommandError {
     }
 }
 
+impl From<switchyard_engine::store::StoreError> for CommandError {
+    fn from(e: switchyard_engine::store::StoreError) -> CommandError {
+        CommandError::new(e.code(), e.to_string())
+    }
+}
+
 impl From<switchyard_engine::session::SessionError> for CommandError {
     fn from(e: switchyard_engine::session::SessionError) -> CommandError {
         CommandError::new(e.code(), e.to_string())

@@ -325,8 +325,7 @@ fn print_list(file: &Path, report: &Report) {
 
 async fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted: bool) -> Result<u8, Unusable> {
     let loaded = load(file, format)?;
-    // A scripted check needs no providers, so settings that cannot be read do not stop it.
-    let configured = if scripted { settings().ok() } else { Some(settings()?) };
+    let configured = session::settings_for_check(settings(), scripted)?;
     let mut options = session::validation_options(configured.as_ref(), scripted);
     // Single tools the workflow names are checked against what their servers list (it starts those servers).
     let servers = configured.as_ref().map(|s| s.mcp_servers.clone()).unwrap_or_default();

@@ -3,8 +3,8 @@
 //!
 //! `prepare` takes a workflow as the shell has it (loaded from a file, or drawn on the canvas) and what the person
 //! asked for (input, answers file, model, run from a node) and returns a run ready to start, or a typed error with a
-//! stable code: the workflow must validate (with the model override applied, providers checked unless a script
-//! answers), the input must match the workflow's `input_schema`, the answers file must load. `begin` records the run
+//! stable code: the workflow must validate (with the model override applied, providers checked unless an answers
+//! file answers), the input must match the workflow's `input_schema`, the answers file must load. `begin` records the run
 //! in the store (status `running`) and claims it for this process before its first event. `open_to_resume` opens a
 //! paused or interrupted run. `run`, `start`, `resume`, `resume_live`, `replay` and `show` then carry a run out with
 //! the sinks a shell passes (a terminal printer, a window channel): no shell assembles a run itself.
@@ -133,7 +133,7 @@ pub struct Prepared {
     pub model: Arc<dyn Model>,
     pub workflow_ref: Option<WorkflowRef>,
     pub answers_path: Option<PathBuf>,
-    /// Validation warnings, and script answers for nodes the workflow does not have.
+    /// Validation warnings, and answers for nodes the workflow does not have.
     pub report: Report,
     pub warnings: Vec<String>,
     /// How many upstream results a run from a node reuses.
@@ -148,7 +148,7 @@ pub struct Prepared {
     pub discovered: Option<DefaultModel>,
 }
 
-/// What validation checks beyond the document, the same for every shell: the providers a run would use (not when a
+/// What validation checks beyond the document, the same for every shell: the providers a run would use (not when an
 /// answers file answers every call) and the MCP servers in the settings (also for a scripted run: its agents still
 /// call their tools). Each shell adds what it knows: the tools of servers it listed, whether a default model was
 /// found, and whether the workflow is about to run here (`Purpose::Run`).
@@ -157,6 +157,16 @@ pub fn validation_options(settings: Option<&Settings>, scripted: bool) -> valida
         providers: settings.filter(|_| !scripted).map(Settings::provider_ids),
         mcp_servers: settings.map(|s| s.mcp_servers.keys().cloned().collect()),
         ..Default::default()
+    }
+}
+
+/// The settings a check uses: a check against an answers file needs no providers, so settings that cannot be read
+/// do not stop it (they are left out); any other check needs them.
+pub fn settings_for_check<E>(settings: Result<Settings, E>, scripted: bool) -> Result<Option<Settings>, E> {
+    if scripted {
+        Ok(settings.ok())
+    } else {
+        settings.map(Some)
     }
 }
 
@@ -204,7 +214,7 @@ pub fn code_for(
     Ok((code, consent))
 }
 
-fn load_script(path: Option<&Path>) -> Result<Option<Arc<Answers>>, SessionError> {
+fn load_answers(path: Option<&Path>) -> Result<Option<Arc<Answers>>, SessionError> {
     path.map(|p| Answers::load(p).map(Arc::new).map_err(|e| SessionError::Answers(e.to_string()))).transpose()
 }
 
@@ -213,8 +223,8 @@ fn load_settings() -> Result<Settings, SessionError> {
 }
 
 /// The scripted model for an offline run, else the configured providers.
-fn model_for(script: &Option<Arc<Answers>>, settings: Option<&Settings>) -> Arc<dyn Model> {
-    match (script, settings) {
+fn model_for(answers: &Option<Arc<Answers>>, settings: Option<&Settings>) -> Arc<dyn Model> {
+    match (answers, settings) {
         (Some(s), _) => Arc::new(AnswersModel::new(s.clone())),
         (None, Some(settings)) => Arc::new(Providers::new(settings)),
         (None, None) => Arc::new(Providers::new(&Settings::default())),
@@ -244,9 +254,9 @@ pub async fn prepare(
     request: RunRequest,
     store: Option<&RunStore>,
 ) -> Result<Prepared, SessionError> {
-    let script = load_script(request.answers_path.as_deref())?;
-    // With a script every answer is scripted, so providers are not checked.
-    let settings = if script.is_some() { None } else { Some(load_settings()?) };
+    let answers = load_answers(request.answers_path.as_deref())?;
+    // With an answers file every answer is given, so providers are not checked.
+    let settings = if answers.is_some() { None } else { Some(load_settings()?) };
     let discovered = discovered_default(&workflow, &request, settings.as_ref()).await;
     let no_default_model = discovered.as_ref().is_some_and(|d| d.model.is_none());
     let providers = settings.as_ref().map(Settings::provider_ids);
@@ -270,7 +280,7 @@ pub async fn prepare(
         purpose: validate::Purpose::Run,
         mcp_servers: mcp_names.clone(),
         no_default_model,
-        ..validation_options(settings.as_ref(), script.is_some())
+        ..validation_options(settings.as_ref(), answers.is_some())
     };
     let report = if request.model.is_some() {
         let mut checked = workflow.clone();
@@ -290,10 +300,10 @@ pub async fn prepare(
         });
     }
     let mut warnings = Vec::new();
-    if let Some(script) = &script {
+    if let Some(answers) = &answers {
         let ids: Vec<&str> = workflow.nodes.iter().map(|n| n.id.as_str()).collect();
-        for unknown in script.unknown_ids(&ids) {
-            warnings.push(format!("the script names `{unknown}`, which is not a node of this workflow"));
+        for unknown in answers.unknown_ids(&ids) {
+            warnings.push(format!("the answers file names `{unknown}`, which is not a node of this workflow"));
         }
     }
     check_input(&workflow, request.input.as_ref())?;
@@ -344,10 +354,10 @@ pub async fn prepare(
         mcp,
         code,
         consent,
-        model: model_for(&script, settings.as_ref()),
+        model: model_for(&answers, settings.as_ref()),
         workflow: Arc::new(workflow),
         options,
-        answers: script,
+        answers,
         workflow_ref: request.workflow_ref,
         answers_path,
         report,
@@ -383,7 +393,7 @@ pub fn begin(store: &RunStore, prepared: &Prepared) -> Result<Claim, SessionErro
     })?)
 }
 
-/// A stored run opened to go on: claimed for this process, with its script and model.
+/// A stored run opened to go on: claimed for this process, with its answers file and model.
 pub struct Resuming {
     pub stored: StoredRun,
     pub claim: Claim,
@@ -404,8 +414,8 @@ pub fn open_to_resume(store: &RunStore, run_id: &str, allow_code: bool) -> Resul
         return Err(SessionError::NotResumable { id: run_id.to_string(), status: stored.row.status.as_str() });
     }
     let claim = store.claim(run_id)?;
-    let script = load_script(stored.row.answers_path.as_deref().map(Path::new))?;
-    let settings = if script.is_some() { None } else { Some(load_settings()?) };
+    let answers = load_answers(stored.row.answers_path.as_deref().map(Path::new))?;
+    let settings = if answers.is_some() { None } else { Some(load_settings()?) };
     let note = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse).and_then(|r| {
         match format::load_file(&r.path, r.format) {
             Ok(now) if now.workflow == stored.workflow => None,
@@ -422,7 +432,7 @@ pub fn open_to_resume(store: &RunStore, run_id: &str, allow_code: bool) -> Resul
     let workflow_ref = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse);
     let (code, _) = code_for(&stored.workflow, workflow_ref.as_ref(), allow_code, &TrustStore::default_location())?;
     let mcp = mcp_for(&stored.workflow, settings.as_ref())?;
-    Ok(Resuming { model: model_for(&script, settings.as_ref()), stored, claim, answers: script, code, mcp, note })
+    Ok(Resuming { model: model_for(&answers, settings.as_ref()), stored, claim, answers, code, mcp, note })
 }
 
 /// Where a run's events go: the log that keeps them (the run store, a JSON-lines file) and the shell's observers (a
@@ -493,12 +503,25 @@ pub struct Replayed {
 
 /// Plays a stored run again from its recorded inputs — no model call, no tool call, no code — delivering its events
 /// to `sinks` as a live run does, and says where it differs from the recording.
-pub fn replay(store: &RunStore, run_id: &str, sinks: Sinks) -> Result<Replayed, SessionError> {
+pub fn replay(store: &RunStore, run_id: &str, mut sinks: Sinks) -> Result<Replayed, SessionError> {
     let stored = store.load(run_id)?;
     let recorded = stored.recording.events.clone();
     let produced = Collector::default();
-    let Sinks { log, mut observers } = sinks;
-    observers.push(Arc::new(produced.clone()));
+    sinks.observers.push(Arc::new(produced.clone()));
+    let (row, result) = rebuild(stored, sinks)?;
+    let diverged = crate::events::first_divergence(&recorded, &produced.events());
+    Ok(Replayed { row, result, diverged })
+}
+
+/// A stored run's row and its result, rebuilt from its recording without a model call.
+pub fn show(store: &RunStore, run_id: &str) -> Result<(RunRow, RunResult), SessionError> {
+    rebuild(store.load(run_id)?, Sinks::default())
+}
+
+/// A stored run played from its recording into `sinks`: nothing runs for real, so it needs no model, answers, code
+/// or MCP servers.
+fn rebuild(stored: StoredRun, sinks: Sinks) -> Result<(RunRow, RunResult), SessionError> {
+    let Sinks { log, observers } = sinks;
     let runtime = Runtime {
         model: Arc::new(Providers::new(&Settings::default())),
         answers: None,
@@ -507,16 +530,8 @@ pub fn replay(store: &RunStore, run_id: &str, sinks: Sinks) -> Result<Replayed, 
         code: Code::default(),
         mcp: Arc::default(),
     };
-    let outcome = run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
-        .map_err(SessionError::Rebuild)?;
-    let diverged = crate::events::first_divergence(&recorded, &produced.events());
-    Ok(Replayed { row: stored.row, result: outcome.result, diverged })
-}
-
-/// A stored run's row and its result, rebuilt from its recording without a model call.
-pub fn show(store: &RunStore, run_id: &str) -> Result<(RunRow, RunResult), SessionError> {
-    let replayed = replay(store, run_id, Sinks::default())?;
-    Ok((replayed.row, replayed.result))
+    let outcome = run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime)?;
+    Ok((stored.row, outcome.result))
 }
 
 #[cfg(test)]

@@ -300,36 +300,16 @@ fn cli_agent(id: &str, raw: &Value, notes: &mut Vec<String>) -> Node {
     let extra: Vec<String> =
         raw["extra_args"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
     let json_output = raw["output_format"].as_str() == Some("json");
-    // `None` is where the prompt goes.
-    let mut argv: Vec<Option<String>> = Vec::new();
-    let mut push = |args: &[&str]| argv.extend(args.iter().map(|a| Some(a.to_string())));
-    match provider.as_str() {
-        "claude-code" => {
-            push(&["claude", "-p"]);
-            argv.push(None);
-            argv.extend(["--output-format", if json_output { "json" } else { "text" }].map(|a| Some(a.to_string())));
-            if let Some(m) = model {
-                argv.extend(["--model", m].map(|a| Some(a.to_string())));
-            }
-            argv.extend(extra.iter().cloned().map(Some));
-        }
-        "codex" => {
-            push(&["codex", "exec", "--skip-git-repo-check"]);
-            if let Some(m) = model {
-                argv.extend(["--model", m].map(|a| Some(a.to_string())));
-            }
-            argv.extend(extra.iter().cloned().map(Some));
-            argv.push(None);
-        }
-        _ => {
-            push(&["gemini", "--yolo", "--prompt"]);
-            argv.push(None);
-            if let Some(m) = model {
-                argv.extend(["--model", m].map(|a| Some(a.to_string())));
-            }
-            argv.extend(extra.iter().cloned().map(Some));
-        }
-    }
+    // `None` is where the prompt goes; `--model` and `extra_args` follow the command's own arguments.
+    let words = |args: &[&str]| args.iter().map(|a| Some(a.to_string())).collect::<Vec<_>>();
+    let mut options = model.map_or_else(Vec::new, |m| words(&["--model", m]));
+    options.extend(extra.into_iter().map(Some));
+    let format = if json_output { "json" } else { "text" };
+    let argv: Vec<Option<String>> = match provider.as_str() {
+        "claude-code" => [words(&["claude", "-p"]), vec![None], words(&["--output-format", format]), options].concat(),
+        "codex" => [words(&["codex", "exec", "--skip-git-repo-check"]), options, vec![None]].concat(),
+        _ => [words(&["gemini", "--yolo", "--prompt"]), vec![None], options].concat(),
+    };
     let writes: Vec<&str> = raw["writes"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let timeout_ms = raw["timeout_ms"].as_u64().unwrap_or(600_000);
     let code = format!(

@@ -195,20 +195,9 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
     // Then everything else SWEny's schema constrains, including fields approximated or left out here.
     check_schema(value)?;
     // After the schema, as SWEny checks the graph: it refuses a node its entry cannot reach.
-    let mut reached = vec![entry];
-    let mut next = 0;
-    while let Some(&at) = reached.get(next) {
-        next += 1;
-        for e in &edges {
-            if e["from"] == at {
-                let to = e["to"].as_str().unwrap_or_default();
-                if !reached.contains(&to) {
-                    reached.push(to);
-                }
-            }
-        }
-    }
-    if let Some(island) = nodes.keys().find(|id| !reached.contains(&id.as_str())) {
+    let topo = crate::graph::Topology::new(&workflow);
+    if let Some(island) = workflow.nodes.iter().zip(&topo.reachable).find(|(_, reached)| !**reached).map(|(n, _)| &n.id)
+    {
         return Err(LoadError::new(format!(
             "node `{island}` cannot be reached from the entry `{entry}`; SWEny refuses it: add an edge to it or remove it"
         ))
