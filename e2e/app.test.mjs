@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fit, launch, openFile, root, waitMessage, work } from "./harness.mjs";
+import { click, pointOf } from "./gestures.mjs";
 
 let browser;
 
@@ -184,7 +185,7 @@ edges:
   const entry = await browser.$(`[data-testid="history-${row.id}"]`);
   await entry.waitForDisplayed({ timeout: 5000 });
   assert.equal(await entry.getAttribute("data-status"), "interrupted");
-  await (await browser.$(`[data-testid="history-resume-${row.id}"]`)).click();
+  await click(browser, await pointOf(browser, `[data-testid="history-resume-${row.id}"]`));
   await fit(browser);
   await waitStatus("ship", "succeeded");
   assert.equal(await status("draft"), "succeeded");
