@@ -352,6 +352,11 @@ export type FieldSpec_Deserialize = {
 	options: string[],
 	placeholder?: string | null,
 	help?: string | null,
+	/**
+	 *  A nested field its object cannot be without (`retry.max`, `for_each.items`): the value it gets when another
+	 *  field of the object creates the object. Clearing it removes the object.
+	 */
+	required?: any | null,
 };
 
 /**  One document field of a node type, as the editor shows it. */
@@ -364,6 +369,11 @@ export type FieldSpec_Serialize = {
 	options: string[],
 	placeholder: string | null,
 	help: string | null,
+	/**
+	 *  A nested field its object cannot be without (`retry.max`, `for_each.items`): the value it gets when another
+	 *  field of the object creates the object. Clearing it removes the object.
+	 */
+	required: any | null,
 };
 
 export type Finding = Finding_Serialize | Finding_Deserialize;
@@ -401,6 +411,12 @@ export type ForEach_Serialize = {
 	items: string,
 	/**  Most items in flight at once (default 1: in order). */
 	concurrency?: number,
+};
+
+/**  Another name for a handle, accepted on edges. */
+export type HandleAlias = {
+	alias: string,
+	handle: string,
 };
 
 /**  What leaving a node by a handle means. */
@@ -551,6 +567,11 @@ export type NodeTypeSpec_Deserialize = {
 	/**  Whether execution edges may lead into it (every type but `start`). */
 	hasInput: boolean,
 	handles: HandleSpec[],
+	/**
+	 *  Other names edges may give a handle, and the handle each stands for (an `if` node's `true` is `condition-0`,
+	 *  `else` is `false`). Files keep the name they were written with; the editor shows the handle's label.
+	 */
+	handleAliases: HandleAlias[],
 	/**  Every document field valid for the type except `id`, `type` and `position`, in editing order. */
 	fields: FieldSpec_Deserialize[],
 };
@@ -566,6 +587,11 @@ export type NodeTypeSpec_Serialize = {
 	/**  Whether execution edges may lead into it (every type but `start`). */
 	hasInput: boolean,
 	handles: HandleSpec[],
+	/**
+	 *  Other names edges may give a handle, and the handle each stands for (an `if` node's `true` is `condition-0`,
+	 *  `else` is `false`). Files keep the name they were written with; the editor shows the handle's label.
+	 */
+	handleAliases: HandleAlias[],
 	/**  Every document field valid for the type except `id`, `type` and `position`, in editing order. */
 	fields: FieldSpec_Serialize[],
 };

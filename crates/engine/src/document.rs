@@ -340,6 +340,17 @@ pub enum ConditionOperator {
     Expression,
 }
 
+impl ConditionOperator {
+    /// The operator as the document writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConditionOperator::Equal => "equal",
+            ConditionOperator::Contains => "contains",
+            ConditionOperator::Expression => "expression",
+        }
+    }
+}
+
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -383,6 +394,8 @@ pub mod handle {
     pub const SUBAGENT: &str = "subagent";
     pub const FALSE: &str = "false";
     pub const TRUE_LEGACY: &str = "true";
+    /// The `false` handle's other name, its label.
+    pub const ELSE: &str = "else";
     pub const APPROVE: &str = "approve";
     pub const REJECT: &str = "reject";
     pub const TIMEOUT: &str = "timeout";

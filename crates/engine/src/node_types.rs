@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-use crate::document::{handle, Node, NodeType};
+use crate::document::{handle, ConditionOperator, Node, NodeType};
 
 /// What leaving a node by a handle means.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -82,6 +82,10 @@ pub struct FieldSpec {
     pub options: Vec<String>,
     pub placeholder: Option<String>,
     pub help: Option<String>,
+    /// A nested field its object cannot be without (`retry.max`, `for_each.items`): the value it gets when another
+    /// field of the object creates the object. Clearing it removes the object.
+    #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
+    pub required: Option<serde_json::Value>,
 }
 
 /// Everything the engine and the editor know about one node type.
@@ -99,6 +103,9 @@ pub struct NodeTypeSpec {
     /// Whether execution edges may lead into it (every type but `start`).
     pub has_input: bool,
     pub handles: Vec<HandleSpec>,
+    /// Other names edges may give a handle, and the handle each stands for (an `if` node's `true` is `condition-0`,
+    /// `else` is `false`). Files keep the name they were written with; the editor shows the handle's label.
+    pub handle_aliases: Vec<HandleAlias>,
     /// Every document field valid for the type except `id`, `type` and `position`, in editing order.
     pub fields: Vec<FieldSpec>,
 }
@@ -117,11 +124,21 @@ impl NodeTypeSpec {
     }
 }
 
+/// Another name for a handle, accepted on edges.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandleAlias {
+    pub alias: String,
+    pub handle: String,
+}
+
 /// Every node type, in palette order.
 pub const ALL: [NodeType; 5] = [NodeType::Start, NodeType::Agent, NodeType::If, NodeType::Approval, NodeType::Script];
 
-/// Old handle names still accepted on edges, and the handle each stands for (AgentFlow's `true` is condition 0).
-const LEGACY_ALIASES: [(NodeType, &str, &str); 1] = [(NodeType::If, handle::TRUE_LEGACY, "condition-0")];
+/// Other handle names accepted on edges, and the handle each stands for: AgentFlow's `true` is condition 0, and the
+/// `false` handle is also called by its label, `else`.
+const HANDLE_ALIASES: [(NodeType, &str, &str); 2] =
+    [(NodeType::If, handle::TRUE_LEGACY, "condition-0"), (NodeType::If, handle::ELSE, handle::FALSE)];
 
 /// The definitions of all node types, in palette order.
 pub fn specs() -> &'static [NodeTypeSpec] {
@@ -200,9 +217,9 @@ pub fn branches(node: &Node) -> Vec<(u32, String)> {
 }
 
 /// Which of `node`'s handles an edge leaving by `name` uses, or `None` when the node has no such handle. Accepts
-/// legacy aliases; allocates nothing, so validation and the scheduler can call it per edge.
+/// aliases; allocates nothing, so validation and the scheduler can call it per edge.
 pub fn resolve_handle(node: &Node, name: &str) -> Option<ResolvedHandle> {
-    let name = LEGACY_ALIASES
+    let name = HANDLE_ALIASES
         .iter()
         .find(|(t, alias, _)| *t == node.node_type && *alias == name)
         .map_or(name, |(_, _, canonical)| canonical);
@@ -304,7 +321,13 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                     HandleSpec { branch: true, ..out(handle::FALSE, "else", Execution) },
                 ],
                 vec![
-                    field("conditions", "conditions (first true wins; none → else)", FieldKind::Conditions),
+                    FieldSpec {
+                        options: [ConditionOperator::Contains, ConditionOperator::Equal, ConditionOperator::Expression]
+                            .iter()
+                            .map(|o| o.as_str().to_string())
+                            .collect(),
+                        ..field("conditions", "conditions (first true wins; none → else)", FieldKind::Conditions)
+                    },
                     field("no_match_error", "fail when nothing matches (message)", FieldKind::Text)
                         .help("When set, the node fails with this message instead of taking else."),
                     on_error(),
@@ -362,6 +385,11 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
         description: description.into(),
         has_input: node_type != NodeType::Start,
         handles,
+        handle_aliases: HANDLE_ALIASES
+            .iter()
+            .filter(|(t, _, _)| *t == node_type)
+            .map(|(_, alias, handle)| HandleAlias { alias: alias.to_string(), handle: handle.to_string() })
+            .collect(),
         fields: all,
     }
 }
@@ -371,7 +399,15 @@ fn out(id: &str, label: &str, kind: HandleKind) -> HandleSpec {
 }
 
 fn field(key: &str, label: &str, kind: FieldKind) -> FieldSpec {
-    FieldSpec { key: key.into(), label: label.into(), kind, options: Vec::new(), placeholder: None, help: None }
+    FieldSpec {
+        key: key.into(),
+        label: label.into(),
+        kind,
+        options: Vec::new(),
+        placeholder: None,
+        help: None,
+        required: None,
+    }
 }
 
 fn select(key: &str, label: &str, options: &[&str]) -> FieldSpec {
@@ -386,6 +422,11 @@ impl FieldSpec {
 
     fn help(mut self, text: &str) -> FieldSpec {
         self.help = Some(text.into());
+        self
+    }
+
+    fn required(mut self, initial: serde_json::Value) -> FieldSpec {
+        self.required = Some(initial);
         self
     }
 }
@@ -405,6 +446,7 @@ fn for_each_items() -> FieldSpec {
     field("for_each.items", "for each (expression yielding a list)", FieldKind::Text)
         .placeholder("state.items")
         .help("Runs the node once per item, with `item` and `index` in its context.")
+        .required(serde_json::json!(""))
 }
 
 fn for_each_concurrency() -> FieldSpec {
@@ -413,7 +455,7 @@ fn for_each_concurrency() -> FieldSpec {
 }
 
 fn retry_max() -> FieldSpec {
-    field("retry.max", "retries of transient failures", FieldKind::Number)
+    field("retry.max", "retries of transient failures", FieldKind::Number).required(serde_json::json!(1))
 }
 
 fn retry_backoff() -> FieldSpec {
@@ -612,6 +654,7 @@ mod tests {
         for t in ALL {
             candidates.extend(source_handles(&node_of(t)).into_iter().map(|(id, _)| id));
         }
+        candidates.push("else".to_string());
         for t in ALL {
             let source = node_of(t);
             let handles = source_handles(&source);
@@ -629,7 +672,7 @@ mod tests {
                 wf.edges.push(edge);
                 let report = validate(&wf, &Options::default());
                 let refused = report.errors.iter().any(|f| f.code == "UNKNOWN_HANDLE");
-                let legacy = t == NodeType::If && name == "true";
+                let legacy = t == NodeType::If && (name == "true" || name == "else");
                 let in_spec = handles.iter().any(|(id, _)| id == name);
                 assert_eq!(refused, !(in_spec || legacy), "{} node, handle `{name}` (from {from})", t.as_str());
                 let resolved = resolve_handle(&source, name);
@@ -652,6 +695,7 @@ mod tests {
         let ids: Vec<String> = source_handles(&node).into_iter().map(|(id, _)| id).collect();
         assert_eq!(ids, ["condition-0", "condition-1", "false"]);
         assert_eq!(resolve_handle(&node, "true").map(|h| h.position), Some(0));
+        assert_eq!(resolve_handle(&node, "else").map(|h| h.position), Some(2), "`else` is the `false` handle's label");
         assert_eq!(branches(&node).into_iter().map(|(p, _)| p).collect::<Vec<_>>(), [0, 1, 2]);
         assert_eq!(resolve_handle(&Node::new("c", NodeType::If), "true"), None, "no conditions, no condition 0");
         // Each handle is called by its condition, an empty one by its index, the last `else`.
@@ -676,8 +720,23 @@ mod tests {
         let name = &value["fields"][0];
         assert_eq!(
             name,
-            &json!({"key": "name", "label": "name", "kind": "text", "options": [], "placeholder": null, "help": null})
+            &json!({"key": "name", "label": "name", "kind": "text", "options": [], "placeholder": null, "help": null, "required": null})
         );
+        assert_eq!(
+            value["handleAliases"],
+            json!([{"alias": "true", "handle": "condition-0"}, {"alias": "else", "handle": "false"}])
+        );
+        let conditions = value["fields"].as_array().unwrap().iter().find(|f| f["key"] == "conditions").unwrap();
+        assert_eq!(conditions["options"], json!(["contains", "equal", "expression"]));
+        let agent = serde_json::to_value(spec(NodeType::Agent)).unwrap();
+        let required: Vec<(&str, &Value)> = agent["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| !f["required"].is_null())
+            .map(|f| (f["key"].as_str().unwrap(), &f["required"]))
+            .collect();
+        assert_eq!(required, [("for_each.items", &json!("")), ("retry.max", &json!(1))]);
         let icons: Vec<&str> = specs().iter().map(|s| s.icon.as_str()).collect();
         assert_eq!(icons, ["▶", "✦", "◇", "‖", "{}"]);
         assert!(!spec(NodeType::Start).has_input);
