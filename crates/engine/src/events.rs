@@ -94,7 +94,7 @@ pub enum EventKind {
         tool: Option<ToolRequest>,
     },
     #[serde(rename = "approval:received")]
-    ApprovalReceived { node: String, decision: String, note: String },
+    ApprovalReceived { node: String, decision: crate::result::Verdict, note: String },
     #[serde(rename = "workflow:paused")]
     WorkflowPaused { pending: Vec<String> },
     #[serde(rename = "workflow:resumed")]

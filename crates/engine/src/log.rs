@@ -208,6 +208,11 @@ impl Emitter {
     }
 
     /// Keeps an input in the run log, numbered with the next event's `seq`, committed with or before what it causes.
+    /// Whether inputs reach a run log (else recording one is skipped, and so is building it).
+    pub fn keeps_inputs(&self) -> bool {
+        matches!(&self.sink, Some(Sink::Committed(_)))
+    }
+
     pub fn record(&self, input: Input) {
         if let Some(Sink::Committed(tx)) = &self.sink {
             let state = self.state.lock().unwrap();

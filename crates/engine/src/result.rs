@@ -197,29 +197,70 @@ pub struct ToolRequest {
     pub input: Value,
 }
 
+/// How an approval was decided. Each verdict leaves the approval node by the handle of the same name.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Approve,
+    Reject,
+    /// Nobody decided before the approval's timeout (only when a `timeout` edge leaves it; otherwise it rejects).
+    Timeout,
+}
+
+impl Verdict {
+    /// The verdict as documents, events and recordings write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::Reject => "reject",
+            Verdict::Timeout => "timeout",
+        }
+    }
+
+    /// The approval node's handle this verdict leaves by.
+    pub fn handle(self) -> &'static str {
+        match self {
+            Verdict::Approve => crate::document::handle::APPROVE,
+            Verdict::Reject => crate::document::handle::REJECT,
+            Verdict::Timeout => crate::document::handle::TIMEOUT,
+        }
+    }
+
+    /// How the run's log says it: `approved`, `rejected`, `timed out`.
+    pub fn said(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approved",
+            Verdict::Reject => "rejected",
+            Verdict::Timeout => "timed out",
+        }
+    }
+}
+
 /// A person's (or a script's) decision on a pending approval, normalized as AgentFlow normalizes it (docs/format.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Decision {
-    pub decision: String,
+    #[serde(rename = "decision")]
+    pub verdict: Verdict,
     pub note: String,
 }
 
 impl Decision {
+    pub fn new(verdict: Verdict, note: impl Into<String>) -> Decision {
+        Decision { verdict, note: note.into() }
+    }
+
     /// A string containing "reject" (any case) rejects; an object's `decision` decides; nothing approves.
     pub fn normalize(value: &Value) -> Decision {
+        let verdict =
+            |said: &str| if said.to_lowercase().contains("reject") { Verdict::Reject } else { Verdict::Approve };
         match value {
-            Value::String(s) => Decision {
-                decision: if s.to_lowercase().contains("reject") { "reject" } else { "approve" }.into(),
-                note: String::new(),
-            },
-            Value::Object(o) => {
-                let d = o.get("decision").and_then(Value::as_str).unwrap_or("").to_lowercase();
-                Decision {
-                    decision: if d.contains("reject") { "reject" } else { "approve" }.into(),
-                    note: o.get("note").and_then(Value::as_str).unwrap_or("").to_string(),
-                }
-            }
-            _ => Decision { decision: "approve".into(), note: String::new() },
+            Value::String(s) => Decision::new(verdict(s), ""),
+            Value::Object(o) => Decision::new(
+                verdict(o.get("decision").and_then(Value::as_str).unwrap_or("")),
+                o.get("note").and_then(Value::as_str).unwrap_or(""),
+            ),
+            _ => Decision::new(Verdict::Approve, ""),
         }
     }
 }

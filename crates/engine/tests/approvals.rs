@@ -9,7 +9,7 @@ use serde_json::json;
 use support::*;
 use switchyard_engine::events::EventKind;
 use switchyard_engine::log::Collector;
-use switchyard_engine::result::RunStatus;
+use switchyard_engine::result::{RunStatus, Verdict};
 use switchyard_engine::run::{self, Decision, RunOptions};
 
 const TWO_APPROVALS: &str = "nodes:
@@ -132,16 +132,20 @@ async fn a_live_run_takes_decisions_while_other_branches_run() {
 #[tokio::test]
 async fn decisions_are_normalized_as_agentflow_does() {
     let cases = [
-        (json!("approve"), "approve", ""),
-        (json!("REJECTED, sorry"), "reject", ""),
-        (json!({"decision": "Reject", "note": "typo"}), "reject", "typo"),
-        (json!({"decision": "approve", "note": 5}), "approve", ""),
-        (json!(null), "approve", ""),
-        (json!({}), "approve", ""),
+        (json!("approve"), Verdict::Approve, ""),
+        (json!("REJECTED, sorry"), Verdict::Reject, ""),
+        (json!({"decision": "Reject", "note": "typo"}), Verdict::Reject, "typo"),
+        (json!({"decision": "approve", "note": 5}), Verdict::Approve, ""),
+        (json!(null), Verdict::Approve, ""),
+        (json!({}), Verdict::Approve, ""),
     ];
-    for (input, decision, note) in cases {
-        assert_eq!(Decision::normalize(&input), Decision { decision: decision.into(), note: note.into() }, "{input}");
+    for (input, verdict, note) in cases {
+        assert_eq!(Decision::normalize(&input), Decision::new(verdict, note), "{input}");
     }
+    // Recordings and events keep writing the verdict as the word it always was, the handle it leaves by.
+    let written = serde_json::to_value(Decision::new(Verdict::Timeout, "late")).unwrap();
+    assert_eq!(written, json!({"decision": "timeout", "note": "late"}));
+    assert_eq!(Verdict::Reject.handle(), "reject");
 }
 
 #[tokio::test]

@@ -5,14 +5,14 @@ use super::node::NodeOutcome;
 use crate::record::Input;
 
 /// The input that records a node task's end.
-pub(super) fn node_done(node: &str, iteration: u32, outcome: &NodeOutcome, duration_ms: u64, calls: u32) -> Input {
+pub(super) fn node_done(node: &str, iteration: u32, outcome: NodeOutcome, duration_ms: u64, calls: u32) -> Input {
     Input::NodeDone {
         node: node.to_string(),
         iteration,
-        data: outcome.data.clone(),
-        code: outcome.code.clone(),
-        tool_calls: outcome.tool_calls.clone(),
-        usage: outcome.usage.clone(),
+        data: outcome.data,
+        code: outcome.code,
+        tool_calls: outcome.tool_calls,
+        usage: outcome.usage,
         duration_ms,
         model_calls: calls,
     }

@@ -1,6 +1,6 @@
 //! The executor (SEMANTICS §2–§6). One scheduler task owns all run state and makes every routing decision;
 //! agent and script nodes, and model routing calls, run in spawned tasks that report back over a channel. That keeps
-//! the semantics in one place (`state.rs`), makes event order deterministic per node, and lets a paused or interrupted
+//! the semantics in one place (`state/`: one `apply(step, now) -> effects`), makes event order deterministic per node, and lets a paused or interrupted
 //! run be rebuilt from its recorded inputs and go on, in this process or another (docs/runs.md).
 
 mod input;
@@ -9,11 +9,11 @@ mod reuse;
 mod state;
 
 pub use crate::record::{Input, Recorded, Recording};
-pub use crate::result::Decision;
+pub use crate::result::{Decision, Verdict};
 pub use input::Rebuild;
 pub use reuse::{Reuse, ReusedResult};
 pub use state::output_text;
-use state::{Effect, RunState};
+use state::{stand, Effect, RunState, Standing, Step, Unfit};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -30,7 +30,7 @@ use crate::events::EventKind;
 use crate::graph::Topology;
 use crate::log::{Emitter, Observer, RunLog};
 use crate::model::{Choice, Model, RouteAnswer, RouteRequest};
-use crate::result::{PendingApproval, RunResult};
+use crate::result::RunResult;
 use crate::template::Scope;
 
 /// Where a branch ends on a routing decision, in route events and trace edges.
@@ -77,35 +77,6 @@ pub struct Runtime {
     pub code: crate::code::Code,
     /// The MCP servers agents may use (from the settings); started on first use, stopped with the run.
     pub mcp: Arc<crate::mcp::McpSessions>,
-}
-
-/// The state of a forward edge in its target's join.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EdgeMark {
-    #[default]
-    Open,
-    Followed,
-    Dead,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingState {
-    pub node: String,
-    pub message: String,
-    pub previous_output: String,
-    /// Unix milliseconds after which the approval times out.
-    pub deadline_ms: Option<i64>,
-    /// Set when an agent's tool call waits (its task is blocked until the decision), not an approval node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<crate::events::ToolRequest>,
-    /// A tool call asked for by a task of an earlier process: no task waits on it until one asks for the same call.
-    #[serde(skip)]
-    pub orphan: bool,
-    /// Unix milliseconds when the approval was requested: its `node:exit` reports the wait until the decision.
-    #[serde(skip)]
-    pub requested_ms: i64,
 }
 
 /// The end of a `run`/`resume` call.
@@ -255,14 +226,10 @@ pub fn replay(
     let mut scheduler = Scheduler::new(workflow, options, runtime);
     scheduler.rebuild = Some(Replaying::new(Rebuild::Replay, recording));
     scheduler.fast_forward()?;
-    if scheduler.state.running > scheduler.state.waiting {
-        let running: Vec<String> = scheduler.parked_nodes();
-        scheduler.parked_clear();
-        let message = format!(
-            "the recording stops while {} ran: the run was interrupted; resume it to finish",
-            running.join(", ")
-        );
-        scheduler.apply(|st| st.fail_run(message));
+    // Work still out when the recording ends was interrupted: the replay ends there, failed.
+    scheduler.apply(Step::Interrupted);
+    if let Some(r) = scheduler.rebuild.as_mut() {
+        r.parked.clear();
     }
     Ok(scheduler.end())
 }
@@ -289,23 +256,16 @@ fn handle(scheduler: Scheduler) -> RunHandle {
     RunHandle { run_id, commands: tx, join }
 }
 
-/// A node about to start, with the output that reached it.
-#[derive(Debug, Clone)]
-pub struct Activation {
-    node: usize,
-    previous_output: Arc<str>,
-}
-
 enum Done {
-    Node { node: usize, iteration: u32, started: Instant, previous_output: Arc<str>, outcome: node::NodeOutcome },
-    Route { node: usize, live: Vec<usize>, answer: Result<RouteAnswer, String>, output: Arc<str> },
+    Node { node: usize, iteration: u32, started: Instant, outcome: node::NodeOutcome },
+    Route { node: usize, answer: Result<RouteAnswer, String> },
 }
 
 /// Work a rebuild started but does not run: a node task or a routing call, waiting for its recorded input (or, when
 /// a resumed run goes on for real, to be started).
 enum Parked {
-    Node { node: usize, iteration: u32, started: Instant, previous_output: Arc<str>, scope: Scope },
-    Route { node: usize, live: Vec<usize>, output: Arc<str>, ask: RouteAsk },
+    Node { node: usize, iteration: u32, started: Instant, scope: Scope },
+    Route { node: usize, ask: RouteAsk },
 }
 
 /// What a routing call asks.
@@ -374,16 +334,8 @@ struct Scheduler {
     clock: Clock,
     /// Set while recorded inputs are applied again.
     rebuild: Option<Replaying>,
-}
-
-/// Where a run stands after starting what is ready.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
-    /// Node tasks or routing calls are out: wait for one.
-    Working,
-    /// Nothing runs and approvals wait.
-    Paused,
-    Over,
+    /// `workflow:end` as it was emitted: the run's results.
+    ended: Option<EventKind>,
 }
 
 /// Wall-clock milliseconds (so approval deadlines mean the same in another process) advanced by tokio's clock (so
@@ -446,6 +398,7 @@ impl Scheduler {
             started: false,
             clock: Clock::new(),
             rebuild: None,
+            ended: None,
         }
     }
 
@@ -464,67 +417,77 @@ impl Scheduler {
         s.fast_forward()?;
         s.go_live();
         for (node, decision) in decisions {
-            s.apply(|st| st.decide(&node, &decision, false))?;
+            let decision = Decision::normalize(&decision);
+            s.input(Input::Decided { node, decision, immediate: false }).map_err(|e| e.to_string())?;
         }
         Ok(s)
     }
 
-    /// Applies an input to the state and carries out its effects.
-    fn apply<T>(&mut self, input: impl FnOnce(&mut RunState) -> T) -> T {
+    /// The time a step is applied at: now, or, while rebuilding, when the run applied it.
+    fn now_ms(&self) -> i64 {
         let recorded = self.rebuild.as_ref().and_then(|r| r.time_at(self.shared.emitter.next_seq()));
-        self.state.now_ms = recorded.unwrap_or_else(|| self.clock.now_ms());
-        let out = input(&mut self.state);
-        self.carry_out();
-        out
+        recorded.unwrap_or_else(|| self.clock.now_ms())
     }
 
-    /// Carries out the state's effects, in order. While rebuilding, inputs are not kept again (the log has them),
-    /// and work is parked, not started.
-    fn carry_out(&mut self) {
-        loop {
-            let effects = self.state.take_effects();
-            if effects.is_empty() {
-                return;
-            }
-            for effect in effects {
-                match effect {
-                    Effect::Emit(kind) => self.shared.emitter.emit(kind),
-                    Effect::Record(input) => {
-                        if self.rebuild.is_none() {
-                            self.shared.emitter.record(input);
-                        }
-                    }
-                    Effect::Status(status, pending) => {
-                        if self.rebuild.is_none() {
-                            self.shared.emitter.status(status, &pending);
-                        }
-                    }
-                    Effect::RunNode { node, iteration, previous_output, scope } => {
-                        let started = Instant::now();
-                        match self.rebuild.as_mut() {
-                            Some(r) => r.parked.push(Parked::Node { node, iteration, started, previous_output, scope }),
-                            None => self.spawn_node(node, iteration, started, previous_output, scope),
-                        }
-                    }
-                    Effect::AskRoute { node, live, output, ask } => match self.rebuild.as_mut() {
-                        Some(r) => r.parked.push(Parked::Route { node, live, output, ask }),
-                        None => self.spawn_route(node, live, output, ask),
-                    },
-                    Effect::ApprovalReached { node, visit } => self.approval_reached(&node, visit),
-                    Effect::ToolDecided { node, request, decision } => {
-                        // None while rebuilding, or when the decision is kept for a task that asks again.
-                        if let Some(at) = self.tool_waiters.iter().position(|(n, r, _)| *n == node && *r == request) {
-                            let (_, _, reply) = self.tool_waiters.remove(at);
-                            let _ = reply.send(decision);
-                        }
-                    }
-                    Effect::CancelTasks => self.cancel.cancel(),
+    /// Applies a step to the state and carries out its effects.
+    fn apply(&mut self, step: Step) {
+        let effects = self.state.apply(step, self.now_ms());
+        self.carry_out(effects);
+    }
+
+    /// Keeps an input in the run log (unless it is being applied again from there), then applies it. Every input
+    /// goes this way; one the state refuses is neither kept nor applied.
+    fn input(&mut self, input: Input) -> Result<(), Unfit> {
+        if !self.state.admit(&input)? {
+            return Ok(());
+        }
+        if self.rebuild.is_none() && self.shared.emitter.keeps_inputs() {
+            self.shared.emitter.record(input.clone());
+        }
+        self.apply(Step::Input(input));
+        Ok(())
+    }
+
+    /// Carries out the state's effects, in order. While rebuilding, work is parked, not started, and the run log is
+    /// not told again what it has.
+    fn carry_out(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Emit(kind @ EventKind::WorkflowEnd { .. }) => {
+                    self.ended = Some(self.shared.emitter.emit_and_return(kind))
                 }
+                Effect::Emit(kind) => self.shared.emitter.emit(kind),
+                Effect::Status(status, pending) => {
+                    if self.rebuild.is_none() {
+                        self.shared.emitter.status(status, &pending);
+                    }
+                }
+                Effect::RunNode { node, iteration, scope } => {
+                    let started = Instant::now();
+                    match self.rebuild.as_mut() {
+                        Some(r) => r.parked.push(Parked::Node { node, iteration, started, scope }),
+                        None => self.spawn_node(node, iteration, started, scope),
+                    }
+                }
+                Effect::AskRoute { node, ask } => match self.rebuild.as_mut() {
+                    Some(r) => r.parked.push(Parked::Route { node, ask }),
+                    None => self.spawn_route(node, ask),
+                },
+                Effect::ApprovalReached { node, visit } => self.approval_reached(&node, visit),
+                Effect::ToolDecided { node, request, decision } => {
+                    // None while rebuilding, or when the decision is kept for a task that asks again.
+                    if let Some(at) = self.tool_waiters.iter().position(|(n, r, _)| *n == node && *r == request) {
+                        let (_, _, reply) = self.tool_waiters.remove(at);
+                        let _ = reply.send(decision);
+                    }
+                }
+                Effect::CancelTasks => self.cancel.cancel(),
             }
         }
     }
 
-    /// A script may decide an approval the moment it is reached; a rebuild takes that decision from the recording.
+    /// An answers file may decide an approval the moment it is reached; a rebuild takes that decision from the
+    /// recording.
     fn approval_reached(&mut self, node: &str, visit: u32) {
         if self.rebuild.is_some() {
             let immediate = |i: &Input| matches!(i, Input::Decided { node: n, immediate: true, .. } if n == node);
@@ -535,9 +498,11 @@ impl Scheduler {
         }
         // Applied (and its effects carried out) at once, as a rebuild applies the recorded decision: the events
         // come in the same order either way.
-        let scripted = self.shared.answers.as_ref().and_then(|s| s.approval(node, visit)).cloned();
-        if let Some(decision) = scripted {
-            self.apply(|st| st.decide(node, &decision, true)).expect("the approval was just added");
+        let answered = self.shared.answers.as_ref().and_then(|s| s.approval(node, visit)).cloned();
+        if let Some(decision) = answered {
+            let decision = Decision::normalize(&decision);
+            let input = Input::Decided { node: node.to_string(), decision, immediate: true };
+            self.input(input).expect("the approval was just reached");
         }
     }
 
@@ -545,32 +510,13 @@ impl Scheduler {
     fn begin_once(&mut self) {
         if !self.started {
             self.started = true;
-            self.apply(RunState::begin);
+            self.apply(Step::Begin);
         }
     }
 
-    /// Starts what is ready; when nothing runs, settles deferred edges and says whether the run paused or is over.
-    fn step(&mut self) -> Step {
-        loop {
-            if self.state.is_live() {
-                self.apply(RunState::start_ready);
-            }
-            if !self.state.is_idle() {
-                if self.state.running > self.state.waiting {
-                    return Step::Working;
-                }
-                continue; // something became ready while effects were carried out (a scripted decision)
-            }
-            if self.state.is_live() && self.apply(RunState::flush_deferred) {
-                continue;
-            }
-            if !self.state.is_live() || self.state.pending.is_empty() {
-                return Step::Over;
-            }
-            // Nothing runs and approvals wait.
-            self.apply(RunState::pause);
-            return Step::Paused;
-        }
+    /// Turns the run's loop until it must wait (`state::stand`).
+    fn stand(&mut self) -> Standing {
+        stand(self, |s| &s.state, |s, step| s.apply(step))
     }
 
     /// The main loop. With `commands`, it waits for decisions while paused; without, it returns at a pause.
@@ -580,10 +526,10 @@ impl Scheduler {
             if self.state.is_live() {
                 self.expire_approvals();
             }
-            match self.step() {
-                Step::Over => break,
-                Step::Working => {}
-                Step::Paused => {
+            match self.stand() {
+                Standing::Over => break,
+                Standing::Working => {}
+                Standing::Paused => {
                     let Some(rx) = commands.as_mut() else { break };
                     let deadline = self.state.next_deadline();
                     tokio::select! {
@@ -610,32 +556,22 @@ impl Scheduler {
     fn end(mut self) -> Outcome {
         // Only tasks waiting on a tool call's decision can be left (a paused run): they stop with the run.
         self.cancel.cancel();
-        let results = self.apply(RunState::finish);
-        let st = &self.state;
-        let end = EventKind::WorkflowEnd { status: st.status, results, error: st.error.clone() };
-        let EventKind::WorkflowEnd { results, .. } = self.shared.emitter.emit_and_return(end) else {
-            unreachable!("the emitter hands back the payload it was given")
+        self.apply(Step::Finish);
+        let Some(EventKind::WorkflowEnd { results, .. }) = self.ended.take() else {
+            unreachable!("finishing emits workflow:end")
         };
+        let st = &self.state;
         let result = RunResult {
             run_id: self.run_id.clone(),
-            status: st.status,
+            status: st.status(),
             results,
-            trace: st.trace.clone(),
-            state: match st.scope.state_json() {
+            trace: st.trace().clone(),
+            state: match st.state_json() {
                 Value::Object(map) => map,
                 _ => serde_json::Map::new(),
             },
-            pending: st
-                .pending
-                .iter()
-                .map(|p| PendingApproval {
-                    node: p.node.clone(),
-                    message: p.message.clone(),
-                    previous_output: p.previous_output.clone(),
-                    tool: p.tool.clone(),
-                })
-                .collect(),
-            error: st.error.clone(),
+            pending: st.pending(),
+            error: st.error().map(str::to_string),
         };
         // The run is over when everything it emitted is in the log and with the observers.
         self.shared.emitter.flush();
@@ -644,14 +580,13 @@ impl Scheduler {
 
     fn command(&mut self, cmd: Command) {
         match cmd {
-            Command::Cancel => self.apply(RunState::cancel),
+            Command::Cancel => {
+                let _ = self.input(Input::Cancelled);
+            }
             Command::Decide { node, decision, reply } => {
-                let r = if self.state.is_live() {
-                    self.apply(|st| st.decide(&node, &decision, false))
-                } else {
-                    Err("the run has ended".into())
-                };
-                let _ = reply.send(r);
+                let decision = Decision::normalize(&decision);
+                let r = self.input(Input::Decided { node, decision, immediate: false });
+                let _ = reply.send(r.map_err(|e| e.to_string()));
             }
         }
     }
@@ -662,40 +597,32 @@ impl Scheduler {
         if !self.state.is_live() {
             return; // the task is being stopped
         }
-        self.tool_waiters.push((self.state.id(node).to_string(), request.clone(), reply));
-        self.apply(|st| st.ask_tool(node, request));
+        let id = self.state.id(node).to_string();
+        self.tool_waiters.push((id.clone(), request.clone(), reply));
+        let input = Input::ToolAsked { node: id, tool: request.tool, arguments: request.input };
+        self.input(input).expect("a live run takes a running node's tool call");
     }
 
     fn expire_approvals(&mut self) {
-        let now = self.clock.now_ms();
-        while let Some(pos) = self.state.pending.iter().position(|p| p.deadline_ms.is_some_and(|d| d <= now)) {
-            let node = self.state.pending[pos].node.clone();
-            self.shared.emitter.record(Input::TimedOut { node });
-            self.apply(|st| st.time_out(pos));
+        while let Some(node) = self.state.expired(self.clock.now_ms()) {
+            self.input(Input::TimedOut { node }).expect("the approval waits");
         }
     }
 
     fn finished(&mut self, done: Done) {
-        self.state.running -= 1;
-        match done {
-            Done::Node { node, iteration, started, previous_output, outcome } => {
-                let duration_ms = elapsed_ms(started);
+        let input = match done {
+            Done::Node { node, iteration, started, outcome } => {
                 let id = self.state.id(node);
                 let calls = self.shared.model_calls.lock().unwrap().get(id).copied().unwrap_or(0);
-                self.shared.emitter.record(input::node_done(id, iteration, &outcome, duration_ms, calls));
-                self.apply(|st| st.node_done(node, iteration, duration_ms, previous_output, outcome))
+                input::node_done(id, iteration, outcome, elapsed_ms(started), calls)
             }
-            Done::Route { node, live, answer, output } => {
-                self.shared
-                    .emitter
-                    .record(Input::Routed { node: self.state.id(node).to_string(), answer: answer.clone() });
-                self.apply(|st| st.apply_route(node, live, answer, output))
-            }
-        }
+            Done::Route { node, answer } => Input::Routed { node: self.state.id(node).to_string(), answer },
+        };
+        self.input(input).expect("the state awaits the work it started");
     }
 
     /// Runs an agent or script node in its own task, which reports back with `Done::Node`.
-    fn spawn_node(&self, node: usize, iteration: u32, started: Instant, previous_output: Arc<str>, scope: Scope) {
+    fn spawn_node(&self, node: usize, iteration: u32, started: Instant, scope: Scope) {
         let shared = self.shared.clone();
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
@@ -709,12 +636,12 @@ impl Scheduler {
                     code: None,
                 },
             };
-            let _ = tx.send(Done::Node { node, iteration, started, previous_output, outcome });
+            let _ = tx.send(Done::Node { node, iteration, started, outcome });
         });
     }
 
     /// Asks the model to route in its own task, which reports back with `Done::Route`.
-    fn spawn_route(&self, node: usize, live: Vec<usize>, output: Arc<str>, ask: RouteAsk) {
+    fn spawn_route(&self, node: usize, ask: RouteAsk) {
         let shared = self.shared.clone();
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
@@ -734,7 +661,7 @@ impl Scheduler {
                 a = shared.model.route(&request, &io) => a.map_err(|e| e.message),
                 _ = cancel.cancelled() => Err("cancelled".into()),
             };
-            let _ = tx.send(Done::Route { node, live, answer, output });
+            let _ = tx.send(Done::Route { node, answer });
         });
     }
 
@@ -750,7 +677,7 @@ impl Scheduler {
             while self.state.is_live() && self.next_input(|i| matches!(i, Input::TimedOut { .. })) {
                 self.apply_next()?;
             }
-            if self.step() == Step::Over || !self.next_input(|_| true) {
+            if self.stand() == Standing::Over || !self.next_input(|_| true) {
                 break;
             }
             self.apply_next()?;
@@ -768,55 +695,28 @@ impl Scheduler {
         self.rebuild.as_ref().and_then(|r| r.inputs.front()).is_some_and(|r| test(&r.input))
     }
 
-    /// Applies the next recorded input, numbering events on from where it was applied.
+    /// Applies the next recorded input, numbering events on from where it was applied, and settles the parked work
+    /// it ends.
     fn apply_next(&mut self) -> Result<(), String> {
         let Some(recorded) = self.rebuild.as_mut().and_then(|r| r.inputs.pop_front()) else { return Ok(()) };
         self.catch_up(recorded.seq);
-        let unfit = |what: String| format!("the recording does not fit this workflow: {what}");
+        let unfit = |e: Unfit| format!("the recording does not fit this workflow: {e}");
+        let input = recorded.input;
+        self.state.admit(&input).map_err(unfit)?;
         let topo = self.state.topo.clone();
-        let index = |id: &str| topo.index.get(id).copied().ok_or_else(|| unfit(format!("node `{id}` is gone")));
-        match recorded.input {
-            Input::NodeDone { node, iteration, data, code, tool_calls, usage, duration_ms, model_calls } => {
-                let at = index(&node)?;
-                let parked = self
-                    .unpark(|p| matches!(p, Parked::Node { node, iteration: i, .. } if *node == at && *i == iteration));
-                let Some(Parked::Node { previous_output, .. }) = parked else {
-                    return Err(unfit(format!("`{node}` (iteration {iteration}) ended but was not running")));
-                };
-                self.state.running -= 1;
-                self.shared.model_calls.lock().unwrap().insert(node, model_calls);
-                let outcome = node::NodeOutcome { data, tool_calls, usage, code };
-                self.apply(|st| st.node_done(at, iteration, duration_ms, previous_output, outcome));
+        match &input {
+            Input::NodeDone { node, iteration, model_calls, .. } => {
+                let at = topo.index[node];
+                self.unpark(|p| matches!(p, Parked::Node { node, iteration: i, .. } if *node == at && i == iteration));
+                self.shared.model_calls.lock().unwrap().insert(node.clone(), *model_calls);
             }
-            Input::Routed { node, answer } => {
-                let at = index(&node)?;
-                let Some(Parked::Route { live, output, .. }) =
-                    self.unpark(|p| matches!(p, Parked::Route { node, .. } if *node == at))
-                else {
-                    return Err(unfit(format!("a route was chosen after `{node}`, which was not routing")));
-                };
-                self.state.running -= 1;
-                self.apply(|st| st.apply_route(at, live, answer, output));
+            Input::Routed { node, .. } => {
+                let at = topo.index[node];
+                self.unpark(|p| matches!(p, Parked::Route { node, .. } if *node == at));
             }
-            Input::Decided { node, decision, .. } => {
-                let pos = self.state.pending.iter().position(|p| p.node == node);
-                let pos = pos.ok_or_else(|| unfit(format!("`{node}` was decided but is not waiting")))?;
-                self.apply(|st| st.settle_approval(pos, decision));
-            }
-            Input::TimedOut { node } => {
-                let pos = self.state.pending.iter().position(|p| p.node == node);
-                let pos = pos.ok_or_else(|| unfit(format!("`{node}` timed out but is not waiting")))?;
-                self.apply(|st| st.time_out(pos));
-            }
-            Input::ToolAsked { node, tool, arguments } => {
-                let at = index(&node)?;
-                let request = crate::events::ToolRequest { tool, input: arguments };
-                self.apply(|st| st.ask_tool(at, request));
-            }
-            Input::Continued => self.apply(RunState::continued),
-            Input::Cancelled => self.apply(RunState::cancel),
+            _ => {}
         }
-        Ok(())
+        self.input(input).map_err(unfit)
     }
 
     /// Before an input recorded at `seq`: a replay shows the recorded events the scheduler does not derive (what
@@ -840,38 +740,18 @@ impl Scheduler {
         Some(parked.remove(at))
     }
 
-    fn parked_nodes(&self) -> Vec<String> {
-        let parked = self.rebuild.as_ref().map_or(&[][..], |r| &r.parked[..]);
-        parked
-            .iter()
-            .map(|p| match p {
-                Parked::Node { node, .. } | Parked::Route { node, .. } => format!("`{}`", self.state.id(*node)),
-            })
-            .collect()
-    }
-
-    fn parked_clear(&mut self) {
-        if let Some(r) = self.rebuild.as_mut() {
-            self.state.running -= r.parked.len();
-            r.parked.clear();
-        }
-    }
-
     /// Ends a rebuild: events are numbered after the recorded ones, and the work that was running when the
     /// recording stopped starts for real.
     fn go_live(&mut self) {
         let Some(r) = self.rebuild.take() else { return };
         self.shared.emitter.skip_to(r.last_seq + 1);
-        let pending: Vec<String> = self.state.pending.iter().map(|p| p.node.clone()).collect();
-        self.shared.emitter.status(self.state.status, &pending);
+        self.shared.emitter.status(self.state.status(), &self.state.pending_nodes());
         // The tasks that were waiting on tool calls are gone; those that start again ask again.
-        self.apply(RunState::continued);
+        let _ = self.input(Input::Continued);
         for parked in r.parked {
             match parked {
-                Parked::Node { node, iteration, started, previous_output, scope } => {
-                    self.spawn_node(node, iteration, started, previous_output, scope)
-                }
-                Parked::Route { node, live, output, ask } => self.spawn_route(node, live, output, ask),
+                Parked::Node { node, iteration, started, scope } => self.spawn_node(node, iteration, started, scope),
+                Parked::Route { node, ask } => self.spawn_route(node, ask),
             }
         }
     }

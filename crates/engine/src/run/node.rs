@@ -29,6 +29,13 @@ pub(crate) struct NodeOutcome {
     pub code: Option<String>,
 }
 
+impl NodeOutcome {
+    /// A node that completed with `data` without running a task (start, `if`, approvals, pinned outputs).
+    pub fn data(data: Value) -> NodeOutcome {
+        NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None, code: None }
+    }
+}
+
 /// Runs an agent or script node, with `for_each` when it has one.
 pub(super) async fn execute(shared: Arc<Shared>, node: usize, scope: Scope) -> NodeOutcome {
     let n = &shared.workflow.nodes[node];
@@ -456,7 +463,7 @@ impl AgentIo {
         }
         let request = ToolRequest { tool: tool.to_string(), input: input.clone() };
         let decision = self.shared.approve_tool(self.node, request).await;
-        (decision.decision != "approve").then(|| match decision.note.as_str() {
+        (decision.verdict != crate::result::Verdict::Approve).then(|| match decision.note.as_str() {
             "" => "rejected by the user".to_string(),
             note => format!("rejected by the user: {note}"),
         })
