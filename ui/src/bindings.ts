@@ -273,7 +273,7 @@ usage?: Usage | null } |
  */
 { type: "route:choosing"; node: string; choices: string[] } | 
 /**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
-{ type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest | null } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
+{ type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest | null } | { type: "approval:received"; node: string; decision: Verdict; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
 /**
  *  AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
@@ -295,7 +295,7 @@ usage?: Usage } |
  */
 { type: "route:choosing"; node: string; choices: string[] } | 
 /**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
-{ type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest } | { type: "approval:received"; node: string; decision: string; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
+{ type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest } | { type: "approval:received"; node: string; decision: Verdict; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
 /**
  *  AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
@@ -1094,6 +1094,11 @@ export type Usage = {
 	inputTokens: number,
 	outputTokens: number,
 };
+
+/**  How an approval was decided. Each verdict leaves the approval node by the handle of the same name. */
+export type Verdict = "approve" | "reject" | 
+/**  Nobody decided before the approval's timeout (only when a `timeout` edge leaves it; otherwise it rejects). */
+"timeout";
 
 /**  A workflow: nodes, edges and run defaults. */
 export type Workflow = Workflow_Serialize | Workflow_Deserialize;
