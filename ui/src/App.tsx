@@ -1,6 +1,7 @@
 // The window: toolbar, then the canvas with the palette, the inspector and the bottom panel around it in resizable,
 // collapsible panes (their sizes are remembered), and the dialogs. Each part is a small component over the stores;
-// what they do to files, runs and settings is in the session store (store/session.ts).
+// what they do to files, runs, stored runs and settings is in the stores of each (store/files.ts, runControl.ts,
+// history.ts, prefs.ts), and which dialogs are open in store/dialogs.ts.
 import { lazy, Suspense, useEffect } from "react";
 import { ReactFlowProvider } from "@xyflow/react";
 import { Group, Panel, Separator, useDefaultLayout, usePanelRef, type PanelImperativeHandle } from "react-resizable-panels";
@@ -16,7 +17,13 @@ import { handleShortcut } from "./shortcuts";
 import { useDocument } from "./store/document";
 import { useLayoutPrefs } from "./store/layoutPrefs";
 import { useRun } from "./store/run";
-import { baseName, commitEditing, runBlocked, useSession } from "./store/session";
+import { baseName } from "./model/paths";
+import { commitEditing } from "./store/ask";
+import { useDialogs } from "./store/dialogs";
+import { useHistory } from "./store/history";
+import { usePrefs } from "./store/prefs";
+import { runBlocked, useRunControl } from "./store/runControl";
+import { startUp } from "./store/startup";
 import { useValidation, validateOnEdit } from "./store/validation";
 
 // Opened on demand: the first window paints without them.
@@ -24,27 +31,27 @@ const SettingsDialog = lazy(() => import("./components/SettingsDialog").then((m)
 const CommandPalette = lazy(() => import("./components/CommandPalette").then((m) => ({ default: m.CommandPalette })));
 
 function CodeConsent() {
-  const asked = useSession((s) => s.consent);
+  const asked = useRunControl((s) => s.consent);
   if (!asked) return null;
-  return <CodeConsentDialog consent={asked.consent} onAnswer={(allow) => void useSession.getState().answerConsent(allow)} />;
+  return <CodeConsentDialog consent={asked.consent} onAnswer={(allow) => void useRunControl.getState().answerConsent(allow)} />;
 }
 
 function Approvals() {
   const pending = useRun((s) => s.pending);
-  const reviewing = useSession((s) => s.reviewing);
-  const dismissed = useSession((s) => s.dismissed);
+  const reviewing = useDialogs((s) => s.reviewing);
+  const dismissed = useDialogs((s) => s.dismissed);
   const approval = pending.find((p) => p.node === reviewing) ?? pending.find((p) => !dismissed.includes(p.node));
   if (!approval) return null;
-  const s = useSession.getState();
-  return <ApprovalDialog key={approval.node} approval={approval} onClose={() => s.dismissApproval(approval.node)} onDecide={(d, note) => s.decide(approval.node, d, note)} />;
+  return <ApprovalDialog key={approval.node} approval={approval} onClose={() => useDialogs.getState().dismissApproval(approval.node)} onDecide={(d, note) => useRunControl.getState().decide(approval.node, d, note)} />;
 }
 
 /** Why Run cannot start, over the top of the canvas (it covers nothing the person works with, and shifts nothing). */
 function Blocked() {
-  const s = useSession();
+  const mode = useRunControl((s) => s.mode);
+  const answersPath = useRunControl((s) => s.answersPath);
   const errors = useValidation((v) => v.report.errors);
   const status = useRun((r) => r.status);
-  const blocked = runBlocked(errors, s.mode, s.answersPath);
+  const blocked = runBlocked(errors, mode, answersPath);
   if (!blocked || status === "running" || status === "paused") return null;
   return (
     <div className="blocked-bar" data-testid="run-blocked" title={blocked}>
@@ -79,7 +86,7 @@ function useCloseGuard() {
           commitEditing();
           if (!useDocument.getState().dirty) return; // the window closes
           event.preventDefault();
-          useSession.getState().setDialog("close", true);
+          useDialogs.getState().setDialog("close", true);
         })
         .then((u) => (gone ? u() : (unlisten = u))),
     );
@@ -147,9 +154,9 @@ function useBottomFollowsRun(panel: ReturnType<typeof usePanelRef>) {
 }
 
 function Workbench() {
-  const theme = useSession((s) => s.theme);
-  const dialogs = useSession((s) => s.dialogs);
-  const settings = useSession((s) => s.settings);
+  const theme = usePrefs((s) => s.theme);
+  const dialogs = useDialogs((s) => s.shown);
+  const settings = usePrefs((s) => s.settings);
   const models = useModels();
   const inspector = usePanelRef();
   const bottom = usePanelRef();
@@ -176,17 +183,21 @@ function Workbench() {
     () =>
       validateOnEdit(
         useDocument,
-        () => useSession.getState().mode === "answers",
-        (f) => useSession.subscribe((s, p) => (s.mode !== p.mode || s.defaultModel !== p.defaultModel || s.trustedAt !== p.trustedAt) && f()),
+        () => useRunControl.getState().mode === "answers",
+        (f) => {
+          const stopRunControl = useRunControl.subscribe((s, p) => (s.mode !== p.mode || s.trustedAt !== p.trustedAt) && f());
+          const stopPrefs = usePrefs.subscribe((s, p) => s.defaultModel !== p.defaultModel && f());
+          return () => (stopRunControl(), stopPrefs());
+        },
       ),
     [],
   );
 
   useEffect(() => {
-    void useSession.getState().init();
+    void startUp();
     // The history changes when a run ends or pauses.
     return useRun.subscribe((r, p) => {
-      if (r.status !== p.status) void useSession.getState().refreshHistory();
+      if (r.status !== p.status) void useHistory.getState().refresh();
     });
   }, []);
 
@@ -230,9 +241,9 @@ function Workbench() {
       <CloseDialog />
       <Suspense fallback={null}>
         {dialogs.find && <CommandPalette />}
-        {dialogs.settings && settings && <SettingsDialog onClose={() => useSession.getState().setDialog("settings", false)} />}
+        {dialogs.settings && settings && <SettingsDialog onClose={() => useDialogs.getState().setDialog("settings", false)} />}
       </Suspense>
-      {dialogs.help && <HelpPanel onClose={() => useSession.getState().setDialog("help", false)} />}
+      {dialogs.help && <HelpPanel onClose={() => useDialogs.getState().setDialog("help", false)} />}
     </div>
   );
 }

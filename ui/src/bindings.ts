@@ -258,49 +258,59 @@ export type Event = Event_Serialize | Event_Deserialize;
 
 export type EventKind = EventKind_Serialize | EventKind_Deserialize;
 
-export type EventKind_Deserialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string | null } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Deserialize; durationMs: number; usage?: Usage | null } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | 
+export type EventKind_Deserialize = ({ type: "workflow:start"; workflow: string; input: any }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never } | ({ type: "node:enter"; node: string; iteration: number; instruction: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:progress"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "tool:call"; node: string; tool: string; input: any; callId: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string | null }) & { choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "node:exit"; node: string; iteration: number; result: NodeResult_Deserialize; durationMs: number; usage?: Usage | null }) & { callId?: never; choices?: never; content?: never; decision?: never; error?: never; from?: never; input?: never; instruction?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; results?: never; status?: never; to?: never; tool?: never; workflow?: never } | ({ type: "node:skipped"; node: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:warning"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
 /**  A routing decision after `from`: the edge followed to `to` (or `(end)`), and why. */
-{ type: "route"; from: string; to: string; reason: string; 
+({ type: "route"; from: string; to: string; reason: string; 
 /**
  *  Tokens the model used to choose, on the first `route` event of a model's decision (where the provider
  *  reports them): they belong to the `from` node, whose `node:exit` came before the model was asked.
  */
-usage?: Usage | null } | 
+usage?: Usage | null }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; result?: never; results?: never; status?: never; tool?: never; workflow?: never } | 
 /**
  *  The model is being asked which of `node`'s natural-language `when` edges to follow; `route` events follow
  *  with its answer. `choices` are the nodes it may lead to, in edge order (edges with no `when` included: the
  *  model may answer "none of the above").
  */
-{ type: "route:choosing"; node: string; choices: string[] } | 
-/**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
-{ type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest | null } | { type: "approval:received"; node: string; decision: Verdict; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
+({ type: "route:choosing"; node: string; choices: string[] }) & { callId?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
+/**
+ *  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval: what waits, in
+ *  the one shape results and the app show it too.
+ */
+{
+	type: "approval:requested",
+} & PendingApproval_Deserialize | ({ type: "approval:received"; node: string; decision: Verdict; note: string }) & { callId?: never; choices?: never; content?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:paused"; pending: string[] }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:resumed" }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
 /**
  *  AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
  */
-{ type: "log"; node?: string | null; logType: string; content: any } | { type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Deserialize }; error?: string | null };
+({ type: "log"; node?: string | null; logType: string; content: any }) & { callId?: never; choices?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Deserialize }; error?: string | null }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; to?: never; tool?: never; usage?: never; workflow?: never };
 
-export type EventKind_Serialize = { type: "workflow:start"; workflow: string; input: any } | { type: "node:enter"; node: string; iteration: number; instruction: string } | { type: "node:progress"; node: string; message: string } | { type: "tool:call"; node: string; tool: string; input: any; callId: string } | { type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string } | { type: "node:exit"; node: string; iteration: number; result: NodeResult_Serialize; durationMs: number; usage?: Usage } | { type: "node:skipped"; node: string } | { type: "node:warning"; node: string; message: string } | 
+export type EventKind_Serialize = ({ type: "workflow:start"; workflow: string; input: any }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never } | ({ type: "node:enter"; node: string; iteration: number; instruction: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:progress"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "tool:call"; node: string; tool: string; input: any; callId: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "node:exit"; node: string; iteration: number; result: NodeResult_Serialize; durationMs: number; usage?: Usage }) & { callId?: never; choices?: never; content?: never; decision?: never; error?: never; from?: never; input?: never; instruction?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; results?: never; status?: never; to?: never; tool?: never; workflow?: never } | ({ type: "node:skipped"; node: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:warning"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
 /**  A routing decision after `from`: the edge followed to `to` (or `(end)`), and why. */
-{ type: "route"; from: string; to: string; reason: string; 
+({ type: "route"; from: string; to: string; reason: string; 
 /**
  *  Tokens the model used to choose, on the first `route` event of a model's decision (where the provider
  *  reports them): they belong to the `from` node, whose `node:exit` came before the model was asked.
  */
-usage?: Usage } | 
+usage?: Usage }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; result?: never; results?: never; status?: never; tool?: never; workflow?: never } | 
 /**
  *  The model is being asked which of `node`'s natural-language `when` edges to follow; `route` events follow
  *  with its answer. `choices` are the nodes it may lead to, in edge order (edges with no `when` included: the
  *  model may answer "none of the above").
  */
-{ type: "route:choosing"; node: string; choices: string[] } | 
-/**  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval. */
-{ type: "approval:requested"; node: string; message: string; previousOutput: string; tool?: ToolRequest } | { type: "approval:received"; node: string; decision: Verdict; note: string } | { type: "workflow:paused"; pending: string[] } | { type: "workflow:resumed" } | 
+({ type: "route:choosing"; node: string; choices: string[] }) & { callId?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
+/**
+ *  An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval: what waits, in
+ *  the one shape results and the app show it too.
+ */
+{
+	type: "approval:requested",
+} & PendingApproval_Serialize | ({ type: "approval:received"; node: string; decision: Verdict; note: string }) & { callId?: never; choices?: never; content?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:paused"; pending: string[] }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:resumed" }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
 /**
  *  AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
  */
-{ type: "log"; node?: string; logType: string; content: any } | { type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Serialize }; error?: string };
+({ type: "log"; node?: string; logType: string; content: any }) & { callId?: never; choices?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Serialize }; error?: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; to?: never; tool?: never; usage?: never; workflow?: never };
 
 /**  One event as observers and the run log see it. */
 export type Event_Deserialize = {
@@ -728,6 +738,26 @@ export type Opened_Serialize = {
 	/**  What an importer approximated. */
 	notes: string[],
 	path: string | null,
+};
+
+export type PendingApproval = PendingApproval_Serialize | PendingApproval_Deserialize;
+
+export type PendingApproval_Deserialize = {
+	node: string,
+	message: string,
+	/**  What the person is deciding about: the output that reached the approval (for a tool call, its arguments). */
+	previousOutput: string,
+	/**  Set when an agent's tool call waits, not an approval node. */
+	tool?: ToolRequest | null,
+};
+
+export type PendingApproval_Serialize = {
+	node: string,
+	message: string,
+	/**  What the person is deciding about: the output that reached the approval (for a tool call, its arguments). */
+	previousOutput: string,
+	/**  Set when an agent's tool call waits, not an approval node. */
+	tool?: ToolRequest,
 };
 
 export type Position = Position_Serialize | Position_Deserialize;

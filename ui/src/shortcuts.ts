@@ -2,7 +2,10 @@
 // so a shortcut that is listed always works.
 import { edgeKey, useDocument } from "./store/document";
 import { useMessages } from "./store/messages";
-import { useSession } from "./store/session";
+import { useDialogs } from "./store/dialogs";
+import { useFiles } from "./store/files";
+import { useRunControl } from "./store/runControl";
+import { useView } from "./store/view";
 
 export type Shortcut = {
   /** As shown in the panel. */
@@ -18,7 +21,9 @@ export type Shortcut = {
 const mod = (e: KeyboardEvent) => e.ctrlKey || e.metaKey;
 const key = (e: KeyboardEvent, k: string) => e.key.toLowerCase() === k;
 const doc = () => useDocument.getState();
-const session = () => useSession.getState();
+const files = () => useFiles.getState();
+const dialogs = () => useDialogs.getState();
+const view = () => useView.getState();
 
 function deleteSelection() {
   const refused = doc().deleteSelection();
@@ -26,11 +31,11 @@ function deleteSelection() {
 }
 
 export const SHORTCUTS: Shortcut[] = [
-  { keys: "Ctrl+N", does: "new workflow", matches: (e) => mod(e) && key(e, "n"), run: () => void session().newWorkflow(), inFields: true },
-  { keys: "Ctrl+O", does: "open a workflow (any supported format)", matches: (e) => mod(e) && !e.shiftKey && key(e, "o"), run: () => void session().openPicked(), inFields: true },
-  { keys: "Ctrl+S", does: "save", matches: (e) => mod(e) && !e.shiftKey && key(e, "s"), run: () => void session().save(), inFields: true },
-  { keys: "Ctrl+Shift+S", does: "save as", matches: (e) => mod(e) && e.shiftKey && key(e, "s"), run: () => void session().saveAs(), inFields: true },
-  { keys: "Ctrl+Shift+E", does: "export canonical YAML", matches: (e) => mod(e) && e.shiftKey && key(e, "e"), run: () => void session().exportYaml(), inFields: true },
+  { keys: "Ctrl+N", does: "new workflow", matches: (e) => mod(e) && key(e, "n"), run: () => void files().newWorkflow(), inFields: true },
+  { keys: "Ctrl+O", does: "open a workflow (any supported format)", matches: (e) => mod(e) && !e.shiftKey && key(e, "o"), run: () => void files().openPicked(), inFields: true },
+  { keys: "Ctrl+S", does: "save", matches: (e) => mod(e) && !e.shiftKey && key(e, "s"), run: () => void files().save(), inFields: true },
+  { keys: "Ctrl+Shift+S", does: "save as", matches: (e) => mod(e) && e.shiftKey && key(e, "s"), run: () => void files().saveAs(), inFields: true },
+  { keys: "Ctrl+Shift+E", does: "export canonical YAML", matches: (e) => mod(e) && e.shiftKey && key(e, "e"), run: () => void files().exportYaml(), inFields: true },
   { keys: "Ctrl+Z", does: "undo", matches: (e) => mod(e) && !e.shiftKey && key(e, "z"), run: () => doc().undo() },
   { keys: "Ctrl+Shift+Z / Ctrl+Y", does: "redo", matches: (e) => mod(e) && ((e.shiftKey && key(e, "z")) || key(e, "y")), run: () => doc().redo() },
   { keys: "Ctrl+C", does: "copy the selected nodes", matches: (e) => mod(e) && key(e, "c"), run: () => doc().copySelection() },
@@ -38,12 +43,12 @@ export const SHORTCUTS: Shortcut[] = [
   { keys: "Ctrl+D", does: "duplicate the selected nodes", matches: (e) => mod(e) && key(e, "d"), run: () => doc().duplicateSelection() },
   { keys: "Ctrl+A", does: "select everything", matches: (e) => mod(e) && key(e, "a"), run: () => { const w = doc().workflow; doc().select({ nodes: w.nodes.map((n) => n.id), edges: w.edges.map(edgeKey) }); } },
   { keys: "Delete / Backspace", does: "delete the selection", matches: (e) => !mod(e) && (e.key === "Delete" || e.key === "Backspace"), run: deleteSelection },
-  { keys: "Escape", does: "leave a field; clear the selection; close a panel", matches: (e) => e.key === "Escape", run: () => { const d = session().dialogs; if (d.help || d.find) { session().setDialog("help", false); session().setDialog("find", false); } else doc().select({ nodes: [], edges: [] }); } },
-  { keys: "Ctrl+K / Ctrl+F", does: "find a node or a command", matches: (e) => mod(e) && (key(e, "k") || key(e, "f")), run: () => session().setDialog("find", true), inFields: true },
-  { keys: "Ctrl+L", does: "lay the workflow out", matches: (e) => mod(e) && key(e, "l"), run: () => void session().layout() },
-  { keys: "Shift+1", does: "fit the whole workflow in view", matches: (e) => e.shiftKey && !mod(e) && (e.code === "Digit1" || e.key === "!"), run: () => session().requestView("fit") },
-  { keys: "Ctrl+Enter", does: "run", matches: (e) => mod(e) && e.key === "Enter", run: () => void session().run(), inFields: true },
-  { keys: "F1 or ?", does: "this help", matches: (e) => e.key === "F1" || e.key === "?", run: () => session().setDialog("help", true) },
+  { keys: "Escape", does: "leave a field; clear the selection; close a panel", matches: (e) => e.key === "Escape", run: () => { const d = dialogs().shown; if (d.help || d.find) { dialogs().setDialog("help", false); dialogs().setDialog("find", false); } else doc().select({ nodes: [], edges: [] }); } },
+  { keys: "Ctrl+K / Ctrl+F", does: "find a node or a command", matches: (e) => mod(e) && (key(e, "k") || key(e, "f")), run: () => dialogs().setDialog("find", true), inFields: true },
+  { keys: "Ctrl+L", does: "lay the workflow out", matches: (e) => mod(e) && key(e, "l"), run: () => void view().layout() },
+  { keys: "Shift+1", does: "fit the whole workflow in view", matches: (e) => e.shiftKey && !mod(e) && (e.code === "Digit1" || e.key === "!"), run: () => view().requestView("fit") },
+  { keys: "Ctrl+Enter", does: "run", matches: (e) => mod(e) && e.key === "Enter", run: () => void useRunControl.getState().run(), inFields: true },
+  { keys: "F1 or ?", does: "this help", matches: (e) => e.key === "F1" || e.key === "?", run: () => dialogs().setDialog("help", true) },
 ];
 
 /** Shift-drag box selection and Shift/Ctrl-click are pointer gestures, listed in the panel but run by the canvas. */

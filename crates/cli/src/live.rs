@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::log::{LogError, LogItem, Observer, RunLog};
+use switchyard_engine::result::{PendingApproval, Verdict};
 use switchyard_engine::run::Recorded;
 use switchyard_engine::NodeStatus;
 use switchyard_engine::RunStatus;
@@ -88,19 +89,19 @@ impl Observer for LiveLog {
                 let text = content.as_str().map_or_else(|| content.to_string(), str::to_string);
                 format!("    {node} {} {text}", if log_type == "stderr" { "!" } else { "|" })
             }
-            EventKind::ApprovalRequested { node, tool: Some(request), .. } => {
+            EventKind::ApprovalRequested(PendingApproval { node, tool: Some(request), .. }) => {
                 format!("  ⏸ {node} waits for approval to call {} with {}", request.tool, request.input)
             }
-            EventKind::ApprovalRequested { node, message, .. } => {
+            EventKind::ApprovalRequested(PendingApproval { node, message, .. }) => {
                 format!("  ⏸ {node} waits for approval: {message}")
             }
             EventKind::ApprovalReceived { node, decision, note } => {
-                let (mark, said) = match decision.as_str() {
-                    "approve" => ("✓", "approved"),
-                    "reject" => ("✗", "rejected"),
-                    other => ("·", other),
+                let mark = match decision {
+                    Verdict::Approve => "✓",
+                    Verdict::Reject => "✗",
+                    Verdict::Timeout => "·",
                 };
-                format!("  {mark} {node} {said} {note}")
+                format!("  {mark} {node} {} {note}", decision.said())
             }
             EventKind::WorkflowPaused { pending } => {
                 format!("⏸ paused, waiting for: {}", pending.join(", "))

@@ -84,15 +84,10 @@ pub enum EventKind {
     /// model may answer "none of the above").
     #[serde(rename = "route:choosing")]
     RouteChoosing { node: String, choices: Vec<String> },
-    /// An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval.
-    #[serde(rename = "approval:requested", rename_all = "camelCase")]
-    ApprovalRequested {
-        node: String,
-        message: String,
-        previous_output: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        tool: Option<ToolRequest>,
-    },
+    /// An approval node was reached, or an agent asks to call a tool (`tool`) that needs approval: what waits, in
+    /// the one shape results and the app show it too.
+    #[serde(rename = "approval:requested")]
+    ApprovalRequested(crate::result::PendingApproval),
     #[serde(rename = "approval:received")]
     ApprovalReceived { node: String, decision: crate::result::Verdict, note: String },
     #[serde(rename = "workflow:paused")]

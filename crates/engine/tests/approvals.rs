@@ -166,7 +166,7 @@ edges:
     let (_, prompt, _, _) = ran.model.executes().into_iter().find(|e| e.0 == "publish").unwrap();
     assert_eq!(prompt, "the draft");
     let requested = ran.events.iter().find_map(|e| match &e.kind {
-        EventKind::ApprovalRequested { previous_output, .. } => Some(previous_output.clone()),
+        EventKind::ApprovalRequested(p) => Some(p.previous_output.clone()),
         _ => None,
     });
     assert_eq!(requested.as_deref(), Some("the draft"));

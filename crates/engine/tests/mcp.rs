@@ -13,6 +13,7 @@ use support::*;
 use switchyard_engine::events::EventKind;
 use switchyard_engine::log::{Collector, MemoryLog};
 use switchyard_engine::mcp::{probe, HttpServer, McpServerConfig, McpSessions, StdioServer};
+use switchyard_engine::result::PendingApproval;
 use switchyard_engine::run::{self, RunOptions};
 use switchyard_engine::RunStatus;
 
@@ -259,7 +260,7 @@ async fn an_approved_call_runs_when_the_person_decides_in_a_live_run() {
     let answers = script(&add_then_write(&target));
     let (asked_tx, mut asked) = tokio::sync::mpsc::unbounded_channel();
     let observer = move |e: &switchyard_engine::events::Event| {
-        if let EventKind::ApprovalRequested { tool: Some(request), .. } = &e.kind {
+        if let EventKind::ApprovalRequested(PendingApproval { tool: Some(request), .. }) = &e.kind {
             let _ = asked_tx.send(request.clone());
         }
         Ok(())
@@ -290,7 +291,7 @@ async fn with_approval_all_every_call_asks_and_a_script_can_decide_each() {
     let calls = tool_calls(&outcome);
     assert_eq!(calls[0]["error"], "rejected by the user", "even a read-only call asks: {calls:?}");
     assert_eq!(calls[1]["output"], json!({"result": "written"}));
-    let asked = events.iter().filter(|e| matches!(e.kind, EventKind::ApprovalRequested { .. })).count();
+    let asked = events.iter().filter(|e| matches!(e.kind, EventKind::ApprovalRequested(_))).count();
     assert_eq!(asked, 2);
     assert!(target.exists());
 }

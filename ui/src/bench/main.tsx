@@ -8,7 +8,7 @@ import "../styles.css";
 import type { Event, Workflow } from "../types";
 import { App } from "../App";
 import { frameBatcher, useRun } from "../store/run";
-import { useSession } from "../store/session";
+import { useView } from "../store/view";
 
 declare global {
   interface Window {
@@ -64,8 +64,8 @@ new MutationObserver(() => {
 
 // Open = from loading this page until the workflow is on the canvas, fitted, and painted.
 window.__benchReady = new Promise((resolve) => {
-  const stop = useSession.subscribe((s, p) => {
-    if (s.shownView === p.shownView) return;
+  const stop = useView.subscribe((s, p) => {
+    if (s.shown === p.shown) return;
     stop();
     requestAnimationFrame(() =>
       requestAnimationFrame(() => {

@@ -21,12 +21,13 @@ import {
   type OnConnectStartParams,
 } from "@xyflow/react";
 import type { Edge, Node as DocumentNode } from "../types";
-import { connectionProblem, edgeHandle, handleLayout, HANDLE_STEP, HANDLE_TOP, minNodeHeight, NODE_WIDTH, sourceHandles } from "../model/handles";
+import { canonicalHandle, connectionProblem, edgeHandle, handleLayout, HANDLE_STEP, HANDLE_TOP, minNodeHeight, NODE_WIDTH, sourceHandles } from "../model/handles";
 import { edgeLabel, edgeRoute, nearestOnPolyline, placeLabels } from "../model/labels";
 import { openingViewport } from "../model/placement";
 import { edgeKey, useDocument, type Selection } from "../store/document";
 import { useRun } from "../store/run";
-import { useSession } from "../store/session";
+import { usePrefs } from "../store/prefs";
+import { useView } from "../store/view";
 import { useValidation } from "../store/validation";
 import { LOD_ZOOM, LodContext, WorkflowNode, TITLE_PX, type CanvasNodeData } from "./WorkflowNode";
 import { edgeTypes } from "./WorkflowEdge";
@@ -69,8 +70,8 @@ export function Canvas() {
   const selection = useDocument((s) => s.selection);
   const followed = useRun((s) => s.followed);
   const byEdge = useValidation((s) => s.byEdge);
-  const theme = useSession((s) => s.theme);
-  const view = useSession((s) => s.view);
+  const theme = usePrefs((s) => s.theme);
+  const view = useView((s) => s.request);
   const width = useStore((s) => s.width);
   const height = useStore((s) => s.height);
   const dragging = useRef(false);
@@ -108,7 +109,7 @@ export function Canvas() {
   }, [boxes, width, height]);
   // Left by a pan or zoom: the document's crowding no longer holds it (until the document changes).
   const [released, setReleased] = useState<{ boxes: unknown; nonce: number } | null>(null);
-  // Where a view the session asked for goes: opened at readable zoom, or fitted (computed from the document, as
+  // Where a view asked for goes: opened at readable zoom, or fitted (computed from the document, as
   // fitView would from React Flow's nodes, which the overview empties).
   const viewTarget = (kind: string, b: typeof boxes) => {
     const bounds = boxesBounds(b);
@@ -181,7 +182,7 @@ export function Canvas() {
       const text = edgeLabel(e, from);
       const to = byId.get(e.to);
       if (!text || !from || !to) continue;
-      const handle = edgeHandle(e);
+      const handle = canonicalHandle(from, edgeHandle(e));
       const right = sourceHandles(from).filter((h) => h.kind !== "subagent");
       const index = Math.max(0, right.findIndex((h) => h.id === handle));
       const size = measured.current.get(e.to)?.height ?? minNodeHeight(to);
@@ -225,7 +226,7 @@ export function Canvas() {
           type: "workflow",
           source: e.from,
           target: e.to,
-          sourceHandle: handle === "true" ? "condition-0" : handle,
+          sourceHandle: canonicalHandle(source, handle),
           targetHandle: "input",
           label: edgeLabel(e, source) || undefined,
           data: { ...(place && { labelX: place.x, labelY: place.y, leader: place.leader }), fullLabel: edgeLabel(e, source, { whole: true }) },
@@ -329,7 +330,7 @@ export function Canvas() {
     [connect, showHint],
   );
 
-  // A viewport the session asked for: a newly opened workflow is shown so that titles are readable.
+  // A viewport asked for (store/view.ts): a newly opened workflow is shown so that titles are readable.
   useEffect(() => {
     if (!width || !height) return;
     const nodes = useDocument.getState().workflow.nodes;
@@ -345,14 +346,14 @@ export function Canvas() {
     }
     flow.setViewport(target);
     decideOverview(wantsOverview(b, target, width, height, shown.current));
-    useSession.getState().viewShown(view.nonce);
+    useView.getState().viewShown(view.nonce);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [view.nonce, width > 0 && height > 0]);
   useEffect(() => {
     if (!showOverview || !pendingView.current) return;
     flow.setViewport(pendingView.current);
     pendingView.current = null;
-    useSession.getState().viewShown(useSession.getState().view.nonce);
+    useView.getState().viewShown(useView.getState().request.nonce);
   }, [showOverview, overview, flow]);
 
   return (

@@ -12,7 +12,8 @@ import { useNodeTypes } from "../model/nodeTypes";
 import { freeSpot } from "../model/placement";
 import { nodeName, useDocument } from "../store/document";
 import { useMessages } from "../store/messages";
-import { useSession } from "../store/session";
+import { useRunControl } from "../store/runControl";
+import { useView } from "../store/view";
 import { NodeIcon } from "./NodeIcon";
 import { revealWhenLaidOut } from "./reveal";
 
@@ -49,7 +50,7 @@ function useItems(request: MenuRequest, onClose: () => void) {
     items.push({ label: "Duplicate", keys: "Ctrl+D", run: () => doc.duplicateSelection(), testId: "menu-duplicate" });
     items.push({ label: "Copy", keys: "Ctrl+C", run: () => doc.copySelection(), testId: "menu-copy" });
     items.push({ label: "Delete", keys: "Del", run: deleteSelection, testId: "menu-delete" });
-    items.push({ label: "Run from here", note: "last run upstream", run: () => void useSession.getState().runFrom(request.id), testId: "menu-run-from" });
+    items.push({ label: "Run from here", note: "last run upstream", run: () => void useRunControl.getState().runFrom(request.id), testId: "menu-run-from" });
   } else if (request.kind === "edge") {
     items.push({ label: "Delete edge", keys: "Del", run: deleteSelection, testId: "menu-delete" });
   } else {
@@ -58,8 +59,8 @@ function useItems(request: MenuRequest, onClose: () => void) {
       items.push({ label: pickerOnly ? t.label : `Add ${t.label.toLowerCase()} here`, run: () => addHere(t.type), testId: `menu-add-${t.type}`, type: t.type });
     if (!pickerOnly) {
       if (clipboard?.nodes.length) items.push({ label: "Paste", keys: "Ctrl+V", run: () => doc.paste(), testId: "menu-paste" });
-      items.push({ label: "Layout", keys: "Ctrl+L", run: () => void useSession.getState().layout(), testId: "menu-layout" });
-      items.push({ label: "Fit view", keys: "Shift+1", run: () => useSession.getState().requestView("fit"), testId: "menu-fit" });
+      items.push({ label: "Layout", keys: "Ctrl+L", run: () => void useView.getState().layout(), testId: "menu-layout" });
+      items.push({ label: "Fit view", keys: "Shift+1", run: () => useView.getState().requestView("fit"), testId: "menu-fit" });
     }
   }
 

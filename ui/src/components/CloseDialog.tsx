@@ -2,13 +2,15 @@
 // Escape cancels). Save that does not complete (the file picker cancelled, the write refused) keeps the window open.
 import * as AlertDialog from "@radix-ui/react-alert-dialog";
 import { useDocument } from "../store/document";
-import { baseName, useSession } from "../store/session";
+import { baseName } from "../model/paths";
+import { useDialogs } from "../store/dialogs";
+import { useFiles } from "../store/files";
 
 export function CloseDialog() {
-  const open = useSession((s) => s.dialogs.close);
+  const open = useDialogs((s) => s.shown.close);
   const name = useDocument((d) => d.workflow.name);
   const path = useDocument((d) => d.path);
-  const answer = (a: "save" | "discard" | "cancel") => void useSession.getState().closeWindow(a);
+  const answer = (a: "save" | "discard" | "cancel") => void useFiles.getState().closeWindow(a);
   return (
     <AlertDialog.Root open={open} onOpenChange={(o) => !o && answer("cancel")}>
       <AlertDialog.Portal>

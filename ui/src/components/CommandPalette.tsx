@@ -9,7 +9,7 @@ import { nodeTypeSpec } from "../model/nodeTypes";
 import { SHORTCUTS } from "../shortcuts";
 import { useDocument } from "../store/document";
 import { useLayoutPrefs } from "../store/layoutPrefs";
-import { useSession } from "../store/session";
+import { useDialogs } from "../store/dialogs";
 import { NodeIcon } from "./NodeIcon";
 
 /**
@@ -39,8 +39,8 @@ const EXTRA_COMMANDS: { does: string; run: () => void; keys?: string }[] = [
   { does: "show or hide the inspector", run: () => useLayoutPrefs.getState().toggle("inspector") },
   { does: "show or hide the node palette", run: () => useLayoutPrefs.getState().toggle("palette") },
   { does: "show or hide the bottom panel", run: () => useLayoutPrefs.getState().toggle("bottom") },
-  { does: "open Settings", run: () => useSession.getState().setDialog("settings", true) },
-  { does: "run history", run: () => (useSession.getState().setPanel("history"), useLayoutPrefs.getState().openBottom()) },
+  { does: "open Settings", run: () => useDialogs.getState().setDialog("settings", true) },
+  { does: "run history", run: () => (useLayoutPrefs.getState().setPanel("history"), useLayoutPrefs.getState().openBottom()) },
 ];
 
 export function CommandPalette() {
@@ -51,7 +51,7 @@ export function CommandPalette() {
     const hits = query.trim() ? nodes.filter((n) => matches(nodeSearchText(n), query)) : nodes;
     return [...hits].sort((a, b) => rank(a, query) - rank(b, query)).slice(0, 200);
   }, [nodes, query]);
-  const close = () => useSession.getState().setDialog("find", false);
+  const close = () => useDialogs.getState().setDialog("find", false);
   const commands = useMemo(() => [...SHORTCUTS.filter((s) => !["Escape", "Ctrl+F", "Ctrl+K", "Delete / Backspace"].includes(s.keys)).map((s) => ({ does: s.does, run: s.run, keys: s.keys })), ...EXTRA_COMMANDS], []);
   const shownCommands = commands.filter((c) => matches(c.does, query));
   const reveal = (n: Node) => {

@@ -1,8 +1,12 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Node } from "../types";
+import { useNodeTypes, type FieldSpec, type NodeTypeSpec } from "../model/nodeTypes";
+import generated from "../generated/node-types.json";
 import { getPath, readInput, setPath } from "./Inspector";
 
 const agent = (extra: Partial<Node> = {}) => ({ id: "a", type: "agent", ...extra }) as Node;
+
+afterEach(() => useNodeTypes.getState().set(generated as NodeTypeSpec[]));
 
 describe("inspector fields", () => {
   it("reads and writes nested fields by their dotted key", () => {
@@ -15,6 +19,21 @@ describe("inspector fields", () => {
     const n = agent({ retry: { max: 2, backoff_ms: 100 } } as Partial<Node>);
     expect(setPath(n, "retry.max", undefined)).toEqual({ retry: undefined });
     expect(setPath(agent(), "retry.backoff_ms", 250)).toEqual({ retry: { backoff_ms: 250, max: 1 } });
+  });
+
+  it("takes what a nested object requires from the node type's catalogue, and seeds nothing the catalogue does not ask for", () => {
+    const catalogue = [{ key: "retry.max", required: null }, { key: "retry.backoff_ms", required: 500 }] as FieldSpec[];
+    expect(setPath(agent(), "retry.max", 3, catalogue)).toEqual({ retry: { max: 3, backoff_ms: 500 } });
+    expect(setPath(agent({ retry: { max: 3, backoff_ms: 500 } } as Partial<Node>), "retry.backoff_ms", undefined, catalogue)).toEqual({ retry: undefined });
+    expect(setPath(agent({ retry: { max: 3, backoff_ms: 500 } } as Partial<Node>), "retry.max", undefined, catalogue)).toEqual({ retry: { backoff_ms: 500 } });
+    expect(setPath(agent(), "retry.backoff_ms", 250, [])).toEqual({ retry: { backoff_ms: 250 } });
+  });
+
+  it("reads the node type's fields from the catalogue the engine sent when none are given", () => {
+    const specs = (generated as NodeTypeSpec[]).map((t) => (t.type !== "agent" ? t : { ...t, fields: t.fields.map((f) => (f.key === "retry.max" ? { ...f, required: 5 } : f)) }));
+    useNodeTypes.getState().set(specs);
+    expect(setPath(agent(), "retry.backoff_ms", 250)).toEqual({ retry: { backoff_ms: 250, max: 5 } });
+    expect(setPath({ id: "s", type: "script" } as Node, "retry.backoff_ms", 250), "the script type's own fields still say 1").toEqual({ retry: { backoff_ms: 250, max: 1 } });
   });
 
   it("drops tool flags that are turned off, and the tools object with the last one", () => {

@@ -8,11 +8,11 @@ import type { Condition, Edge, Node } from "../types";
 import { nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
 import { edgeKey, nodeName, useDocument } from "../store/document";
 import { useNodeRun } from "../store/run";
-import { useSession } from "../store/session";
+import { usePrefs } from "../store/prefs";
 import { useValidation } from "../store/validation";
 import { commands } from "../api";
 import { errorText } from "../store/messages";
-import { useLayoutPrefs } from "../store/layoutPrefs";
+import { useLayoutPrefs, type InspectorTab } from "../store/layoutPrefs";
 import { handleName } from "../model/labels";
 import { NodeIcon } from "./NodeIcon";
 import { inAppWords } from "../model/words";
@@ -116,14 +116,21 @@ export function getPath(node: Node, key: string): unknown {
   return key.split(".").reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), node);
 }
 
-/** The field each nested object cannot be without (document.rs), and its value when another field creates it. */
-const REQUIRED: Record<string, [string, unknown]> = { retry: ["max", 1], for_each: ["items", ""] };
+/**
+ * The field a nested object cannot be without, and the value it gets when another field creates the object, as the
+ * node type's catalogue says (`retry.max`, 1); undefined when the object requires none.
+ */
+function requiredField(fields: FieldSpec[], object: string): { key: string; initial: unknown } | undefined {
+  const f = fields.find((x) => x.key.startsWith(`${object}.`) && x.required != null);
+  return f ? { key: f.key.slice(object.length + 1), initial: f.required } : undefined;
+}
 
 /**
  * A patch setting a dotted key. Empty values remove the key; an object left empty, or without the field it
- * requires, is removed too; an object created for another of its fields gets its required one.
+ * requires, is removed too; an object created for another of its fields gets its required one. What an object
+ * requires is read from `fields`, the node type's fields in the catalogue.
  */
-export function setPath(node: Node, key: string, value: unknown): Partial<Node> {
+export function setPath(node: Node, key: string, value: unknown, fields: FieldSpec[] = nodeTypeSpec(node.type)?.fields ?? []): Partial<Node> {
   const [head, ...rest] = key.split(".");
   const empty = value === undefined || value === "" || value === null;
   if (!rest.length) return { [head]: empty ? undefined : value } as Partial<Node>;
@@ -131,31 +138,31 @@ export function setPath(node: Node, key: string, value: unknown): Partial<Node> 
   const inner = { ...((node as Record<string, unknown>)[head] as Record<string, unknown> | undefined) };
   if (empty) delete inner[field];
   else inner[field] = value;
-  const required = REQUIRED[head];
-  if (required && empty && field === required[0]) return { [head]: undefined } as Partial<Node>;
-  if (required && !empty && inner[required[0]] === undefined) inner[required[0]] = required[1];
+  const required = requiredField(fields, head);
+  if (required && empty && field === required.key) return { [head]: undefined } as Partial<Node>;
+  if (required && !empty && inner[required.key] === undefined) inner[required.key] = required.initial;
   const kept = Object.entries(inner).filter(([, v]) => v !== undefined && v !== false);
   return { [head]: kept.length ? Object.fromEntries(kept) : undefined } as Partial<Node>;
 }
 
-function Conditions({ node, set }: { node: Node; set: (patch: Partial<Node>) => void }) {
+/** An if node's conditions, in order; the operators are the field's options in the catalogue. */
+function Conditions({ node, field, set }: { node: Node; field: FieldSpec; set: (patch: Partial<Node>) => void }) {
   const conditions: Condition[] = node.conditions ?? [];
+  const operators = field.options as Condition["operator"][];
   const change = (i: number, patch: Partial<Condition>) => set({ conditions: conditions.map((x, j) => (j === i ? { ...x, ...patch } : x)) });
   return (
     <div className="conditions">
-      <span>conditions (first true wins; none → else)</span>
+      <span>{field.label}</span>
       {conditions.map((c, i) => (
         <div className="condition" key={i}>
           <select value={c.operator} onChange={(e) => change(i, { operator: e.target.value as Condition["operator"] })} aria-label={`condition ${i} operator`}>
-            <option>contains</option>
-            <option>equal</option>
-            <option>expression</option>
+            {operators.map((o) => <option key={o}>{o}</option>)}
           </select>
           <Text value={c.value} onCommit={(v) => change(i, { value: v })} testId={`condition-${i}`} />
           <button title="remove" onClick={() => set({ conditions: conditions.filter((_, j) => j !== i) })}>×</button>
         </div>
       ))}
-      <button onClick={() => set({ conditions: [...conditions, { operator: "contains", value: "" }] })} data-testid="add-condition">+ condition</button>
+      <button onClick={() => set({ conditions: [...conditions, { operator: operators[0], value: "" }] })} disabled={!operators.length} data-testid="add-condition">+ condition</button>
     </div>
   );
 }
@@ -165,7 +172,7 @@ function Conditions({ node, set }: { node: Node; set: (patch: Partial<Node>) => 
  * Entries naming a server that Settings does not have are shown as problems, never dropped.
  */
 function McpTools({ value, onCommit }: { value: unknown; onCommit: (v: unknown) => void }) {
-  const configured = useSession((s) => s.settings?.mcp_servers);
+  const configured = usePrefs((s) => s.settings?.mcp_servers);
   const servers = Object.keys(configured ?? {});
   const chosen: string[] = Array.isArray(value) ? (value as string[]) : [];
   const [listed, setListed] = useState<Record<string, string[] | string>>({});
@@ -219,7 +226,7 @@ function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; mo
   const placeholder = field.placeholder ?? undefined;
   switch (field.kind) {
     case "conditions":
-      return <Conditions node={node} set={set} />;
+      return <Conditions node={node} field={field} set={set} />;
     case "checkbox":
       return (
         <label className="check">
@@ -334,8 +341,8 @@ function RunDetails({ id }: { id: string }) {
   // Only node types with a pinned output (agents, scripts) offer to pin one.
   const type = useDocument((s) => s.workflow.nodes.find((n) => n.id === id)?.type);
   const pinnable = Boolean(type && nodeTypeSpec(type)?.fields.some((f) => f.key === "pinned"));
-  const pick = useSession((s) => s.inspector.iteration);
-  const setPick = (iteration: number) => useSession.getState().inspect("run", iteration);
+  const pick = useLayoutPrefs((s) => s.inspector.iteration);
+  const setPick = (iteration: number) => useLayoutPrefs.getState().inspect("run", iteration);
   if (!run || !run.iterations.length) return <p className="muted" data-testid="run-details-empty">This node has not run yet. Run the workflow to see what it received and produced.</p>;
   const it = run.iterations.find((i) => i.iteration === pick) ?? run.iterations[run.iterations.length - 1];
   return (
@@ -423,8 +430,8 @@ function WorkflowFields({ models }: { models: string[] }) {
 export function Inspector({ models }: { models: string[] }) {
   const workflow = useDocument((s) => s.workflow);
   const selection = useDocument((s) => s.selection);
-  const tab = useSession((s) => s.inspector.tab);
-  const setTab = (t: "settings" | "run") => useSession.getState().inspect(t);
+  const tab = useLayoutPrefs((s) => s.inspector.tab);
+  const setTab = (t: InspectorTab) => useLayoutPrefs.getState().inspect(t);
   const nodeId = selection.nodes.length === 1 && !selection.edges.length ? selection.nodes[0] : undefined;
   const node = nodeId ? workflow.nodes.find((n) => n.id === nodeId) : undefined;
   const edgeId = !selection.nodes.length && selection.edges.length === 1 ? selection.edges[0] : undefined;
@@ -463,7 +470,7 @@ export function Inspector({ models }: { models: string[] }) {
       )}
       {node ? (
         // Manual activation: a tab changes when it is clicked or chosen with Enter/Space, never because focus passed it.
-        <Tabs.Root value={tab} onValueChange={(t) => setTab(t as "settings" | "run")} activationMode="manual">
+        <Tabs.Root value={tab} onValueChange={(t) => setTab(t as InspectorTab)} activationMode="manual">
           <Tabs.List className="tabs" aria-label="node">
             <Tabs.Trigger value="settings" className="tab" data-testid="tab-settings">Settings</Tabs.Trigger>
             <Tabs.Trigger value="run" className="tab" data-testid="tab-last-run">Last run</Tabs.Trigger>

@@ -6,7 +6,7 @@ import { ApprovalDialog, BottomPanel, HelpPanel } from "./Panels";
 import { useValidation } from "../store/validation";
 import { useDocument, emptyWorkflow } from "../store/document";
 import { useRun } from "../store/run";
-import { useSession } from "../store/session";
+import { useDialogs } from "../store/dialogs";
 import { SHORTCUTS } from "../shortcuts";
 
 const ev = (seq: number, body: Record<string, unknown>): Event => ({ seq, run: "r", ts: "", ...body }) as Event;
@@ -34,7 +34,7 @@ describe("panels", () => {
     fireEvent.change(screen.getByTestId("approval-note"), { target: { value: "not there" } });
     fireEvent.click(screen.getByTestId("approval-reject"));
     expect(onDecide).toHaveBeenCalledWith("reject", "not there");
-    useSession.setState({ approvalNotes: {} });
+    useDialogs.setState({ approvalNotes: {} });
   });
 
   it("keeps a note typed in the approval dialog when it is put off with Later", () => {
@@ -45,7 +45,7 @@ describe("panels", () => {
     first.unmount();
     render(<ApprovalDialog approval={approval} onClose={() => {}} onDecide={vi.fn()} />);
     expect((screen.getByTestId("approval-note") as HTMLTextAreaElement).value).toBe("check clause 4");
-    useSession.setState({ approvalNotes: {} });
+    useDialogs.setState({ approvalNotes: {} });
   });
 
   it("lists problems and selects the node when one is clicked", () => {

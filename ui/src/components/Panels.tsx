@@ -5,14 +5,15 @@ import { useReactFlow } from "@xyflow/react";
 import type { Event } from "../types";
 import { nodeName, useDocument } from "../store/document";
 import { STATUS_WORDS, useNodeRun, useRun, type Execution, type PendingApproval } from "../store/run";
-import { useSession } from "../store/session";
+import { useDialogs } from "../store/dialogs";
+import { useHistory } from "../store/history";
+import { useRunControl } from "../store/runControl";
 import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
 import * as Dialog from "@radix-ui/react-dialog";
 import * as Tabs from "@radix-ui/react-tabs";
 import { Hand, PanelBottom } from "lucide-react";
-import { useLayoutPrefs } from "../store/layoutPrefs";
-import type { PanelTab } from "../store/session";
+import { useLayoutPrefs, type PanelTab } from "../store/layoutPrefs";
 import { NodeIcon } from "./NodeIcon";
 import { inAppWords } from "../model/words";
 
@@ -28,15 +29,15 @@ function useReveal() {
 }
 
 export function BottomPanel() {
-  const tab = useSession((s) => s.panel);
-  const setTab = useSession((s) => s.setPanel);
-  const history = useSession((s) => s.history);
+  const tab = useLayoutPrefs((s) => s.panel);
+  const setTab = useLayoutPrefs((s) => s.setPanel);
+  const history = useHistory((s) => s.runs);
   const report = useValidation((s) => s.report);
   const notes = useDocument((s) => s.notes);
   const pending = useRun((s) => s.pending);
   const status = useRun((s) => s.status);
   const runId = useRun((s) => s.runId);
-  const review = useSession((s) => s.review);
+  const review = useDialogs((s) => s.review);
   // A run that starts brings its list forward.
   useEffect(() => {
     if (status === "running") setTab("run");
@@ -118,7 +119,7 @@ function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean;
   const run = useNodeRun(row.node);
   const doc = useDocument((s) => s.workflow.nodes.find((n) => n.id === row.node));
   // A model step without a count: the server did not report one (an answers file calls no model, so says nothing).
-  const onModel = useSession((s) => s.mode === "model");
+  const onModel = useRunControl((s) => s.mode === "model");
   const unreported = row.tokens == null && row.status === "succeeded" && onModel && isModelNode(doc?.type);
   const live = row.status === "running" && run?.status === "running" && run.iteration === row.iteration;
   const preview = live ? run.streamed.slice(-160).replace(/\s+/g, " ") : row.preview;
@@ -165,7 +166,7 @@ function RunList() {
           <tr><th>node</th><th>#</th><th>status</th><th>time</th><th>tokens</th><th>output</th></tr>
         </thead>
         <tbody>
-          {executions.slice(-MAX_ROWS).map((r) => <RunRow key={`${r.node}:${r.iteration}:${r.seq}`} row={r} selected={selected.includes(r.node)} onClick={() => (reveal(r.node), useSession.getState().inspect("run", r.iteration))} />)}
+          {executions.slice(-MAX_ROWS).map((r) => <RunRow key={`${r.node}:${r.iteration}:${r.seq}`} row={r} selected={selected.includes(r.node)} onClick={() => (reveal(r.node), useLayoutPrefs.getState().inspect("run", r.iteration))} />)}
         </tbody>
       </table>
       {error && <div className="field-error" data-testid="run-error">{error}</div>}
@@ -175,10 +176,11 @@ function RunList() {
 
 /** Stored runs: this workflow's (or all), with what can be done with each. */
 function History() {
-  const history = useSession((s) => s.history);
+  const history = useHistory((s) => s.runs);
   const path = useDocument((s) => s.path);
   const [all, setAll] = useState(false);
-  const s = useSession.getState();
+  const stored = useHistory.getState();
+  const runControl = useRunControl.getState();
   // This workflow's runs, and every run that waits for the person (paused, or interrupted when its process died).
   const waits = (r: (typeof history)[number]) => (r.status === "paused" || r.status === "interrupted") && !r.live;
   const runs = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r));
@@ -203,10 +205,10 @@ function History() {
                 <td className="num">{duration(r.durationMs)}</td>
                 <td>{r.pending.join(", ")}</td>
                 <td className="actions">
-                  <button onClick={() => s.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
-                  <button onClick={() => s.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
+                  <button onClick={() => stored.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
+                  <button onClick={() => stored.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
                   {(r.status === "paused" || r.status === "interrupted") && !r.live && (
-                    <button className="primary" onClick={() => s.resumeRun(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-resume-${r.id}`}>Resume</button>
+                    <button className="primary" onClick={() => runControl.resumeRun(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-resume-${r.id}`}>Resume</button>
                   )}
                 </td>
               </tr>
@@ -256,8 +258,8 @@ function Events() {
 }
 
 export function ApprovalDialog({ approval, onClose, onDecide }: { approval: PendingApproval; onClose: () => void; onDecide: (decision: "approve" | "reject", note: string) => Promise<void> }) {
-  const note = useSession((s) => s.approvalNotes[approval.node] ?? "");
-  const setNote = useSession((s) => s.setApprovalNote);
+  const note = useDialogs((s) => s.approvalNotes[approval.node] ?? "");
+  const setNote = useDialogs((s) => s.setApprovalNote);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const decide = async (d: "approve" | "reject") => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { mockIPC } from "@tauri-apps/api/mocks";
 import type { Settings } from "../types";
-import { useSession } from "../store/session";
+import { usePrefs } from "../store/prefs";
 import { implausibleLimits, SettingsDialog } from "./SettingsDialog";
 
 const initial = { providers: [], limits: { connect_timeout_ms: 5000, timeout_ms: 300000, read_timeout_ms: 60000, retries: 3, backoff_ms: 500, max_tool_turns: 8 } } as unknown as Settings;
@@ -14,7 +14,7 @@ describe("settings", () => {
       if (cmd === "save_settings") saved.push((args as { settings: unknown }).settings);
       return null;
     });
-    useSession.setState({ settings: initial, settingsProblem: null });
+    usePrefs.setState({ settings: initial, settingsProblem: null });
     let closed = false;
     render(<SettingsDialog onClose={() => (closed = true)} />);
     fireEvent.click(screen.getByText("+ provider"));
@@ -26,14 +26,14 @@ describe("settings", () => {
     await waitFor(() => expect(closed).toBe(true));
     expect(saved[0]).toMatchObject({ providers: [{ id: "openai", kind: "openai", api_key_env: "OPENAI_API_KEY", default_model: "gpt-4.1-mini" }] });
     expect((saved[0] as Settings).providers[0]).not.toHaveProperty("base_url", "");
-    expect(useSession.getState().settings?.providers[0].id).toBe("openai");
+    expect(usePrefs.getState().settings?.providers[0].id).toBe("openai");
   });
 
   it("shows each problem the engine found on its field and stays open", async () => {
     mockIPC(() => {
       throw { code: "INVALID_SETTINGS", message: "2 problems", problems: [{ field: "providers[1].id", code: "DUPLICATE_PROVIDER_ID", message: "`openai` is used twice" }, { field: "providers[0].base_url", code: "INVALID_URL", message: "not an http(s) URL" }] };
     });
-    useSession.setState({ settings: { ...initial, providers: [{ id: "openai", kind: "openai", base_url: "not a url" }, { id: "openai", kind: "openai" }] } as unknown as Settings });
+    usePrefs.setState({ settings: { ...initial, providers: [{ id: "openai", kind: "openai", base_url: "not a url" }, { id: "openai", kind: "openai" }] } as unknown as Settings });
     let closed = false;
     render(<SettingsDialog onClose={() => (closed = true)} />);
     fireEvent.click(screen.getByText("Save"));
@@ -45,7 +45,7 @@ describe("settings", () => {
   });
 
   it("says why the settings file could not be read, and still lets the person fix it", () => {
-    useSession.setState({ settings: initial, settingsProblem: { code: "SETTINGS_UNREADABLE", message: "/home/u/.config/switchyard/settings.yaml line 3: duplicate provider id", problems: [] } });
+    usePrefs.setState({ settings: initial, settingsProblem: { code: "SETTINGS_UNREADABLE", message: "/home/u/.config/switchyard/settings.yaml line 3: duplicate provider id", problems: [] } });
     render(<SettingsDialog onClose={() => {}} />);
     expect(screen.getByTestId("settings-load-problem").textContent).toMatch(/settings.yaml line 3/);
     expect((screen.getByTestId("settings-save") as HTMLButtonElement).disabled).toBe(false);

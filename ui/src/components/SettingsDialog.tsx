@@ -7,15 +7,15 @@ import type { Settings } from "../types";
 import type { McpServerConfig_Deserialize as McpServerConfig } from "../bindings";
 import { commands } from "../api";
 import { errorText } from "../store/messages";
-import { useSession, type CommandError, type SettingsProblem } from "../store/session";
+import { usePrefs, type CommandError, type SettingsProblem } from "../store/prefs";
 
 type Provider = Settings["providers"][number];
 
 const blank = (): Provider => ({ id: "", kind: "openai", base_url: "", api_key_env: "", default_model: "" }) as Provider;
 
 export function SettingsDialog({ onClose }: { onClose: () => void }) {
-  const initial = useSession((s) => s.settings)!;
-  const loadProblem = useSession((s) => s.settingsProblem);
+  const initial = usePrefs((s) => s.settings)!;
+  const loadProblem = usePrefs((s) => s.settingsProblem);
   const [providers, setProviders] = useState<Provider[]>(initial.providers ?? []);
   const [defaultModel, setDefaultModel] = useState(initial.default_model ?? "");
   const [limits, setLimits] = useState(initial.limits);
@@ -76,14 +76,14 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
         setError(e.problems?.length ? `Not saved: ${e.problems.length} problem${e.problems.length > 1 ? "s" : ""} to fix (marked in red).` : e.message);
         return;
       }
-      useSession.getState().setSettings(settings);
+      usePrefs.getState().setSettings(settings);
       onClose();
     } catch (e) {
       setError(errorText(e));
     }
   };
 
-  const found = useSession((s) => s.defaultModel);
+  const found = usePrefs((s) => s.defaultModel);
   const limitWarnings = implausibleLimits(limits);
   const unplaced = problems.filter((p) => !/^providers\[\d+\]\.|^default_model$/.test(p.field));
   return (

@@ -4,7 +4,7 @@ import { useEffect } from "react";
 import { toast, Toaster } from "sonner";
 import { INFO_MS, useMessages, type Message } from "../store/messages";
 import { useLayoutPrefs } from "../store/layoutPrefs";
-import { useSession } from "../store/session";
+import { usePrefs } from "../store/prefs";
 
 function show(m: Message) {
   const body = (
@@ -26,7 +26,7 @@ function show(m: Message) {
 }
 
 export function Toasts() {
-  const theme = useSession((s) => s.theme);
+  const theme = usePrefs((s) => s.theme);
   // Over the canvas's top right corner: below the toolbar and clear of the inspector, never over a control.
   const right = useLayoutPrefs((p) => p.inspectorPx) + 14;
   useEffect(() => {

@@ -7,7 +7,13 @@ import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, L
 import { useDocument } from "../store/document";
 import { useReplay } from "../store/replay";
 import { useRun } from "../store/run";
-import { baseName, runBlocked, useSession } from "../store/session";
+import { baseName } from "../model/paths";
+import { useDialogs } from "../store/dialogs";
+import { useFiles } from "../store/files";
+import { useHistory } from "../store/history";
+import { usePrefs } from "../store/prefs";
+import { runBlocked, useRunControl } from "../store/runControl";
+import { useView } from "../store/view";
 import { useValidation } from "../store/validation";
 
 /** A button with a tooltip: its name, and its shortcut when it has one. */
@@ -37,9 +43,9 @@ function IconButton({ label, keys, onClick, children, testId, disabled }: { labe
 
 /** Models a person may pick: configured defaults and those the workflow names. */
 export function useModels(): string[] {
-  const settings = useSession((s) => s.settings);
+  const settings = usePrefs((s) => s.settings);
   const workflow = useDocument((s) => s.workflow);
-  const found = useSession((s) => s.defaultModel?.model);
+  const found = usePrefs((s) => s.defaultModel?.model);
   return useMemo(() => {
     const refs = new Set<string>();
     if (found) refs.add(found);
@@ -58,10 +64,10 @@ export function defaultModelSource(source: string | undefined): string {
 
 /** Where a run's answers come from: a model (the default, or one picked) or an answers file. One state, shown. */
 function RunSource() {
-  const s = useSession();
+  const s = useRunControl();
   const workflowDefault = useDocument((d) => d.workflow.defaults?.model);
   const models = useModels();
-  const found = s.defaultModel;
+  const found = usePrefs((p) => p.defaultModel);
   const used = s.model || workflowDefault || found?.model || null;
   const usedNote = s.model ? "picked for this run" : workflowDefault ? "the workflow's default" : found?.model ? defaultModelSource(found.source) : "";
   return (
@@ -106,13 +112,13 @@ function RunSource() {
             Choose answers file…
           </Menu.Item>
           {s.answersPath && (
-            <Menu.Item className="menu-item" onSelect={() => s.clearAnswers()} data-testid="script-clear">
+            <Menu.Item className="menu-item" onSelect={() => s.setAnswers(null)} data-testid="script-clear">
               <span>Stop using {baseName(s.answersPath)}</span>
               <X size={14} aria-hidden />
             </Menu.Item>
           )}
           <Menu.Separator className="menu-separator" />
-          <Menu.Item className="menu-item" onSelect={() => s.setDialog("settings", true)}>
+          <Menu.Item className="menu-item" onSelect={() => useDialogs.getState().setDialog("settings", true)}>
             Model providers…
           </Menu.Item>
         </Menu.Content>
@@ -122,7 +128,7 @@ function RunSource() {
 }
 
 function RecentFiles() {
-  const recent = useSession((s) => s.recentFiles);
+  const recent = usePrefs((s) => s.recentFiles);
   return (
     <Menu.Root>
       <Tip label="Recent files">
@@ -135,7 +141,7 @@ function RecentFiles() {
       <Menu.Portal>
         <Menu.Content className="menu-content" align="start" sideOffset={4}>
           {recent.map((p) => (
-            <Menu.Item className="menu-item" key={p} onSelect={() => void useSession.getState().openRecent(p)} title={p}>
+            <Menu.Item className="menu-item" key={p} onSelect={() => void useFiles.getState().openRecent(p)} title={p}>
               <span>{baseName(p)}</span>
               <span className="dim path">{p.replace(/\/[^/]*$/, "")}</span>
             </Menu.Item>
@@ -148,11 +154,11 @@ function RecentFiles() {
 
 /** Paused and interrupted runs, to resume one. */
 function ContinueRuns() {
-  const history = useSession((s) => s.history);
+  const history = useHistory((s) => s.runs);
   const waiting = history.filter((r) => (r.status === "paused" || r.status === "interrupted") && !r.live);
   if (!waiting.length) return null;
   return (
-    <select className="resume" value="" onChange={(e) => e.target.value && useSession.getState().resumeRun(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
+    <select className="resume" value="" onChange={(e) => e.target.value && useRunControl.getState().resumeRun(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
       <option value="">Resume… ({waiting.length})</option>
       {waiting.map((r) => <option key={r.id} value={r.id}>{r.status} · {baseName(r.workflowRef ?? r.workflow)} · {r.id.slice(0, 8)}</option>)}
     </select>
@@ -160,7 +166,15 @@ function ContinueRuns() {
 }
 
 export function Toolbar() {
-  const s = useSession();
+  const mode = useRunControl((r) => r.mode);
+  const answersPath = useRunControl((r) => r.answersPath);
+  const settingsProblem = usePrefs((p) => p.settingsProblem);
+  const theme = usePrefs((p) => p.theme);
+  // Actions never change: read once, not subscribed to.
+  const files = useFiles.getState();
+  const view = useView.getState();
+  const dialogs = useDialogs.getState();
+  const runControl = useRunControl.getState();
   const dirty = useDocument((d) => d.dirty);
   const name = useDocument((d) => d.workflow.name);
   const path = useDocument((d) => d.path);
@@ -169,25 +183,25 @@ export function Toolbar() {
   const replaying = useReplay((r) => r.runId !== null);
   // A replay shows a run's states on the canvas; there is nothing to cancel, and Run starts a new run.
   const running = (runStatus === "running" || runStatus === "paused") && !replaying;
-  const blocked = runBlocked(errors, s.mode, s.answersPath);
+  const blocked = runBlocked(errors, mode, answersPath);
   return (
     <Tooltip.Provider delayDuration={400}>
       <header className="toolbar">
-        <IconButton label="New workflow" keys="Ctrl+N" onClick={() => void s.newWorkflow()} testId="new"><FilePlus2 size={16} aria-hidden /></IconButton>
-        <IconButton label="Open…" keys="Ctrl+O" onClick={() => void s.openPicked()} testId="open"><FolderOpen size={16} aria-hidden /></IconButton>
+        <IconButton label="New workflow" keys="Ctrl+N" onClick={() => void files.newWorkflow()} testId="new"><FilePlus2 size={16} aria-hidden /></IconButton>
+        <IconButton label="Open…" keys="Ctrl+O" onClick={() => void files.openPicked()} testId="open"><FolderOpen size={16} aria-hidden /></IconButton>
         <RecentFiles />
-        <IconButton label={dirty ? "Save (unsaved changes)" : "Save"} keys="Ctrl+S" onClick={() => void s.save()} testId="save">
+        <IconButton label={dirty ? "Save (unsaved changes)" : "Save"} keys="Ctrl+S" onClick={() => void files.save()} testId="save">
           <Save size={16} aria-hidden />
           <span className={`dirty-dot ${dirty ? "on" : ""}`} aria-hidden />
         </IconButton>
-        <IconButton label="Export canonical YAML (the open file stays as it is)" keys="Ctrl+Shift+E" onClick={() => void s.exportYaml()} testId="export"><Share size={16} aria-hidden /></IconButton>
+        <IconButton label="Export canonical YAML (the open file stays as it is)" keys="Ctrl+Shift+E" onClick={() => void files.exportYaml()} testId="export"><Share size={16} aria-hidden /></IconButton>
         <span className="sep" />
         <IconButton label="Undo" keys="Ctrl+Z" onClick={() => useDocument.getState().undo()} testId="undo"><Undo2 size={16} aria-hidden /></IconButton>
         <IconButton label="Redo" keys="Ctrl+Shift+Z" onClick={() => useDocument.getState().redo()} testId="redo"><Redo2 size={16} aria-hidden /></IconButton>
         <span className="sep" />
-        <IconButton label="Lay out" keys="Ctrl+L" onClick={() => void s.layout()} testId="layout"><LayoutDashboard size={16} aria-hidden /></IconButton>
-        <IconButton label="Fit the workflow in view" keys="Shift+1" onClick={() => s.requestView("fit")} testId="fit"><Scan size={16} aria-hidden /></IconButton>
-        <IconButton label="Find a node or a command" keys="Ctrl+K" onClick={() => s.setDialog("find", true)} testId="find-button"><Search size={16} aria-hidden /></IconButton>
+        <IconButton label="Lay out" keys="Ctrl+L" onClick={() => void view.layout()} testId="layout"><LayoutDashboard size={16} aria-hidden /></IconButton>
+        <IconButton label="Fit the workflow in view" keys="Shift+1" onClick={() => view.requestView("fit")} testId="fit"><Scan size={16} aria-hidden /></IconButton>
+        <IconButton label="Find a node or a command" keys="Ctrl+K" onClick={() => dialogs.setDialog("find", true)} testId="find-button"><Search size={16} aria-hidden /></IconButton>
         <div className="doc-title" title={path ?? "not saved yet"} data-testid="doc-title">
           <span className="doc-name">{name}</span>
           <span className="doc-file">{path ? baseName(path) : "not saved yet"}</span>
@@ -196,27 +210,27 @@ export function Toolbar() {
         <ContinueRuns />
         <RunSource />
         {running ? (
-          <button className="danger run-button" onClick={() => s.cancel()} data-testid="cancel">
+          <button className="danger run-button" onClick={() => runControl.cancel()} data-testid="cancel">
             <Square size={14} aria-hidden /> Cancel
           </button>
         ) : (
           <Tip label={blocked ?? "Run"} keys={blocked ? undefined : "Ctrl+Enter"}>
             {/* A disabled button gets no pointer events: the wrapper keeps the tooltip saying why. */}
             <span className="run-wrap">
-              <button className="primary run-button" onClick={() => void s.run()} disabled={Boolean(blocked)} data-testid="run">
+              <button className="primary run-button" onClick={() => void runControl.run()} disabled={Boolean(blocked)} data-testid="run">
                 <Play size={14} aria-hidden /> Run
               </button>
             </span>
           </Tip>
         )}
         <span className="sep" />
-        <IconButton label={s.settingsProblem ? `Settings: ${s.settingsProblem.message}` : "Settings: model providers, MCP servers, limits"} onClick={() => s.setDialog("settings", true)} testId="settings-button">
-          <Settings size={16} aria-hidden className={s.settingsProblem ? "warn" : ""} />
+        <IconButton label={settingsProblem ? `Settings: ${settingsProblem.message}` : "Settings: model providers, MCP servers, limits"} onClick={() => dialogs.setDialog("settings", true)} testId="settings-button">
+          <Settings size={16} aria-hidden className={settingsProblem ? "warn" : ""} />
         </IconButton>
-        <IconButton label={s.theme === "light" ? "Dark theme" : "Light theme"} onClick={() => s.setTheme(s.theme === "light" ? "dark" : "light")} testId="theme">
-          {s.theme === "light" ? <Moon size={16} aria-hidden /> : <Sun size={16} aria-hidden />}
+        <IconButton label={theme === "light" ? "Dark theme" : "Light theme"} onClick={() => usePrefs.getState().setTheme(theme === "light" ? "dark" : "light")} testId="theme">
+          {theme === "light" ? <Moon size={16} aria-hidden /> : <Sun size={16} aria-hidden />}
         </IconButton>
-        <IconButton label="Keyboard shortcuts" keys="F1" onClick={() => s.setDialog("help", true)} testId="help-button"><HelpCircle size={16} aria-hidden /></IconButton>
+        <IconButton label="Keyboard shortcuts" keys="F1" onClick={() => dialogs.setDialog("help", true)} testId="help-button"><HelpCircle size={16} aria-hidden /></IconButton>
       </header>
     </Tooltip.Provider>
   );

@@ -9,7 +9,9 @@ import { HANDLE_STEP, HANDLE_TOP, hasInput, sourceHandles } from "../model/handl
 import { nodeTypeSpec } from "../model/nodeTypes";
 import { outputPreview, STATUS_WORDS, useNodeRun, useRun } from "../store/run";
 import { useValidation } from "../store/validation";
-import { useSession } from "../store/session";
+import { useDialogs } from "../store/dialogs";
+import { usePrefs } from "../store/prefs";
+import { useRunControl } from "../store/runControl";
 import { NodeIcon } from "./NodeIcon";
 import { inAppWords } from "../model/words";
 
@@ -89,7 +91,9 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const node = data.node;
   const lod = useContext(LodContext);
   // What an agent naming no model runs on: the same default the run source shows.
-  const defaultModel = useSession((s) => (node.type === "agent" && !node.model ? (s.mode === "answers" ? "answers file" : s.model || s.defaultModel?.model) : null));
+  const namesNone = node.type === "agent" && !node.model;
+  const found = usePrefs((s) => (namesNone ? s.defaultModel?.model : null));
+  const defaultModel = useRunControl((s) => (namesNone ? (s.mode === "answers" ? "answers file" : s.model || found) : null));
   const run = useNodeRun(node.id);
   const findings = useValidation((s) => s.byNode[node.id]);
   const openApproval = useRun((s) => s.pending.some((p) => p.node === node.id));
@@ -143,7 +147,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
       {status === "running" && run?.streamed ? <div className="wf-stream">{run.streamed.slice(-120)}</div> : null}
       {status !== "running" && last?.result ? <div className="wf-preview">{outputPreview(last.result, 60) || "(empty)"}</div> : null}
       {openApproval ? (
-        <button className="wf-review nodrag" data-testid={`review-${node.id}`} onClick={() => useSession.getState().review(node.id)}>
+        <button className="wf-review nodrag" data-testid={`review-${node.id}`} onClick={() => useDialogs.getState().review(node.id)}>
           Review…
         </button>
       ) : null}

@@ -1,9 +1,13 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Edge, Node } from "../types";
-import { connectionProblem, sourceHandles } from "./handles";
+import generated from "../generated/node-types.json";
+import { canonicalHandle, connectionProblem, sourceHandles } from "./handles";
+import { useNodeTypes, type NodeTypeSpec } from "./nodeTypes";
 
 const node = (id: string, type: Node["type"], extra: Partial<Node> = {}) => ({ id, type, ...extra }) as Node;
 const edge = (from: string, to: string, handle?: string) => ({ from, to, handle }) as Edge;
+
+afterEach(() => useNodeTypes.getState().set(generated as NodeTypeSpec[]));
 
 describe("handles", () => {
   it("follows the handle table of SEMANTICS §1", () => {
@@ -45,5 +49,30 @@ describe("handles", () => {
     const nodesQ = nodes.map((n) => (n.id === "q" ? { ...n, tools: { subagents: true, web_search: false } } : n));
     expect(connectionProblem(nodesQ, withQ, "q", "subagent", "p")).toBe("p is in the flow; a subagent runs only as a tool");
     expect(connectionProblem(nodesQ, [...withQ, edge("q", "kid", "subagent")].slice(1), "kid", "subagent", "q")).not.toBeNull();
+  });
+
+  it("takes an if node's true as condition 0 and its else as its false handle, and every other name as it is", () => {
+    const check = node("c", "if", { conditions: [{ operator: "contains", value: "a" }] as Node["conditions"] });
+    expect(canonicalHandle(check, "true")).toBe("condition-0");
+    expect(canonicalHandle(check, "else")).toBe("false");
+    expect(canonicalHandle(check, "false")).toBe("false");
+    expect(canonicalHandle(check, "condition-1")).toBe("condition-1");
+    expect(canonicalHandle(node("a", "agent"), "else"), "only the if type has these other names").toBe("else");
+    expect(canonicalHandle(undefined, "true"), "without the node, a name is what it says").toBe("true");
+  });
+
+  it("reads a handle's other names from the node-type catalogue", () => {
+    const specs = (generated as NodeTypeSpec[]).map((t) => (t.type === "agent" ? { ...t, handleAliases: [{ alias: "failed", handle: "error" }] } : t));
+    useNodeTypes.getState().set(specs);
+    expect(canonicalHandle(node("a", "agent"), "failed")).toBe("error");
+    useNodeTypes.getState().set((generated as NodeTypeSpec[]).map((t) => (t.type === "if" ? { ...t, handleAliases: [] } : t)));
+    expect(canonicalHandle(node("c", "if"), "true"), "a catalogue without the alias resolves nothing").toBe("true");
+  });
+
+  it("refuses a second connection by a handle an existing edge names by another name", () => {
+    const nodes = [node("c", "if", { conditions: [{ operator: "contains", value: "a" }] as Node["conditions"] }), node("x", "agent")];
+    expect(connectionProblem(nodes, [edge("c", "x", "true")], "c", "condition-0", "x")).toBe("these nodes are already connected this way");
+    expect(connectionProblem(nodes, [edge("c", "x", "else")], "c", "false", "x")).toBe("these nodes are already connected this way");
+    expect(connectionProblem(nodes, [edge("c", "x", "else")], "c", "condition-0", "x")).toBeNull();
   });
 });

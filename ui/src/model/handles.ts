@@ -54,6 +54,15 @@ export function minNodeHeight(node: Node): number {
 
 export const edgeHandle = (edge: Edge): string => edge.handle ?? "output";
 
+/**
+ * The handle of `node` an edge leaving it by `handle` uses: another name the node type's catalogue gives a handle
+ * (an `if` node's `true` is `condition-0`, `else` is `false`) stands for that handle; any other name is the handle.
+ */
+export function canonicalHandle(node: Node | undefined, handle: string): string {
+  const alias = node ? nodeTypeSpec(node.type)?.handleAliases.find((a) => a.alias === handle) : undefined;
+  return alias ? alias.handle : handle;
+}
+
 /** Why connecting `source`'s `handle` to `target` would break a rule, or null when it is allowed. */
 export function connectionProblem(nodes: Node[], edges: Edge[], sourceId: string, handle: string, targetId: string): string | null {
   const source = nodes.find((n) => n.id === sourceId);
@@ -61,7 +70,7 @@ export function connectionProblem(nodes: Node[], edges: Edge[], sourceId: string
   if (!source || !target) return "both ends must be nodes";
   if (!sourceHandles(source).some((h) => h.id === handle)) return `a ${source.type} node has no "${handle}" handle`;
   if (!hasInput(target.type)) return `nothing can lead into a ${target.type} node`;
-  if (edges.some((e) => e.from === sourceId && e.to === targetId && edgeHandle(e) === handle)) return "these nodes are already connected this way";
+  if (edges.some((e) => e.from === sourceId && e.to === targetId && canonicalHandle(source, edgeHandle(e)) === handle)) return "these nodes are already connected this way";
   const isChild = (id: string) => edges.some((e) => e.to === id && edgeHandle(e) === "subagent");
   const kind = sourceHandles(source).find((h) => h.id === handle)?.kind;
   if (kind === "subagent") {

@@ -29,6 +29,13 @@ describe("edge labels", () => {
     expect(handleName(undefined, "false"), "without the node, the else branch is still else").toBe("else");
   });
 
+  it("names an edge that uses a handle's other name (true, else) as the handle it stands for", () => {
+    const pick = { id: "pick", type: "if", conditions: [{ operator: "contains", value: "cat" }] } as Node;
+    expect(edgeLabel({ from: "pick", to: "a", handle: "true" } as Edge, pick)).toBe("cat");
+    expect(edgeLabel({ from: "pick", to: "b", handle: "else" } as Edge, pick)).toBe("else");
+    expect(handleName({ ...pick, conditions: [] } as Node, "true"), "with no condition 0, true names nothing the node has").toBe("true");
+  });
+
   it("keeps the whole label for the hover, however long", () => {
     const when = "the reviewer found problems that the author must fix before the change can be merged";
     expect(edgeLabel({ from: "a", to: "b", when } as Edge)).toMatch(/…$/);

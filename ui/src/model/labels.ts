@@ -1,7 +1,8 @@
 // Edge labels as chips that never overlap: each label's text, and where its chip goes. Placement is pure geometry
 // over the edges' paths, so the canvas computes it once for all edges and each edge only draws its chip.
 import type { Edge, Node } from "../types";
-import { edgeHandle, sourceHandles } from "./handles";
+import { canonicalHandle, edgeHandle, sourceHandles } from "./handles";
+import { useNodeTypes } from "./nodeTypes";
 
 /**
  * The words on an edge's chip: its handle (when not the plain output) named as a person calls it, `when`, `if` and
@@ -19,21 +20,25 @@ export function edgeLabel(e: Edge, source?: Node, { whole = false } = {}): strin
 
 /**
  * What a person calls the branch leaving by `handle`: an `if` node's condition-i handle is named by its condition
- * ("cat"), its `false` handle "else"; other handles by their label (approve, reject, on error…). The handle ids
- * stay as the file has them; only what is shown changes. Null for the plain output.
+ * ("cat"), other handles by their label in the node-type catalogue (else, approve, reject, error…); a handle's other
+ * name (`true`, `else`) by the handle it stands for. The handle ids stay as the file has them; only what is shown
+ * changes. Null for the plain output.
  */
 export function handleName(source: Node | undefined, handle: string): string | null {
   if (handle === "output") return null;
   if (source) {
-    const h = sourceHandles(source).find((x) => x.id === handle);
+    const id = canonicalHandle(source, handle);
+    const h = sourceHandles(source).find((x) => x.id === id);
     if (h) {
-      const m = /^condition-(\d+)$/.exec(handle);
+      const m = /^condition-(\d+)$/.exec(id);
       const c = m ? source.conditions?.[Number(m[1])] : undefined;
       if (c) return c.value ? c.value : `condition ${m![1]}`; // as the engine names it (node_types::source_handle_label)
       if (h.label) return h.label;
     }
   }
-  return handle === "false" ? "else" : handle;
+  // Without its node (an edge from a node that is gone), the label a node type gives a handle of that id.
+  const anyType = useNodeTypes.getState().list.flatMap((t) => t.handles).find((x) => !x.perCondition && x.id === handle && x.label);
+  return anyType?.label ?? handle;
 }
 
 export type Point = { x: number; y: number };

@@ -3,7 +3,7 @@
 // the flow: they hang below the agent that calls them, in room ELK keeps free for them.
 import type { ElkExtendedEdge, ElkNode, ElkPort, LayoutOptions } from "elkjs/lib/elk.bundled.js";
 import type { Node, Workflow } from "../types";
-import { edgeHandle, hasInput, minNodeHeight, NODE_WIDTH, sourceHandles } from "./handles";
+import { canonicalHandle, edgeHandle, hasInput, minNodeHeight, NODE_WIDTH, sourceHandles } from "./handles";
 import { chipSize, edgeLabel } from "./labels";
 
 type Elk = { layout: (graph: ElkNode) => Promise<ElkNode> };
@@ -245,7 +245,7 @@ export async function layout(workflow: Workflow): Promise<Workflow> {
     // Self loops take no room between layers, and subagent links are drawn inside their parent's block.
     if (edgeHandle(e) === "subagent" || e.from === e.to || !flow.has(e.from) || !flow.has(e.to)) return;
     const text = edgeLabel(e, byId.get(e.from)); // the words the canvas shows on the chip
-    const handle = edgeHandle(e) === "true" ? "condition-0" : edgeHandle(e);
+    const handle = canonicalHandle(byId.get(e.from), edgeHandle(e));
     edges.push({
       id: `e${i}`,
       sources: [portOf.get(e.from)!.has(handle) ? `${e.from}::${handle}` : e.from],

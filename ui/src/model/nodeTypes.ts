@@ -22,3 +22,6 @@ export const useNodeTypes = create<NodeTypesState>((set) => ({
 }));
 
 export const nodeTypeSpec = (type: NodeType): NodeTypeSpec | undefined => useNodeTypes.getState().specs[type];
+
+/** The operators a node type's conditions may use, in the catalogue's order (a new condition takes the first). */
+export const conditionOperators = (type: NodeType): string[] => nodeTypeSpec(type)?.fields.find((f) => f.kind === "conditions")?.options ?? [];

@@ -1,7 +1,8 @@
 // The document being edited: the canonical workflow (the same type the engine saves), the selection, and an
 // undo/redo history of whole documents (cheap: edits share unchanged nodes).
 import { create } from "zustand";
-import type { Edge, Node, NodeType, Workflow } from "../types";
+import type { Condition, Edge, Node, NodeType, Workflow } from "../types";
+import { conditionOperators } from "../model/nodeTypes";
 import { renameNode } from "../model/rename";
 
 const HISTORY = 200;
@@ -95,7 +96,9 @@ export const useDocument = create<DocumentState>((set, get) => ({
   addNode: (type, position, from) => {
     const id = uniqueId(get().workflow, type === "if" ? "check" : type);
     const node = { id, type, position } as Node;
-    if (type === "if") node.conditions = [{ operator: "contains", value: "" }];
+    // A type with conditions (an if node) starts with one, its operator the first the catalogue lists.
+    const operator = conditionOperators(type)[0] as Condition["operator"] | undefined;
+    if (operator) node.conditions = [{ operator, value: "" }];
     if (type === "approval") node.message = "Approve this step?";
     const edge = from ? ({ from: from.node, to: id, ...(from.handle !== "output" ? { handle: from.handle } : {}) } as Edge) : null;
     get().edit((w) => ({ ...w, nodes: [...w.nodes, node], edges: edge ? [...w.edges, edge] : w.edges }));

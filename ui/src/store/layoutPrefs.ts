@@ -1,11 +1,16 @@
-// The window's panes: whether the inspector is pinned open, and handles to collapse or expand the palette, the
-// inspector and the bottom panel from commands and shortcuts. Pane sizes themselves are remembered by
-// react-resizable-panels (useDefaultLayout, in the webview's local storage).
+// The window's panes: whether the inspector is pinned open, which tab the bottom panel and the inspector show, and
+// handles to collapse or expand the palette, the inspector and the bottom panel from commands and shortcuts. Pane
+// sizes themselves are remembered by react-resizable-panels (useDefaultLayout, in the webview's local storage).
+// Knows nothing of what the panes show.
 import { create } from "zustand";
 import type { RefObject } from "react";
 import type { PanelImperativeHandle } from "react-resizable-panels";
 
 type Pane = "palette" | "inspector" | "bottom";
+/** The bottom panel's tabs. */
+export type PanelTab = "run" | "problems" | "events" | "history" | "notes";
+/** The inspector's tabs for a node. */
+export type InspectorTab = "settings" | "run";
 type Refs = Record<Pane, RefObject<PanelImperativeHandle | null>>;
 
 const PINNED_KEY = "switchyard-inspector-pinned";
@@ -18,6 +23,10 @@ const readPinned = () => {
 };
 
 type LayoutPrefs = {
+  /** The bottom panel's tab. */
+  panel: PanelTab;
+  /** The inspector's tab for a node, and which iteration its "Last run" tab shows (null: the latest). */
+  inspector: { tab: InspectorTab; iteration: number | null };
   /** The inspector stays open with nothing selected. */
   inspectorPinned: boolean;
   /** Bumped to ask the bottom panel to open (a tab was picked, a run started). */
@@ -30,9 +39,13 @@ type LayoutPrefs = {
   setInspectorPinned: (pinned: boolean) => void;
   openBottom: () => void;
   toggle: (pane: Pane) => void;
+  setPanel: (tab: PanelTab) => void;
+  inspect: (tab: InspectorTab, iteration?: number | null) => void;
 };
 
 export const useLayoutPrefs = create<LayoutPrefs>((set, get) => ({
+  panel: "problems",
+  inspector: { tab: "settings", iteration: null },
   inspectorPinned: readPinned(),
   bottomOpenRequest: 0,
   inspectorPx: 0,
@@ -54,4 +67,6 @@ export const useLayoutPrefs = create<LayoutPrefs>((set, get) => ({
     if (p.isCollapsed()) p.expand();
     else p.collapse();
   },
+  setPanel: (panel) => set({ panel }),
+  inspect: (tab, iteration = null) => set({ inspector: { tab, iteration } }),
 }));

@@ -1,6 +1,8 @@
 // Messages shown over the canvas. Information fades by itself after a few seconds; errors stay until dismissed,
 // because a person may be looking elsewhere when one arrives.
 import { create } from "zustand";
+import { baseName } from "../model/paths";
+import { inAppWords } from "../model/words";
 
 export type MessageKind = "info" | "error";
 /** `code`: the stable code of an error, shown small beside the sentence. */
@@ -44,4 +46,15 @@ export function errorText(e: unknown): string {
 export function errorCode(e: unknown): string | undefined {
   if (e && typeof e === "object" && "code" in e && typeof (e as { code: unknown }).code === "string") return (e as { code: string }).code;
   return undefined;
+}
+
+/**
+ * Shows an error from a command, in the app's words, with its code small beside it. `file`: the file it concerns,
+ * named once — by the message when the message already names it, else by the prefix.
+ */
+export function failWith(prefix: string, e: unknown, file?: string): void {
+  const message = errorText(e);
+  const code = errorCode(e);
+  const lead = file && !message.includes(file) && !message.includes(baseName(file)) ? `${prefix} ${baseName(file)}` : prefix;
+  useMessages.getState().error(`${lead}: ${inAppWords(message, code)}`, code);
 }

@@ -114,3 +114,10 @@ export const useReplay = create<ReplayState>((set, get) => ({
     set({ runId: null, events: [], steps: [], at: 0, playing: false });
   },
 }));
+
+/** The run view starts anew: for run `runId` (its nodes pending), or empty (null); a replay on the canvas ends. */
+export function freshRunView(runId: string | null, nodeIds: string[] = []): void {
+  useReplay.getState().discard();
+  if (runId === null) useRun.getState().reset();
+  else useRun.getState().begin(runId, nodeIds);
+}

@@ -1,7 +1,8 @@
 // Run state, kept apart from the document and keyed by node id: a status change re-renders one node, not the
 // canvas. Events arrive in batches and are applied once per animation frame.
 import { create } from "zustand";
-import type { Event, NodeResult, ToolRequest } from "../types";
+import type { Event, NodeResult } from "../types";
+import type { PendingApproval_Serialize as PendingApproval } from "../bindings";
 import { inAppWords } from "../model/words";
 
 export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting";
@@ -38,8 +39,8 @@ export type NodeRun = {
   choosing?: boolean;
 };
 
-/** An approval node waiting, or (with `tool`) an agent's tool call waiting for a decision. */
-export type PendingApproval = { node: string; message: string; previousOutput: string; tool?: ToolRequest | null };
+/** An approval node waiting, or (with `tool`) an agent's tool call waiting for a decision: the engine's one shape. */
+export type { PendingApproval_Serialize as PendingApproval } from "../bindings";
 
 type RunView = {
   runId: string | null;
@@ -138,7 +139,7 @@ export function reduce(state: Pick<RunView, "status" | "error" | "nodes" | "foll
         const r = row(e.node);
         if (r && r.status === "running") Object.assign(r, { status: "waiting", preview: e.message });
         else addRow({ node: e.node, iteration: 1, status: "waiting", seq: e.seq, durationMs: null, tokens: null, preview: e.message });
-        pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "", tool: e.tool ?? null }];
+        pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "", ...(e.tool ? { tool: e.tool } : {}) }];
         break;
       }
       case "approval:received": {

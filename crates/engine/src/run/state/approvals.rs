@@ -110,28 +110,15 @@ impl RunState {
         let n = &workflow.nodes[node];
         let message = n.message.clone().unwrap_or_else(|| "Approve this step?".into());
         let message = template::render(&message, &self.scope).unwrap_or(message);
-        self.emit(EventKind::ApprovalRequested {
-            node: n.id.clone(),
-            message: message.clone(),
-            previous_output: previous_output.to_string(),
-            tool: None,
-        });
+        let approval =
+            PendingApproval { node: n.id.clone(), message, previous_output: previous_output.to_string(), tool: None };
+        self.emit(EventKind::ApprovalRequested(approval.clone()));
         self.emit(EventKind::log(Some(&n.id), "wait_input", "waiting for a decision"));
         let visit = self.approval_visits[node];
         self.approval_visits[node] += 1;
         let deadline_ms = n.timeout_seconds.map(|s| self.now_ms + (s as i64) * 1000);
         self.outputs[node] = previous_output.clone();
-        self.approvals.items.push(Pending {
-            approval: PendingApproval {
-                node: n.id.clone(),
-                message,
-                previous_output: previous_output.to_string(),
-                tool: None,
-            },
-            deadline_ms,
-            requested_ms: self.now_ms,
-            orphan: false,
-        });
+        self.approvals.items.push(Pending { approval, deadline_ms, requested_ms: self.now_ms, orphan: false });
         if let Some(decision) = self.reuse.as_ref().and_then(|r| r.decision(&n.id, visit)).cloned() {
             let at = self.approvals.items.len() - 1;
             self.settle_approval(at, Settled::Decided(decision));
@@ -216,21 +203,13 @@ impl RunState {
         let id = self.id(node).to_string();
         let message = format!("Allow the call of `{}`?", request.tool);
         let arguments = serde_json::to_string_pretty(&request.input).unwrap_or_default();
-        self.emit(EventKind::ApprovalRequested {
-            node: id.clone(),
-            message: message.clone(),
-            previous_output: arguments.clone(),
-            tool: Some(request.clone()),
-        });
-        self.emit(EventKind::log(Some(&id), "wait_input", format!("waiting for a decision on `{}`", request.tool)));
+        let said = format!("waiting for a decision on `{}`", request.tool);
+        let approval = PendingApproval { node: id.clone(), message, previous_output: arguments, tool: Some(request) };
+        self.emit(EventKind::ApprovalRequested(approval.clone()));
+        self.emit(EventKind::log(Some(&id), "wait_input", said));
         let visit = self.approval_visits[node];
         self.approval_visits[node] += 1;
-        self.approvals.items.push(Pending {
-            approval: PendingApproval { node: id.clone(), message, previous_output: arguments, tool: Some(request) },
-            deadline_ms: None,
-            requested_ms: self.now_ms,
-            orphan: false,
-        });
+        self.approvals.items.push(Pending { approval, deadline_ms: None, requested_ms: self.now_ms, orphan: false });
         self.effects.push(Effect::ApprovalReached { node: id, visit });
     }
 

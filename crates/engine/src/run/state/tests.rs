@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::format::{self, Format};
-use crate::result::Verdict;
+use crate::result::{PendingApproval, Verdict};
 
 fn state(yaml: &str) -> RunState {
     let text = format!("switchyard: 1\nname: t\n{yaml}");
@@ -104,7 +104,7 @@ impl Driver {
         self.last
             .iter()
             .filter_map(|e| match e {
-                Effect::Emit(EventKind::ApprovalRequested { tool: Some(t), .. }) => Some(t.clone()),
+                Effect::Emit(EventKind::ApprovalRequested(PendingApproval { tool: Some(t), .. })) => Some(t.clone()),
                 _ => None,
             })
             .collect()

@@ -1,0 +1,63 @@
+// Opening a file, or starting a new workflow, sets what the other stores hold for it: where runs take their answers
+// from, the approvals put off, the recent files and the view.
+import { beforeEach, describe, expect, it } from "vitest";
+import { mockIPC } from "@tauri-apps/api/mocks";
+import type { Workflow } from "../types";
+import { useDialogs } from "./dialogs";
+import { useDocument } from "./document";
+import { useFiles } from "./files";
+import { usePrefs } from "./prefs";
+import { useRunControl } from "./runControl";
+import { useView } from "./view";
+
+const workflow = { switchyard: 1, name: "Pets", nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } }, { id: "vet", type: "agent", position: { x: 300, y: 0 } }], edges: [{ from: "start", to: "vet" }] } as unknown as Workflow;
+
+function engine(answersBeside: string | null) {
+  const asked: string[] = [];
+  mockIPC((cmd) => {
+    asked.push(cmd);
+    if (cmd === "open_file") return { workflow, format: "switchyard", notes: [], path: "/w/pets.yaml" };
+    if (cmd === "script_beside") return answersBeside;
+    return null;
+  });
+  return asked;
+}
+
+beforeEach(() => {
+  useDocument.getState().load(workflow, null);
+  useRunControl.setState({ mode: "model", answersPath: null });
+  useDialogs.setState({ dismissed: ["review"], reviewing: "review", approvalNotes: { review: "check clause 4" } });
+  usePrefs.setState({ recentFiles: ["/w/other.yaml"] });
+});
+
+describe("opening a file", () => {
+  it("runs offline with the answers file beside it, forgets the approvals of the last document, and comes first among recent files", async () => {
+    const asked = engine("/w/pets.script.yaml");
+    const nonce = useView.getState().request.nonce;
+    await useFiles.getState().open("/w/pets.yaml");
+    expect(useDocument.getState().path).toBe("/w/pets.yaml");
+    expect(useRunControl.getState()).toMatchObject({ mode: "answers", answersPath: "/w/pets.script.yaml" });
+    expect(useDialogs.getState()).toMatchObject({ dismissed: [], reviewing: null, approvalNotes: {} });
+    expect(usePrefs.getState().recentFiles).toEqual(["/w/pets.yaml", "/w/other.yaml"]);
+    expect(asked, "and the recent files are kept").toContain("save_prefs");
+    expect(useView.getState().request, "the canvas is asked to show it").toEqual({ kind: "open", nonce: nonce + 1 });
+  });
+
+  it("runs on a model when no answers file lies beside it", async () => {
+    engine(null);
+    useRunControl.setState({ mode: "answers", answersPath: "/w/earlier.script.yaml" });
+    await useFiles.getState().open("/w/pets.yaml");
+    expect(useRunControl.getState()).toMatchObject({ mode: "model", answersPath: null });
+  });
+});
+
+describe("a new workflow", () => {
+  it("runs on a model and has no approvals put off", async () => {
+    engine(null);
+    useRunControl.setState({ mode: "answers", answersPath: "/w/pets.script.yaml" });
+    await useFiles.getState().newWorkflow();
+    expect(useDocument.getState().workflow.name).toBe("Untitled workflow");
+    expect(useRunControl.getState()).toMatchObject({ mode: "model", answersPath: null });
+    expect(useDialogs.getState()).toMatchObject({ dismissed: [], reviewing: null, approvalNotes: {} });
+  });
+});

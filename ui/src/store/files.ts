@@ -1,0 +1,138 @@
+// Workflow files: opening one (of any supported format, laid out when it keeps no positions), a new workflow, saving,
+// saving as, exporting canonical YAML, and closing the window with unsaved changes. Every file goes through the typed
+// commands. Knows nothing of how a run goes; an opened file only says where its runs take their answers from.
+import { create } from "zustand";
+import { commands, unwrap } from "../api";
+import { layout, needsLayout } from "../model/layout";
+import { baseName } from "../model/paths";
+import { commitEditing, confirmDiscard, pickFile, pickSavePath, WORKFLOW_FILES } from "./ask";
+import { useDialogs } from "./dialogs";
+import { emptyWorkflow, useDocument } from "./document";
+import { failWith, useMessages } from "./messages";
+import { usePrefs } from "./prefs";
+import { freshRunView } from "./replay";
+import { useRunControl } from "./runControl";
+import { useView } from "./view";
+
+const POSITIONLESS_FORMATS = new Set(["sweny", "tea", "openexpertise"]);
+
+type FilesState = {
+  open: (path: string) => Promise<void>;
+  openPicked: () => Promise<void>;
+  /** Opens a recent file (asking first about unsaved changes). */
+  openRecent: (path: string) => Promise<void>;
+  newWorkflow: () => Promise<void>;
+  save: () => Promise<void>;
+  saveAs: () => Promise<void>;
+  /** Writes canonical YAML to a file the person picks; the open document keeps its own path and unsaved state. */
+  exportYaml: () => Promise<void>;
+  /** The answer to "save before closing?": save then close, close without saving, or stay. */
+  closeWindow: (answer: "save" | "discard" | "cancel") => Promise<void>;
+};
+
+const info = (text: string) => useMessages.getState().info(text);
+const slug = (name: string) => name.replace(/\W+/g, "-").toLowerCase();
+
+async function writeTo(file: string) {
+  try {
+    await unwrap(commands.saveFile(file, useDocument.getState().workflow));
+    useDocument.getState().markSaved(file);
+    usePrefs.getState().remember(file);
+    info(`Saved ${baseName(file)}`);
+  } catch (e) {
+    failWith("Could not save", e, file);
+  }
+}
+
+/** Another document is on the canvas: no run shown, and no approval put off or noted. */
+function documentShown() {
+  freshRunView(null);
+  useDialogs.getState().resetApprovals(true);
+}
+
+export const useFiles = create<FilesState>((_set, get) => ({
+  open: async (file) => {
+    try {
+      const opened = await unwrap(commands.openFile(file));
+      let workflow = opened.workflow;
+      const imported = opened.format !== "switchyard";
+      // Files of systems that keep no positions (SWEny, TEA, OpenExpertise), and canonical files without them, are
+      // laid out by ELK; the importer's own placement is only a fallback for the command line.
+      if (POSITIONLESS_FORMATS.has(opened.format) || needsLayout(workflow)) workflow = await layout(workflow);
+      // The run source follows the file: its answers file when one lies beside it, else the model; the message
+      // says which. Decided before the document shows, so the toolbar never shows another file's source.
+      const beside = await Promise.resolve().then(() => commands.scriptBeside(opened.path ?? file)).catch(() => null);
+      const script = beside ?? null;
+      useRunControl.getState().setAnswers(script);
+      useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
+      documentShown();
+      usePrefs.getState().remember(file);
+      const scriptNote = script ? ` · runs offline with answers from ${baseName(script)}` : "";
+      info(imported ? `Imported ${opened.format} file ${baseName(file)}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${baseName(file)}${scriptNote}`);
+      useView.getState().requestView("open");
+    } catch (e) {
+      failWith("Could not open", e, file);
+    }
+  },
+
+  openPicked: async () => {
+    if (!(await confirmDiscard())) return;
+    const file = await pickFile(WORKFLOW_FILES);
+    if (file) await get().open(file);
+  },
+
+  openRecent: async (file) => {
+    if (!(await confirmDiscard())) return;
+    await get().open(file);
+  },
+
+  newWorkflow: async () => {
+    if (!(await confirmDiscard())) return;
+    useDocument.getState().load(emptyWorkflow(), null);
+    documentShown();
+    useRunControl.getState().setAnswers(null);
+    useView.getState().requestView("open");
+  },
+
+  save: async () => {
+    commitEditing();
+    const path = useDocument.getState().path;
+    if (!path) return get().saveAs();
+    await writeTo(path);
+  },
+
+  saveAs: async () => {
+    commitEditing();
+    const { path, workflow } = useDocument.getState();
+    const file = await pickSavePath(path ?? `${slug(workflow.name)}.yaml`);
+    if (file) await writeTo(file);
+  },
+
+  exportYaml: async () => {
+    commitEditing();
+    const { path, workflow } = useDocument.getState();
+    const suggested = (path ? baseName(path).replace(/\.(json|ya?ml)$/i, "") : slug(workflow.name)) + ".yaml";
+    const file = await pickSavePath(path ? path.replace(/[^/]*$/, suggested) : suggested);
+    if (!file) return;
+    try {
+      await unwrap(commands.saveFile(file, workflow));
+      info(`Exported canonical YAML to ${baseName(file)}`);
+    } catch (e) {
+      failWith("Could not export to", e, file);
+    }
+  },
+
+  closeWindow: async (answer) => {
+    commitEditing();
+    const closeDialog = () => useDialogs.getState().setDialog("close", false);
+    if (answer === "cancel") return closeDialog();
+    if (answer === "save") {
+      await get().save();
+      if (useDocument.getState().dirty) return; // not saved (the person cancelled the file picker, or it failed)
+    }
+    closeDialog();
+    if (!("__TAURI_INTERNALS__" in window)) return;
+    const { getCurrentWindow } = await import("@tauri-apps/api/window");
+    await getCurrentWindow().destroy();
+  },
+}));

@@ -1,0 +1,85 @@
+// Stored runs: the list History shows, newest first, and a stored run brought back onto the canvas — as it ran, or
+// played again from its recording. Knows nothing of starting, resuming or deciding runs.
+import { create } from "zustand";
+import { Channel } from "@tauri-apps/api/core";
+import type { Event_Deserialize } from "../bindings";
+import type { Event } from "../types";
+import { commands, unwrap } from "../api";
+import { confirmDiscard } from "./ask";
+import { useDialogs } from "./dialogs";
+import { useDocument } from "./document";
+import { useLayoutPrefs } from "./layoutPrefs";
+import { failWith, useMessages } from "./messages";
+import { freshRunView, useReplay } from "./replay";
+import { useRun } from "./run";
+import { useView } from "./view";
+
+export type { RunSummary_Serialize as RunSummary } from "../bindings";
+import type { RunSummary_Serialize as RunSummary } from "../bindings";
+
+type HistoryState = {
+  /** Stored runs, newest first. */
+  runs: RunSummary[];
+  refresh: () => Promise<void>;
+  /** Shows a stored run on the canvas: the document it ran, its statuses, outputs and trace. */
+  openRun: (id: string) => Promise<void>;
+  /** Plays a stored run again through the engine, from its recorded answers: no model call. */
+  replayRun: (id: string) => Promise<void>;
+};
+
+/** Loads the document a stored run started with, and an empty run view for it. */
+async function showStoredRun(id: string) {
+  const opened = await unwrap(commands.openRun(id));
+  const doc = opened.document;
+  useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
+  freshRunView(id, doc.workflow.nodes.map((n) => n.id));
+  return opened;
+}
+
+/** A stored run is on the canvas: its approvals start anew, and the run list shows. */
+function runShown() {
+  useDialogs.getState().resetApprovals(false);
+  useLayoutPrefs.getState().setPanel("run");
+}
+
+export const useHistory = create<HistoryState>((set) => ({
+  runs: [],
+
+  refresh: async () => {
+    const runs = await commands.listRuns().catch(() => null);
+    if (runs?.status === "ok") set({ runs: runs.data });
+  },
+
+  openRun: async (id) => {
+    if (!(await confirmDiscard())) return;
+    try {
+      const opened = await showStoredRun(id);
+      useRun.getState().apply(opened.events as unknown as Event[]);
+      // A run whose process died shows as it was left.
+      if (opened.row.status === "interrupted") useRun.setState({ status: "failed", error: "interrupted: History → Continue runs it on" });
+      runShown();
+      useMessages.getState().info(`Run ${id.slice(0, 8)} (${opened.row.status}) as it ran`);
+      useView.getState().requestView("open");
+    } catch (e) {
+      failWith(`Could not open run ${id.slice(0, 8)}`, e);
+    }
+  },
+
+  replayRun: async (id) => {
+    if (!(await confirmDiscard())) return;
+    try {
+      const opened = await showStoredRun(id);
+      runShown();
+      // The engine plays the run again from its recording (no model or tool call), which checks that the recording
+      // still gives the same run; the person then watches it step by step on a timeline, from the events the run
+      // recorded (a replay gives exactly those: the engine's tests hold it to that).
+      await unwrap(commands.replayRun(id, new Channel<Event_Deserialize[]>()));
+      const recorded = (await unwrap(commands.runEvents(id))) as unknown as Event[];
+      useReplay.getState().load(id, opened.document.workflow.nodes.map((n) => n.id), recorded);
+      useMessages.getState().info(`Replaying run ${id.slice(0, 8)} from its recording: no model or tool is called. Drag the timeline to any moment.`);
+      useView.getState().requestView("open");
+    } catch (e) {
+      failWith(`Could not replay run ${id.slice(0, 8)}`, e);
+    }
+  },
+}));

@@ -1,0 +1,65 @@
+// The run commands reach into the stores they need: stored runs for "run from here", the approval dialogs for a
+// decision.
+import { beforeEach, describe, expect, it } from "vitest";
+import { mockIPC } from "@tauri-apps/api/mocks";
+import type { Workflow } from "../types";
+import { useDialogs } from "./dialogs";
+import { useDocument } from "./document";
+import { useHistory, type RunSummary } from "./history";
+import { useMessages } from "./messages";
+import { useRun } from "./run";
+import { useRunControl } from "./runControl";
+import { useValidation } from "./validation";
+
+const workflow = { switchyard: 1, name: "Pets", nodes: [{ id: "start", type: "start" }, { id: "vet", type: "agent" }], edges: [{ from: "start", to: "vet" }] } as unknown as Workflow;
+const stored = (id: string, workflowRef: string) => ({ id, workflowRef, status: "completed" }) as unknown as RunSummary;
+
+function engine() {
+  const calls: { cmd: string; args: Record<string, unknown> }[] = [];
+  mockIPC((cmd, args) => {
+    calls.push({ cmd, args: args as Record<string, unknown> });
+    if (cmd === "code_consent") return { steps: [], fingerprint: null, trusted: true };
+    if (cmd === "start_run") return "run-new";
+    if (cmd === "list_runs") return [];
+    return null;
+  });
+  return calls;
+}
+
+beforeEach(() => {
+  useDocument.getState().load(workflow, "/w/pets.yaml");
+  useRun.getState().reset();
+  useValidation.getState().setReport({ errors: [], warnings: [] });
+  useRunControl.setState({ mode: "model", answersPath: null, model: "", consent: null });
+  useMessages.setState({ messages: [] });
+});
+
+describe("run from a node", () => {
+  it("takes the results of this workflow's latest stored run when no run is on the canvas", async () => {
+    const calls = engine();
+    useHistory.setState({ runs: [stored("run-other", "/w/other.yaml"), stored("run-pets", "/w/pets.yaml"), stored("run-pets-older", "/w/pets.yaml")] });
+    await useRunControl.getState().runFrom("vet");
+    const start = calls.find((c) => c.cmd === "start_run");
+    expect(start?.args.request).toMatchObject({ reuseRun: "run-pets", fromNode: "vet", workflowPath: "/w/pets.yaml" });
+    expect(useRun.getState().runId).toBe("run-new");
+  });
+
+  it("says what to do first when this workflow never ran", async () => {
+    const calls = engine();
+    useHistory.setState({ runs: [stored("run-other", "/w/other.yaml")] });
+    await useRunControl.getState().runFrom("vet");
+    expect(calls.some((c) => c.cmd === "start_run")).toBe(false);
+    expect(useMessages.getState().messages.map((m) => m.text)).toEqual([expect.stringMatching(/^Run the workflow once first/)]);
+  });
+});
+
+describe("an approval's decision", () => {
+  it("is sent for the run on the canvas, and its dialog closes with its note gone", async () => {
+    const calls = engine();
+    useRun.setState({ runId: "run-1" });
+    useDialogs.setState({ reviewing: "legal", approvalNotes: { legal: "check clause 4", other: "keep" } });
+    await useRunControl.getState().decide("legal", "approve", "check clause 4");
+    expect(calls.find((c) => c.cmd === "decide")?.args).toEqual({ runId: "run-1", node: "legal", decision: "approve", note: "check clause 4" });
+    expect(useDialogs.getState()).toMatchObject({ reviewing: null, approvalNotes: { other: "keep" } });
+  });
+});

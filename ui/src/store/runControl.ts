@@ -1,0 +1,183 @@
+// Running the open workflow: where a run's answers come from (an answers file or a model), and the run commands —
+// start (from the start or from a node), the code consent asked first, cancel, an approval's decision, resume. Every
+// run goes through the typed commands; nothing here decides how a workflow runs, and what a run did is the run
+// store's.
+import { create } from "zustand";
+import { Channel } from "@tauri-apps/api/core";
+import type { Consent_Serialize as Consent, Event_Deserialize } from "../bindings";
+import type { Event } from "../types";
+import { commands, unwrap } from "../api";
+import { baseName } from "../model/paths";
+import { ANSWERS_FILES, commitEditing, pickFile } from "./ask";
+import { useDialogs } from "./dialogs";
+import { useDocument } from "./document";
+import { useHistory } from "./history";
+import { useLayoutPrefs } from "./layoutPrefs";
+import { errorText, failWith, useMessages } from "./messages";
+import { freshRunView } from "./replay";
+import { frameBatcher, useRun } from "./run";
+import { useValidation } from "./validation";
+import { useView } from "./view";
+
+/** Where a run's answers come from: an answers file (offline, deterministic) or a model. */
+export type RunMode = "answers" | "model";
+
+/** Where a run was asked to start from: a node, with an earlier run's results upstream of it. */
+type From = { run: string; node: string };
+
+type RunControlState = {
+  mode: RunMode;
+  answersPath: string | null;
+  /** The model picked for runs ("": the workflow's or the app's default). */
+  model: string;
+  /** When the person last allowed a workflow's code: validation then no longer warns that it needs consent. */
+  trustedAt: number;
+  /** A run waiting for the person to allow this version of the workflow's code, and where it was to start from. */
+  consent: { consent: Consent; from?: From; resume?: string } | null;
+  setMode: (mode: RunMode) => void;
+  setModel: (model: string) => void;
+  /** Runs take their answers from this file; null: from a model. */
+  setAnswers: (path: string | null) => void;
+  chooseAnswers: () => Promise<void>;
+  /** Runs the document; `from`: from a node, with an earlier run's results upstream of it. A workflow whose code
+   * steps are not trusted yet first asks (`consent`). */
+  run: (from?: From) => Promise<void>;
+  /** Answers the code consent question: allowed, the version is trusted and the run starts; refused, nothing runs. */
+  answerConsent: (allow: boolean) => Promise<void>;
+  cancel: () => void;
+  decide: (node: string, decision: "approve" | "reject", note: string) => Promise<void>;
+  resumeRun: (id: string) => Promise<void>;
+  /** Runs the document from `node`, taking the last run's results for every node upstream of it. */
+  runFrom: (node: string) => Promise<void>;
+};
+
+/** Why Run cannot start now, or null. */
+export function runBlocked(errors: { message: string }[], mode: RunMode, answersPath: string | null): string | null {
+  if (errors.length) return `${errors.length} error${errors.length > 1 ? "s" : ""}: ${errors[0].message}`;
+  if (mode === "answers" && !answersPath) return "choose an answers file, or run with a model";
+  return null;
+}
+
+export const useRunControl = create<RunControlState>((set, get) => ({
+  mode: "model",
+  answersPath: null,
+  model: "",
+  trustedAt: 0,
+  consent: null,
+
+  setMode: (mode) => set({ mode }),
+  setModel: (model) => set({ model }),
+  setAnswers: (answersPath) => set({ answersPath, mode: answersPath ? "answers" : "model" }),
+  chooseAnswers: async () => {
+    const file = await pickFile(ANSWERS_FILES);
+    if (file) get().setAnswers(file);
+  },
+
+  run: async (from) => {
+    commitEditing();
+    const { mode, answersPath, model } = get();
+    const run = useRun.getState();
+    if (run.status === "running" || run.status === "paused") return;
+    if (runBlocked(useValidation.getState().report.errors, mode, answersPath)) return;
+    const doc = useDocument.getState();
+    const wf = doc.workflow; // the graph as it is now; later edits do not change this run
+    try {
+      // Code from a file never runs without consent: once per version of the workflow's code.
+      const consent = await unwrap(commands.codeConsent(wf, doc.path));
+      if (consent.steps.length > 0 && !consent.trusted) {
+        set({ consent: { consent, from } });
+        return;
+      }
+    } catch (e) {
+      failWith("The run could not start", e);
+      return;
+    }
+    useDialogs.getState().resetApprovals(true);
+    try {
+      freshRunView("", wf.nodes.map((n) => n.id));
+      const id = await unwrap(
+        commands.startRun(
+          { workflow: wf, workflowPath: doc.path, input: null, answersPath: mode === "answers" ? answersPath : null, model: mode === "model" && model ? model : null, reuseRun: from?.run ?? null, fromNode: from?.node ?? null },
+          runEventChannel(),
+        ),
+      );
+      useRun.setState({ runId: id });
+      void useHistory.getState().refresh();
+    } catch (e) {
+      useRun.setState({ status: "failed", error: errorText(e) });
+      failWith("The run could not start", e);
+    }
+  },
+
+  answerConsent: async (allow) => {
+    const asked = get().consent;
+    set({ consent: null });
+    if (!asked || !allow || !asked.consent.fingerprint) return;
+    try {
+      await unwrap(commands.trustCode(asked.consent.fingerprint, useDocument.getState().path));
+      set({ trustedAt: Date.now() });
+    } catch (e) {
+      failWith("Could not record your consent", e);
+      return;
+    }
+    if (asked.resume) await get().resumeRun(asked.resume);
+    else await get().run(asked.from);
+  },
+
+  cancel: () => {
+    const id = useRun.getState().runId;
+    if (id) commands.cancelRun(id).catch((e) => useMessages.getState().error(errorText(e)));
+  },
+
+  decide: async (node, decision, note) => {
+    const id = useRun.getState().runId;
+    if (!id) return;
+    await unwrap(commands.decide(id, node, decision, note));
+    useDialogs.getState().approvalDecided(node);
+  },
+
+  resumeRun: async (id) => {
+    try {
+      // The run goes on with the document it started with: its code is asked about as for a new run.
+      const stored = await unwrap(commands.openRun(id));
+      const consent = await unwrap(commands.codeConsent(stored.document.workflow, stored.document.path));
+      if (consent.steps.length > 0 && !consent.trusted) {
+        set({ consent: { consent, resume: id } });
+        return;
+      }
+    } catch (e) {
+      failWith(`Could not continue run ${id.slice(0, 8)}`, e);
+      return;
+    }
+    try {
+      const history = await unwrap(commands.runEvents(id));
+      const resumed = await unwrap(commands.resumeRun(id, runEventChannel()));
+      const doc = resumed.document;
+      useDocument.getState().load(doc.workflow, doc.path, doc.format, doc.notes);
+      freshRunView(resumed.runId, doc.workflow.nodes.map((n) => n.id));
+      useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
+      useDialogs.getState().resetApprovals(false);
+      useMessages.getState().info(`Continued run ${id.slice(0, 8)}${doc.path ? ` of ${baseName(doc.path)}` : ""}`);
+      useLayoutPrefs.getState().setPanel("run");
+      useView.getState().requestView("open");
+    } catch (e) {
+      failWith(`Could not continue run ${id.slice(0, 8)}`, e);
+    }
+    await useHistory.getState().refresh();
+  },
+
+  runFrom: async (node) => {
+    const last = useRun.getState().runId || useHistory.getState().runs.find((r) => r.workflowRef === useDocument.getState().path)?.id;
+    if (!last) return useMessages.getState().error("Run the workflow once first: running from a node takes the last run's results for the nodes before it.");
+    await get().run({ run: last, node });
+  },
+}));
+
+/** A channel for a run's events, applied to the run store once per animation frame. */
+function runEventChannel(): Channel<Event_Deserialize[]> {
+  // The generated channel type names the deserialize side; what arrives is what Rust serialized (`Event`).
+  const channel = new Channel<Event_Deserialize[]>();
+  const batch = frameBatcher((events) => useRun.getState().apply(events));
+  channel.onmessage = (events) => batch(events as unknown as Event[]);
+  return channel;
+}

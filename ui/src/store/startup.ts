@@ -1,0 +1,34 @@
+// What the window does once when it opens: takes the engine's node types, the preferences and Settings, opens the
+// file it was started with, finds the default model, and lists stored runs, offering at once those a crash cut
+// short. Holds no state of its own.
+import { commands } from "../api";
+import { useNodeTypes, type NodeTypeSpec } from "../model/nodeTypes";
+import { useFiles } from "./files";
+import { useHistory } from "./history";
+import { useLayoutPrefs } from "./layoutPrefs";
+import { failWith, useMessages } from "./messages";
+import { usePrefs } from "./prefs";
+import { useRunControl } from "./runControl";
+
+export async function startUp(): Promise<void> {
+  try {
+    const specs = await commands.nodeTypes();
+    if (Array.isArray(specs) && specs.length) useNodeTypes.getState().set(specs as NodeTypeSpec[]);
+  } catch (e) {
+    failWith("Could not read the node types from the engine", e);
+  }
+  await usePrefs.getState().loadPrefs();
+  const startup = await commands.startupFile().catch(() => null);
+  if (startup) {
+    await useFiles.getState().open(startup.path);
+    if (startup.answersPath) useRunControl.setState({ answersPath: startup.answersPath });
+  }
+  await usePrefs.getState().loadSettings();
+  await useHistory.getState().refresh();
+  // Runs whose process died are offered at once: they can go on where they stopped.
+  const interrupted = useHistory.getState().runs.filter((r) => r.status === "interrupted");
+  if (interrupted.length) {
+    useLayoutPrefs.getState().setPanel("history");
+    useMessages.getState().error(`${interrupted.length} run${interrupted.length > 1 ? "s were" : " was"} interrupted when Switchyard stopped: History → Continue runs it on; nodes that completed do not run again.`);
+  }
+}
