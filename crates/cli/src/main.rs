@@ -279,7 +279,7 @@ fn load(file: &Path, format: Option<Format>) -> Result<Loaded, Unusable> {
 }
 
 fn settings() -> Result<Settings, Unusable> {
-    Settings::load(&Settings::default_path()).map_err(|e| coded("SETTINGS_UNREADABLE", e.to_string()))
+    Settings::load(&Settings::default_path()).map_err(|e| coded(e.code(), e.to_string()))
 }
 
 /// What to do about a problem with this code, in this command line's words. The engine's messages state the problem

@@ -140,6 +140,9 @@ fn a_paused_run_is_stored_and_resumed_from_another_process() {
     let bad = cli.run(&["resume", id, "--decide", "draft=approve"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("not waiting"), "{}", stderr(&bad));
+    // The same refusal the app's approval dialog gets for a node that does not wait (docs/errors.md).
+    let (code, refused) = cli.json(&["resume", id, "--decide", "draft=approve", "--json"]);
+    assert_eq!((code, refused["errors"][0]["code"].as_str()), (2, Some("DECISION_REFUSED")), "{refused}");
 
     let (code, done) = cli.json(&["resume", id, "--decide", "review=reject:mention the date", "--json"]);
     assert_eq!(code, 0);
@@ -829,4 +832,22 @@ fn with_no_model_anywhere_validate_warns_and_run_fails_saying_what_to_do() {
     let out = cli.run(&["run", &flow, "--no-store", "--json", "--model", "local/x"]);
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["results"]["a"].get("errorCode"), None, "{result}");
+}
+
+#[test]
+fn a_settings_file_that_does_not_parse_is_reported_with_the_code_the_app_shows_for_it() {
+    let cli = Cli::new();
+    let settings = cli.home.path().join("settings.yaml");
+    std::fs::write(&settings, "providers: [unclosed\n").unwrap();
+    let expected = switchyard_engine::providers::Settings::load(&settings).unwrap_err().code();
+    assert_eq!(expected, "SETTINGS_PARSE_ERROR");
+    // `run` without an answers file reads the settings through the session; `mcp` reads them itself.
+    for args in [&["run", "examples/approval-flow.yaml", "--json"][..], &["mcp", "--json"][..]] {
+        let out = cli.run(args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let value: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}"));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {value}");
+        assert_eq!(value["errors"][0]["code"], expected, "{args:?}: {value}");
+        assert!(value["errors"][0]["message"].as_str().unwrap().contains("settings.yaml"), "{value}");
+    }
 }

@@ -75,8 +75,8 @@ pub enum SessionError {
     InputSchema(String),
     #[error("{0}")]
     Answers(String),
-    #[error("{0}")]
-    Settings(String),
+    #[error(transparent)]
+    Settings(#[from] providers::SettingsError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -85,6 +85,8 @@ pub enum SessionError {
     NotResumable { id: String, status: &'static str },
     #[error(transparent)]
     Rebuild(#[from] crate::run::RebuildError),
+    #[error(transparent)]
+    Decision(#[from] crate::run::DecisionError),
     #[error(transparent)]
     Trust(#[from] crate::code::consent::TrustError),
 }
@@ -98,11 +100,12 @@ impl SessionError {
             SessionError::InputMismatch(_) => "INPUT_MISMATCH",
             SessionError::InputSchema(_) => "INVALID_INPUT_SCHEMA",
             SessionError::Answers(_) => "ANSWERS_UNREADABLE",
-            SessionError::Settings(_) => "SETTINGS_UNREADABLE",
+            SessionError::Settings(e) => e.code(),
             SessionError::Store(e) => e.code(),
             SessionError::Reuse(_) => "REUSE_FAILED",
             SessionError::NotResumable { .. } => "NOT_RESUMABLE",
             SessionError::Rebuild(_) => "RECORDING_UNFIT",
+            SessionError::Decision(_) => "DECISION_REFUSED",
             SessionError::Trust(_) => "TRUST_UNREADABLE",
         }
     }
@@ -219,7 +222,7 @@ fn load_answers(path: Option<&Path>) -> Result<Option<Arc<Answers>>, SessionErro
 }
 
 fn load_settings() -> Result<Settings, SessionError> {
-    Settings::load(&Settings::default_path()).map_err(|e| SessionError::Settings(e.to_string()))
+    Ok(Settings::load(&Settings::default_path())?)
 }
 
 /// The scripted model for an offline run, else the configured providers.
@@ -479,9 +482,12 @@ pub async fn resume(
     sinks: Sinks,
 ) -> Result<Outcome, SessionError> {
     let (stored, _claim, runtime) = resuming.into_run(sinks);
-    run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime)
-        .await
-        .map_err(SessionError::Rebuild)
+    run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime).await.map_err(|e| {
+        match e {
+            run::ResumeError::Rebuild(e) => SessionError::Rebuild(e),
+            run::ResumeError::Decision(e) => SessionError::Decision(e),
+        }
+    })
 }
 
 /// Continues a stored run as a live run that takes decisions through its handle; the claim is held for as long as
@@ -560,10 +566,10 @@ mod tests {
             (SessionError::InputMismatch(s()), "INPUT_MISMATCH"),
             (SessionError::InputSchema(s()), "INVALID_INPUT_SCHEMA"),
             (SessionError::Answers(s()), "ANSWERS_UNREADABLE"),
-            (SessionError::Settings(s()), "SETTINGS_UNREADABLE"),
             (SessionError::Reuse(s()), "REUSE_FAILED"),
             (SessionError::NotResumable { id: s(), status: "completed" }, "NOT_RESUMABLE"),
             (SessionError::Rebuild(s().into()), "RECORDING_UNFIT"),
+            (SessionError::Decision(s().into()), "DECISION_REFUSED"),
         ];
         let codes: Vec<&str> = errors.iter().map(|(e, _)| e.code()).collect();
         let expected: Vec<&str> = errors.iter().map(|(_, c)| *c).collect();

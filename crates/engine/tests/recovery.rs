@@ -132,7 +132,8 @@ edges:
     );
     let script = script("");
     let rt = runtime(script.clone(), Recording::new(script), Vec::new());
-    let Err(error) = run::resume(Arc::new(changed), ran.options.clone(), ran.log.recording(), Vec::new(), rt).await
+    let Err(run::ResumeError::Rebuild(error)) =
+        run::resume(Arc::new(changed), ran.options.clone(), ran.log.recording(), Vec::new(), rt).await
     else {
         panic!("a recording of another workflow was applied");
     };

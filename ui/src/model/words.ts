@@ -10,6 +10,8 @@ export const APP_FIX: Record<string, string> = {
   UNKNOWN_MCP_SERVER: "Add the server under MCP servers in Settings.",
   UNKNOWN_MCP_TOOL: "In Settings, Test servers lists the tools each server has.",
   SETTINGS_UNREADABLE: "Open Settings and save them again.",
+  SETTINGS_PARSE_ERROR: "Open Settings and save them again.",
+  SETTINGS_INVALID: "Open Settings: each problem is marked at its field.",
 };
 
 /** A problem's sentence with the app's fix after it, when the fix depends on the app. */

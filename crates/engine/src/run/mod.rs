@@ -47,6 +47,15 @@ message_error!(
     DecisionError
 );
 
+/// Why a recorded run cannot go on: its recording does not fit, or a decision given with it is not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error(transparent)]
+    Rebuild(#[from] RebuildError),
+    #[error(transparent)]
+    Decision(#[from] DecisionError),
+}
+
 /// How a run is started. Kept with the run, so that a rebuild starts it the same way.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -210,8 +219,13 @@ pub async fn resume(
     recording: Recording,
     decisions: Vec<(String, Value)>,
     runtime: Runtime,
-) -> Result<Outcome, RebuildError> {
-    let scheduler = Scheduler::rebuilt(workflow, options, recording, decisions, runtime)?;
+) -> Result<Outcome, ResumeError> {
+    let mut scheduler = Scheduler::rebuilt(workflow, options, recording, runtime).map_err(RebuildError)?;
+    for (node, decision) in decisions {
+        let decision = Decision::normalize(&decision);
+        let taken = scheduler.input(Input::Decided { node, decision, immediate: false });
+        taken.map_err(|e| DecisionError(e.to_string()))?;
+    }
     Ok(scheduler.drive(None).await)
 }
 
@@ -246,7 +260,7 @@ pub fn resume_live(
     recording: Recording,
     runtime: Runtime,
 ) -> Result<RunHandle, RebuildError> {
-    Ok(handle(Scheduler::rebuilt(workflow, options, recording, Vec::new(), runtime)?))
+    Ok(handle(Scheduler::rebuilt(workflow, options, recording, runtime)?))
 }
 
 fn handle(scheduler: Scheduler) -> RunHandle {
@@ -402,12 +416,11 @@ impl Scheduler {
         }
     }
 
-    /// A run rebuilt from its recording, its `decisions` applied, ready to go on for real.
+    /// A run rebuilt from its recording, ready to go on for real.
     fn rebuilt(
         workflow: Arc<Workflow>,
         options: RunOptions,
         recording: Recording,
-        decisions: Vec<(String, Value)>,
         runtime: Runtime,
     ) -> Result<Scheduler, String> {
         let mut s = Scheduler::new(workflow, options, runtime);
@@ -416,10 +429,6 @@ impl Scheduler {
         s.rebuild = Some(replaying);
         s.fast_forward()?;
         s.go_live();
-        for (node, decision) in decisions {
-            let decision = Decision::normalize(&decision);
-            s.input(Input::Decided { node, decision, immediate: false }).map_err(|e| e.to_string())?;
-        }
         Ok(s)
     }
 
