@@ -110,24 +110,19 @@ impl RunState {
             (node_types::resolve_handle(n, &name), name)
         };
         match n.node_type {
-            NodeType::If => {
-                let (taken, branch) = chosen_handle("branch", handle::FALSE);
-                let reason = self.if_reason(n, &branch);
+            NodeType::If | NodeType::Approval => {
+                // It leaves by the handle it chose, and says why: the condition that held, or the verdict.
+                let (taken, reason) = if n.node_type == NodeType::If {
+                    let (taken, branch) = chosen_handle("branch", handle::FALSE);
+                    (taken, self.if_reason(n, &branch))
+                } else {
+                    chosen_handle("decision", handle::APPROVE)
+                };
                 let chosen = live
                     .iter()
                     .copied()
                     .filter(|&e| taken.is_some() && topo.handles[e] == taken)
                     .map(|e| (e, reason.clone()))
-                    .collect();
-                self.follow_and_kill(node, chosen, output);
-            }
-            NodeType::Approval => {
-                let (taken, decision) = chosen_handle("decision", handle::APPROVE);
-                let chosen = live
-                    .iter()
-                    .copied()
-                    .filter(|&e| taken.is_some() && topo.handles[e] == taken)
-                    .map(|e| (e, decision.clone()))
                     .collect();
                 self.follow_and_kill(node, chosen, output);
             }
