@@ -158,9 +158,10 @@ pub async fn default_model(state: State<'_, AppState>) -> Result<DefaultModel, C
     Ok(found)
 }
 
+/// What the window asks to run: the arguments of `start_run` (the session's `RunRequest` is built from them).
 #[derive(Deserialize, Type)]
 #[serde(rename_all = "camelCase")]
-pub struct RunRequest {
+pub struct RunArgs {
     /// The graph as it is now: later edits on the canvas do not change this run.
     pub workflow: Workflow,
     /// Where the document lives, so a paused run can be resumed after a restart.
@@ -216,7 +217,7 @@ pub fn trust_code(fingerprint: String, workflow_path: Option<String>) -> Result<
 #[specta::specta]
 pub async fn start_run(
     state: State<'_, AppState>,
-    request: RunRequest,
+    request: RunArgs,
     on_events: Channel<Vec<Event>>,
 ) -> Result<String, CommandError> {
     let store = state.store().ok().cloned();

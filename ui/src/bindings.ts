@@ -30,7 +30,7 @@ export const commands = {
 	/**  Starts an MCP server from the settings being edited and lists its tools: the Settings dialog's Test. */
 	probeMcp: (name: string, server: McpServerConfig_Deserialize) => typedError<McpTool[], CommandError>(__TAURI_INVOKE("probe_mcp", { name, server })),
 	/**  Starts a run; its events arrive on `on_events` in batches, in order. */
-	startRun: (request: RunRequest_Deserialize, onEvents: Channel<Event_Deserialize[]>) => typedError<string, CommandError>(__TAURI_INVOKE("start_run", { request, onEvents })),
+	startRun: (request: RunArgs_Deserialize, onEvents: Channel<Event_Deserialize[]>) => typedError<string, CommandError>(__TAURI_INVOKE("start_run", { request, onEvents })),
 	/**  Continues a paused run stored by an earlier session (or this one), streaming its events like `start_run`. */
 	resumeRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, CommandError>(__TAURI_INVOKE("resume_run", { runId, onEvents })),
 	decide: (runId: string, node: string, decision: string, note: string) => typedError<null, CommandError>(__TAURI_INVOKE("decide", { runId, node, decision, note })),
@@ -876,9 +876,11 @@ export type Retry_Serialize = {
 	backoff_ms?: number,
 };
 
-export type RunRequest = RunRequest_Serialize | RunRequest_Deserialize;
+/**  What the window asks to run: the arguments of `start_run` (the session's `RunRequest` is built from them). */
+export type RunArgs = RunArgs_Serialize | RunArgs_Deserialize;
 
-export type RunRequest_Deserialize = {
+/**  What the window asks to run: the arguments of `start_run` (the session's `RunRequest` is built from them). */
+export type RunArgs_Deserialize = {
 	/**  The graph as it is now: later edits on the canvas do not change this run. */
 	workflow: Workflow_Deserialize,
 	/**  Where the document lives, so a paused run can be resumed after a restart. */
@@ -893,7 +895,8 @@ export type RunRequest_Deserialize = {
 	fromNode?: string | null,
 };
 
-export type RunRequest_Serialize = {
+/**  What the window asks to run: the arguments of `start_run` (the session's `RunRequest` is built from them). */
+export type RunArgs_Serialize = {
 	/**  The graph as it is now: later edits on the canvas do not change this run. */
 	workflow: Workflow_Serialize,
 	/**  Where the document lives, so a paused run can be resumed after a restart. */

@@ -55,7 +55,7 @@ async fn two_pending_approvals_resume_in_either_order_from_the_recorded_run() {
         };
         let script = script("nodes: {ship: {text: shipped}}");
         let collector = Collector::default();
-        let mut rt = runtime(script.clone(), Recording::new(script.clone()), vec![Arc::new(collector.clone())]);
+        let mut rt = runtime(script.clone(), AskedModel::new(script.clone()), vec![Arc::new(collector.clone())]);
         rt.log = Some(Arc::new(paused.log.clone()));
         let options = RunOptions { run_id: Some(paused.result().run_id.clone()), ..paused.options.clone() };
         let first = run::resume(
@@ -72,7 +72,7 @@ async fn two_pending_approvals_resume_in_either_order_from_the_recorded_run() {
         assert_eq!(first.result.pending[0].node, order[1]);
         assert!(first.result.node("ship").is_none(), "the join waits for the second decision");
 
-        let model = Recording::new(script.clone());
+        let model = AskedModel::new(script.clone());
         let mut rt = runtime(script.clone(), model.clone(), vec![Arc::new(collector.clone())]);
         rt.log = Some(Arc::new(paused.log.clone()));
         let second = run::resume(
@@ -107,7 +107,7 @@ async fn a_live_run_takes_decisions_while_other_branches_run() {
     let wf = Arc::new(workflow(TWO_APPROVALS));
     let script = script("nodes: {other: {text: slow, delay_ms: 50}, hold: {text: held}}");
     let collector = Collector::default();
-    let rt = runtime(script.clone(), Recording::new(script), vec![Arc::new(collector.clone())]);
+    let rt = runtime(script.clone(), AskedModel::new(script), vec![Arc::new(collector.clone())]);
     let handle = run::start(wf, RunOptions::default(), rt);
     // Wait for both approvals to be requested (observed through events, no sleeps).
     let mut requested = 0;
@@ -208,7 +208,7 @@ edges:
   - {{from: review, to: revise, handle: reject}}{timeout_edge}"
         ));
         let script = script("");
-        let rt = runtime(script.clone(), Recording::new(script), vec![]);
+        let rt = runtime(script.clone(), AskedModel::new(script), vec![]);
         let handle = run::start(Arc::new(wf), RunOptions::default(), rt);
         let outcome = tokio::time::timeout(Duration::from_secs(3600), handle.finish()).await.unwrap();
         assert_eq!(outcome.result.status, RunStatus::Completed);
@@ -230,7 +230,7 @@ edges:
     ));
     let script = script("nodes: {slow: {text: never, delay_ms: 600000}}");
     let collector = Collector::default();
-    let rt = runtime(script.clone(), Recording::new(script), vec![Arc::new(collector.clone())]);
+    let rt = runtime(script.clone(), AskedModel::new(script), vec![Arc::new(collector.clone())]);
     let handle = run::start(wf, RunOptions::default(), rt);
     while !collector.events().iter().any(|e| matches!(&e.kind, EventKind::NodeEnter { node, .. } if node == "slow")) {
         tokio::task::yield_now().await;
@@ -302,7 +302,7 @@ edges:
     }
     let script = script("nodes: {ship: {text: shipped}}");
     let collector = Collector::default();
-    let rt = runtime(script.clone(), Recording::new(script), vec![Arc::new(collector.clone())]);
+    let rt = runtime(script.clone(), AskedModel::new(script), vec![Arc::new(collector.clone())]);
     let options = RunOptions { run_id: Some(paused.result().run_id.clone()), ..paused.options.clone() };
     let resumed =
         run::resume(Arc::new(wf), options, recording, vec![("ok".into(), json!("approve"))], rt).await.unwrap();

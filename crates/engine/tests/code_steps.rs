@@ -153,7 +153,7 @@ async fn cancelling_a_run_kills_the_step_and_what_it_started() {
     {
         let wf = Arc::new(one_step("lua", "print('spinning')\nwhile true do end", ""));
         let collector = Collector::default();
-        let mut rt = runtime(script(""), Recording::new(script("")), vec![Arc::new(collector.clone())]);
+        let mut rt = runtime(script(""), AskedModel::new(script("")), vec![Arc::new(collector.clone())]);
         rt.code = Code { allowed: true, dir: Some(dir.path().into()), ..Code::default() };
         let handle = run::start(wf, RunOptions::default(), rt);
         while !collector
@@ -170,7 +170,7 @@ async fn cancelling_a_run_kills_the_step_and_what_it_started() {
     for (language, code) in cases {
         let wf = Arc::new(one_step(language, code, ""));
         let collector = Collector::default();
-        let mut rt = runtime(script(""), Recording::new(script("")), vec![Arc::new(collector.clone())]);
+        let mut rt = runtime(script(""), AskedModel::new(script("")), vec![Arc::new(collector.clone())]);
         rt.code = Code { allowed: true, dir: Some(dir.path().into()), ..Code::default() };
         let handle = run::start(wf, RunOptions::default(), rt);
         // The pid of the process the step started, from the log the step streams.

@@ -260,7 +260,7 @@ edges:
   - {from: start, to: a}",
     );
     let script = script("nodes: {a: {text: fine}}");
-    let model = Recording::new(script.clone());
+    let model = AskedModel::new(script.clone());
     let failing = |_: &Event| -> Result<(), String> { Err("disk full".into()) };
     let panicking = |e: &Event| -> Result<(), String> {
         if e.kind.type_name() == "node:exit" {

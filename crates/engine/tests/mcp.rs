@@ -88,7 +88,7 @@ async fn run_agent(
 ) -> (switchyard_engine::run::Outcome, Vec<switchyard_engine::events::Event>) {
     let wf = workflow(agent);
     let collector = Collector::default();
-    let mut rt = runtime(script(script_yaml), Recording::new(script(script_yaml)), vec![Arc::new(collector.clone())]);
+    let mut rt = runtime(script(script_yaml), AskedModel::new(script(script_yaml)), vec![Arc::new(collector.clone())]);
     rt.log = Some(Arc::new(MemoryLog::default()));
     rt.mcp = Arc::new(McpSessions::new([("test".to_string(), config)]));
     let outcome = run::run(Arc::new(wf), RunOptions::default(), rt).await;
@@ -218,7 +218,7 @@ async fn a_destructive_call_waits_for_approval_and_a_rejection_is_the_tools_resu
     let wf = Arc::new(workflow(&approving("destructive")));
     let answers = script(&add_then_write(&target));
     let log = MemoryLog::default();
-    let mut rt = runtime(answers.clone(), Recording::new(answers.clone()), Vec::new());
+    let mut rt = runtime(answers.clone(), AskedModel::new(answers.clone()), Vec::new());
     rt.log = Some(Arc::new(log.clone()));
     rt.mcp = Arc::new(McpSessions::new([("test".to_string(), stdio(None))]));
     let options = RunOptions { run_id: Some("asks".into()), ..RunOptions::default() };
@@ -245,7 +245,7 @@ async fn a_destructive_call_waits_for_approval_and_a_rejection_is_the_tools_resu
     assert!(!target.exists(), "a rejected call never reaches the server");
 
     // The recording plays back to the same result without a server call.
-    let mut quiet = runtime(answers.clone(), Recording::new(answers), Vec::new());
+    let mut quiet = runtime(answers.clone(), AskedModel::new(answers), Vec::new());
     quiet.mcp = Arc::new(McpSessions::new([]));
     let replayed = run::replay(wf, options, log.recording(), quiet).unwrap().result;
     assert_eq!(replayed.status, RunStatus::Completed);
@@ -265,7 +265,7 @@ async fn an_approved_call_runs_when_the_person_decides_in_a_live_run() {
         }
         Ok(())
     };
-    let mut rt = runtime(answers.clone(), Recording::new(answers), vec![Arc::new(observer)]);
+    let mut rt = runtime(answers.clone(), AskedModel::new(answers), vec![Arc::new(observer)]);
     rt.mcp = Arc::new(McpSessions::new([("test".to_string(), stdio(None))]));
     let handle = run::start(Arc::new(workflow(&approving("destructive"))), RunOptions::default(), rt);
     let request = asked.recv().await.expect("the write waits for approval");

@@ -37,7 +37,7 @@ async fn a_run_whose_process_died_goes_on_without_running_completed_nodes_again(
     let wf = workflow(CHAIN);
     let log = MemoryLog::default();
     let script = script(ANSWERS);
-    let first_model = Recording::new(script.clone());
+    let first_model = AskedModel::new(script.clone());
     let mut rt = runtime(script.clone(), first_model.clone(), Vec::new());
     rt.log = Some(Arc::new(log.clone()));
     let options = RunOptions { run_id: Some("crashed".into()), ..RunOptions::default() };
@@ -50,7 +50,7 @@ async fn a_run_whose_process_died_goes_on_without_running_completed_nodes_again(
     assert!(!before.events.iter().any(|e| matches!(&e.kind, EventKind::NodeExit { node, .. } if node == "right")));
 
     let fast = script_with_no_delay();
-    let model = Recording::new(fast.clone());
+    let model = AskedModel::new(fast.clone());
     let collector = Collector::default();
     let mut rt = runtime(fast, model.clone(), vec![Arc::new(collector.clone())]);
     rt.log = Some(Arc::new(log.clone()));
@@ -131,7 +131,7 @@ edges:
   - {from: right, to: merge}",
     );
     let script = script("");
-    let rt = runtime(script.clone(), Recording::new(script), Vec::new());
+    let rt = runtime(script.clone(), AskedModel::new(script), Vec::new());
     let Err(run::ResumeError::Rebuild(error)) =
         run::resume(Arc::new(changed), ran.options.clone(), ran.log.recording(), Vec::new(), rt).await
     else {

@@ -40,15 +40,15 @@ pub enum Asked {
     Route { node: String, choices: Vec<Choice>, context: Value },
 }
 
-/// A scripted model that records every request.
-pub struct Recording {
+/// A scripted model that keeps every request it was asked (not a run's `Recording`).
+pub struct AskedModel {
     inner: AnswersModel,
     pub asked: Mutex<Vec<Asked>>,
 }
 
-impl Recording {
-    pub fn new(script: Arc<Answers>) -> Arc<Recording> {
-        Arc::new(Recording { inner: AnswersModel::new(script), asked: Mutex::new(Vec::new()) })
+impl AskedModel {
+    pub fn new(script: Arc<Answers>) -> Arc<AskedModel> {
+        Arc::new(AskedModel { inner: AnswersModel::new(script), asked: Mutex::new(Vec::new()) })
     }
 
     pub fn asked(&self) -> Vec<Asked> {
@@ -79,7 +79,7 @@ impl Recording {
 }
 
 #[async_trait]
-impl Model for Recording {
+impl Model for AskedModel {
     async fn execute(&self, r: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError> {
         self.asked.lock().unwrap().push(Asked::Execute {
             node: r.node.to_string(),
@@ -103,7 +103,7 @@ impl Model for Recording {
 pub struct Ran {
     pub outcome: Outcome,
     pub events: Vec<Event>,
-    pub model: Arc<Recording>,
+    pub model: Arc<AskedModel>,
     /// The run log: its events and inputs, as the run store keeps them.
     pub log: MemoryLog,
     pub options: RunOptions,
@@ -168,7 +168,7 @@ impl Ran {
     }
 }
 
-pub fn runtime(script: Arc<Answers>, model: Arc<Recording>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
+pub fn runtime(script: Arc<Answers>, model: Arc<AskedModel>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
     Runtime { model, answers: Some(script), log: None, observers, code: Default::default(), mcp: Default::default() }
 }
 
@@ -201,7 +201,7 @@ async fn run_full(wf: &Workflow, script_yaml: &str, options: RunOptions, code: s
     let report = validate::validate(wf, &Options::default());
     assert!(report.is_ok(), "test workflow does not validate: {:?}", report.errors);
     let script = script(script_yaml);
-    let model = Recording::new(script.clone());
+    let model = AskedModel::new(script.clone());
     let collector = Collector::default();
     let log = MemoryLog::default();
     let mut rt = runtime(script, model.clone(), vec![Arc::new(collector.clone())]);
@@ -216,7 +216,7 @@ async fn run_full(wf: &Workflow, script_yaml: &str, options: RunOptions, code: s
 /// Every test run is also played again from its recording: the replay must make no model call and give the same
 /// events (how long quick nodes took aside), results and trace.
 pub fn replays_the_same(wf: &Workflow, ran: &Ran) {
-    let model = Recording::new(script(""));
+    let model = AskedModel::new(script(""));
     let collector = Collector::default();
     let rt = Runtime {
         model: model.clone(),
