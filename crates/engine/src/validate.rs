@@ -8,7 +8,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde::Serialize;
 
 use crate::document::{handle, ConditionOperator, Edge, NodeType, Workflow};
-use crate::graph::Topology;
+use crate::graph::{NodeIx, Topology};
 use crate::node_types;
 
 mod templates;
@@ -266,7 +266,7 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
         let id = node.id.as_str();
         if id.trim().is_empty() {
             report.node_error("EMPTY_NODE_ID", id, "a node has an empty id; give every node a unique id".into());
-        } else if topo.index.get(id) != Some(&i) {
+        } else if topo.index.get(id) != Some(&NodeIx::new(i)) {
             report.node_error(
                 "DUPLICATE_NODE_ID",
                 id,
@@ -511,7 +511,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             );
         }
     }
-    for (i, node) in workflow.nodes.iter().enumerate() {
+    for (i, node) in topo.nodes().zip(&workflow.nodes) {
         if topo.index.get(&node.id) != Some(&i) {
             continue;
         }
@@ -542,7 +542,7 @@ fn check_edges(workflow: &Workflow, topo: &Topology, report: &mut Report) {
 }
 
 /// The branches of node `v` (`node_types::branches`) that no execution edge leaves by.
-fn unconnected_branches(workflow: &Workflow, topo: &Topology, v: usize) -> Vec<(u32, String)> {
+fn unconnected_branches(workflow: &Workflow, topo: &Topology, v: NodeIx) -> Vec<(u32, String)> {
     let mut branches = node_types::branches(&workflow.nodes[v]);
     branches.retain(|(position, _)| !topo.out[v].iter().any(|&e| topo.handle_position(e) == Some(*position)));
     branches
@@ -580,7 +580,7 @@ fn check_cycles(workflow: &Workflow, topo: &Topology, report: &mut Report) {
             continue;
         }
         if edge.max_iterations.is_none() {
-            graph.add_edge(NodeIndex::new(f), NodeIndex::new(t), ());
+            graph.add_edge(NodeIndex::new(f.ix()), NodeIndex::new(t.ix()), ());
         }
     }
     for scc in petgraph::algo::kosaraju_scc(&graph) {
@@ -605,7 +605,7 @@ fn check_subagents(workflow: &Workflow, topo: &Topology, report: &mut Report) {
     if !topo.subagent.contains(&true) {
         return;
     }
-    let mut parents: HashMap<usize, usize> = HashMap::new();
+    let mut parents: HashMap<NodeIx, NodeIx> = HashMap::new();
     let mut links: DiGraph<(), ()> = DiGraph::new();
     for _ in 0..workflow.nodes.len() {
         links.add_node(());
@@ -664,7 +664,7 @@ fn check_subagents(workflow: &Workflow, topo: &Topology, report: &mut Report) {
                 format!("`{}` is a subagent, so it runs only as a tool; remove its execution edges", child.id),
             );
         }
-        links.add_edge(NodeIndex::new(p), NodeIndex::new(c), ());
+        links.add_edge(NodeIndex::new(p.ix()), NodeIndex::new(c.ix()), ());
     }
     for scc in petgraph::algo::kosaraju_scc(&links) {
         if scc.len() > 1 {
@@ -694,7 +694,7 @@ fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report)
     }
     // A node can end the run when nothing leaves it, when all it has are bounded loops, or when it can choose a
     // branch nothing leaves by.
-    let can_end = |v: usize| {
+    let can_end = |v: NodeIx| {
         let outs = &topo.out[v];
         outs.is_empty()
             || outs.iter().all(|&e| workflow.edges[e].max_iterations.is_some())
@@ -702,7 +702,7 @@ fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report)
                 && !unconnected_branches(workflow, topo, v).is_empty())
     };
     let mut ends = vec![false; n];
-    let mut queue: VecDeque<usize> = (0..n).filter(|&v| can_end(v)).collect();
+    let mut queue: VecDeque<NodeIx> = topo.nodes().filter(|&v| can_end(v)).collect();
     for &v in &queue {
         ends[v] = true;
     }
@@ -715,7 +715,7 @@ fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report)
             }
         }
     }
-    for (v, node) in workflow.nodes.iter().enumerate() {
+    for (v, node) in topo.nodes().zip(&workflow.nodes) {
         if topo.index.get(&node.id) != Some(&v) {
             continue;
         }

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::answers::Answers;
 use crate::document::Workflow;
 use crate::events::EventKind;
-use crate::graph::Topology;
+use crate::graph::{NodeIx, Topology};
 use crate::log::{Emitter, Observer, RunLog};
 use crate::model::{Choice, Model, RouteAnswer, RouteRequest};
 use crate::result::RunResult;
@@ -165,21 +165,21 @@ pub(crate) struct Shared {
 
 /// A node task's request to call a tool that needs approval; the decision comes back on `reply`.
 struct ToolAsk {
-    node: usize,
+    node: NodeIx,
     request: crate::events::ToolRequest,
     reply: oneshot::Sender<Decision>,
 }
 
 impl Shared {
     /// A model-call problem of `node` as AgentFlow's `llm_error` log event (retries, fallbacks).
-    pub fn llm_error(&self, node: usize, message: &str) {
+    pub fn llm_error(&self, node: NodeIx, message: &str) {
         self.emitter.emit(EventKind::log(Some(&self.workflow.nodes[node].id), "llm_error", message.to_string()));
     }
 
     /// Asks the scheduler to approve a tool call of `node`'s task and waits for the decision. When the run stops
     /// first (it paused and this process ends, or it was cancelled) the task waits until it is dropped: a call
     /// nobody decided never runs.
-    pub async fn approve_tool(&self, node: usize, request: crate::events::ToolRequest) -> Decision {
+    pub async fn approve_tool(&self, node: NodeIx, request: crate::events::ToolRequest) -> Decision {
         let (reply, decision) = oneshot::channel();
         if self.tool_asks.send(ToolAsk { node, request, reply }).is_err() {
             return std::future::pending().await;
@@ -271,15 +271,15 @@ fn handle(scheduler: Scheduler) -> RunHandle {
 }
 
 enum Done {
-    Node { node: usize, iteration: u32, started: Instant, outcome: node::NodeOutcome },
-    Route { node: usize, answer: Result<RouteAnswer, String> },
+    Node { node: NodeIx, iteration: u32, started: Instant, outcome: node::NodeOutcome },
+    Route { node: NodeIx, answer: Result<RouteAnswer, String> },
 }
 
 /// Work a rebuild started but does not run: a node task or a routing call, waiting for its recorded input (or, when
 /// a resumed run goes on for real, to be started).
 enum Parked {
-    Node { node: usize, iteration: u32, started: Instant, scope: Scope },
-    Route { node: usize, ask: RouteAsk },
+    Node { node: NodeIx, iteration: u32, started: Instant, scope: Scope },
+    Route { node: NodeIx, ask: RouteAsk },
 }
 
 /// What a routing call asks.
@@ -631,7 +631,7 @@ impl Scheduler {
     }
 
     /// Runs an agent or script node in its own task, which reports back with `Done::Node`.
-    fn spawn_node(&self, node: usize, iteration: u32, started: Instant, scope: Scope) {
+    fn spawn_node(&self, node: NodeIx, iteration: u32, started: Instant, scope: Scope) {
         let shared = self.shared.clone();
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
@@ -650,7 +650,7 @@ impl Scheduler {
     }
 
     /// Asks the model to route in its own task, which reports back with `Done::Route`.
-    fn spawn_route(&self, node: usize, ask: RouteAsk) {
+    fn spawn_route(&self, node: NodeIx, ask: RouteAsk) {
         let shared = self.shared.clone();
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
@@ -769,7 +769,7 @@ impl Scheduler {
 /// What a routing call may do besides answering: report retries. It has no tools and streams nothing.
 struct RouteIo {
     shared: Arc<Shared>,
-    node: usize,
+    node: NodeIx,
 }
 
 #[async_trait::async_trait]

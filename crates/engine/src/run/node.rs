@@ -16,6 +16,7 @@ use crate::answers::AnswerStatus;
 use crate::code::{self, Body, Call, CodeError, Language};
 use crate::document::{Node, NodeType, ToolApproval};
 use crate::events::{EventKind, ToolRequest, Usage};
+use crate::graph::NodeIx;
 use crate::model::{ExecuteRequest, ModelError, NodeIo, ToolSpec};
 use crate::result::ToolCall;
 use crate::template::{self, Scope};
@@ -37,7 +38,7 @@ impl NodeOutcome {
 }
 
 /// Runs an agent or script node, with `for_each` when it has one.
-pub(super) async fn execute(shared: Arc<Shared>, node: usize, scope: Scope) -> NodeOutcome {
+pub(super) async fn execute(shared: Arc<Shared>, node: NodeIx, scope: Scope) -> NodeOutcome {
     let n = &shared.workflow.nodes[node];
     let calls = Arc::new(Mutex::new(Vec::new()));
     let usage = Arc::new(Mutex::new(None::<Usage>));
@@ -89,7 +90,7 @@ type UsageCell = Arc<Mutex<Option<Usage>>>;
 /// One execution of a node (one item of a `for_each`), with retries. `depth` > 0 for subagents.
 fn execute_once<'a>(
     shared: &'a Arc<Shared>,
-    node: usize,
+    node: NodeIx,
     scope: &'a Scope,
     calls: &'a Calls,
     usage: &'a UsageCell,
@@ -130,7 +131,7 @@ fn execute_once<'a>(
 
 /// A script node: an answers file's answer when it has one (a pinned output never gets here), else its code, run
 /// with the user's consent (`crate::code`).
-async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<Value, ModelError> {
+async fn run_script(shared: &Arc<Shared>, node: NodeIx, scope: &Scope) -> Result<Value, ModelError> {
     let n = &shared.workflow.nodes[node];
     let call_index = shared.next_call(&n.id);
     if let Some(answer) = shared.answers.as_ref().and_then(|s| s.answer(&n.id, call_index)) {
@@ -189,7 +190,7 @@ async fn run_script(shared: &Arc<Shared>, node: usize, scope: &Scope) -> Result<
 /// What a code step sees (docs/formats.md): `state`, `input`, `context` (input and each completed node's output),
 /// `item` and `index` inside a `for_each`, and `parallel_results` (one entry per node that led here: its id as
 /// `branch`, its `output`, and the `state` with that output merged) when the code reads it — TEA's fan-in.
-fn code_names(shared: &Shared, node: usize, scope: &Scope, code: &str) -> serde_json::Map<String, Value> {
+fn code_names(shared: &Shared, node: NodeIx, scope: &Scope, code: &str) -> serde_json::Map<String, Value> {
     let mut names = serde_json::Map::new();
     let state = scope.state_json();
     if code.contains("parallel_results") {
@@ -238,7 +239,7 @@ fn code_names(shared: &Shared, node: usize, scope: &Scope, code: &str) -> serde_
 
 async fn run_agent(
     shared: &Arc<Shared>,
-    node: usize,
+    node: NodeIx,
     scope: &Scope,
     calls: &Calls,
     usage: &UsageCell,
@@ -366,7 +367,7 @@ fn schema_errors(schema: &Value, data: &Value) -> Option<String> {
 /// The tools an agent offers the model: web search, its subagents, and the MCP tools its `tools.mcp` names (each as
 /// `server__tool`, with the server's description and input schema untouched). A server that is not configured or
 /// does not start leaves the agent without its tools, with a warning on the node.
-async fn tool_specs(shared: &Shared, node: usize) -> Vec<ToolSpec> {
+async fn tool_specs(shared: &Shared, node: NodeIx) -> Vec<ToolSpec> {
     let n = &shared.workflow.nodes[node];
     let mut tools = Vec::new();
     for entry in n.tools.iter().flat_map(|t| t.mcp.iter()) {
@@ -412,7 +413,7 @@ async fn tool_specs(shared: &Shared, node: usize) -> Vec<ToolSpec> {
 
 /// The tool the agent's `tools.call_first` names, as the model sees it; a warning on the node when the agent is not
 /// offered that tool (its server did not start), and the model then chooses freely.
-fn first_tool(shared: &Shared, node: usize, tools: &[ToolSpec]) -> Option<String> {
+fn first_tool(shared: &Shared, node: NodeIx, tools: &[ToolSpec]) -> Option<String> {
     let n = &shared.workflow.nodes[node];
     let entry = n.tools.as_ref()?.call_first.as_deref()?;
     let name = match entry.split_once('/') {
@@ -440,7 +441,7 @@ tokio::task_local! {
 
 struct AgentIo {
     shared: Arc<Shared>,
-    node: usize,
+    node: NodeIx,
     scope: Scope,
     calls: Calls,
     usage: UsageCell,

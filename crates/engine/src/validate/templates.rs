@@ -13,7 +13,7 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 
 use crate::document::{ConditionOperator, Workflow};
-use crate::graph::{Ancestry, Topology};
+use crate::graph::{Ancestry, EdgeIx, NodeIx, Topology};
 use crate::template::{self, CONTEXT_NAMES, ITEM_NAMES, PREVIOUS_OUTPUT};
 
 use super::Report;
@@ -24,8 +24,8 @@ const FULL_SUGGESTION_LIMIT: usize = 5_000;
 /// Where a template or expression sits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
-    Node(usize),
-    Edge(usize),
+    Node(NodeIx),
+    Edge(EdgeIx),
 }
 
 /// One template or expression of the document.
@@ -42,7 +42,7 @@ struct Source<'a> {
 fn sources(workflow: &Workflow) -> Vec<Source<'_>> {
     let mut out = Vec::new();
     for (i, node) in workflow.nodes.iter().enumerate() {
-        let place = Place::Node(i);
+        let place = Place::Node(NodeIx::new(i));
         for (field, text) in
             [("system_prompt", &node.system_prompt), ("user_prompt", &node.user_prompt), ("message", &node.message)]
         {
@@ -66,7 +66,12 @@ fn sources(workflow: &Workflow) -> Vec<Source<'_>> {
     }
     for (e, edge) in workflow.edges.iter().enumerate() {
         if let Some(guard) = &edge.r#if {
-            out.push(Source { place: Place::Edge(e), field: Cow::Borrowed("if"), expression: true, text: guard });
+            out.push(Source {
+                place: Place::Edge(EdgeIx::new(e)),
+                field: Cow::Borrowed("if"),
+                expression: true,
+                text: guard,
+            });
         }
     }
     out
@@ -78,9 +83,9 @@ struct NodeRead {
     /// The dotted path as written (`review.text`).
     path: Rc<str>,
     /// The node read.
-    node: usize,
+    node: NodeIx,
     /// The node that must come after it: the reading node, an edge's source, or a subagent's parent in the flow.
-    after: usize,
+    after: NodeIx,
 }
 
 /// What a source reads, or why it does not parse; shared between sources with the same text.
@@ -152,7 +157,7 @@ pub(super) fn check(workflow: &Workflow, topo: &Topology, report: &mut Report) {
     if reads.is_empty() {
         return;
     }
-    let queries: Vec<(usize, usize)> = reads.iter().map(|r| (r.node, r.after)).collect();
+    let queries: Vec<(NodeIx, NodeIx)> = reads.iter().map(|r| (r.node, r.after)).collect();
     let upstream = Ancestry::new(topo).precedes(&queries);
     for (read, ok) in reads.iter().zip(upstream) {
         if !ok {
@@ -241,14 +246,14 @@ struct Context<'a> {
     workflow: &'a Workflow,
     topo: &'a Topology,
     /// Per node: its parent when it is a subagent (computed when the workflow has subagent links).
-    parent: Option<Vec<Option<usize>>>,
+    parent: Option<Vec<Option<NodeIx>>>,
 }
 
 impl<'a> Context<'a> {
     fn new(workflow: &'a Workflow, topo: &'a Topology) -> Context<'a> {
         let parent = topo.subagent.contains(&true).then(|| {
             let mut parent = vec![None; workflow.nodes.len()];
-            for p in 0..workflow.nodes.len() {
+            for p in topo.nodes() {
                 for &c in &topo.subagents[p] {
                     parent[c].get_or_insert(p);
                 }
@@ -261,7 +266,7 @@ impl<'a> Context<'a> {
     /// The node whose completed predecessors a source can read: the node itself, an edge's source, or for a
     /// subagent the ancestor in the flow whose scope it is called with. `None` for duplicate ids and dangling edges,
     /// which validation reports already.
-    fn reader(&self, place: Place) -> Option<usize> {
+    fn reader(&self, place: Place) -> Option<NodeIx> {
         let node = match place {
             Place::Node(i) => (self.topo.index.get(&self.workflow.nodes[i].id) == Some(&i)).then_some(i)?,
             Place::Edge(e) => return self.topo.ends[e].map(|(from, _)| from),
@@ -279,7 +284,7 @@ impl<'a> Context<'a> {
 
     /// Whether `item` and `index` are set where the source is evaluated: a `for_each` node's prompts (a subagent's
     /// too, since it runs in its caller's scope), not its `for_each.items` list.
-    fn has_item(&self, source: &Source<'_>, reader: usize) -> bool {
+    fn has_item(&self, source: &Source<'_>, reader: NodeIx) -> bool {
         let Place::Node(i) = source.place else { return false };
         let own = self.workflow.nodes[i].for_each.is_some() && source.field != "for_each.items";
         own || (reader != i && self.workflow.nodes[reader].for_each.is_some())
@@ -294,7 +299,7 @@ impl<'a> Context<'a> {
     }
 
     /// What to write instead of an unknown name: a similar node id or context name, else a predecessor's id.
-    fn suggestion(&self, name: &str, reader: usize) -> String {
+    fn suggestion(&self, name: &str, reader: NodeIx) -> String {
         let predecessors: Vec<&str> =
             self.topo.incoming[reader].iter().map(|&e| self.workflow.nodes[self.topo.source(e)].id.as_str()).collect();
         let ids: Box<dyn Iterator<Item = &str>> = if self.workflow.nodes.len() <= FULL_SUGGESTION_LIMIT {

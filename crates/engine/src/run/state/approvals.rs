@@ -10,6 +10,7 @@ use serde_json::json;
 use super::{node, Effect, RunState};
 use crate::document::handle;
 use crate::events::{EventKind, ToolRequest};
+use crate::graph::NodeIx;
 use crate::node_types;
 use crate::result::{Decision, PendingApproval, Verdict};
 use crate::template;
@@ -41,7 +42,7 @@ pub(super) struct Approvals {
     decided_early: Vec<(String, ToolRequest, Decision)>,
     /// Tool calls asked for while another call of the same node waits (`for_each` items): one waits for a decision
     /// at a time per node, so the person decides exactly the call shown.
-    queued: VecDeque<(usize, ToolRequest)>,
+    queued: VecDeque<(NodeIx, ToolRequest)>,
 }
 
 impl Approvals {
@@ -105,7 +106,7 @@ impl Approvals {
 
 impl RunState {
     /// An approval node is reached: it waits for a decision (or takes the one reused from an earlier run).
-    pub(super) fn reach_approval(&mut self, node: usize, previous_output: Arc<str>) {
+    pub(super) fn reach_approval(&mut self, node: NodeIx, previous_output: Arc<str>) {
         let workflow = self.workflow.clone();
         let n = &workflow.nodes[node];
         let message = n.message.clone().unwrap_or_else(|| "Approve this step?".into());
@@ -173,7 +174,7 @@ impl RunState {
     /// An agent's task asks to call a tool that needs approval, and waits. A call decided while no task waited on it
     /// (a continued run) is answered at once; a call an earlier process's task was waiting on is taken over by the
     /// task that asks for the same call, and withdrawn when it asks for another.
-    pub(super) fn ask_tool(&mut self, node: usize, request: ToolRequest) {
+    pub(super) fn ask_tool(&mut self, node: NodeIx, request: ToolRequest) {
         let id = self.id(node).to_string();
         let a = &mut self.approvals;
         if let Some(at) = a.decided_early.iter().position(|(n, r, _)| *n == id && *r == request) {
@@ -199,7 +200,7 @@ impl RunState {
     }
 
     /// Shows a tool call that waits: an approval on the agent's node with the tool and its arguments.
-    fn request_tool(&mut self, node: usize, request: ToolRequest) {
+    fn request_tool(&mut self, node: NodeIx, request: ToolRequest) {
         let id = self.id(node).to_string();
         let message = format!("Allow the call of `{}`?", request.tool);
         let arguments = serde_json::to_string_pretty(&request.input).unwrap_or_default();

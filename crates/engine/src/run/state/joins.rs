@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{Activation, RunState};
 use crate::events::EventKind;
-use crate::graph::Topology;
+use crate::graph::{EdgeIx, NodeIx, Topology};
 use crate::result::{NodeResult, NodeStatus, TraceStep};
 
 /// The state of a forward edge in its target's join.
@@ -25,11 +25,11 @@ pub(super) struct Joins {
     /// Per node: how many forward in-edges are resolved (followed or dead) since it last fired.
     resolved: Vec<usize>,
     /// Per node: the outputs its followed in-edges carried, in follow order.
-    outputs: Vec<Vec<(usize, Arc<str>)>>,
+    outputs: Vec<Vec<(EdgeIx, Arc<str>)>>,
     /// Dead edges out of nodes on a cycle, not final yet: their source may run again and follow them.
-    deferred: BTreeSet<usize>,
+    deferred: BTreeSet<EdgeIx>,
     /// Nodes found skipped, waiting to cascade; a worklist so long dead chains do not recurse.
-    to_skip: VecDeque<usize>,
+    to_skip: VecDeque<NodeIx>,
 }
 
 impl Joins {
@@ -42,7 +42,10 @@ impl Joins {
                 .iter()
                 .map(|&never| if never { EdgeMark::Dead } else { EdgeMark::Open })
                 .collect(),
-            resolved: (0..n).map(|v| topo.forward_in[v].iter().filter(|&&i| topo.never_followed[i]).count()).collect(),
+            resolved: topo
+                .nodes()
+                .map(|v| topo.forward_in[v].iter().filter(|&&i| topo.never_followed[i]).count())
+                .collect(),
             outputs: vec![Vec::new(); n],
             deferred: BTreeSet::new(),
             to_skip: VecDeque::new(),
@@ -53,7 +56,7 @@ impl Joins {
 impl RunState {
     /// Follows the chosen out-edges of `node` (each already announced by a `route` event) and marks every other
     /// out-edge dead.
-    pub(super) fn follow_and_kill(&mut self, node: usize, chosen: Vec<(usize, String)>, output: Arc<str>) {
+    pub(super) fn follow_and_kill(&mut self, node: NodeIx, chosen: Vec<(EdgeIx, String)>, output: Arc<str>) {
         let topo = self.topo.clone();
         for (e, reason) in &chosen {
             let to = self.workflow.edges[*e].to.clone();
@@ -62,7 +65,7 @@ impl RunState {
         for (e, _) in &chosen {
             self.follow(*e, output.clone());
         }
-        let mut chosen: Vec<usize> = chosen.into_iter().map(|(e, _)| e).collect();
+        let mut chosen: Vec<EdgeIx> = chosen.into_iter().map(|(e, _)| e).collect();
         chosen.sort_unstable();
         for &e in &topo.out[node] {
             if chosen.binary_search(&e).is_err() {
@@ -72,7 +75,7 @@ impl RunState {
         self.cascade_skips();
     }
 
-    fn follow(&mut self, e: usize, output: Arc<str>) {
+    fn follow(&mut self, e: EdgeIx, output: Arc<str>) {
         self.edge_follows[e] += 1;
         let j = &mut self.joins;
         j.deferred.remove(&e);
@@ -94,7 +97,7 @@ impl RunState {
     }
 
     /// Marks an edge dead. Edges leaving a node on a cycle are deferred: that node may run again and follow them.
-    fn kill(&mut self, e: usize, finalize: bool) {
+    fn kill(&mut self, e: EdgeIx, finalize: bool) {
         let topo = self.topo.clone();
         if topo.back[e] {
             return;
@@ -114,7 +117,7 @@ impl RunState {
     }
 
     /// A node with several forward in-edges waits until each was followed or is dead.
-    fn check_join(&mut self, target: usize) {
+    fn check_join(&mut self, target: NodeIx) {
         let topo = self.topo.clone();
         let j = &mut self.joins;
         if j.resolved[target] < topo.forward_in[target].len() {
@@ -146,7 +149,7 @@ impl RunState {
         }
     }
 
-    fn skip(&mut self, node: usize) {
+    fn skip(&mut self, node: NodeIx) {
         if self.results[node].is_none() {
             let id = self.id(node).to_string();
             self.results[node] = Some(NodeResult::skipped());
@@ -168,7 +171,7 @@ impl RunState {
     pub(super) fn settle_deferred(&mut self) -> bool {
         let topo = self.topo.clone();
         let waiting = self.approvals.nodes_in(&topo);
-        let flush: Vec<usize> = self
+        let flush: Vec<EdgeIx> = self
             .joins
             .deferred
             .iter()

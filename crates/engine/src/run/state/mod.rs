@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 use super::{node, RouteAsk, RunOptions, END};
 use crate::document::{NodeType, Workflow, DEFAULT_STEP_BUDGET};
 use crate::events::{EventKind, ToolRequest, Usage};
-use crate::graph::Topology;
+use crate::graph::{EdgeIx, NodeIx, Topology};
 use crate::record::Input;
 use crate::result::{Decision, NodeResult, NodeStatus, PendingApproval, RunStatus, Trace, TraceStep};
 use crate::template::Scope;
@@ -66,13 +66,13 @@ pub(crate) enum Effect {
     Status(RunStatus, Vec<String>),
     /// Run an agent or script node; its end comes back as `Input::NodeDone`.
     RunNode {
-        node: usize,
+        node: NodeIx,
         iteration: u32,
         scope: Scope,
     },
     /// Ask the model which way to go after `node`; the answer comes back as `Input::Routed`.
     AskRoute {
-        node: usize,
+        node: NodeIx,
         ask: RouteAsk,
     },
     /// An approval was reached (its `visit`-th time): an answers file may decide it at once.
@@ -142,20 +142,20 @@ impl std::fmt::Display for Unfit {
 /// A node about to start, with the output that reached it.
 #[derive(Debug, Clone)]
 struct Activation {
-    node: usize,
+    node: NodeIx,
     previous_output: Arc<str>,
 }
 
 /// Work the state started and awaits an input for.
 enum Outstanding {
     /// A node task; its end is `Input::NodeDone`.
-    Node { node: usize, iteration: u32, previous_output: Arc<str> },
+    Node { node: NodeIx, iteration: u32, previous_output: Arc<str> },
     /// A routing call among `live` out-edges; its answer is `Input::Routed`.
-    Route { node: usize, live: Vec<usize>, output: Arc<str> },
+    Route { node: NodeIx, live: Vec<EdgeIx>, output: Arc<str> },
 }
 
 impl Outstanding {
-    fn node(&self) -> usize {
+    fn node(&self) -> NodeIx {
         match self {
             Outstanding::Node { node, .. } | Outstanding::Route { node, .. } => *node,
         }
@@ -368,7 +368,7 @@ impl RunState {
         self.scope.state_json()
     }
 
-    pub(crate) fn id(&self, node: usize) -> &str {
+    pub(crate) fn id(&self, node: NodeIx) -> &str {
         &self.workflow.nodes[node].id
     }
 
@@ -566,7 +566,7 @@ impl RunState {
     /// A node's end: its result is kept and merged into `state`, `node:exit` says it, and the run routes on from it.
     fn node_done(
         &mut self,
-        node: usize,
+        node: NodeIx,
         iteration: u32,
         duration_ms: u64,
         previous_output: Arc<str>,

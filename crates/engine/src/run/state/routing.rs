@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::{node, Effect, Outstanding, RunState, END};
 use crate::document::{handle, Condition, ConditionOperator, Node, NodeType, OnError};
 use crate::events::{EventKind, Usage};
+use crate::graph::{EdgeIx, NodeIx};
 use crate::model::{Choice, RouteAnswer, DEFAULT_CHOICE};
 use crate::node_types::{self, HandleKind};
 use crate::result::NodeStatus;
@@ -17,7 +18,7 @@ use crate::run::RouteAsk;
 use crate::template;
 
 impl RunState {
-    pub(super) fn run_if(&mut self, node: usize, iteration: u32, previous_output: Arc<str>) {
+    pub(super) fn run_if(&mut self, node: NodeIx, iteration: u32, previous_output: Arc<str>) {
         let workflow = self.workflow.clone();
         let n = &workflow.nodes[node];
         let subject = previous_output.to_lowercase();
@@ -74,18 +75,18 @@ impl RunState {
     /// Routes on from a node that ended (the run is live): by an error edge when it failed and has one; else by
     /// the handle it chose (`if`, approval), by the model's choice among `when` edges, or along every execution
     /// edge whose `if` holds.
-    pub(super) fn route_on(&mut self, node: usize, error: Option<String>, output: Arc<str>) {
+    pub(super) fn route_on(&mut self, node: NodeIx, error: Option<String>, output: Arc<str>) {
         let workflow = self.workflow.clone();
         let n = &workflow.nodes[node];
         let topo = self.topo.clone();
         let workflow = self.workflow.clone();
         let edges = &workflow.edges;
         if let Some(error) = error {
-            let error_edges: Vec<usize> =
+            let error_edges: Vec<EdgeIx> =
                 topo.out[node].iter().copied().filter(|&e| topo.handle_kind(e) == Some(HandleKind::Error)).collect();
             if !error_edges.is_empty() {
                 self.emit(EventKind::log(Some(&n.id), "error", error.clone()));
-                let chosen: Vec<(usize, String)> = error_edges.iter().map(|&e| (e, "error".to_string())).collect();
+                let chosen: Vec<(EdgeIx, String)> = error_edges.iter().map(|&e| (e, "error".to_string())).collect();
                 self.follow_and_kill(node, chosen, output);
                 return;
             }
@@ -97,7 +98,7 @@ impl RunState {
         }
 
         // Which out-edges are still live (SEMANTICS §3).
-        let live: Vec<usize> = topo.out[node]
+        let live: Vec<EdgeIx> = topo.out[node]
             .iter()
             .copied()
             .filter(|&e| edges[e].max_iterations.is_none_or(|m| (self.edge_follows[e] as i64) < m))
@@ -127,7 +128,7 @@ impl RunState {
                 self.follow_and_kill(node, chosen, output);
             }
             _ => {
-                let live: Vec<usize> =
+                let live: Vec<EdgeIx> =
                     live.into_iter().filter(|&e| topo.handle_kind(e) == Some(HandleKind::Execution)).collect();
                 if live.iter().any(|&e| edges[e].when.is_some()) {
                     if self.dry_run {
@@ -176,7 +177,7 @@ impl RunState {
     }
 
     /// The route view of SEMANTICS §3: nodes whose output schema declares properties show only those keys.
-    fn route_view(&mut self, routing_node: usize) -> Value {
+    fn route_view(&mut self, routing_node: NodeIx) -> Value {
         let mut warnings = Vec::new();
         let mut map = serde_json::Map::new();
         map.insert("input".into(), self.input.clone());
@@ -223,7 +224,7 @@ impl RunState {
         Value::Object(map)
     }
 
-    fn ask_route(&mut self, node: usize, live: Vec<usize>, output: Arc<str>) {
+    fn ask_route(&mut self, node: NodeIx, live: Vec<EdgeIx>, output: Arc<str>) {
         let edges = &self.workflow.edges;
         let mut choices: Vec<Choice> = live
             .iter()
@@ -255,8 +256,8 @@ impl RunState {
 
     pub(super) fn apply_route(
         &mut self,
-        node: usize,
-        live: Vec<usize>,
+        node: NodeIx,
+        live: Vec<EdgeIx>,
         answer: Result<RouteAnswer, String>,
         output: Arc<str>,
     ) {
@@ -273,10 +274,10 @@ impl RunState {
         };
         let note = answer.note.map(|n| format!(" ({n})")).unwrap_or_default();
         self.route_usage = answer.usage.filter(|u| *u != Usage::default());
-        let defaults: Vec<usize> = live.iter().copied().filter(|&e| edges[e].when.is_none()).collect();
+        let defaults: Vec<EdgeIx> = live.iter().copied().filter(|&e| edges[e].when.is_none()).collect();
         let picked = live.iter().copied().find(|&e| edges[e].when.is_some() && edges[e].to == answer.choice);
         let default_named = answer.choice == DEFAULT_CHOICE || defaults.iter().any(|&e| edges[e].to == answer.choice);
-        let chosen: Vec<(usize, String)> = if let Some(e) = picked {
+        let chosen: Vec<(EdgeIx, String)> = if let Some(e) = picked {
             vec![(e, format!("{}{note}", edges[e].when.as_deref().unwrap_or_default()))]
         } else if default_named {
             defaults.iter().map(|&e| (e, format!("none of the above{note}"))).collect()
@@ -293,7 +294,7 @@ impl RunState {
         self.route_usage = None;
     }
 
-    pub(super) fn route_event(&mut self, node: usize, to: &str, reason: &str) {
+    pub(super) fn route_event(&mut self, node: NodeIx, to: &str, reason: &str) {
         let from = self.id(node).to_string();
         self.trace.edges.push(TraceEdge { from: from.clone(), to: to.to_string(), reason: reason.to_string() });
         let usage = self.route_usage.take();

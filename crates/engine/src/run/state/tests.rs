@@ -21,7 +21,7 @@ struct Driver {
     ran: Vec<(String, Arc<str>)>,
     events: Vec<EventKind>,
     /// Node tasks asked for and not answered yet.
-    tasks: Vec<(usize, u32)>,
+    tasks: Vec<(NodeIx, u32)>,
     last: Vec<Effect>,
 }
 
