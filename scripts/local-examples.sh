@@ -35,4 +35,35 @@ PY
   fi
 done
 echo "examples: $passed passed, $failed failed"
+
+# An evaluation against the real model: the model answers the case and judges it. The model is tiny, so the rubric's
+# threshold is 0: this checks that a case runs and the judge answers with a score, not the quality of either.
+cat > "$home/cats.yaml" <<'YAML'
+switchyard: 1
+name: cats
+nodes:
+  - {id: start, type: start, initial_input: cats}
+  - {id: write, type: agent, user_prompt: "Write one sentence about {{ input }}."}
+edges:
+  - {from: start, to: write}
+YAML
+cat > "$home/cats.evals.yaml" <<'YAML'
+workflow: cats.yaml
+judge: local/smollm2-135m
+cases:
+  - id: a-sentence-is-written-and-judged
+    expect:
+      - {status: completed}
+      - {node: write, judge: {rubric: "One English sentence about cats.", threshold: 0}}
+YAML
+report=$(SWITCHYARD_HOME="$home" target/debug/switchyard eval "$home/cats.evals.yaml" --model local/smollm2-135m --json) \
+  || { echo "FAILED: the evaluation against the local model: $report"; exit 1; }
+echo "$report" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+a = r["cases"][0]["attempts"][0]
+judged = a["judgements"][0]
+assert r["passed"] == 1 and 0 <= judged["score"] <= 1, r
+score = judged["score"]
+print(f"ok: evaluation against the local model: the case ran and the judge scored it {score:.2f}")'
 [ "$failed" -eq 0 ]

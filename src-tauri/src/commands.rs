@@ -230,6 +230,7 @@ pub async fn start_run(
         reuse: request.reuse_run.zip(request.from_node),
         // The app's consent is the trust file: the window asks (`code_consent`, `trust_code`) before it runs.
         allow_code: false,
+        ..Default::default()
     };
     let prepared = session::prepare(request.workflow, asked, store.as_deref()).await?;
     // The run's row is written before its first event; this process holds the run while it lives.

@@ -1,6 +1,7 @@
 //! `switchyard`: validate, run, resume and export workflows from a terminal or CI. A thin shell over the engine; the
 //! contract (arguments, JSON shapes, exit codes) is documented in the README and kept stable.
 
+mod eval;
 mod live;
 mod out;
 
@@ -141,8 +142,14 @@ enum Command {
         #[arg(long, value_parser = parse_format)]
         format: Option<Format>,
     },
-    /// Print the JSON Schema of the canonical format.
-    Schema,
+    /// Print the JSON Schema of the canonical format (with --evals: of evaluation files).
+    Schema {
+        #[arg(long)]
+        evals: bool,
+    },
+    /// Run an evaluation file's cases and check what each expects (docs/evals.md). Exit 0: the pass rate meets
+    /// --min-pass-rate; 1: it does not; 2: the file cannot be used. `eval add RUN_ID` makes a case of a stored run.
+    Eval(eval::EvalCli),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -200,7 +207,8 @@ fn main() -> ExitCode {
         Command::Validate { json: true, .. }
         | Command::Runs { json: true }
         | Command::Show { json: true, .. }
-        | Command::Mcp { json: true } => Some(false),
+        | Command::Mcp { json: true }
+        | Command::Eval(eval::EvalCli { json: true, .. }) => Some(false),
         Command::Run { json: true, .. } | Command::Resume { json: true, .. } | Command::Replay { json: true, .. } => {
             Some(true)
         }
@@ -212,10 +220,15 @@ fn main() -> ExitCode {
             runtime.block_on(cmd_validate(&file, json, format, answers.is_some()))
         }
         Command::Export { file, to, format } => cmd_export(&file, to, format),
-        Command::Schema => {
+        Command::Schema { evals: false } => {
             out!("{}", switchyard_engine::schema::workflow_schema_json());
             Ok(0)
         }
+        Command::Schema { evals: true } => {
+            out!("{}", switchyard_engine::eval::schema_json());
+            Ok(0)
+        }
+        Command::Eval(args) => runtime.block_on(eval::cmd(args)),
         Command::Run {
             file,
             input,
@@ -426,6 +439,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         step_budget: args.step_budget,
         reuse: args.reuse.clone(),
         allow_code: args.allow_code,
+        ..RunRequest::default()
     };
     let prepared = match session::prepare(loaded.workflow, request, store.as_deref()).await {
         Ok(prepared) => prepared,

@@ -30,7 +30,7 @@ fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
 fn codes_after(text: &str, call: &str) -> BTreeSet<String> {
     text.match_indices(call)
         .filter_map(|(i, _)| {
-            let rest = text[i + call.len()..].strip_prefix('"')?;
+            let rest = text[i + call.len()..].trim_start().strip_prefix('"')?;
             let code = &rest[..rest.find('"')?];
             is_code(code).then(|| code.to_string())
         })

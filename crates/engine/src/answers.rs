@@ -19,13 +19,13 @@ use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, Route
 #[serde(deny_unknown_fields)]
 pub struct Answers {
     /// What a node returns each time it runs; the last entry repeats.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub nodes: BTreeMap<String, OneOrMany<Answer>>,
     /// The target each routing decision picks, per visit; the last repeats.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub routes: BTreeMap<String, OneOrMany<String>>,
     /// Decisions given without a person, per visit; the last repeats. An unscripted approval pauses the run.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub approvals: BTreeMap<String, OneOrMany<Value>>,
 }
 
@@ -69,6 +69,12 @@ pub enum AnswerStatus {
     Failed,
 }
 
+impl AnswerStatus {
+    fn is_success(&self) -> bool {
+        *self == AnswerStatus::Success
+    }
+}
+
 /// One scripted answer of a node.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,7 +85,7 @@ pub struct Answer {
     /// Shorthand for `data: {text: …}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "AnswerStatus::is_success")]
     pub status: AnswerStatus,
     /// The failure message when `status: failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -42,6 +42,7 @@ macro_rules! message_error {
 pub mod answers;
 pub mod code;
 pub mod document;
+pub mod eval;
 pub mod events;
 pub mod files;
 pub mod format;

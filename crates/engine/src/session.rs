@@ -9,13 +9,14 @@
 //! paused or interrupted run. `run`, `start`, `resume`, `resume_live`, `replay` and `show` then carry a run out with
 //! the sinks a shell passes (a terminal printer, a window channel): no shell assembles a run itself.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::answers::{Answers, AnswersModel};
+use crate::answers::{Answers, AnswersModel, OneOrMany};
 use crate::code::consent::{self, Consent, TrustStore};
 use crate::code::Code;
 use crate::events::Divergence;
@@ -119,6 +120,11 @@ pub struct RunRequest {
     pub input: Option<Value>,
     /// An offline run: answers from this answers file.
     pub answers_path: Option<PathBuf>,
+    /// Answers given with the request instead of a file (an evaluation case's).
+    pub answers: Option<Answers>,
+    /// Decisions given in advance, per approval node and visit (an evaluation case's): laid over the answers'
+    /// approvals, they decide approvals as they are reached, whether the models are answered or real.
+    pub decisions: BTreeMap<String, OneOrMany<Value>>,
     /// `provider/model` overriding the workflow's default.
     pub model: Option<String>,
     pub step_budget: Option<u32>,
@@ -221,6 +227,20 @@ fn load_answers(path: Option<&Path>) -> Result<Option<Arc<Answers>>, SessionErro
     path.map(|p| Answers::load(p).map(Arc::new).map_err(|e| SessionError::Answers(e.to_string()))).transpose()
 }
 
+/// The answers a run is given, with decisions laid over their approvals: answers for the approvals alone when the
+/// models are real.
+fn with_decisions(
+    answers: Option<Arc<Answers>>,
+    decisions: BTreeMap<String, OneOrMany<Value>>,
+) -> Option<Arc<Answers>> {
+    if decisions.is_empty() {
+        return answers;
+    }
+    let mut all = answers.map(|a| (*a).clone()).unwrap_or_default();
+    all.approvals.extend(decisions);
+    Some(Arc::new(all))
+}
+
 fn load_settings() -> Result<Settings, SessionError> {
     Ok(Settings::load(&Settings::default_path())?)
 }
@@ -257,7 +277,10 @@ pub async fn prepare(
     request: RunRequest,
     store: Option<&RunStore>,
 ) -> Result<Prepared, SessionError> {
-    let answers = load_answers(request.answers_path.as_deref())?;
+    let answers = match request.answers.clone() {
+        Some(given) => Some(Arc::new(given)),
+        None => load_answers(request.answers_path.as_deref())?,
+    };
     // With an answers file every answer is given, so providers are not checked.
     let settings = if answers.is_some() { None } else { Some(load_settings()?) };
     let discovered = discovered_default(&workflow, &request, settings.as_ref()).await;
@@ -358,9 +381,9 @@ pub async fn prepare(
         code,
         consent,
         model: model_for(&answers, settings.as_ref()),
+        answers: with_decisions(answers, request.decisions),
         workflow: Arc::new(workflow),
         options,
-        answers,
         workflow_ref: request.workflow_ref,
         answers_path,
         report,

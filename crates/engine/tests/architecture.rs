@@ -141,6 +141,11 @@ fn the_layers_know_nothing_of_the_layers_above_them() {
     for above in ["store", "session", "providers", "format"] {
         assert!(!uses("run").contains(above), "`run` uses `{above}`");
     }
+    // Evaluations run through the session, as every front end does.
+    for above in ["store", "providers", "mcp"] {
+        assert!(!uses("eval").contains(above), "`eval` uses `{above}`");
+    }
+    assert!(uses("eval").contains("session"), "`eval` runs its cases through the session");
     // Only the session puts the pieces together.
     let users_of_store: Vec<&String> = graph.iter().filter(|(_, u)| u.contains("store")).map(|(m, _)| m).collect();
     assert_eq!(users_of_store, ["session"], "only the session opens runs in the store");

@@ -24,7 +24,12 @@ fn examples() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("examples"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml") && !p.to_string_lossy().ends_with(".script.yaml"))
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            p.extension().is_some_and(|e| e == "yaml")
+                && !name.ends_with(".script.yaml")
+                && !name.ends_with(".evals.yaml")
+        })
         .collect();
     files.sort();
     assert!(files.len() >= 4, "examples/ holds the four documented workflows");

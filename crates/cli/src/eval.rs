@@ -1,0 +1,255 @@
+//! `switchyard eval FILE`: runs an evaluation file's cases (docs/evals.md), a line per case as it finishes, then the
+//! totals; writes the reports asked for. Exit 0 when the pass rate meets `--min-pass-rate`, 1 when it does not, 2 when
+//! the file cannot be used.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use switchyard_engine::eval::{self, report, CaseReport, Report, Suite, Verdict};
+use switchyard_engine::session::{self, WorkflowRef};
+use switchyard_engine::store::StoredStatus;
+
+use crate::out::{errln, outln};
+use crate::{coded, open_store, Unusable};
+
+#[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct EvalCli {
+    #[command(subcommand)]
+    action: Option<EvalAction>,
+    /// The evaluation file (NAME.evals.yaml).
+    #[arg(required = true)]
+    file: Option<PathBuf>,
+    /// Print the report as one JSON object on stdout (the live lines go to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Write the report as JUnit XML to this file, for CI systems.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write a Markdown summary to this file, for a pull request.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// The share of cases that must pass, from 0 to 1 (default: all).
+    #[arg(long, default_value_t = 1.0, value_name = "FRACTION")]
+    min_pass_rate: f64,
+    /// Default model for agents (and judges) that name none (provider/model).
+    #[arg(long)]
+    model: Option<String>,
+    /// Run each case this many times; a case that passes in some runs and fails in others is flaky.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Run only this case.
+    #[arg(long = "case", value_name = "ID")]
+    case: Option<String>,
+    /// Call no model: a case without answers, or with a judge, fails instead.
+    #[arg(long)]
+    offline: bool,
+    /// Cases run at once.
+    #[arg(long, default_value_t = 4)]
+    jobs: usize,
+    /// Let the workflow's code steps execute (see `run --allow-code`).
+    #[arg(long)]
+    allow_code: bool,
+}
+
+#[derive(Subcommand)]
+enum EvalAction {
+    /// Make a case of a stored run: its input, its models' answers (so the case runs offline), its decisions, and
+    /// what each node did as expectations. Appended to the workflow's NAME.evals.yaml unless --to names a file.
+    Add {
+        run_id: String,
+        /// The evaluation file to add the case to (created when missing).
+        #[arg(long, value_name = "FILE")]
+        to: Option<PathBuf>,
+        /// The case's id (default: run-<the run id's first 8 characters>).
+        #[arg(long = "id")]
+        id: Option<String>,
+    },
+}
+
+pub async fn cmd(cli: EvalCli) -> Result<u8, Unusable> {
+    if let Some(EvalAction::Add { run_id, to, id }) = cli.action {
+        return cmd_add(&run_id, to, id);
+    }
+    if !(0.0..=1.0).contains(&cli.min_pass_rate) {
+        return Err(coded("INVALID_PASS_RATE", "--min-pass-rate: give a fraction from 0 to 1, e.g. 0.9"));
+    }
+    if cli.repeat == 0 {
+        return Err(coded("INVALID_REPEAT", "--repeat: give 1 or more runs per case"));
+    }
+    let options = eval::Options {
+        model: cli.model,
+        repeat: cli.repeat,
+        jobs: cli.jobs,
+        case: cli.case,
+        offline: cli.offline,
+        allow_code: cli.allow_code,
+    };
+    let file = cli.file.expect("clap requires FILE without a subcommand");
+    let args = EvalArgs {
+        file,
+        json: cli.json,
+        junit: cli.junit,
+        markdown: cli.markdown,
+        min_pass_rate: cli.min_pass_rate,
+        options,
+    };
+    cmd_eval(args).await
+}
+
+struct EvalArgs {
+    file: PathBuf,
+    json: bool,
+    junit: Option<PathBuf>,
+    markdown: Option<PathBuf>,
+    min_pass_rate: f64,
+    options: eval::Options,
+}
+
+async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
+    let suite = Suite::load(&args.file)?;
+    let json = args.json;
+    // With --json, stdout is the report alone; the live lines go to stderr.
+    let line = |case: &CaseReport| {
+        let text = case_line(case);
+        if json {
+            errln!("{text}");
+        } else {
+            outln!("{text}");
+        }
+    };
+    let cases = eval::run(&suite, &args.options, line).await?;
+    let report = Report::new(args.file.display().to_string(), suite.file.workflow.clone(), cases);
+    write_report(args.junit.as_deref(), &report.junit(), "--junit")?;
+    write_report(args.markdown.as_deref(), &report.markdown(), "--markdown")?;
+    let met = report.pass_rate + 1e-9 >= args.min_pass_rate;
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&report).expect("a report is JSON"));
+    } else {
+        outln!(
+            "{}/{} passed ({} failed, {} flaky, {} could not run) · {} tokens · {:.1} s{}",
+            report.passed,
+            report.cases.len(),
+            report.failed,
+            report.flaky,
+            report.errors,
+            report.tokens,
+            report.duration_ms as f64 / 1000.0,
+            if met { String::new() } else { format!(" · below --min-pass-rate {}", args.min_pass_rate) }
+        );
+    }
+    Ok(if met { 0 } else { 1 })
+}
+
+/// One case as the live table shows it: verdict, id, time and tokens, then what did not hold.
+fn case_line(case: &CaseReport) -> String {
+    let mark = match case.verdict {
+        Verdict::Passed => "✓",
+        Verdict::Failed => "✗",
+        Verdict::Flaky => "~",
+        Verdict::Error => "!",
+    };
+    let a = case.shown();
+    let mut text = format!("{mark} {} · {} ms · {} tokens", case.id, a.duration_ms, a.tokens);
+    if case.verdict != Verdict::Passed {
+        for line in report::failure_lines(case) {
+            text.push_str(&format!("\n    {line}"));
+        }
+    }
+    text
+}
+
+fn write_report(path: Option<&Path>, text: &str, flag: &str) -> Result<(), Unusable> {
+    let Some(path) = path else { return Ok(()) };
+    std::fs::write(path, text)
+        .map_err(|e| coded("REPORT_UNWRITABLE", format!("{flag}: cannot write {}: {e}", path.display())))
+}
+
+/// `eval add RUN_ID`: the stored run as a case, appended to the evaluation file (created when missing).
+fn cmd_add(run_id: &str, to: Option<PathBuf>, id: Option<String>) -> Result<u8, Unusable> {
+    let store = open_store()?;
+    let stored = store.load(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
+    if matches!(stored.row.status, StoredStatus::Running | StoredStatus::Interrupted) {
+        return Err(coded(
+            "RUN_NOT_ENDED",
+            format!("run {run_id} is {}; `switchyard resume {run_id}` lets it end first", stored.row.status.as_str()),
+        ));
+    }
+    let (_, result) = session::show(&store, run_id)?;
+    let workflow_file = stored.row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path);
+    let file = match (to, &workflow_file) {
+        (Some(to), _) => to,
+        (None, Some(w)) => w.with_file_name(format!(
+            "{}.evals.yaml",
+            w.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        )),
+        (None, None) => {
+            return Err(coded(
+                "NO_WORKFLOW_FILE",
+                format!("run {run_id} was not run from a file: name the evaluation file with --to FILE"),
+            ))
+        }
+    };
+    let existing = if file.exists() { Some(Suite::load(&file)?) } else { None };
+    let taken = |candidate: &str| existing.as_ref().is_some_and(|s| s.file.cases.iter().any(|c| c.id == candidate));
+    let base = id.unwrap_or_else(|| format!("run-{}", run_id.chars().take(8).collect::<String>()));
+    let id = (1..).map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") }).find(|c| !taken(c)).unwrap();
+    let case = eval::case_from_run(id.clone(), &stored.workflow, &stored.options, &stored.recording, &result);
+    let block = eval::case_yaml(&case);
+    let text = match &existing {
+        None => {
+            let workflow = match &workflow_file {
+                Some(w) if same_dir(w, &file) => w.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                Some(w) => std::fs::canonicalize(w).unwrap_or_else(|_| w.clone()).display().to_string(),
+                None => {
+                    return Err(coded(
+                        "NO_WORKFLOW_FILE",
+                        format!(
+                            "run {run_id} was not run from a file: create {} with its `workflow:` first",
+                            file.display()
+                        ),
+                    ))
+                }
+            };
+            format!(
+                "# Test cases for {workflow}: `switchyard eval {}`.\nworkflow: {workflow}\ncases:\n{block}",
+                file.display()
+            )
+        }
+        Some(_) => {
+            let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text + &block
+        }
+    };
+    // Appending keeps the file's comments; it works when `cases:` is the file's last entry, which is checked.
+    let appended = Suite::parse(&text, &file).ok().filter(|s| s.file.cases.last().is_some_and(|c| c.id == id));
+    if appended.is_none() {
+        return Err(coded(
+            "EVALS_NOT_APPENDABLE",
+            format!(
+                "cannot add to {}: `cases:` is not its last entry. Add this case under `cases:` by hand:\n{block}",
+                file.display()
+            ),
+        ));
+    }
+    std::fs::write(&file, text)
+        .map_err(|e| coded("EVALS_UNWRITABLE", format!("cannot write {}: {e}", file.display())))?;
+    outln!(
+        "added case `{id}` to {} ({} expectations); run it with `switchyard eval {}`",
+        file.display(),
+        case.expect.len(),
+        file.display()
+    );
+    Ok(0)
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    let dir = |p: &Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::canonicalize(parent).ok()
+    };
+    dir(a).is_some() && dir(a) == dir(b)
+}

@@ -1,0 +1,290 @@
+//! `switchyard eval` as a CI system runs it: exit codes, the live lines, the JSON report, JUnit XML and Markdown
+//! files, `--case`, and a flaky case found by `--repeat`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `switchyard` from the repository with a fresh home (no settings, no trust file).
+fn switchyard(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(args)
+        .current_dir(repo())
+        .env("SWITCHYARD_HOME", home)
+        .env("SWITCHYARD_LOCAL_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn every_example_has_an_evaluation_file_and_passes_it_offline() {
+    let home = tempfile::tempdir().unwrap();
+    let mut examples: Vec<PathBuf> = std::fs::read_dir(repo().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.ends_with(".yaml") && !name.ends_with(".script.yaml") && !name.ends_with(".evals.yaml")
+        })
+        .collect();
+    examples.sort();
+    assert!(examples.len() >= 4, "{examples:?}");
+    for workflow in examples {
+        let evals = workflow.with_extension("evals.yaml");
+        assert!(evals.exists(), "{} has no evaluation file beside it", workflow.display());
+        let out = switchyard(home.path(), &["eval", evals.to_str().unwrap(), "--offline"]);
+        assert_eq!(out.status.code(), Some(0), "{}:\n{}{}", evals.display(), text(&out.stdout), text(&out.stderr));
+        assert!(text(&out.stdout).contains(" passed (0 failed, 0 flaky, 0 could not run)"), "{}", text(&out.stdout));
+    }
+}
+
+/// A suite in a fresh directory beside a copy of the approval example: `evals` is its evaluation file.
+fn suite(evals: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["approval-flow.yaml", "approval-flow.script.yaml"] {
+        std::fs::copy(repo().join("examples").join(name), dir.path().join(name)).unwrap();
+    }
+    let path = dir.path().join("approval-flow.evals.yaml");
+    std::fs::write(&path, evals).unwrap();
+    (dir, path.to_string_lossy().into_owned())
+}
+
+const ONE_PASSES_ONE_FAILS: &str = "workflow: approval-flow.yaml
+cases:
+  - id: publishes
+    answers: approval-flow.script.yaml
+    decisions: {review: approve}
+    expect: [{node: publish, contains: Dark mode}]
+  - id: expects-the-wrong-thing
+    answers: approval-flow.script.yaml
+    decisions: {review: approve}
+    expect: [{node: publish, contains: Light mode}, {node: review, route: revise}]
+";
+
+#[test]
+fn the_exit_code_says_whether_the_pass_rate_was_met_and_each_failure_names_its_node() {
+    let home = tempfile::tempdir().unwrap();
+    let (_dir, file) = suite(ONE_PASSES_ONE_FAILS);
+    let out = switchyard(home.path(), &["eval", &file]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("✓ publishes"), "{stdout}");
+    assert!(stdout.contains("✗ expects-the-wrong-thing"), "{stdout}");
+    assert!(
+        stdout.contains("node publish: expected contains \"Light mode\", got <h1>Dark mode is coming</h1>"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("node review: expected routes to revise, got went to publish"), "{stdout}");
+    assert!(stdout.contains("1/2 passed (1 failed") && stdout.contains("below --min-pass-rate 1"), "{stdout}");
+
+    let half = switchyard(home.path(), &["eval", &file, "--min-pass-rate", "0.5"]);
+    assert_eq!(half.status.code(), Some(0), "half the cases is enough at 0.5: {}", text(&half.stdout));
+    let one = switchyard(home.path(), &["eval", &file, "--case", "publishes"]);
+    assert_eq!(one.status.code(), Some(0), "{}", text(&one.stdout));
+    assert!(!text(&one.stdout).contains("expects-the-wrong-thing"));
+}
+
+#[test]
+fn a_file_that_cannot_be_used_exits_2_with_a_coded_error() {
+    let home = tempfile::tempdir().unwrap();
+    let missing = switchyard(home.path(), &["eval", "examples/nope.evals.yaml", "--json"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&missing.stdout).unwrap();
+    assert_eq!(v["errors"][0]["code"], "INVALID_FILE", "{v}");
+    assert!(text(&missing.stderr).contains("examples/nope.evals.yaml"), "{}", text(&missing.stderr));
+
+    let (_dir, file) = suite("workflow: approval-flow.yaml\ncases:\n  - {id: a, expect: [{node: x, regex: '('}]}\n");
+    let bad = switchyard(home.path(), &["eval", &file, "--json"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert_eq!(v["errors"][0]["code"], "INVALID_EVALS", "{v}");
+
+    let (_dir, file) = suite("workflow: gone.yaml\ncases:\n  - {id: a, expect: [{status: completed}]}\n");
+    let gone = switchyard(home.path(), &["eval", &file]);
+    assert_eq!(gone.status.code(), Some(2), "{}", text(&gone.stderr));
+    assert!(text(&gone.stderr).contains("gone.yaml"), "{}", text(&gone.stderr));
+
+    let (_dir, broken) = suite("workflow: approval-flow.yaml\ncases:\n  - {id: a, answers: approval-flow.script.yaml, expect: [{status: completed}]}\n");
+    let workflow = Path::new(&broken).with_file_name("approval-flow.yaml");
+    let changed = std::fs::read_to_string(&workflow).unwrap().replace("to: publish", "to: nowhere");
+    std::fs::write(&workflow, changed).unwrap();
+    let invalid = switchyard(home.path(), &["eval", &broken, "--json"]);
+    assert_eq!(invalid.status.code(), Some(2), "a workflow that does not validate cannot be evaluated");
+    let v: Value = serde_json::from_slice(&invalid.stdout).unwrap();
+    assert_eq!(v["errors"][0]["code"], "INVALID_WORKFLOW", "{v}");
+
+    let rate = switchyard(home.path(), &["eval", &file, "--min-pass-rate", "90"]);
+    assert_eq!(rate.status.code(), Some(2));
+    assert!(text(&rate.stderr).contains("--min-pass-rate"), "{}", text(&rate.stderr));
+}
+
+#[test]
+fn the_reports_are_json_on_stdout_junit_xml_and_a_markdown_summary() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, file) = suite(ONE_PASSES_ONE_FAILS);
+    let junit = dir.path().join("report.xml");
+    let markdown = dir.path().join("summary.md");
+    let out = switchyard(
+        home.path(),
+        &["eval", &file, "--json", "--junit", junit.to_str().unwrap(), "--markdown", markdown.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    assert_eq!((report["passed"].as_u64(), report["failed"].as_u64()), (Some(1), Some(1)), "{report}");
+    assert_eq!(report["passRate"], 0.5);
+    assert_eq!(report["cases"][1]["verdict"], "failed");
+    assert_eq!(report["cases"][1]["attempts"][0]["failures"][0]["node"], "publish");
+    assert!(text(&out.stderr).contains("✗ expects-the-wrong-thing"), "live lines go to stderr with --json");
+
+    // The JUnit file parses as XML (Python's parser) with a test case per case and a failure for the failing one.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let parsed = Command::new("python3")
+        .args(["-c", "import sys, xml.etree.ElementTree as E\nr = E.parse(sys.argv[1]).getroot()\ns = r.find('testsuite')\nprint(r.tag, s.get('tests'), s.get('failures'), [(c.get('name'), c.find('failure') is not None) for c in s.iter('testcase')])", junit.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&parsed.stdout).trim(),
+        "testsuites 2 1 [('publishes', False), ('expects-the-wrong-thing', True)]",
+        "{xml}\n{}",
+        text(&parsed.stderr)
+    );
+    assert!(xml.contains("expected contains &quot;Light mode&quot;"), "{xml}");
+    let summary = std::fs::read_to_string(&markdown).unwrap();
+    assert!(summary.contains("1/2 passed") && summary.contains("| `expects-the-wrong-thing` | ❌ |"), "{summary}");
+}
+
+#[test]
+fn a_case_that_passes_in_some_runs_and_fails_in_others_is_marked_flaky_by_repeat() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A code step that answers differently each time it runs: it counts its runs in a file.
+    std::fs::write(
+        dir.path().join("coin.yaml"),
+        "switchyard: 1
+name: coin
+nodes:
+  - {id: start, type: start}
+  - id: flip
+    type: script
+    language: python
+    code: |
+      import os
+      path = input['counter']
+      n = int(open(path).read()) if os.path.exists(path) else 0
+      open(path, 'w').write(str(n + 1))
+      return {'heads': n % 2 == 0}
+edges:
+  - {from: start, to: flip}
+",
+    )
+    .unwrap();
+    let counter = dir.path().join("counter.txt");
+    let evals = dir.path().join("coin.evals.yaml");
+    std::fs::write(
+        &evals,
+        format!(
+            "workflow: coin.yaml\ncases:\n  - id: heads\n    input: {{counter: {:?}}}\n    expect: [{{node: flip, path: {{path: heads, equals: true}}}}]\n",
+            counter.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let evals = evals.to_str().unwrap();
+    let refused = switchyard(home.path(), &["eval", evals, "--json"]);
+    let report: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(report["cases"][0]["verdict"], "error", "code runs only with consent: {report}");
+    assert_eq!(report["cases"][0]["attempts"][0]["error"]["code"], "CODE_NEEDS_CONSENT", "{report}");
+    assert!(!counter.exists(), "the code did not run");
+
+    let out = switchyard(home.path(), &["eval", evals, "--allow-code", "--repeat", "4", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "a flaky case does not pass: {}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["cases"][0]["verdict"], "flaky", "{report}");
+    assert_eq!(report["flaky"], 1);
+    let passed: Vec<bool> =
+        report["cases"][0]["attempts"].as_array().unwrap().iter().map(|a| a["passed"].as_bool().unwrap()).collect();
+    assert_eq!(passed, [true, false, true, false]);
+    assert!(text(&out.stderr).contains("passed 2 of 4 runs"), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "4");
+}
+
+#[test]
+fn a_judge_that_cannot_reach_a_model_fails_its_expectation_saying_why_and_offline_it_is_not_asked() {
+    let home = tempfile::tempdir().unwrap();
+    let (_dir, file) = suite(
+        "workflow: approval-flow.yaml
+cases:
+  - id: judged
+    answers: approval-flow.script.yaml
+    decisions: {review: approve}
+    expect: [{node: publish, judge: {rubric: Reads like a blog headline., threshold: 0.5}}]
+",
+    );
+    let out = switchyard(home.path(), &["eval", &file, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failure = &report["cases"][0]["attempts"][0]["failures"][0];
+    assert_eq!(failure["node"], "publish", "{report}");
+    assert!(failure["expected"].as_str().unwrap().contains("Reads like a blog headline."), "{report}");
+    assert!(failure["actual"].as_str().unwrap().starts_with("the judge"), "{report}");
+
+    let offline = switchyard(home.path(), &["eval", &file, "--offline", "--json"]);
+    let report: Value = serde_json::from_slice(&offline.stdout).unwrap();
+    assert_eq!(report["cases"][0]["attempts"][0]["error"]["code"], "OFFLINE_JUDGE", "{report}");
+}
+
+#[test]
+fn a_stored_run_becomes_a_case_that_runs_offline_and_catches_a_change_to_the_workflow() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, _) = suite("workflow: approval-flow.yaml\ncases: []\n");
+    std::fs::remove_file(dir.path().join("approval-flow.evals.yaml")).unwrap();
+    let workflow = dir.path().join("approval-flow.yaml");
+    let answers = dir.path().join("approval-flow.script.yaml");
+    let run = |args: &[&str]| switchyard(home.path(), args);
+    let paused = run(&["run", workflow.to_str().unwrap(), "--answers", answers.to_str().unwrap(), "--json"]);
+    let id = serde_json::from_slice::<Value>(&paused.stdout).unwrap()["runId"].as_str().unwrap().to_string();
+    assert_eq!(run(&["resume", &id, "--decide", "review=reject:mention the date"]).status.code(), Some(0));
+
+    let added = run(&["eval", "add", &id]);
+    assert_eq!(added.status.code(), Some(0), "{}", text(&added.stderr));
+    let evals = dir.path().join("approval-flow.evals.yaml");
+    assert!(text(&added.stdout).contains(&format!("added case `run-{}`", &id[..8])), "{}", text(&added.stdout));
+    let file = std::fs::read_to_string(&evals).unwrap();
+    assert!(file.contains("workflow: approval-flow.yaml") && file.contains("route: revise"), "{file}");
+    assert!(file.contains("decision: reject") && file.contains("note: mention the date"), "{file}");
+    assert!(!file.contains("status: success"), "answers are written as a person writes them: {file}");
+    // Added again, the case gets an id of its own; both pass offline, with no answers file beside them.
+    std::fs::remove_file(&answers).unwrap();
+    assert!(text(&run(&["eval", "add", &id]).stdout).contains(&format!("`run-{}-2`", &id[..8])));
+    let passed = run(&["eval", evals.to_str().unwrap(), "--offline"]);
+    assert_eq!(passed.status.code(), Some(0), "{}", text(&passed.stdout));
+
+    // The workflow changes: a rejection now publishes. The recorded case says what broke.
+    let changed = std::fs::read_to_string(&workflow)
+        .unwrap()
+        .replace("to: revise\n    handle: reject", "to: publish\n    handle: reject");
+    std::fs::write(&workflow, changed).unwrap();
+    let broke = run(&["eval", evals.to_str().unwrap(), "--offline"]);
+    assert_eq!(broke.status.code(), Some(1));
+    let out = text(&broke.stdout);
+    assert!(out.contains("node review: expected routes to revise, got went to publish"), "{out}");
+    assert!(out.contains("node revise: expected contains"), "{out}");
+
+    let unknown = run(&["eval", "add", "no-such-run"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(text(&unknown.stderr).contains("no-such-run"), "{}", text(&unknown.stderr));
+    let elsewhere = dir.path().join("notes.evals.yaml");
+    std::fs::write(&elsewhere, "cases:\n  - {id: a, expect: [{status: completed}]}\nworkflow: approval-flow.yaml\n")
+        .unwrap();
+    let refused = run(&["eval", "add", &id, "--to", elsewhere.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(text(&refused.stderr).contains("`cases:` is not its last entry"), "{}", text(&refused.stderr));
+}

@@ -1,0 +1,211 @@
+//! Whether a run meets a case's expectations: a pure function of the run's result and events, so every check is
+//! tested without running anything. Each failure says which node, what was expected and what came.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::file::{Check, Expectation};
+use crate::events::{Event, EventKind};
+use crate::result::{NodeStatus, RunResult};
+use crate::run::output_text;
+
+/// An expectation that did not hold.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Failure {
+    /// The node it was about; none for the run as a whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The expectation as written, e.g. `contains "Dark mode"`.
+    pub expected: String,
+    /// What came instead.
+    pub actual: String,
+}
+
+/// What a run used, from its events: tokens and time, per node and in all.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spent {
+    pub tokens: u64,
+    pub duration_ms: u64,
+}
+
+pub fn spent(events: &[Event], node: Option<&str>) -> Spent {
+    let mut spent = Spent::default();
+    for e in events {
+        match &e.kind {
+            EventKind::NodeExit { node: n, usage, duration_ms, .. } if node.is_none_or(|id| id == n) => {
+                spent.tokens += usage.as_ref().map_or(0, |u| u.input_tokens + u.output_tokens);
+                if node.is_some() {
+                    spent.duration_ms += duration_ms;
+                }
+            }
+            EventKind::Route { from, usage: Some(u), .. } if node.is_none_or(|id| id == from) => {
+                spent.tokens += u.input_tokens + u.output_tokens;
+            }
+            _ => {}
+        }
+    }
+    if node.is_none() {
+        let time = |e: &Event| chrono::DateTime::parse_from_rfc3339(&e.ts).ok().map(|t| t.timestamp_millis());
+        if let (Some(first), Some(last)) = (events.first().and_then(time), events.last().and_then(time)) {
+            spent.duration_ms = (last - first).max(0) as u64;
+        }
+    }
+    spent
+}
+
+/// The expectations of a case that `result` does not meet, in the order written.
+pub fn check(expect: &[Expectation], result: &RunResult, events: &[Event]) -> Vec<Failure> {
+    expect.iter().filter_map(|e| check_one(e, result, events)).collect()
+}
+
+fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Failure> {
+    let fail = |expected: String, actual: String| Some(Failure { node: e.node.clone(), expected, actual });
+    let node = match &e.node {
+        Some(id) => match result.results.get(id) {
+            Some(r) => Some(r),
+            None if matches!(e.check, Check::Status(_)) => None,
+            None => return fail(describe(&e.check), format!("`{id}` did not run")),
+        },
+        None => None,
+    };
+    // Of the run, output checks read the last node that succeeded.
+    let subject = node.or_else(|| {
+        let last = result.trace.steps.iter().rev().find(|s| s.status == NodeStatus::Success)?;
+        result.results.get(&last.node)
+    });
+    let data = subject.map_or(&Value::Null, |r| &r.data);
+    let text = output_text(data);
+    let shown = |s: &str| short(s, 200);
+    match &e.check {
+        Check::Equals(Value::String(want)) => {
+            (text.trim() != want.trim()).then(|| fail(describe(&e.check), shown(&text)))?
+        }
+        Check::Equals(want) => (data != want).then(|| fail(describe(&e.check), shown(&data.to_string())))?,
+        Check::Contains(want) => (!text.contains(want.as_str())).then(|| fail(describe(&e.check), shown(&text)))?,
+        Check::Regex(pattern) => {
+            let re = regex::Regex::new(pattern).expect("checked when the file was loaded");
+            (!re.is_match(&text)).then(|| fail(describe(&e.check), shown(&text)))?
+        }
+        Check::Schema(schema) => {
+            let validator = jsonschema::validator_for(schema).expect("checked when the file was loaded");
+            let errors: Vec<String> = validator.iter_errors(data).map(|err| err.to_string()).collect();
+            (!errors.is_empty()).then(|| fail(describe(&e.check), short(&errors.join("; "), 200)))?
+        }
+        Check::Path(p) => {
+            let found = at_path(data, &p.path);
+            (found != Some(&p.equals)).then(|| {
+                fail(describe(&e.check), found.map_or_else(|| "nothing there".into(), |v| shown(&v.to_string())))
+            })?
+        }
+        Check::Route(to) => {
+            let from = e.node.as_deref().unwrap_or_default();
+            let taken: Vec<&str> =
+                result.trace.edges.iter().filter(|t| t.from == from).map(|t| t.to.as_str()).collect();
+            (!taken.contains(&to.as_str())).then(|| {
+                let actual = if taken.is_empty() { "no route".into() } else { format!("went to {}", taken.join(", ")) };
+                fail(describe(&e.check), actual)
+            })?
+        }
+        Check::Tool(t) => {
+            let calls = subject.map_or(&[][..], |r| &r.tool_calls[..]);
+            let hit =
+                calls.iter().any(|c| c.tool == t.name && t.arguments.as_ref().is_none_or(|a| contains(&c.input, a)));
+            (!hit).then(|| {
+                let made: Vec<String> = calls.iter().map(|c| format!("{} {}", c.tool, c.input)).collect();
+                let actual = if made.is_empty() { "no tool call".into() } else { short(&made.join("; "), 200) };
+                fail(describe(&e.check), actual)
+            })?
+        }
+        Check::Approval(verdict) => {
+            let decided = data.get("decision").and_then(Value::as_str).unwrap_or("no decision");
+            (decided != verdict.as_str()).then(|| fail(describe(&e.check), decided.to_string()))?
+        }
+        Check::Status(want) => {
+            // A node's status as results write it (`success`) or as it is shown (`succeeded`).
+            let (actual, other) = match (&e.node, node) {
+                (Some(_), Some(r)) => (r.status.word().to_string(), serde_json::to_value(r.status).ok()),
+                (Some(_), None) => ("did not run".to_string(), None),
+                (None, _) => (result.status.as_str().to_string(), None),
+            };
+            let same = actual == *want || other.as_ref().and_then(Value::as_str) == Some(want.as_str());
+            (!same).then(|| fail(describe(&e.check), actual))?
+        }
+        Check::MaxTokens(max) => {
+            let used = spent(events, e.node.as_deref()).tokens;
+            (used > *max).then(|| fail(describe(&e.check), format!("{used} tokens")))?
+        }
+        Check::MaxLatencyMs(max) => {
+            let took = spent(events, e.node.as_deref()).duration_ms;
+            (took > *max).then(|| fail(describe(&e.check), format!("{took} ms")))?
+        }
+        // A model judges it (`judge.rs`): the runner asks after the run.
+        Check::Judge(_) => None,
+    }
+}
+
+/// The output an expectation reads as text: the node's, or for the run the last node that succeeded.
+pub fn judged_text(node: Option<&str>, result: &RunResult) -> Option<String> {
+    let subject = match node {
+        Some(id) => result.results.get(id)?,
+        None => {
+            let last = result.trace.steps.iter().rev().find(|s| s.status == NodeStatus::Success)?;
+            result.results.get(&last.node)?
+        }
+    };
+    Some(output_text(&subject.data))
+}
+
+/// The expectation as a person reads it in a report.
+pub fn describe(check: &Check) -> String {
+    match check {
+        Check::Equals(v) => format!("equals {}", short(&v.to_string(), 120)),
+        Check::Contains(s) => format!("contains {s:?}"),
+        Check::Regex(r) => format!("matches /{r}/"),
+        Check::Schema(_) => "matches the schema".into(),
+        Check::Path(p) => format!("{} equals {}", p.path, short(&p.equals.to_string(), 120)),
+        Check::Route(to) => format!("routes to {to}"),
+        Check::Tool(t) => match &t.arguments {
+            Some(a) => format!("calls {} with {a}", t.name),
+            None => format!("calls {}", t.name),
+        },
+        Check::Approval(v) => format!("is decided {}", v.as_str()),
+        Check::Status(s) => format!("status {s}"),
+        Check::MaxTokens(n) => format!("at most {n} tokens"),
+        Check::MaxLatencyMs(n) => format!("at most {n} ms"),
+        Check::Judge(j) => format!(
+            "judged {} ≥ {} on \"{}\"",
+            j.model.as_deref().unwrap_or("by the judge"),
+            j.threshold,
+            short(&j.rubric, 80)
+        ),
+    }
+}
+
+/// The value at a dotted path (`items.0.name`) or a JSON Pointer (`/items/0/name`).
+fn at_path<'a>(data: &'a Value, path: &str) -> Option<&'a Value> {
+    if path.starts_with('/') {
+        return data.pointer(path);
+    }
+    path.split('.').filter(|k| !k.is_empty()).try_fold(data, |v, key| match v {
+        Value::Array(items) => items.get(key.parse::<usize>().ok()?),
+        _ => v.get(key),
+    })
+}
+
+/// Whether `actual` has every key of `wanted` with its value (recursively for objects).
+fn contains(actual: &Value, wanted: &Value) -> bool {
+    match (actual, wanted) {
+        (Value::Object(a), Value::Object(w)) => w.iter().all(|(k, v)| a.get(k).is_some_and(|x| contains(x, v))),
+        _ => actual == wanted,
+    }
+}
+
+pub(super) fn short(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max - 1).collect::<String>())
+    }
+}

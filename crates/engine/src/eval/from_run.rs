@@ -1,0 +1,116 @@
+//! A recorded run becomes a case (`switchyard eval add RUN_ID`): its input; as answers, what its models and code
+//! steps returned and the routes they chose, so the case runs offline at zero tokens; the decisions people made; and
+//! as expectations, what each node did, with a comparison a person can edit (structured data: `equals`; text:
+//! `contains` its first line; decisions: `approval`; choices: `route`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use super::file::{AnswersRef, Case, Check, Expectation};
+use crate::answers::{Answer, AnswerStatus, Answers, OneOrMany};
+use crate::document::{NodeType, Workflow};
+use crate::record::{Input, Recording};
+use crate::result::{NodeStatus, RunResult};
+use crate::run::{output_text, RunOptions};
+
+pub fn case_from_run(
+    id: String,
+    workflow: &Workflow,
+    options: &RunOptions,
+    recording: &Recording,
+    result: &RunResult,
+) -> Case {
+    let mut nodes: BTreeMap<String, Vec<Answer>> = BTreeMap::new();
+    let mut routes: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut decisions: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for recorded in &recording.inputs {
+        match &recorded.input {
+            Input::NodeDone { node, data, .. } => {
+                let answer = match data {
+                    Ok(Value::Object(o)) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
+                        Answer { text: o["text"].as_str().map(str::to_string), ..Answer::default() }
+                    }
+                    Ok(data) => Answer { data: Some(data.clone()), ..Answer::default() },
+                    Err(error) => {
+                        Answer { status: AnswerStatus::Failed, error: Some(error.clone()), ..Answer::default() }
+                    }
+                };
+                nodes.entry(node.clone()).or_default().push(answer);
+            }
+            Input::Routed { node, answer: Ok(a) } => routes.entry(node.clone()).or_default().push(a.choice.clone()),
+            Input::Decided { node, decision, .. } => decisions
+                .entry(node.clone())
+                .or_default()
+                .push(json!({"decision": decision.verdict.as_str(), "note": decision.note})),
+            _ => {}
+        }
+    }
+    let many = |list: Vec<Value>| if list.len() == 1 { list.into_iter().next().unwrap() } else { Value::Array(list) };
+    let answers = Answers {
+        nodes: nodes.into_iter().map(|(k, v)| (k, one_or_many(v))).collect(),
+        routes: routes.into_iter().map(|(k, v)| (k, one_or_many(v))).collect(),
+        approvals: BTreeMap::new(),
+    };
+    let mut expect = Vec::new();
+    for node in &workflow.nodes {
+        let Some(r) = result.results.get(&node.id) else { continue };
+        let of = |check: Check| Expectation { node: Some(node.id.clone()), check };
+        match (r.status, node.node_type) {
+            (NodeStatus::Skipped, _) => expect.push(of(Check::Status("skipped".into()))),
+            (NodeStatus::Failed, _) => expect.push(of(Check::Status("failed".into()))),
+            (_, NodeType::Start) => {}
+            (_, NodeType::Approval) => {
+                match r.data.get("decision").and_then(|d| serde_json::from_value(d.clone()).ok()) {
+                    Some(verdict) => expect.push(of(Check::Approval(verdict))),
+                    None => expect.push(of(Check::Status("success".into()))),
+                }
+            }
+            (_, NodeType::If) => expect.push(of(Check::Status("success".into()))),
+            _ => match &r.data {
+                Value::Object(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
+                    let text = output_text(&r.data);
+                    let line: String =
+                        text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(80).collect();
+                    expect.push(of(if line.is_empty() {
+                        Check::Status("success".into())
+                    } else {
+                        Check::Contains(line)
+                    }));
+                }
+                data => expect.push(of(Check::Equals(data.clone()))),
+            },
+        }
+        // Where a node chose its way (a condition, a decision, the model among `when` edges), the way it went.
+        let chose =
+            matches!(node.node_type, NodeType::If | NodeType::Approval) || answers.routes.contains_key(&node.id);
+        if chose && r.status == NodeStatus::Success {
+            for edge in result.trace.edges.iter().filter(|e| e.from == node.id) {
+                expect.push(of(Check::Route(edge.to.clone())));
+            }
+        }
+    }
+    expect.push(Expectation { node: None, check: Check::Status(result.status.as_str().into()) });
+    Case {
+        id,
+        description: Some(format!("made from run {}", result.run_id)),
+        input: options.input.clone(),
+        answers: Some(AnswersRef::Inline(serde_json::to_value(&answers).expect("answers are JSON"))),
+        decisions: decisions.into_iter().map(|(k, v)| (k, many(v))).collect(),
+        expect,
+    }
+}
+
+fn one_or_many<T>(mut list: Vec<T>) -> OneOrMany<T> {
+    if list.len() == 1 {
+        OneOrMany::One(list.remove(0))
+    } else {
+        OneOrMany::Many(list)
+    }
+}
+
+/// The case as YAML, an item of a `cases:` list (indented two spaces), to append to an evaluation file.
+pub fn case_yaml(case: &Case) -> String {
+    let text = serde_yaml::to_string(&vec![case]).expect("a case is YAML");
+    text.lines().map(|l| if l.is_empty() { String::new() } else { format!("  {l}\n") }).collect()
+}

@@ -1,0 +1,17 @@
+//! Evaluations (docs/evals.md): a workflow's test cases in `NAME.evals.yaml`, run through the session as any run
+//! is, each expectation checked against the run's result and events, and reported for a person (a live table, a
+//! Markdown summary) and for CI (JSON, JUnit XML). Knows nothing of terminals or windows; runs only through
+//! `session`.
+
+pub mod check;
+pub mod file;
+pub mod from_run;
+pub mod judge;
+pub mod report;
+pub mod runner;
+
+pub use check::Failure;
+pub use file::{schema_json, Case, Check, EvalFile, Expectation, Suite};
+pub use from_run::{case_from_run, case_yaml};
+pub use report::Report;
+pub use runner::{run, Attempt, CaseReport, Options, Verdict};

@@ -1,0 +1,165 @@
+//! An evaluation's report: the summary that gates CI (`pass_rate` against `--min-pass-rate`), as JSON, as JUnit XML
+//! for CI systems, and as a Markdown summary for a pull request.
+
+use serde::Serialize;
+
+use super::runner::{CaseReport, Verdict};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// The evaluation file, as given.
+    pub file: String,
+    pub workflow: String,
+    pub cases: Vec<CaseReport>,
+    pub passed: usize,
+    pub failed: usize,
+    pub flaky: usize,
+    pub errors: usize,
+    /// Passed cases over all cases; flaky cases do not pass.
+    pub pass_rate: f64,
+    pub tokens: u64,
+    pub duration_ms: u64,
+}
+
+impl Report {
+    pub fn new(file: String, workflow: String, cases: Vec<CaseReport>) -> Report {
+        let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count();
+        let (passed, failed, flaky, errors) =
+            (count(Verdict::Passed), count(Verdict::Failed), count(Verdict::Flaky), count(Verdict::Error));
+        let attempts = || cases.iter().flat_map(|c| &c.attempts);
+        Report {
+            pass_rate: if cases.is_empty() { 0.0 } else { passed as f64 / cases.len() as f64 },
+            tokens: attempts().map(|a| a.tokens).sum(),
+            duration_ms: attempts().map(|a| a.duration_ms).sum(),
+            file,
+            workflow,
+            cases,
+            passed,
+            failed,
+            flaky,
+            errors,
+        }
+    }
+
+    /// JUnit XML, one test case per case (a failure per failing expectation's case, an error when it could not run).
+    pub fn junit(&self) -> String {
+        let seconds = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        out.push_str(&format!(
+            "<testsuites name=\"switchyard eval\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
+            self.cases.len(),
+            self.failed + self.flaky,
+            self.errors,
+            seconds(self.duration_ms)
+        ));
+        out.push_str(&format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{}\">\n",
+            xml(&self.file),
+            self.cases.len(),
+            self.failed + self.flaky,
+            self.errors,
+            seconds(self.duration_ms)
+        ));
+        for case in &self.cases {
+            let a = case.shown();
+            let time = seconds(case.attempts.iter().map(|a| a.duration_ms).sum());
+            out.push_str(&format!(
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{time}\"",
+                xml(&self.workflow),
+                xml(&case.id)
+            ));
+            match case.verdict {
+                Verdict::Passed => out.push_str("/>\n"),
+                Verdict::Error => {
+                    let e = a.error.as_ref().expect("an error verdict has an error");
+                    out.push_str(&format!(
+                        ">\n      <error message=\"{}\" type=\"{}\"/>\n    </testcase>\n",
+                        xml(&e.message),
+                        xml(&e.code)
+                    ));
+                }
+                Verdict::Failed | Verdict::Flaky => {
+                    let lines = failure_lines(case);
+                    let kind = if case.verdict == Verdict::Flaky { "flaky" } else { "expectation" };
+                    out.push_str(&format!(
+                        ">\n      <failure message=\"{}\" type=\"{kind}\">{}</failure>\n    </testcase>\n",
+                        xml(lines.first().map_or("", String::as_str)),
+                        xml(&lines.join("\n"))
+                    ));
+                }
+            }
+        }
+        out.push_str("  </testsuite>\n</testsuites>\n");
+        out
+    }
+
+    /// A Markdown summary for a pull request: the totals, then a row per case with what did not hold.
+    pub fn markdown(&self) -> String {
+        let icon = |v: Verdict| match v {
+            Verdict::Passed => "✅",
+            Verdict::Failed => "❌",
+            Verdict::Flaky => "⚠️ flaky",
+            Verdict::Error => "⛔",
+        };
+        let mut out = format!(
+            "### Evaluation of `{}`: {}/{} passed\n\n{} failed, {} flaky, {} could not run · {} tokens · {:.1} s\n\n",
+            self.workflow,
+            self.passed,
+            self.cases.len(),
+            self.failed,
+            self.flaky,
+            self.errors,
+            self.tokens,
+            self.duration_ms as f64 / 1000.0
+        );
+        out.push_str("| case | verdict | what did not hold |\n|---|---|---|\n");
+        for case in &self.cases {
+            let what = match case.verdict {
+                Verdict::Passed => String::new(),
+                _ => failure_lines(case).join("<br>").replace('|', "\\|"),
+            };
+            out.push_str(&format!("| `{}` | {} | {} |\n", case.id, icon(case.verdict), what));
+        }
+        out
+    }
+}
+
+/// What did not hold in a case, a line each: `node publish: expected contains "x", got "y"`.
+pub fn failure_lines(case: &CaseReport) -> Vec<String> {
+    let a = case.shown();
+    if let Some(e) = &a.error {
+        return vec![format!("[{}] {}", e.code, e.message)];
+    }
+    let runs = case.attempts.len();
+    let mut lines: Vec<String> = a
+        .failures
+        .iter()
+        .map(|f| {
+            let on = f.node.as_ref().map_or_else(|| "the run".to_string(), |n| format!("node {n}"));
+            format!("{on}: expected {}, got {}", f.expected, f.actual)
+        })
+        .collect();
+    if case.verdict == Verdict::Flaky {
+        let passed = case.attempts.iter().filter(|a| a.passed).count();
+        lines.insert(0, format!("passed {passed} of {runs} runs"));
+    }
+    lines
+}
+
+fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            c if (c as u32) < 0x20 && c != '\t' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,277 @@
+//! Running an evaluation: each case through the session, as `switchyard run` runs a workflow, with its answers and
+//! decisions standing in for models and people, then its expectations checked. Cases run in parallel (bounded); a
+//! case repeated `repeat` times whose verdict changes between attempts is flaky.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::check::{self, Failure};
+use super::file::{AnswersRef, Case, Check, Suite};
+use crate::answers::{Answers, OneOrMany};
+use crate::format::{self, LoadError};
+use crate::log::Collector;
+use crate::result::RunStatus;
+use crate::session::{self, RunRequest, Sinks, WorkflowRef};
+use crate::Workflow;
+
+/// How an evaluation runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `provider/model` for every node that names none (`--model`).
+    pub model: Option<String>,
+    /// Runs of each case; a case whose verdict changes between them is flaky.
+    pub repeat: u32,
+    /// Cases at once.
+    pub jobs: usize,
+    /// Only this case (`--case`).
+    pub case: Option<String>,
+    /// No model is called: a case without answers fails instead of calling one.
+    pub offline: bool,
+    /// Code steps may run (`--allow-code`), trusted or not.
+    pub allow_code: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { model: None, repeat: 1, jobs: 4, case: None, offline: false, allow_code: false }
+    }
+}
+
+/// A case's verdict over its attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Passed,
+    Failed,
+    /// Passed in some attempts and failed in others.
+    Flaky,
+    /// It could not run (an unreadable answers file, an invalid input, no model offline).
+    Error,
+}
+
+/// One run of a case.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub passed: bool,
+    /// How the run ended; none when it could not start.
+    pub status: Option<RunStatus>,
+    pub failures: Vec<Failure>,
+    /// What the judge said of each `judge` expectation, passing or not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judgements: Vec<super::judge::Judgement>,
+    /// Why the case could not run, with its code (docs/errors.md).
+    pub error: Option<CaseError>,
+    pub tokens: u64,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseError {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseReport {
+    pub id: String,
+    pub verdict: Verdict,
+    pub attempts: Vec<Attempt>,
+}
+
+impl CaseReport {
+    /// The attempt a report shows: the first that failed (what to fix), else the first.
+    pub fn shown(&self) -> &Attempt {
+        self.attempts.iter().find(|a| !a.passed).unwrap_or(&self.attempts[0])
+    }
+}
+
+/// Runs the suite's cases (or the one `options.case` names), calling `done` as each case finishes.
+pub async fn run(suite: &Suite, options: &Options, done: impl Fn(&CaseReport)) -> Result<Vec<CaseReport>, LoadError> {
+    let workflow_path = suite.workflow_path();
+    let loaded = format::load_file(&workflow_path, None)?;
+    let cases: Vec<&Case> =
+        suite.file.cases.iter().filter(|c| options.case.as_ref().is_none_or(|id| *id == c.id)).collect();
+    if cases.is_empty() {
+        let id = options.case.as_deref().unwrap_or_default();
+        let known: Vec<&str> = suite.file.cases.iter().map(|c| c.id.as_str()).collect();
+        return Err(LoadError::new(format!("no case `{id}` (cases: {})", known.join(", ")))
+            .with_code("NO_SUCH_CASE")
+            .at_file(&suite.path));
+    }
+    let workflow = &loaded.workflow;
+    known_nodes(suite, workflow)?;
+    let dir = suite.dir();
+    let judge = suite.file.judge.clone().or_else(|| options.model.clone());
+    let mut reports: Vec<(usize, CaseReport)> = futures::stream::iter(cases.into_iter().enumerate())
+        .map(|(at, case)| {
+            let (workflow_path, dir, judge) = (&workflow_path, &dir, judge.as_deref());
+            async move {
+                let mut attempts = Vec::new();
+                for _ in 0..options.repeat.max(1) {
+                    attempts.push(attempt(workflow, workflow_path, dir, case, options, judge).await);
+                }
+                (at, CaseReport { id: case.id.clone(), verdict: verdict(&attempts), attempts })
+            }
+        })
+        .buffer_unordered(options.jobs.max(1))
+        .inspect(|(_, report)| done(report))
+        .collect()
+        .await;
+    reports.sort_by_key(|(at, _)| *at);
+    // A workflow that does not validate cannot be evaluated at all: that is the file's problem, not a case's.
+    let invalid = reports
+        .iter()
+        .flat_map(|(_, r)| &r.attempts)
+        .find_map(|a| a.error.as_ref())
+        .filter(|e| e.code == "INVALID_WORKFLOW");
+    if let Some(e) = invalid {
+        return Err(LoadError::new(e.message.clone()).with_code("INVALID_WORKFLOW").at_file(&workflow_path));
+    }
+    Ok(reports.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Every node a case names (in expectations and decisions) is a node of the workflow.
+fn known_nodes(suite: &Suite, workflow: &Workflow) -> Result<(), LoadError> {
+    let ids: Vec<&str> = workflow.nodes.iter().map(|n| n.id.as_str()).collect();
+    for case in &suite.file.cases {
+        let named =
+            case.expect.iter().filter_map(|e| e.node.as_deref()).chain(case.decisions.keys().map(String::as_str));
+        for node in named {
+            if !ids.contains(&node) {
+                let close =
+                    ids.iter().min_by_key(|id| strsim::damerau_levenshtein(id, node)).copied().unwrap_or_default();
+                return Err(LoadError::new(format!(
+                    "case `{}` names node `{node}`, which {} does not have (did you mean `{close}`?)",
+                    case.id, suite.file.workflow
+                ))
+                .with_code("INVALID_EVALS")
+                .at_file(&suite.path));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn verdict(attempts: &[Attempt]) -> Verdict {
+    if attempts.iter().any(|a| a.error.is_some()) {
+        Verdict::Error
+    } else if attempts.iter().all(|a| a.passed) {
+        Verdict::Passed
+    } else if attempts.iter().any(|a| a.passed) {
+        Verdict::Flaky
+    } else {
+        Verdict::Failed
+    }
+}
+
+async fn attempt(
+    workflow: &Workflow,
+    path: &Path,
+    dir: &Path,
+    case: &Case,
+    options: &Options,
+    judge: Option<&str>,
+) -> Attempt {
+    let errored = |code: &str, message: String| Attempt {
+        passed: false,
+        status: None,
+        failures: Vec::new(),
+        judgements: Vec::new(),
+        error: Some(CaseError { code: code.into(), message }),
+        tokens: 0,
+        duration_ms: 0,
+    };
+    let answers = match answers_for(case, dir) {
+        Ok(answers) => answers,
+        Err(e) => return errored("ANSWERS_UNREADABLE", e),
+    };
+    if options.offline && answers.is_none() {
+        return errored(
+            "OFFLINE_UNANSWERED",
+            format!("case `{}` has no answers, and --offline calls no model; give it `answers:`", case.id),
+        );
+    }
+    let judged = case.expect.iter().any(|e| matches!(e.check, Check::Judge(_)));
+    if options.offline && judged {
+        return errored(
+            "OFFLINE_JUDGE",
+            format!("case `{}` has a `judge` expectation, which asks a model; run it without --offline", case.id),
+        );
+    }
+    let request = RunRequest {
+        workflow_ref: Some(WorkflowRef::new(path, None)),
+        input: case.input.clone(),
+        answers,
+        decisions: decisions_for(case),
+        model: options.model.clone(),
+        allow_code: options.allow_code,
+        ..RunRequest::default()
+    };
+    let prepared = match session::prepare(workflow.clone(), request, None).await {
+        Ok(prepared) => prepared,
+        Err(e) => return errored(e.code(), e.to_string()),
+    };
+    let seen = Collector::default();
+    let sinks = Sinks { log: None, observers: vec![Arc::new(seen.clone())] };
+    let outcome = session::run(prepared, sinks).await;
+    // A node that could not run for want of consent or a model says nothing of the workflow: the case could not run.
+    let setup = outcome.result.results.iter().find_map(|(id, r)| {
+        let code = r.error_code.as_deref().filter(|c| SETUP_CODES.contains(c))?;
+        Some((code.to_string(), format!("node `{id}`: {}", r.error.as_deref().unwrap_or_default())))
+    });
+    if let Some((code, message)) = setup {
+        return errored(&code, message);
+    }
+    let events = seen.events();
+    let mut failures = check::check(&case.expect, &outcome.result, &events);
+    let spent = check::spent(&events, None);
+    let (judge_failures, judgements, judge_tokens) = match judged {
+        true => super::judge::judge_all(&case.expect, &outcome.result, judge).await,
+        false => (Vec::new(), Vec::new(), 0),
+    };
+    failures.extend(judge_failures);
+    Attempt {
+        passed: failures.is_empty(),
+        status: Some(outcome.result.status),
+        failures,
+        judgements,
+        error: None,
+        tokens: spent.tokens + judge_tokens,
+        duration_ms: spent.duration_ms,
+    }
+}
+
+/// Failure codes that mean the case could not run here (docs/errors.md), not that the workflow misbehaved.
+const SETUP_CODES: [&str; 3] = ["CODE_NEEDS_CONSENT", "NO_MODEL", "UNKNOWN_PROVIDER"];
+
+/// The case's answers: its answers file or inline mapping, if it has one.
+fn answers_for(case: &Case, dir: &Path) -> Result<Option<Answers>, String> {
+    match &case.answers {
+        None => Ok(None),
+        Some(AnswersRef::Path(p)) => Answers::load(&dir.join(p)).map(Some).map_err(|e| e.to_string()),
+        Some(AnswersRef::Inline(v)) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| format!("case `{}`: its answers are not an answers mapping: {e}", case.id)),
+    }
+}
+
+/// The case's decisions, per approval node and visit.
+fn decisions_for(case: &Case) -> BTreeMap<String, OneOrMany<Value>> {
+    case.decisions
+        .iter()
+        .map(|(node, d)| {
+            let d = match d {
+                Value::Array(list) => OneOrMany::Many(list.clone()),
+                one => OneOrMany::One(one.clone()),
+            };
+            (node.clone(), d)
+        })
+        .collect()
+}
