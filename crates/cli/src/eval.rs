@@ -118,8 +118,8 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
             outln!("{text}");
         }
     };
-    let cases = eval::run(&suite, &args.options, line).await?;
-    let report = Report::new(args.file.display().to_string(), suite.file.workflow.clone(), cases);
+    let (cases, calls) = eval::run(&suite, &args.options, line).await?;
+    let report = Report::new(args.file.display().to_string(), suite.file.workflow.clone(), cases, calls);
     write_report(args.junit.as_deref(), &report.junit(), "--junit")?;
     write_report(args.markdown.as_deref(), &report.markdown(), "--markdown")?;
     let met = report.pass_rate + 1e-9 >= args.min_pass_rate;
@@ -127,7 +127,7 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
         outln!("{}", serde_json::to_string_pretty(&report).expect("a report is JSON"));
     } else {
         outln!(
-            "{}/{} passed ({} failed, {} flaky, {} could not run) · {} tokens · {:.1} s{}",
+            "{}/{} passed ({} failed, {} flaky, {} could not run) · {} tokens · {:.1} s · {} model calls, {} recorded answers reused ({} tokens saved){}",
             report.passed,
             report.cases.len(),
             report.failed,
@@ -135,6 +135,9 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
             report.errors,
             report.tokens,
             report.duration_ms as f64 / 1000.0,
+            report.calls.model_calls,
+            report.calls.reused,
+            report.calls.tokens_saved,
             if met { String::new() } else { format!(" · below --min-pass-rate {}", args.min_pass_rate) }
         );
     }

@@ -217,7 +217,7 @@ edges:
 }
 
 #[test]
-fn a_judge_that_cannot_reach_a_model_fails_its_expectation_saying_why_and_offline_it_is_not_asked() {
+fn a_case_whose_judge_has_no_model_or_offline_no_recorded_verdict_could_not_run_and_says_why() {
     let home = tempfile::tempdir().unwrap();
     let (_dir, file) = suite(
         "workflow: approval-flow.yaml
@@ -231,14 +231,16 @@ cases:
     let out = switchyard(home.path(), &["eval", &file, "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let failure = &report["cases"][0]["attempts"][0]["failures"][0];
-    assert_eq!(failure["node"], "publish", "{report}");
-    assert!(failure["expected"].as_str().unwrap().contains("Reads like a blog headline."), "{report}");
-    assert!(failure["actual"].as_str().unwrap().starts_with("the judge"), "{report}");
+    assert_eq!(report["cases"][0]["verdict"], "error", "no model to judge with: the case could not run: {report}");
+    let error = &report["cases"][0]["attempts"][0]["error"];
+    assert_eq!(error["code"], "NO_MODEL", "{report}");
+    assert!(error["message"].as_str().unwrap().contains("judge"), "{report}");
 
     let offline = switchyard(home.path(), &["eval", &file, "--offline", "--json"]);
     let report: Value = serde_json::from_slice(&offline.stdout).unwrap();
-    assert_eq!(report["cases"][0]["attempts"][0]["error"]["code"], "OFFLINE_JUDGE", "{report}");
+    let error = &report["cases"][0]["attempts"][0]["error"];
+    assert_eq!(error["code"], "OFFLINE_UNRECORDED", "no verdict was recorded, and offline none is asked: {report}");
+    assert!(error["message"].as_str().unwrap().starts_with("the judge failed"), "{report}");
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn main() {
     let started = Instant::now();
     let suite = Suite::load(&path).unwrap();
     let options = Options { offline: true, jobs, ..Options::default() };
-    let reports = runtime.block_on(eval::run(&suite, &options, |_| {})).unwrap();
+    let (reports, _) = runtime.block_on(eval::run(&suite, &options, |_| {})).unwrap();
     let wall = started.elapsed().as_secs_f64();
     let passed = reports.iter().filter(|r| r.verdict == Verdict::Passed).count();
     let tokens: u64 = reports.iter().flat_map(|r| &r.attempts).map(|a| a.tokens).sum();

@@ -54,6 +54,7 @@ pub mod net;
 pub mod node_types;
 pub mod providers;
 pub mod record;
+pub mod recorded;
 pub mod result;
 pub mod run;
 pub mod schema;

@@ -25,6 +25,7 @@ use crate::log::{Collector, Observer, RunLog};
 use crate::mcp::McpSessions;
 use crate::model::Model;
 use crate::providers::{self, DefaultModel, Providers, Settings};
+use crate::recorded::{Calls, RecordedModel};
 use crate::result::RunResult;
 use crate::run::{self, Outcome, Reuse, RunHandle, RunOptions, Runtime};
 use crate::store::{Claim, NewRun, RunRow, RunStore, StoreError, StoredRun};
@@ -125,6 +126,12 @@ pub struct RunRequest {
     /// Decisions given in advance, per approval node and visit (an evaluation case's): laid over the answers'
     /// approvals, they decide approvals as they are reached, whether the models are answered or real.
     pub decisions: BTreeMap<String, OneOrMany<Value>>,
+    /// Model calls recorded earlier (an evaluation's): a call whose key was recorded is answered from the record,
+    /// others go to the model and are recorded (`recorded.rs`).
+    pub recorded: Option<Arc<Calls>>,
+    /// No model is called: the run is answered by its answers and recorded calls only, so provider settings are
+    /// neither read nor checked.
+    pub offline: bool,
     /// `provider/model` overriding the workflow's default.
     pub model: Option<String>,
     pub step_budget: Option<u32>,
@@ -281,8 +288,9 @@ pub async fn prepare(
         Some(given) => Some(Arc::new(given)),
         None => load_answers(request.answers_path.as_deref())?,
     };
-    // With an answers file every answer is given, so providers are not checked.
-    let settings = if answers.is_some() { None } else { Some(load_settings()?) };
+    // With an answers file every answer is given, and offline no model is called: providers are not checked.
+    let answered = answers.is_some() || request.offline;
+    let settings = if answered { None } else { Some(load_settings()?) };
     let discovered = discovered_default(&workflow, &request, settings.as_ref()).await;
     let no_default_model = discovered.as_ref().is_some_and(|d| d.model.is_none());
     let providers = settings.as_ref().map(Settings::provider_ids);
@@ -306,7 +314,7 @@ pub async fn prepare(
         purpose: validate::Purpose::Run,
         mcp_servers: mcp_names.clone(),
         no_default_model,
-        ..validation_options(settings.as_ref(), answers.is_some())
+        ..validation_options(settings.as_ref(), answered)
     };
     let report = if request.model.is_some() {
         let mut checked = workflow.clone();
@@ -380,7 +388,13 @@ pub async fn prepare(
         mcp,
         code,
         consent,
-        model: model_for(&answers, settings.as_ref()),
+        model: match (&request.recorded, &answers) {
+            (Some(calls), None) => Arc::new(RecordedModel {
+                calls: calls.clone(),
+                inner: (!request.offline).then(|| model_for(&answers, settings.as_ref())),
+            }),
+            _ => model_for(&answers, settings.as_ref()),
+        },
         answers: with_decisions(answers, request.decisions),
         workflow: Arc::new(workflow),
         options,

@@ -47,7 +47,7 @@ fn suite(evals: &str) -> (tempfile::TempDir, Suite) {
 }
 
 async fn run(suite: &Suite, options: &Options) -> Vec<eval::CaseReport> {
-    eval::run(suite, options, |_| {}).await.unwrap_or_else(|e| panic!("{e}"))
+    eval::run(suite, options, |_| {}).await.unwrap_or_else(|e| panic!("{e}")).0
 }
 
 #[tokio::test]
@@ -190,13 +190,13 @@ async fn a_case_naming_a_node_the_workflow_does_not_have_is_refused_before_anyth
 }
 
 #[tokio::test]
-async fn offline_a_case_without_answers_fails_without_calling_a_model() {
+async fn offline_a_case_with_no_answers_and_no_recorded_call_could_not_run_and_names_the_node() {
     let (_dir, suite) = suite("workflow: triage.yaml\ncases:\n  - id: live\n    expect: [{status: completed}]\n");
     let reports = run(&suite, &Options { offline: true, ..Options::default() }).await;
     assert_eq!(reports[0].verdict, Verdict::Error);
     let error = reports[0].shown().error.as_ref().unwrap();
-    assert_eq!(error.code, "OFFLINE_UNANSWERED");
-    assert!(error.message.contains("case `live`"), "{}", error.message);
+    assert_eq!(error.code, "OFFLINE_UNRECORDED");
+    assert!(error.message.contains("`classify`") && error.message.contains("--offline"), "{}", error.message);
 }
 
 #[tokio::test]

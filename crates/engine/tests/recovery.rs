@@ -139,3 +139,32 @@ edges:
     };
     assert!(error.contains("does not fit this workflow") && error.contains("left"), "{error}");
 }
+
+#[tokio::test]
+async fn an_approval_that_timed_out_after_a_resume_is_rebuilt_and_replayed_as_it_went() {
+    // Timeout 0: the deadline has passed when the first process pauses, so the timer fires in the second.
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: ok, type: approval, timeout_seconds: 0}
+  - {id: after, type: agent}
+edges:
+  - {from: start, to: ok}
+  - {from: ok, to: after, handle: approve}",
+    );
+    let log = MemoryLog::default();
+    let answers = script("nodes: {after: {text: done}}");
+    let options = RunOptions { run_id: Some("timer".into()), ..RunOptions::default() };
+    let mut rt = runtime(answers.clone(), AskedModel::new(answers.clone()), Vec::new());
+    rt.log = Some(Arc::new(log.clone()));
+    let paused = run::run(Arc::new(wf.clone()), options.clone(), rt.clone()).await;
+    assert_eq!(paused.result.status, RunStatus::Paused);
+    let resumed = run::resume(Arc::new(wf.clone()), options.clone(), log.recording(), Vec::new(), rt).await.unwrap();
+    assert_eq!(resumed.result.status, RunStatus::Completed);
+    assert_eq!(resumed.result.node("ok").unwrap().data["decision"], "reject", "timed out with no timeout edge");
+
+    let rt = runtime(answers.clone(), AskedModel::new(answers), Vec::new());
+    let replayed = run::replay(Arc::new(wf), options, log.recording(), rt).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(replayed.result.status, RunStatus::Completed);
+    assert_eq!(replayed.result.results, resumed.result.results);
+}

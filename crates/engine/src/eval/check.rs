@@ -173,12 +173,10 @@ pub fn describe(check: &Check) -> String {
         Check::Status(s) => format!("status {s}"),
         Check::MaxTokens(n) => format!("at most {n} tokens"),
         Check::MaxLatencyMs(n) => format!("at most {n} ms"),
-        Check::Judge(j) => format!(
-            "judged {} ≥ {} on \"{}\"",
-            j.model.as_deref().unwrap_or("by the judge"),
-            j.threshold,
-            short(&j.rubric, 80)
-        ),
+        Check::Judge(j) => match &j.model {
+            Some(model) => format!("judged by {model} ≥ {} on \"{}\"", j.threshold, short(&j.rubric, 80)),
+            None => format!("judged ≥ {} on \"{}\"", j.threshold, short(&j.rubric, 80)),
+        },
     }
 }
 

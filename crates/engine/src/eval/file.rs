@@ -234,7 +234,9 @@ impl Suite {
                 for d in list {
                     let said = match d {
                         Value::String(s) => Some(s.as_str()),
-                        Value::Object(o) => o.get("decision").and_then(Value::as_str),
+                        Value::Object(o) if o.keys().all(|k| k == "decision" || k == "note") => {
+                            o.get("decision").and_then(Value::as_str)
+                        }
                         _ => None,
                     };
                     if !matches!(said, Some("approve" | "reject")) {
@@ -278,6 +280,14 @@ impl Suite {
     /// The directory the file's relative paths start from.
     pub fn dir(&self) -> PathBuf {
         self.path.parent().map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    /// Where the suite's model calls are recorded: `NAME.evals.calls.json` beside `NAME.evals.yaml`.
+    pub fn calls_path(&self) -> PathBuf {
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let stem =
+            name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml")).or_else(|| name.strip_suffix(".json"));
+        self.path.with_file_name(format!("{}.calls.json", stem.unwrap_or(&name)))
     }
 
     pub fn workflow_path(&self) -> PathBuf {

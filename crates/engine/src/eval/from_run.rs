@@ -27,16 +27,20 @@ pub fn case_from_run(
     for recorded in &recording.inputs {
         match &recorded.input {
             Input::NodeDone { node, data, .. } => {
-                let answer = match data {
-                    Ok(Value::Object(o)) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
-                        Answer { text: o["text"].as_str().map(str::to_string), ..Answer::default() }
+                let answered = nodes.entry(node.clone()).or_default();
+                // A `for_each` node asks once per item: its answers are its items, in order.
+                let per_item = workflow.nodes.iter().any(|n| n.id == *node && n.for_each.is_some());
+                match data {
+                    Ok(data) if per_item && data.get("items").is_some_and(Value::is_array) => {
+                        answered.extend(data["items"].as_array().into_iter().flatten().map(answer_of));
                     }
-                    Ok(data) => Answer { data: Some(data.clone()), ..Answer::default() },
-                    Err(error) => {
-                        Answer { status: AnswerStatus::Failed, error: Some(error.clone()), ..Answer::default() }
-                    }
-                };
-                nodes.entry(node.clone()).or_default().push(answer);
+                    Ok(data) => answered.push(answer_of(data)),
+                    Err(error) => answered.push(Answer {
+                        status: AnswerStatus::Failed,
+                        error: Some(error.clone()),
+                        ..Answer::default()
+                    }),
+                }
             }
             Input::Routed { node, answer: Ok(a) } => routes.entry(node.clone()).or_default().push(a.choice.clone()),
             Input::Decided { node, decision, .. } => decisions
@@ -85,8 +89,12 @@ pub fn case_from_run(
         let chose =
             matches!(node.node_type, NodeType::If | NodeType::Approval) || answers.routes.contains_key(&node.id);
         if chose && r.status == NodeStatus::Success {
+            let mut ways: Vec<&str> = Vec::new();
             for edge in result.trace.edges.iter().filter(|e| e.from == node.id) {
-                expect.push(of(Check::Route(edge.to.clone())));
+                if !ways.contains(&edge.to.as_str()) {
+                    ways.push(&edge.to);
+                    expect.push(of(Check::Route(edge.to.clone())));
+                }
             }
         }
     }
@@ -98,6 +106,16 @@ pub fn case_from_run(
         answers: Some(AnswersRef::Inline(serde_json::to_value(&answers).expect("answers are JSON"))),
         decisions: decisions.into_iter().map(|(k, v)| (k, many(v))).collect(),
         expect,
+    }
+}
+
+/// What a node answered, as an answers file writes it: `text` for text, `data` for anything else.
+fn answer_of(data: &Value) -> Answer {
+    match data {
+        Value::Object(o) if o.len() == 1 && o.get("text").is_some_and(Value::is_string) => {
+            Answer { text: o["text"].as_str().map(str::to_string), ..Answer::default() }
+        }
+        data => Answer { data: Some(data.clone()), ..Answer::default() },
     }
 }
 

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::check::{self, Failure};
 use super::file::{Check, Expectation, JudgeCheck};
+use super::runner::CaseError;
 use crate::document::{Edge, Node, NodeType, Workflow};
 use crate::result::{NodeStatus, RunResult};
 use crate::session::{self, RunRequest, Sinks};
@@ -35,16 +36,33 @@ pub struct Judged {
     pub score: Option<f64>,
     pub reason: String,
     pub tokens: u64,
+    /// Why the judge could not be asked here (no model, offline with no recorded verdict), with its code: the case
+    /// could not run, which says nothing of the output judged.
+    pub setup: Option<CaseError>,
+}
+
+/// How a judge is asked: the model that judges expectations that name none, and the recorded calls (a verdict is
+/// recorded like any model call, by the judge's prompt and the output it judged).
+pub struct Asking<'a> {
+    pub model: Option<&'a str>,
+    pub recorded: Option<std::sync::Arc<crate::recorded::Calls>>,
+    pub offline: bool,
 }
 
 /// Asks `model` (else the settings' default) to score `output` against the rubric.
-pub async fn judge(j: &JudgeCheck, output: &str, model: Option<String>) -> Judged {
-    let request =
-        RunRequest { input: Some(json!({"rubric": j.rubric, "output": output})), model, ..RunRequest::default() };
+pub async fn judge(j: &JudgeCheck, output: &str, model: Option<String>, asking: &Asking<'_>) -> Judged {
+    let request = RunRequest {
+        input: Some(json!({"rubric": j.rubric, "output": output})),
+        model,
+        recorded: asking.recorded.clone(),
+        offline: asking.offline,
+        ..RunRequest::default()
+    };
     let prepared = match session::prepare(judge_workflow(), request, None).await {
         Ok(p) => p,
         Err(e) => {
-            return Judged { score: None, reason: format!("the judge could not run [{}]: {e}", e.code()), tokens: 0 }
+            let setup = CaseError { code: e.code().into(), message: format!("the judge could not run: {e}") };
+            return Judged { score: None, reason: setup.message.clone(), tokens: 0, setup: Some(setup) };
         }
     };
     let seen = crate::log::Collector::default();
@@ -55,18 +73,20 @@ pub async fn judge(j: &JudgeCheck, output: &str, model: Option<String>) -> Judge
 
 fn verdict(result: &RunResult, tokens: u64) -> Judged {
     let Some(r) = result.results.get("judge") else {
-        return Judged { score: None, reason: "the judge did not answer".into(), tokens };
+        return Judged { score: None, reason: "the judge did not answer".into(), tokens, setup: None };
     };
     if r.status != NodeStatus::Success {
-        return Judged {
-            score: None,
-            reason: format!("the judge failed: {}", r.error.as_deref().unwrap_or("")),
-            tokens,
-        };
+        let reason = format!("the judge failed: {}", r.error.as_deref().unwrap_or(""));
+        let setup = r
+            .error_code
+            .as_deref()
+            .filter(|c| super::runner::SETUP_CODES.contains(c))
+            .map(|code| CaseError { code: code.into(), message: reason.clone() });
+        return Judged { score: None, reason, tokens, setup };
     }
     let score = r.data.get("score").and_then(Value::as_f64).map(|s| s.clamp(0.0, 1.0));
     let reason = r.data.get("reason").and_then(Value::as_str).unwrap_or_default().to_string();
-    Judged { score, reason, tokens }
+    Judged { score, reason, tokens, setup: None }
 }
 
 /// A judge's answer, kept in the report whether it passed or not.
@@ -79,12 +99,12 @@ pub struct Judgement {
 }
 
 /// Judges a case's `judge` expectations (those `check` leaves to a model), in the order written: the failures, the
-/// judgements, and the tokens the judge used.
+/// judgements, and the tokens the judge used; or why a judge could not be asked here.
 pub async fn judge_all(
     expect: &[Expectation],
     result: &RunResult,
-    default_model: Option<&str>,
-) -> (Vec<Failure>, Vec<Judgement>, u64) {
+    asking: Asking<'_>,
+) -> Result<(Vec<Failure>, Vec<Judgement>, u64), CaseError> {
     let mut failures = Vec::new();
     let mut judgements = Vec::new();
     let mut tokens = 0;
@@ -96,8 +116,11 @@ pub async fn judge_all(
             failures.push(Failure { node: e.node.clone(), expected, actual: what });
             continue;
         };
-        let model = j.model.clone().or_else(|| default_model.map(str::to_string));
-        let judged = judge(j, &output, model).await;
+        let model = j.model.clone().or_else(|| asking.model.map(str::to_string));
+        let judged = judge(j, &output, model, &asking).await;
+        if let Some(setup) = judged.setup {
+            return Err(setup);
+        }
         tokens += judged.tokens;
         judgements.push(Judgement { node: e.node.clone(), score: judged.score, reason: judged.reason.clone() });
         match judged.score {
@@ -110,5 +133,5 @@ pub async fn judge_all(
             None => failures.push(Failure { node: e.node.clone(), expected, actual: judged.reason }),
         }
     }
-    (failures, judgements, tokens)
+    Ok((failures, judgements, tokens))
 }

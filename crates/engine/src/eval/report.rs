@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::runner::{CaseReport, Verdict};
+use crate::recorded::CallCounts;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -20,10 +21,12 @@ pub struct Report {
     pub pass_rate: f64,
     pub tokens: u64,
     pub duration_ms: u64,
+    /// Model calls made, calls answered from the recorded calls, and the tokens those saved.
+    pub calls: CallCounts,
 }
 
 impl Report {
-    pub fn new(file: String, workflow: String, cases: Vec<CaseReport>) -> Report {
+    pub fn new(file: String, workflow: String, cases: Vec<CaseReport>, calls: CallCounts) -> Report {
         let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count();
         let (passed, failed, flaky, errors) =
             (count(Verdict::Passed), count(Verdict::Failed), count(Verdict::Flaky), count(Verdict::Error));
@@ -39,6 +42,7 @@ impl Report {
             failed,
             flaky,
             errors,
+            calls,
         }
     }
 

@@ -15,6 +15,7 @@ use super::file::{AnswersRef, Case, Check, Suite};
 use crate::answers::{Answers, OneOrMany};
 use crate::format::{self, LoadError};
 use crate::log::Collector;
+use crate::recorded::{CallCounts, Calls};
 use crate::result::RunStatus;
 use crate::session::{self, RunRequest, Sinks, WorkflowRef};
 use crate::Workflow;
@@ -30,7 +31,8 @@ pub struct Options {
     pub jobs: usize,
     /// Only this case (`--case`).
     pub case: Option<String>,
-    /// No model is called: a case without answers fails instead of calling one.
+    /// No model is called: calls are answered by the cases' answers and the recorded calls; a call with neither
+    /// fails its case.
     pub offline: bool,
     /// Code steps may run (`--allow-code`), trusted or not.
     pub allow_code: bool,
@@ -92,8 +94,15 @@ impl CaseReport {
     }
 }
 
-/// Runs the suite's cases (or the one `options.case` names), calling `done` as each case finishes.
-pub async fn run(suite: &Suite, options: &Options, done: impl Fn(&CaseReport)) -> Result<Vec<CaseReport>, LoadError> {
+/// Runs the suite's cases (or the one `options.case` names), calling `done` as each case finishes. Model calls are
+/// answered from the suite's recorded calls where their keys match, and recorded otherwise (not with `repeat`, which
+/// asks the models each time to see whether they agree); the record is saved after the cases, pruned of calls no
+/// case asked for when every case ran.
+pub async fn run(
+    suite: &Suite,
+    options: &Options,
+    done: impl Fn(&CaseReport),
+) -> Result<(Vec<CaseReport>, CallCounts), LoadError> {
     let workflow_path = suite.workflow_path();
     let loaded = format::load_file(&workflow_path, None)?;
     let cases: Vec<&Case> =
@@ -107,15 +116,29 @@ pub async fn run(suite: &Suite, options: &Options, done: impl Fn(&CaseReport)) -
     }
     let workflow = &loaded.workflow;
     known_nodes(suite, workflow)?;
+    // A workflow that does not validate cannot be evaluated: said before any case runs.
+    let report = crate::validate::validate(workflow, &crate::validate::Options::default());
+    if let Some(first) = report.errors.first() {
+        let message = format!("the workflow does not validate ({} errors): {}", report.errors.len(), first.message);
+        return Err(LoadError::new(message).with_code("INVALID_WORKFLOW").at_file(&workflow_path));
+    }
     let dir = suite.dir();
     let judge = suite.file.judge.clone().or_else(|| options.model.clone());
+    let calls_path = suite.calls_path();
+    let recorded = if options.repeat > 1 {
+        None
+    } else {
+        let calls = Calls::open(&calls_path).map_err(|e| LoadError::new(e).with_code("CALLS_UNREADABLE"))?;
+        Some(Arc::new(calls))
+    };
     let mut reports: Vec<(usize, CaseReport)> = futures::stream::iter(cases.into_iter().enumerate())
         .map(|(at, case)| {
-            let (workflow_path, dir, judge) = (&workflow_path, &dir, judge.as_deref());
+            let (workflow_path, dir, judge, recorded) = (&workflow_path, &dir, judge.as_deref(), &recorded);
             async move {
                 let mut attempts = Vec::new();
                 for _ in 0..options.repeat.max(1) {
-                    attempts.push(attempt(workflow, workflow_path, dir, case, options, judge).await);
+                    let run = Run { workflow, path: workflow_path, dir, options, judge, recorded: recorded.clone() };
+                    attempts.push(attempt(&run, case).await);
                 }
                 (at, CaseReport { id: case.id.clone(), verdict: verdict(&attempts), attempts })
             }
@@ -134,7 +157,24 @@ pub async fn run(suite: &Suite, options: &Options, done: impl Fn(&CaseReport)) -
     if let Some(e) = invalid {
         return Err(LoadError::new(e.message.clone()).with_code("INVALID_WORKFLOW").at_file(&workflow_path));
     }
-    Ok(reports.into_iter().map(|(_, r)| r).collect())
+    let counts = match &recorded {
+        Some(calls) => {
+            calls.save(options.case.is_none()).map_err(|e| LoadError::new(e).with_code("CALLS_UNWRITABLE"))?;
+            calls.counts()
+        }
+        None => CallCounts::default(),
+    };
+    Ok((reports.into_iter().map(|(_, r)| r).collect(), counts))
+}
+
+/// What every attempt of a suite shares.
+struct Run<'a> {
+    workflow: &'a Workflow,
+    path: &'a Path,
+    dir: &'a Path,
+    options: &'a Options,
+    judge: Option<&'a str>,
+    recorded: Option<Arc<Calls>>,
 }
 
 /// Every node a case names (in expectations and decisions) is a node of the workflow.
@@ -171,14 +211,8 @@ fn verdict(attempts: &[Attempt]) -> Verdict {
     }
 }
 
-async fn attempt(
-    workflow: &Workflow,
-    path: &Path,
-    dir: &Path,
-    case: &Case,
-    options: &Options,
-    judge: Option<&str>,
-) -> Attempt {
+async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
+    let Run { workflow, path, dir, options, judge, .. } = *run;
     let errored = |code: &str, message: String| Attempt {
         passed: false,
         status: None,
@@ -192,24 +226,14 @@ async fn attempt(
         Ok(answers) => answers,
         Err(e) => return errored("ANSWERS_UNREADABLE", e),
     };
-    if options.offline && answers.is_none() {
-        return errored(
-            "OFFLINE_UNANSWERED",
-            format!("case `{}` has no answers, and --offline calls no model; give it `answers:`", case.id),
-        );
-    }
     let judged = case.expect.iter().any(|e| matches!(e.check, Check::Judge(_)));
-    if options.offline && judged {
-        return errored(
-            "OFFLINE_JUDGE",
-            format!("case `{}` has a `judge` expectation, which asks a model; run it without --offline", case.id),
-        );
-    }
     let request = RunRequest {
         workflow_ref: Some(WorkflowRef::new(path, None)),
         input: case.input.clone(),
         answers,
         decisions: decisions_for(case),
+        recorded: run.recorded.clone(),
+        offline: options.offline,
         model: options.model.clone(),
         allow_code: options.allow_code,
         ..RunRequest::default()
@@ -232,9 +256,14 @@ async fn attempt(
     let events = seen.events();
     let mut failures = check::check(&case.expect, &outcome.result, &events);
     let spent = check::spent(&events, None);
-    let (judge_failures, judgements, judge_tokens) = match judged {
-        true => super::judge::judge_all(&case.expect, &outcome.result, judge).await,
-        false => (Vec::new(), Vec::new(), 0),
+    let (judge_failures, judgements, judge_tokens) = if judged {
+        let asking = super::judge::Asking { model: judge, recorded: run.recorded.clone(), offline: options.offline };
+        match super::judge::judge_all(&case.expect, &outcome.result, asking).await {
+            Ok(judged) => judged,
+            Err(e) => return errored(&e.code, e.message),
+        }
+    } else {
+        (Vec::new(), Vec::new(), 0)
     };
     failures.extend(judge_failures);
     Attempt {
@@ -249,7 +278,7 @@ async fn attempt(
 }
 
 /// Failure codes that mean the case could not run here (docs/errors.md), not that the workflow misbehaved.
-const SETUP_CODES: [&str; 3] = ["CODE_NEEDS_CONSENT", "NO_MODEL", "UNKNOWN_PROVIDER"];
+pub(super) const SETUP_CODES: [&str; 4] = ["CODE_NEEDS_CONSENT", "NO_MODEL", "UNKNOWN_PROVIDER", "OFFLINE_UNRECORDED"];
 
 /// The case's answers: its answers file or inline mapping, if it has one.
 fn answers_for(case: &Case, dir: &Path) -> Result<Option<Answers>, String> {

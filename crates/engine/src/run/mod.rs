@@ -682,8 +682,11 @@ impl Scheduler {
     fn fast_forward(&mut self) -> Result<(), String> {
         self.begin_once();
         loop {
-            // Timers fired where the live loop checks them: before ready nodes start.
-            while self.state.is_live() && self.next_input(|i| matches!(i, Input::TimedOut { .. })) {
+            // Timers fired where the live loop checks them: before ready nodes start, once their approval waits (a
+            // timer that fired in a later process is applied after the turn that reached its approval again).
+            while self.state.is_live()
+                && self.next_input(|i| matches!(i, Input::TimedOut { .. }) && self.state.admit(i).is_ok())
+            {
                 self.apply_next()?;
             }
             if self.stand() == Standing::Over || !self.next_input(|_| true) {

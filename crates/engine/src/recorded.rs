@@ -1,0 +1,235 @@
+//! Recorded model calls (docs/evals.md, "Change-aware replay"): every model call is keyed by what determines it —
+//! the node, the model, the prompts as rendered from the inputs the node saw, its output schema and tools (and for a
+//! routing call, the choices and the route view). A call whose key was recorded is answered from the record instead
+//! of the model; any other call goes to the model and is recorded. Editing one node's prompt therefore calls the
+//! model for that node, and for the nodes whose prompts its new output changes, and for nothing else. Offline, a call
+//! with no record fails the node, saying so.
+//!
+//! The record is a JSON file kept beside an evaluation file (`NAME.evals.calls.json`), sorted for stable diffs, meant
+//! to be committed so CI replays at zero tokens. It holds what models answered, never keys or settings.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
+use crate::result::Usage;
+
+/// What a model answered to one call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    /// The node that asked, for a person reading the file.
+    pub node: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A routing call's choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// The record file's shape.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct CallsFile {
+    version: u32,
+    calls: BTreeMap<String, Call>,
+}
+
+/// How many calls were answered how, and the tokens the record saved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallCounts {
+    /// Calls that went to a model.
+    pub model_calls: u64,
+    /// Calls answered from the record.
+    pub reused: u64,
+    /// Tokens the reused calls used when they were recorded.
+    pub tokens_saved: u64,
+}
+
+/// The record of an evaluation file's model calls, shared by its cases.
+pub struct Calls {
+    path: PathBuf,
+    known: Mutex<BTreeMap<String, Call>>,
+    /// Keys answered in this session (from the record or a model): what is kept when the record is pruned.
+    used: Mutex<BTreeMap<String, ()>>,
+    changed: Mutex<bool>,
+    model_calls: AtomicU64,
+    reused: AtomicU64,
+    tokens_saved: AtomicU64,
+}
+
+impl Calls {
+    /// The record at `path`; empty when the file does not exist.
+    pub fn open(path: &Path) -> Result<Calls, String> {
+        let file: CallsFile = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| {
+                format!(
+                    "{}: the recorded calls are not readable ({e}); delete the file to record them again",
+                    path.display()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => CallsFile::default(),
+            Err(e) => return Err(format!("{}: cannot read the recorded calls: {e}", path.display())),
+        };
+        Ok(Calls {
+            path: path.to_path_buf(),
+            known: Mutex::new(file.calls),
+            used: Mutex::default(),
+            changed: Mutex::new(false),
+            model_calls: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
+            tokens_saved: AtomicU64::new(0),
+        })
+    }
+
+    pub fn counts(&self) -> CallCounts {
+        CallCounts {
+            model_calls: self.model_calls.load(Ordering::Relaxed),
+            reused: self.reused.load(Ordering::Relaxed),
+            tokens_saved: self.tokens_saved.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Writes the record when a call was added; with `prune`, calls nobody asked for this time are dropped (every
+    /// case ran, so they belong to prompts that no longer exist).
+    pub fn save(&self, prune: bool) -> Result<bool, String> {
+        let mut calls = self.known.lock().unwrap().clone();
+        if prune {
+            let used = self.used.lock().unwrap();
+            let before = calls.len();
+            calls.retain(|k, _| used.contains_key(k));
+            if calls.len() != before {
+                *self.changed.lock().unwrap() = true;
+            }
+        }
+        if !*self.changed.lock().unwrap() {
+            return Ok(false);
+        }
+        let mut text = serde_json::to_string_pretty(&CallsFile { version: 1, calls }).expect("calls are JSON");
+        text.push('\n');
+        std::fs::write(&self.path, text).map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        Ok(true)
+    }
+
+    fn lookup(&self, key: &str) -> Option<Call> {
+        let found = self.known.lock().unwrap().get(key).cloned();
+        if let Some(call) = &found {
+            self.used.lock().unwrap().insert(key.to_string(), ());
+            self.reused.fetch_add(1, Ordering::Relaxed);
+            let tokens = call.usage.as_ref().map_or(0, |u| u.input_tokens + u.output_tokens);
+            self.tokens_saved.fetch_add(tokens, Ordering::Relaxed);
+        }
+        found
+    }
+
+    fn record(&self, key: String, call: Call) {
+        self.model_calls.fetch_add(1, Ordering::Relaxed);
+        self.used.lock().unwrap().insert(key.clone(), ());
+        self.known.lock().unwrap().insert(key, call);
+        *self.changed.lock().unwrap() = true;
+    }
+}
+
+/// A model that answers from the record when it can. `inner` is the real model; `None` offline.
+pub struct RecordedModel {
+    pub calls: Arc<Calls>,
+    pub inner: Option<Arc<dyn Model>>,
+}
+
+fn key(what: Value) -> String {
+    let digest = Sha256::digest(what.to_string().as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+fn execute_key(r: &ExecuteRequest<'_>) -> String {
+    let tools: Vec<Value> = r.tools.iter().map(|t| json!([t.name, t.description, t.parameters])).collect();
+    key(json!({
+        "kind": "execute",
+        "node": r.node,
+        "model": r.model,
+        "system": r.system_prompt,
+        "prompt": r.prompt,
+        // A plain instruction has the context appended by the provider: the context is an input too.
+        "context": if r.plain_instruction { r.scope.context_json() } else { Value::Null },
+        "schema": r.output_schema,
+        "effort": r.reasoning_effort,
+        "tools": tools,
+        "first_tool": r.first_tool,
+        "call": r.call_index,
+    }))
+}
+
+fn route_key(r: &RouteRequest<'_>) -> String {
+    key(json!({
+        "kind": "route",
+        "node": r.node,
+        "model": r.model,
+        "question": r.question,
+        "context": r.context,
+        "choices": r.choices,
+        "visit": r.visit,
+    }))
+}
+
+fn unrecorded(node: &str) -> ModelError {
+    let mut e = ModelError::fatal(format!(
+        "no recorded answer for `{node}` (its prompt or inputs changed since the calls were recorded), and --offline calls no model; run without --offline to record it"
+    ));
+    e.code = Some("OFFLINE_UNRECORDED");
+    e
+}
+
+#[async_trait]
+impl Model for RecordedModel {
+    async fn execute(&self, request: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError> {
+        // The repair turn of a schema mismatch goes to the model as it is: its answer is recorded under the first key.
+        let key = execute_key(request);
+        if let Some(call) = self.calls.lookup(&key) {
+            if let Some(text) = &call.text {
+                io.progress(text);
+            }
+            return Ok(ModelOutput { data: call.data, text: call.text, usage: None });
+        }
+        let Some(inner) = &self.inner else { return Err(unrecorded(request.node)) };
+        let output = inner.execute(request, io).await?;
+        let call = Call {
+            node: request.node.to_string(),
+            data: output.data.clone(),
+            text: output.text.clone(),
+            choice: None,
+            usage: output.usage.clone(),
+        };
+        self.calls.record(key, call);
+        Ok(output)
+    }
+
+    async fn route(&self, request: &RouteRequest<'_>, io: &dyn NodeIo) -> Result<RouteAnswer, ModelError> {
+        let key = route_key(request);
+        if let Some(call) = self.calls.lookup(&key) {
+            let choice = call.choice.unwrap_or_default();
+            return Ok(RouteAnswer { choice, note: Some("recorded".into()), usage: None });
+        }
+        let Some(inner) = &self.inner else { return Err(unrecorded(request.node)) };
+        let answer = inner.route(request, io).await?;
+        let call = Call {
+            node: request.node.to_string(),
+            data: None,
+            text: None,
+            choice: Some(answer.choice.clone()),
+            usage: answer.usage.clone(),
+        };
+        self.calls.record(key, call);
+        Ok(answer)
+    }
+}

@@ -1,0 +1,89 @@
+//! Change-aware replay, counted at the wire: a suite runs against an OpenAI-compatible server on 127.0.0.1 that
+//! counts requests; its calls are recorded; a second run makes none; editing one prompt of a ten-node workflow calls
+//! the model for that node and for the node whose inputs its new answer changed, and for nothing else. Offline, a
+//! call with no record fails its case, saying so. One test in its own binary: it sets the settings' home.
+
+mod support;
+
+use support::http::{Reply, TestServer};
+use switchyard_engine::eval::{self, Options, Suite, Verdict};
+
+fn workflow(third_prompt: &str) -> String {
+    let mut text =
+        String::from("switchyard: 1\nname: ten\ndefaults: {model: fake/m}\nnodes:\n  - {id: start, type: start}\n");
+    let mut edges = String::from("edges:\n");
+    for i in 1..=8 {
+        let prompt = if i == 3 { third_prompt.to_string() } else { format!("Task {i} for {{{{ input }}}}") };
+        text.push_str(&format!("  - {{id: a{i}, type: agent, user_prompt: '{prompt}'}}\n"));
+        edges.push_str(&format!("  - {{from: start, to: a{i}}}\n  - {{from: a{i}, to: sum}}\n"));
+    }
+    let reads: Vec<String> = (1..=8).map(|i| format!("{{{{ a{i}.text }}}}")).collect();
+    text.push_str(&format!("  - {{id: sum, type: agent, user_prompt: 'Sum up: {}'}}\n", reads.join(" ")));
+    text + &edges
+}
+
+#[tokio::test]
+async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_changed_only() {
+    // Every request gets an answer of its own, so a node that runs again answers differently.
+    let replies: Vec<Reply> = (0..64).map(|n| Reply::openai_stream(&[&format!("answer {n}")])).collect();
+    let server = TestServer::start(replies).await;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("settings.yaml"),
+        format!("providers:\n  - {{id: fake, kind: openai, base_url: \"{}/v1\"}}\n", server.url),
+    )
+    .unwrap();
+    std::env::set_var("SWITCHYARD_HOME", home.path());
+
+    let dir = tempfile::tempdir().unwrap();
+    let wf = dir.path().join("ten.yaml");
+    std::fs::write(&wf, workflow("Task 3 for {{ input }}")).unwrap();
+    let evals = dir.path().join("ten.evals.yaml");
+    std::fs::write(
+        &evals,
+        "workflow: ten.yaml\ncases:\n  - {id: sums-up, input: the report, expect: [{node: sum, contains: answer}]}\n",
+    )
+    .unwrap();
+    let run = |offline: bool| {
+        let suite = Suite::load(&evals).unwrap();
+        async move { eval::run(&suite, &Options { offline, ..Options::default() }, |_| {}).await.unwrap() }
+    };
+
+    let (first, calls) = run(false).await;
+    assert_eq!(first[0].verdict, Verdict::Passed, "{:?}", first[0].shown());
+    assert_eq!((calls.model_calls, calls.reused), (9, 0), "nine agents, each asked once");
+    assert_eq!(server.requests().len(), 9);
+    let recorded = dir.path().join("ten.evals.calls.json");
+    let text = std::fs::read_to_string(&recorded).unwrap();
+    assert_eq!(text.matches("\"node\":").count(), 9, "{text}");
+    assert!(!text.contains(&server.url), "the record keeps answers, not settings");
+
+    let (again, calls) = run(false).await;
+    assert_eq!(again[0].verdict, Verdict::Passed);
+    assert_eq!((calls.model_calls, calls.reused), (0, 9), "nothing changed: nothing is asked");
+    assert_eq!(calls.tokens_saved, 9 * 12, "each recorded answer used 11 + 1 tokens");
+    assert_eq!(server.requests().len(), 9);
+
+    // One prompt changes: that node is asked again; its new answer changes what `sum` reads, so `sum` is too.
+    std::fs::write(&wf, workflow("Task 3, done carefully, for {{ input }}")).unwrap();
+    let (edited, calls) = run(false).await;
+    assert_eq!(edited[0].verdict, Verdict::Passed);
+    assert_eq!((calls.model_calls, calls.reused), (2, 7), "a3 and sum run; the other seven are reused");
+    let asked: Vec<String> = server.requests()[9..].iter().map(|r| r.body["messages"].to_string()).collect();
+    assert_eq!(asked.len(), 2);
+    assert!(
+        asked.iter().any(|m| m.contains("done carefully")) && asked.iter().any(|m| m.contains("Sum up")),
+        "{asked:?}"
+    );
+    let pruned = std::fs::read_to_string(&recorded).unwrap();
+    assert_eq!(pruned.matches("\"node\":").count(), 9, "the calls of the old prompt are dropped: {pruned}");
+
+    // Offline, a call with no record fails the case, saying which node and what to do; nothing is asked.
+    std::fs::write(&wf, workflow("Task 3, twice as carefully, for {{ input }}")).unwrap();
+    let (offline, _) = run(true).await;
+    assert_eq!(offline[0].verdict, Verdict::Error);
+    let error = offline[0].shown().error.clone().unwrap();
+    assert_eq!(error.code, "OFFLINE_UNRECORDED");
+    assert!(error.message.contains("`a3`") && error.message.contains("run without --offline"), "{}", error.message);
+    assert_eq!(server.requests().len(), 11);
+}
