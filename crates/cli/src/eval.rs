@@ -168,91 +168,33 @@ fn write_report(path: Option<&Path>, text: &str, flag: &str) -> Result<(), Unusa
         .map_err(|e| coded("REPORT_UNWRITABLE", format!("{flag}: cannot write {}: {e}", path.display())))
 }
 
-/// `eval add RUN_ID`: the stored run as a case, appended to the evaluation file (created when missing).
+/// `eval add RUN_ID`: the stored run as a case, appended to the evaluation file (`eval::add_case`).
 fn cmd_add(run_id: &str, to: Option<PathBuf>, id: Option<String>) -> Result<u8, Unusable> {
     let store = open_store()?;
     let stored = store.load(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
-    if matches!(stored.row.status, StoredStatus::Running | StoredStatus::Interrupted) {
-        return Err(coded(
-            "RUN_NOT_ENDED",
-            format!("run {run_id} is {}; `switchyard resume {run_id}` lets it end first", stored.row.status.as_str()),
-        ));
-    }
     let (_, result) = session::show(&store, run_id)?;
-    let workflow_file = stored.row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path);
-    let file = match (to, &workflow_file) {
-        (Some(to), _) => to,
-        (None, Some(w)) => w.with_file_name(format!(
-            "{}.evals.yaml",
-            w.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-        )),
-        (None, None) => {
-            return Err(coded(
-                "NO_WORKFLOW_FILE",
-                format!("run {run_id} was not run from a file: name the evaluation file with --to FILE"),
-            ))
-        }
+    let run = eval::RunParts {
+        run_id,
+        workflow: &stored.workflow,
+        options: &stored.options,
+        recording: &stored.recording,
+        result: &result,
+        workflow_file: stored.row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path),
+        ended: !matches!(stored.row.status, StoredStatus::Running | StoredStatus::Interrupted),
     };
-    let existing = if file.exists() { Some(Suite::load(&file)?) } else { None };
-    let taken = |candidate: &str| existing.as_ref().is_some_and(|s| s.file.cases.iter().any(|c| c.id == candidate));
-    let base = id.unwrap_or_else(|| format!("run-{}", run_id.chars().take(8).collect::<String>()));
-    let id = (1..).map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") }).find(|c| !taken(c)).unwrap();
-    let case = eval::case_from_run(id.clone(), &stored.workflow, &stored.options, &stored.recording, &result);
-    let block = eval::case_yaml(&case);
-    let text = match &existing {
-        None => {
-            let workflow = match &workflow_file {
-                Some(w) if same_dir(w, &file) => w.file_name().unwrap_or_default().to_string_lossy().into_owned(),
-                Some(w) => std::fs::canonicalize(w).unwrap_or_else(|_| w.clone()).display().to_string(),
-                None => {
-                    return Err(coded(
-                        "NO_WORKFLOW_FILE",
-                        format!(
-                            "run {run_id} was not run from a file: create {} with its `workflow:` first",
-                            file.display()
-                        ),
-                    ))
-                }
-            };
-            format!(
-                "# Test cases for {workflow}: `switchyard eval {}`.\nworkflow: {workflow}\ncases:\n{block}",
-                file.display()
-            )
-        }
-        Some(_) => {
-            let mut text = std::fs::read_to_string(&file).unwrap_or_default();
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text + &block
-        }
-    };
-    // Appending keeps the file's comments; it works when `cases:` is the file's last entry, which is checked.
-    let appended = Suite::parse(&text, &file).ok().filter(|s| s.file.cases.last().is_some_and(|c| c.id == id));
-    if appended.is_none() {
-        return Err(coded(
-            "EVALS_NOT_APPENDABLE",
-            format!(
-                "cannot add to {}: `cases:` is not its last entry. Add this case under `cases:` by hand:\n{block}",
-                file.display()
-            ),
-        ));
-    }
-    std::fs::write(&file, text)
-        .map_err(|e| coded("EVALS_UNWRITABLE", format!("cannot write {}: {e}", file.display())))?;
+    let added = eval::add_case(&run, to, id).map_err(|e| {
+        let message = match e.code {
+            "RUN_NOT_ENDED" => format!("{e}: `switchyard resume {run_id}`"),
+            "NO_WORKFLOW_FILE" => format!("{e} with --to FILE"),
+            _ => e.to_string(),
+        };
+        coded(e.code, message)
+    })?;
+    let file = added.path.display();
     outln!(
-        "added case `{id}` to {} ({} expectations); run it with `switchyard eval {}`",
-        file.display(),
-        case.expect.len(),
-        file.display()
+        "added case `{}` to {file} ({} expectations); run it with `switchyard eval {file}`",
+        added.case_id,
+        added.expectations
     );
     Ok(0)
-}
-
-fn same_dir(a: &Path, b: &Path) -> bool {
-    let dir = |p: &Path| {
-        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::canonicalize(parent).ok()
-    };
-    dir(a).is_some() && dir(a) == dir(b)
 }

@@ -3,6 +3,7 @@
 //! Markdown summary) and for CI (JSON, JUnit XML). Knows nothing of terminals or windows; runs only through
 //! `session`.
 
+pub mod add;
 pub mod check;
 pub mod file;
 pub mod from_run;
@@ -10,6 +11,7 @@ pub mod judge;
 pub mod report;
 pub mod runner;
 
+pub use add::{add_case, AddError, Added, RunParts};
 pub use check::Failure;
 pub use file::{schema_json, Case, Check, EvalFile, Expectation, Suite};
 pub use from_run::{case_from_run, case_yaml};
