@@ -50,6 +50,10 @@ pub struct EvalCli {
     /// Let the workflow's code steps execute (see `run --allow-code`).
     #[arg(long)]
     allow_code: bool,
+    /// Compare with an earlier report (`--json` output): each case improved, regressed or unchanged, the nodes
+    /// whose output changed, tokens and time side by side. A regression exits 1.
+    #[arg(long, value_name = "REPORT")]
+    baseline: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -92,6 +96,7 @@ pub async fn cmd(cli: EvalCli) -> Result<u8, Unusable> {
         junit: cli.junit,
         markdown: cli.markdown,
         min_pass_rate: cli.min_pass_rate,
+        baseline: cli.baseline,
         options,
     };
     cmd_eval(args).await
@@ -103,10 +108,25 @@ struct EvalArgs {
     junit: Option<PathBuf>,
     markdown: Option<PathBuf>,
     min_pass_rate: f64,
+    baseline: Option<PathBuf>,
     options: eval::Options,
 }
 
 async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
+    let baseline = match &args.baseline {
+        None => None,
+        Some(path) => {
+            let unreadable =
+                |why: String| coded("BASELINE_UNREADABLE", format!("--baseline {}: {why}", path.display()));
+            let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| unreadable(format!("not a report written by `switchyard eval --json` ({e})")))?;
+            if !value["cases"].is_array() {
+                return Err(unreadable("not a report written by `switchyard eval --json` (it has no cases)".into()));
+            }
+            Some((path.display().to_string(), value))
+        }
+    };
     let suite = Suite::load(&args.file)?;
     let json = args.json;
     // With --json, stdout is the report alone; the live lines go to stderr.
@@ -119,10 +139,17 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
         }
     };
     let (cases, calls) = eval::run(&suite, &args.options, line).await?;
-    let report = Report::new(args.file.display().to_string(), suite.file.workflow.clone(), cases, calls);
+    let mut report = Report::new(args.file.display().to_string(), suite.file.workflow.clone(), cases, calls);
+    if let Some((name, value)) = &baseline {
+        report.comparison = Some(eval::compare(&report, value, name));
+    }
+    let regressed = report.comparison.as_ref().is_some_and(|c| c.regressed > 0);
     write_report(args.junit.as_deref(), &report.junit(), "--junit")?;
     write_report(args.markdown.as_deref(), &report.markdown(), "--markdown")?;
-    let met = report.pass_rate + 1e-9 >= args.min_pass_rate;
+    let met = report.pass_rate + 1e-9 >= args.min_pass_rate && !regressed;
+    if let (false, Some(c)) = (json, &report.comparison) {
+        print_comparison(c);
+    }
     if json {
         outln!("{}", serde_json::to_string_pretty(&report).expect("a report is JSON"));
     } else {
@@ -142,6 +169,38 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
         );
     }
     Ok(if met { 0 } else { 1 })
+}
+
+/// The comparison with a baseline: the totals, then a line per case that changed.
+fn print_comparison(c: &eval::Comparison) {
+    outln!(
+        "compared with {}: {} regressed, {} improved, {} unchanged",
+        c.baseline,
+        c.regressed,
+        c.improved,
+        c.unchanged
+    );
+    for case in &c.cases {
+        let mark = match case.change {
+            eval::Change::Regressed => "↓",
+            eval::Change::Improved => "↑",
+            eval::Change::New => "+",
+            eval::Change::Unchanged if case.changed_nodes.is_empty() => continue,
+            eval::Change::Unchanged => "=",
+        };
+        let before = case.before.as_deref().unwrap_or("(new)");
+        let after =
+            serde_json::to_value(case.after).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let mut line = format!("{mark} {}: {before} → {after}", case.id);
+        if !case.changed_nodes.is_empty() {
+            line.push_str(&format!("; outputs changed: {}", case.changed_nodes.join(", ")));
+        }
+        let (t0, t1) = case.tokens;
+        let (d0, d1) = case.duration_ms;
+        let was = |v: Option<u64>| v.map_or("–".to_string(), |v| v.to_string());
+        line.push_str(&format!("; tokens {} → {t1}; {} → {d1} ms", was(t0), was(d0)));
+        outln!("{line}");
+    }
 }
 
 /// One case as the live table shows it: verdict, id, time and tokens, then what did not hold.

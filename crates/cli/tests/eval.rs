@@ -290,3 +290,33 @@ fn a_stored_run_becomes_a_case_that_runs_offline_and_catches_a_change_to_the_wor
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
     assert!(text(&refused.stderr).contains("`cases:` is not its last entry"), "{}", text(&refused.stderr));
 }
+
+#[test]
+fn a_baseline_report_marks_each_case_regressed_improved_or_unchanged_and_a_regression_exits_1() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, file) = suite(ONE_PASSES_ONE_FAILS);
+    let before = dir.path().join("before.json");
+    let out = switchyard(home.path(), &["eval", &file, "--json"]);
+    std::fs::write(&before, &out.stdout).unwrap();
+    // The answers change: the case that passed now fails; the one that failed stays failed, its output changed.
+    let answers = dir.path().join("approval-flow.script.yaml");
+    let changed = std::fs::read_to_string(&answers).unwrap().replace("Dark mode is coming", "Coming soon");
+    std::fs::write(&answers, changed).unwrap();
+    let out = switchyard(home.path(), &["eval", &file, "--baseline", before.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("1 regressed, 0 improved, 1 unchanged"), "{stdout}");
+    assert!(stdout.contains("↓ publishes: passed → failed; outputs changed: publish"), "{stdout}");
+    assert!(stdout.contains("= expects-the-wrong-thing: failed → failed; outputs changed: publish"), "{stdout}");
+
+    let json = switchyard(home.path(), &["eval", &file, "--baseline", before.to_str().unwrap(), "--json"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["comparison"]["cases"][0]["change"], "regressed", "{report}");
+    assert_eq!(report["comparison"]["cases"][0]["changedNodes"], serde_json::json!(["publish"]));
+
+    std::fs::write(&before, "{\"not\": \"a report\"}").unwrap();
+    let bad = switchyard(home.path(), &["eval", &file, "--baseline", before.to_str().unwrap(), "--json"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let v: Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert_eq!(v["errors"][0]["code"], "BASELINE_UNREADABLE", "{v}");
+}

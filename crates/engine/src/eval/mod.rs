@@ -5,6 +5,7 @@
 
 pub mod add;
 pub mod check;
+pub mod compare;
 pub mod file;
 pub mod from_run;
 pub mod judge;
@@ -13,6 +14,7 @@ pub mod runner;
 
 pub use add::{add_case, AddError, Added, RunParts};
 pub use check::Failure;
+pub use compare::{compare, Change, Comparison};
 pub use file::{schema_json, Case, Check, EvalFile, Expectation, Suite};
 pub use from_run::{case_from_run, case_yaml};
 pub use report::Report;

@@ -23,6 +23,9 @@ pub struct Report {
     pub duration_ms: u64,
     /// Model calls made, calls answered from the recorded calls, and the tokens those saved.
     pub calls: CallCounts,
+    /// How it compares with a baseline report (`--baseline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<super::compare::Comparison>,
 }
 
 impl Report {
@@ -43,6 +46,7 @@ impl Report {
             flaky,
             errors,
             calls,
+            comparison: None,
         }
     }
 

@@ -71,6 +71,9 @@ pub struct Attempt {
     pub error: Option<CaseError>,
     pub tokens: u64,
     pub duration_ms: u64,
+    /// Each node's output as the next node sees it (its error when it failed): what `--baseline` compares.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub outputs: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -221,6 +224,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         error: Some(CaseError { code: code.into(), message }),
         tokens: 0,
         duration_ms: 0,
+        outputs: BTreeMap::new(),
     };
     let answers = match answers_for(case, dir) {
         Ok(answers) => answers,
@@ -274,6 +278,13 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         error: None,
         tokens: spent.tokens + judge_tokens,
         duration_ms: spent.duration_ms,
+        outputs: outcome
+            .result
+            .results
+            .iter()
+            .filter(|(_, r)| r.status != crate::result::NodeStatus::Skipped)
+            .map(|(id, r)| (id.clone(), r.error.clone().unwrap_or_else(|| crate::run::output_text(&r.data))))
+            .collect(),
     }
 }
 

@@ -1,0 +1,99 @@
+//! Comparing an evaluation with an earlier one (`switchyard eval FILE --baseline REPORT`): per case, whether it
+//! improved, regressed or stayed, which nodes' outputs changed, and tokens and time side by side. A pure function of
+//! the two reports.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::report::Report;
+use super::runner::Verdict;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    /// It passes now and did not before.
+    Improved,
+    /// It passed before and does not now.
+    Regressed,
+    Unchanged,
+    /// The baseline has no such case.
+    New,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseChange {
+    pub id: String,
+    pub change: Change,
+    pub before: Option<String>,
+    pub after: Verdict,
+    /// Nodes whose output differs from the baseline's (or ran in only one of them), in node order of the case.
+    pub changed_nodes: Vec<String>,
+    pub tokens: (Option<u64>, u64),
+    pub duration_ms: (Option<u64>, u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comparison {
+    pub baseline: String,
+    pub improved: usize,
+    pub regressed: usize,
+    pub unchanged: usize,
+    pub cases: Vec<CaseChange>,
+}
+
+/// Compares `report` with `baseline`, an earlier report as `--json` wrote it (`baseline_name` says where it came from).
+pub fn compare(report: &Report, baseline: &Value, baseline_name: &str) -> Comparison {
+    let earlier: BTreeMap<&str, &Value> =
+        baseline["cases"].as_array().into_iter().flatten().filter_map(|c| Some((c["id"].as_str()?, c))).collect();
+    let mut cases = Vec::new();
+    for case in &report.cases {
+        let now = case.shown();
+        let before = earlier.get(case.id.as_str());
+        let was = before.and_then(|b| b["verdict"].as_str()).map(str::to_string);
+        let passed_before = was.as_deref() == Some("passed");
+        let passes = case.verdict == Verdict::Passed;
+        let change = match (&was, passed_before, passes) {
+            (None, _, _) => Change::New,
+            (_, true, false) => Change::Regressed,
+            (_, false, true) => Change::Improved,
+            _ => Change::Unchanged,
+        };
+        let before_attempt = before.and_then(|b| shown(b));
+        let before_outputs: BTreeMap<String, String> =
+            before_attempt.and_then(|a| serde_json::from_value(a["outputs"].clone()).ok()).unwrap_or_default();
+        let mut changed_nodes: Vec<String> = now
+            .outputs
+            .iter()
+            .filter(|(node, text)| before_outputs.get(*node) != Some(*text))
+            .map(|(node, _)| node.clone())
+            .collect();
+        changed_nodes.extend(before_outputs.keys().filter(|n| !now.outputs.contains_key(*n)).cloned());
+        cases.push(CaseChange {
+            id: case.id.clone(),
+            change,
+            before: was,
+            after: case.verdict,
+            changed_nodes: if before.is_some() { changed_nodes } else { Vec::new() },
+            tokens: (before_attempt.and_then(|a| a["tokens"].as_u64()), now.tokens),
+            duration_ms: (before_attempt.and_then(|a| a["durationMs"].as_u64()), now.duration_ms),
+        });
+    }
+    let count = |c: Change| cases.iter().filter(|x| x.change == c).count();
+    Comparison {
+        baseline: baseline_name.to_string(),
+        improved: count(Change::Improved),
+        regressed: count(Change::Regressed),
+        unchanged: count(Change::Unchanged),
+        cases,
+    }
+}
+
+/// The attempt a report showed for a case: the first that failed, else the first (as `CaseReport::shown`).
+fn shown(case: &Value) -> Option<&Value> {
+    let attempts = case["attempts"].as_array()?;
+    attempts.iter().find(|a| a["passed"] == Value::Bool(false)).or(attempts.first())
+}
