@@ -66,4 +66,14 @@ judged = a["judgements"][0]
 assert r["passed"] == 1 and 0 <= judged["score"] <= 1, r
 score = judged["score"]
 print(f"ok: evaluation against the local model: the case ran and the judge scored it {score:.2f}")'
+# Again: every call (the agent's and the judge's) is answered from the calls recorded the first time; none is made.
+again=$(SWITCHYARD_HOME="$home" target/debug/switchyard eval "$home/cats.evals.yaml" --model local/smollm2-135m --json --offline) \
+  || { echo "FAILED: the evaluation replayed offline: $again"; exit 1; }
+echo "$again" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+c = r["calls"]
+assert r["passed"] == 1 and c["modelCalls"] == 0 and c["reused"] == 2, r
+reused = c["reused"]
+print(f"ok: the same evaluation offline: 0 model calls, {reused} recorded answers reused")'
 [ "$failed" -eq 0 ]

@@ -141,6 +141,8 @@ fn the_layers_know_nothing_of_the_layers_above_them() {
     for above in ["store", "session", "providers", "format"] {
         assert!(!uses("run").contains(above), "`run` uses `{above}`");
     }
+    // Recorded calls are a model over a model: they know the model interface and the results, nothing else.
+    only("recorded", &["model", "result"]);
     // Evaluations run through the session, as every front end does.
     for above in ["store", "providers", "mcp"] {
         assert!(!uses("eval").contains(above), "`eval` uses `{above}`");
