@@ -320,3 +320,44 @@ fn a_baseline_report_marks_each_case_regressed_improved_or_unchanged_and_a_regre
     let v: Value = serde_json::from_slice(&bad.stdout).unwrap();
     assert_eq!(v["errors"][0]["code"], "BASELINE_UNREADABLE", "{v}");
 }
+
+#[test]
+fn a_code_assertion_runs_only_with_consent_and_its_message_says_what_did_not_hold() {
+    let home = tempfile::tempdir().unwrap();
+    let (_dir, file) = suite(
+        r#"workflow: approval-flow.yaml
+cases:
+  - id: asserted
+    answers: approval-flow.script.yaml
+    decisions: {review: approve}
+    expect:
+      - node: publish
+        code:
+          language: python
+          code: |
+            ok = input["output"].startswith("<h1>") and input["status"] == "succeeded"
+            return {"pass": ok, "message": "not a headline: " + input["output"]}
+      - node: draft
+        code:
+          language: javascript
+          code: |
+            return {pass: input.output.includes("Light"), message: `no light in: ${input.output}`};
+"#,
+    );
+    let refused = switchyard(home.path(), &["eval", &file, "--json"]);
+    let report: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(report["cases"][0]["verdict"], "error", "{report}");
+    assert_eq!(report["cases"][0]["attempts"][0]["error"]["code"], "CODE_NEEDS_CONSENT", "{report}");
+
+    let out = switchyard(home.path(), &["eval", &file, "--allow-code", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failures = &report["cases"][0]["attempts"][0]["failures"];
+    assert_eq!(
+        failures.as_array().unwrap().len(),
+        1,
+        "the python assertion holds, the javascript one does not: {report}"
+    );
+    assert_eq!(failures[0]["node"], "draft");
+    assert_eq!(failures[0]["expected"], "passes the javascript assertion");
+    assert_eq!(failures[0]["actual"], "no light in: Dark mode arrives next week on every platform.");
+}

@@ -139,8 +139,8 @@ fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Fa
             let took = spent(events, e.node.as_deref()).duration_ms;
             (took > *max).then(|| fail(describe(&e.check), format!("{took} ms")))?
         }
-        // A model judges it (`judge.rs`): the runner asks after the run.
-        Check::Judge(_) => None,
+        // A model judges it (`judge.rs`), code asserts it (`assertion.rs`): the runner asks after the run.
+        Check::Judge(_) | Check::Code(_) => None,
     }
 }
 
@@ -159,6 +159,7 @@ pub fn judged_text(node: Option<&str>, result: &RunResult) -> Option<String> {
 /// The expectation as a person reads it in a report.
 pub fn describe(check: &Check) -> String {
     match check {
+        Check::Code(c) => format!("passes the {} assertion", c.language),
         Check::Equals(v) => format!("equals {}", short(&v.to_string(), 120)),
         Check::Contains(s) => format!("contains {s:?}"),
         Check::Regex(r) => format!("matches /{r}/"),

@@ -104,7 +104,7 @@ impl<'de> Deserialize<'de> for Expectation {
 }
 
 /// The keys of [`Check`], as files write them.
-const CHECKS: [&str; 12] = [
+const CHECKS: [&str; 13] = [
     "equals",
     "contains",
     "regex",
@@ -117,6 +117,7 @@ const CHECKS: [&str; 12] = [
     "max_tokens",
     "max_latency_ms",
     "judge",
+    "code",
 ];
 
 /// What is checked. Text checks (`contains`, `regex`, and `equals` with a string) read the node's output as the next
@@ -149,6 +150,18 @@ pub enum Check {
     MaxLatencyMs(u64),
     /// A model judges the output against a rubric with a score from 0 to 1; it holds at `threshold` or above.
     Judge(JudgeCheck),
+    /// Code (a code step's languages) that sees `input` = `{node, output, data, status}` and returns
+    /// `{"pass": bool, "message": str}`; it runs only with your consent (`--allow-code`).
+    Code(CodeCheck),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodeCheck {
+    /// python, javascript, bash or lua.
+    pub language: String,
+    /// A function body, as a code step's.
+    pub code: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -257,6 +270,11 @@ impl Suite {
                             "case `{}`: `regex: {pattern}` is not a regular expression: {err}",
                             case.id
                         ));
+                    }
+                }
+                if let Check::Code(c) = &e.check {
+                    if let Err(err) = crate::code::Language::parse(Some(&c.language)) {
+                        return refuse(format!("case `{}`: {err}", case.id));
                     }
                 }
                 if let Check::Judge(j) = &e.check {

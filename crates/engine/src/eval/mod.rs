@@ -4,6 +4,7 @@
 //! `session`.
 
 pub mod add;
+pub mod assertion;
 pub mod check;
 pub mod compare;
 pub mod file;

@@ -270,6 +270,12 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         (Vec::new(), Vec::new(), 0)
     };
     failures.extend(judge_failures);
+    if case.expect.iter().any(|e| matches!(e.check, Check::Code(_))) {
+        match super::assertion::assert_all(&case.expect, &outcome.result, options.allow_code).await {
+            Ok(more) => failures.extend(more),
+            Err(e) => return errored(&e.code, e.message),
+        }
+    }
     Attempt {
         passed: failures.is_empty(),
         status: Some(outcome.result.status),
