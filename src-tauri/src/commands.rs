@@ -305,6 +305,54 @@ pub fn replay_run(
     Ok(Resumed { run_id, document })
 }
 
+/// A stored run saved as a test case: the evaluation file it went into, the case's id and how many expectations it
+/// holds.
+#[derive(Debug, Serialize, Type)]
+#[serde(rename_all = "camelCase")]
+pub struct SavedCase {
+    pub path: String,
+    pub case_id: String,
+    pub expectations: u32,
+}
+
+/// Adds a stored run to its workflow's evaluation file (`NAME.evals.yaml` beside the workflow) as a test case: its
+/// input, answers and decisions, and what each node did. The same as `switchyard eval add RUN_ID` (`eval::add_case`).
+#[tauri::command]
+#[specta::specta]
+pub fn save_test_case(state: State<'_, AppState>, run_id: String) -> Result<SavedCase, CommandError> {
+    save_case(state.store()?, &run_id)
+}
+
+fn save_case(store: &RunStore, run_id: &str) -> Result<SavedCase, CommandError> {
+    use switchyard_engine::eval;
+    use switchyard_engine::store::StoredStatus;
+
+    let stored = store.load(run_id)?;
+    let (_, result) = session::show(store, run_id)?;
+    let run = eval::RunParts {
+        run_id,
+        workflow: &stored.workflow,
+        options: &stored.options,
+        recording: &stored.recording,
+        result: &result,
+        workflow_file: stored.row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path),
+        ended: !matches!(stored.row.status, StoredStatus::Running | StoredStatus::Interrupted),
+    };
+    // The window names no other file: a run not started from a file has no evaluation file beside it.
+    let added = eval::add_case(&run, None, None).map_err(|e| match e.code {
+        "NO_WORKFLOW_FILE" => CommandError::new(
+            "NO_WORKFLOW_FILE",
+            format!("run {run_id} was not run from a saved file, so it has no evaluation file beside it"),
+        ),
+        _ => CommandError::from(e),
+    })?;
+    Ok(SavedCase {
+        path: added.path.display().to_string(),
+        case_id: added.case_id,
+        expectations: u32::try_from(added.expectations).unwrap_or(u32::MAX),
+    })
+}
+
 /// Where a run's events go in the app: the store (written first), then the window.
 fn window_sinks(log: Option<Arc<dyn RunLog>>, forwarder: &Forwarder) -> Sinks {
     Sinks { log, observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>] }
@@ -551,5 +599,77 @@ mod tests {
         assert!(script.ends_with("alert-triage.script.yaml"), "{script}");
         let dir = Scratch::new();
         assert_eq!(script_beside(dir.path().join("lonely.yaml").to_string_lossy().into_owned()), None);
+    }
+
+    /// A run of the approval example (from a copy beside which its evaluation file is written, or from no file), run to
+    /// its end or only begun and left (interrupted).
+    fn finished_run(dir: &Path, store: &Arc<RunStore>, from_file: bool, to_the_end: bool) -> String {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+        let workflow_path = dir.join("approval-flow.yaml");
+        std::fs::copy(root.join("approval-flow.yaml"), &workflow_path).unwrap();
+        let script = std::fs::read_to_string(root.join("approval-flow.script.yaml")).unwrap()
+            + "approvals: {review: {decision: approve, note: ship it}}\n";
+        let answers = dir.join("approval-flow.script.yaml");
+        std::fs::write(&answers, script).unwrap();
+        let workflow = format::load_file(&workflow_path, None).unwrap().workflow;
+        let request = session::RunRequest {
+            workflow_ref: from_file.then(|| WorkflowRef::new(&workflow_path, None)),
+            answers_path: Some(answers),
+            ..Default::default()
+        };
+        tauri::async_runtime::block_on(async {
+            let prepared = session::prepare(workflow, request, Some(store.as_ref())).await.unwrap();
+            let claim = session::begin(store, &prepared).unwrap();
+            let id = prepared.options.run_id.clone().unwrap();
+            if to_the_end {
+                session::run(prepared, Sinks { log: Some(store.clone() as Arc<dyn RunLog>), observers: Vec::new() })
+                    .await;
+            }
+            drop(claim);
+            id
+        })
+    }
+
+    #[test]
+    fn a_finished_run_is_saved_as_a_test_case_beside_its_workflow_as_eval_add_does() {
+        let dir = Scratch::new();
+        let store = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+        let id = finished_run(dir.path(), &store, true, true);
+        let evals = dir.path().join("approval-flow.evals.yaml");
+
+        let saved = save_case(&store, &id).unwrap();
+        assert_eq!(std::fs::canonicalize(&saved.path).unwrap(), std::fs::canonicalize(&evals).unwrap());
+        assert_eq!(saved.case_id, format!("run-{}", &id[..8]));
+        let text = std::fs::read_to_string(&evals).unwrap();
+        assert!(text.contains("\nworkflow: approval-flow.yaml\ncases:\n"), "{text}");
+        assert!(text.contains("approval:") && text.contains("route:"), "{text}");
+        assert!(saved.expectations > 0);
+
+        // Saved again: the next free id, appended.
+        let again = save_case(&store, &id).unwrap();
+        assert_eq!(again.case_id, format!("run-{}-2", &id[..8]));
+        assert!(std::fs::read_to_string(&evals).unwrap().starts_with(&text));
+
+        // `cases:` no longer last: refused, and the file is left as it was.
+        let moved = std::fs::read_to_string(&evals).unwrap() + "judge: local/small\n";
+        std::fs::write(&evals, &moved).unwrap();
+        let refused = save_case(&store, &id).unwrap_err();
+        assert_eq!(refused.code, "EVALS_NOT_APPENDABLE");
+        assert_eq!(std::fs::read_to_string(&evals).unwrap(), moved);
+
+        assert_eq!(save_case(&store, "no-such-run").unwrap_err().code, "NO_SUCH_RUN");
+    }
+
+    #[test]
+    fn runs_that_did_not_end_or_came_from_no_file_are_refused_with_their_codes() {
+        let dir = Scratch::new();
+        let store = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+        let interrupted = finished_run(dir.path(), &store, true, false);
+        assert_eq!(save_case(&store, &interrupted).unwrap_err().code, "RUN_NOT_ENDED");
+        let unsaved = finished_run(dir.path(), &store, false, true);
+        let refused = save_case(&store, &unsaved).unwrap_err();
+        assert_eq!(refused.code, "NO_WORKFLOW_FILE");
+        assert!(refused.message.contains("not run from a saved file"), "{}", refused.message);
+        assert!(!dir.path().join("approval-flow.evals.yaml").exists());
     }
 }

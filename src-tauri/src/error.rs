@@ -45,3 +45,9 @@ impl From<switchyard_engine::session::SessionError> for CommandError {
         CommandError::new(e.code(), e.to_string())
     }
 }
+
+impl From<switchyard_engine::eval::AddError> for CommandError {
+    fn from(e: switchyard_engine::eval::AddError) -> CommandError {
+        CommandError::new(e.code, e.message)
+    }
+}

@@ -33,6 +33,7 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::run_events,
         commands::open_run,
         commands::replay_run,
+        commands::save_test_case,
         commands::get_settings,
         commands::save_settings,
         commands::startup_file,

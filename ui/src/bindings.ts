@@ -45,6 +45,11 @@ export const commands = {
 	 *  events like a live run.
 	 */
 	replayRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, CommandError>(__TAURI_INVOKE("replay_run", { runId, onEvents })),
+	/**
+	 *  Adds a stored run to its workflow's evaluation file (`NAME.evals.yaml` beside the workflow) as a test case: its
+	 *  input, answers and decisions, and what each node did. The same as `switchyard eval add RUN_ID` (`eval::add_case`).
+	 */
+	saveTestCase: (runId: string) => typedError<SavedCase, CommandError>(__TAURI_INVOKE("save_test_case", { runId })),
 	/**  The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem. */
 	getSettings: () => __TAURI_INVOKE<SettingsState_Serialize>("get_settings"),
 	/**  Saves the settings, or refuses with the problems by field (nothing is written then). */
@@ -791,6 +796,12 @@ export type Prefs_Serialize = {
 	theme: string,
 };
 
+/**  A model's price: US dollars per million tokens. */
+export type Price = {
+	input: number | null,
+	output: number | null,
+};
+
 export type ProviderConfig = ProviderConfig_Serialize | ProviderConfig_Deserialize;
 
 export type ProviderConfig_Deserialize = {
@@ -962,6 +973,16 @@ export type RunSummary_Serialize = {
 	live: boolean,
 } & RunRow_Serialize;
 
+/**
+ *  A stored run saved as a test case: the evaluation file it went into, the case's id and how many expectations it
+ *  holds.
+ */
+export type SavedCase = {
+	path: string,
+	caseId: string,
+	expectations: number,
+};
+
 /**  The user's settings: providers, the default model, and call limits. */
 export type Settings = Settings_Serialize | Settings_Deserialize;
 
@@ -1005,6 +1026,11 @@ export type Settings_Deserialize = {
 	/**  `provider/model` used when neither the node nor the workflow names one. */
 	default_model?: string | null,
 	limits?: Limits_Deserialize,
+	/**
+	 *  What models cost, by `provider/model`: US dollars per million input and output tokens. Evaluations report
+	 *  the cost of each case from it (docs/evals.md).
+	 */
+	prices?: { [key in string]: Price },
 } & ({
 	/**
 	 *  MCP servers agents may use, by name: `{command, args, env, cwd}` or `{url, headers}` — the `mcpServers` shape
@@ -1030,6 +1056,11 @@ export type Settings_Serialize = {
 	 *  (that key is accepted too), so a list from another tool can be pasted (docs/tools.md).
 	 */
 	mcp_servers?: { [key in string]: McpServerConfig_Serialize },
+	/**
+	 *  What models cost, by `provider/model`: US dollars per million input and output tokens. Evaluations report
+	 *  the cost of each case from it (docs/evals.md).
+	 */
+	prices?: { [key in string]: Price },
 };
 
 export type Startup = Startup_Serialize | Startup_Deserialize;

@@ -154,7 +154,7 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
         outln!("{}", serde_json::to_string_pretty(&report).expect("a report is JSON"));
     } else {
         outln!(
-            "{}/{} passed ({} failed, {} flaky, {} could not run) · {} tokens · {:.1} s · {} model calls, {} recorded answers reused ({} tokens saved){}",
+            "{}/{} passed ({} failed, {} flaky, {} could not run) · {} tokens · {:.1} s · {} model calls, {} recorded answers reused ({} tokens saved){}{}",
             report.passed,
             report.cases.len(),
             report.failed,
@@ -165,6 +165,11 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
             report.calls.model_calls,
             report.calls.reused,
             report.calls.tokens_saved,
+            match (report.tokens, report.cost) {
+                (0, _) => String::new(),
+                (_, Some(usd)) => format!(" · ${usd:.4}"),
+                (_, None) => " · cost unknown: a model has no price under `prices` in the settings".to_string(),
+            },
             if met { String::new() } else { format!(" · below --min-pass-rate {}", args.min_pass_rate) }
         );
     }

@@ -234,6 +234,14 @@ fn load_answers(path: Option<&Path>) -> Result<Option<Arc<Answers>>, SessionErro
     path.map(|p| Answers::load(p).map(Arc::new).map_err(|e| SessionError::Answers(e.to_string()))).transpose()
 }
 
+pub use crate::providers::Price;
+
+/// The price table of the settings (empty when there are no settings or they cannot be read): evaluations report
+/// costs from it.
+pub fn prices() -> BTreeMap<String, Price> {
+    Settings::load(&Settings::default_path()).map(|s| s.prices).unwrap_or_default()
+}
+
 /// The answers a run is given, with decisions laid over their approvals: answers for the approvals alone when the
 /// models are real.
 fn with_decisions(

@@ -168,6 +168,8 @@ fn mistakes_in_an_evaluation_file_are_refused_naming_the_case_and_what_to_do() {
     assert!(message.contains("unknown expectation `nod`"), "a misspelt `node` is not read as the run: {message}");
     let (_, message) = refused(&case("{node: n, contains: x, regex: y}"));
     assert!(message.contains("one check, this one has `contains` and `regex`"), "{message}");
+    let (_, message) = refused(&case("{node: n, max_cost: 0.01}"));
+    assert!(message.contains("`max_cost` is of the whole run"), "{message}");
     let (_, message) = refused(&case("{route: publish}"));
     assert!(message.contains("`route` needs the `node`"), "{message}");
     let (_, message) = refused(

@@ -30,7 +30,10 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     let home = tempfile::tempdir().unwrap();
     std::fs::write(
         home.path().join("settings.yaml"),
-        format!("providers:\n  - {{id: fake, kind: openai, base_url: \"{}/v1\"}}\n", server.url),
+        format!(
+            "providers:\n  - {{id: fake, kind: openai, base_url: \"{}/v1\"}}\nprices:\n  fake/m: {{input: 2.0, output: 8.0}}\n",
+            server.url
+        ),
     )
     .unwrap();
     std::env::set_var("SWITCHYARD_HOME", home.path());
@@ -41,7 +44,7 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     let evals = dir.path().join("ten.evals.yaml");
     std::fs::write(
         &evals,
-        "workflow: ten.yaml\ncases:\n  - {id: sums-up, input: the report, expect: [{node: sum, contains: answer}]}\n",
+        "workflow: ten.yaml\ncases:\n  - {id: sums-up, input: the report, expect: [{node: sum, contains: answer}, {max_cost: 0.001}]}\n",
     )
     .unwrap();
     let run = |offline: bool| {
@@ -53,6 +56,9 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     assert_eq!(first[0].verdict, Verdict::Passed, "{:?}", first[0].shown());
     assert_eq!((calls.model_calls, calls.reused), (9, 0), "nine agents, each asked once");
     assert_eq!(server.requests().len(), 9);
+    // Each call used 11 input and 1 output tokens, at $2 and $8 per million: $0.00003 a call.
+    let cost = first[0].shown().cost.unwrap();
+    assert!((cost - 9.0 * 0.00003).abs() < 1e-12, "{cost}");
     let recorded = dir.path().join("ten.evals.calls.json");
     let text = std::fs::read_to_string(&recorded).unwrap();
     assert_eq!(text.matches("\"node\":").count(), 9, "{text}");
@@ -62,6 +68,7 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     assert_eq!(again[0].verdict, Verdict::Passed);
     assert_eq!((calls.model_calls, calls.reused), (0, 9), "nothing changed: nothing is asked");
     assert_eq!(calls.tokens_saved, 9 * 12, "each recorded answer used 11 + 1 tokens");
+    assert_eq!(again[0].shown().cost, Some(0.0), "reused answers cost nothing");
     assert_eq!(server.requests().len(), 9);
 
     // One prompt changes: that node is asked again; its new answer changes what `sum` reads, so `sum` is too.

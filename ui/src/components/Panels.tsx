@@ -207,6 +207,7 @@ function History() {
                 <td className="actions">
                   <button onClick={() => stored.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
                   <button onClick={() => stored.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
+                  <button onClick={() => stored.saveTestCase(r.id)} disabled={r.status === "running" || r.status === "interrupted"} title="Add this run to the workflow's evaluation file as a test case: its input, answers and decisions, and what each node did" data-testid={`history-save-case-${r.id}`}>Save as test case</button>
                   {(r.status === "paused" || r.status === "interrupted") && !r.live && (
                     <button className="primary" onClick={() => runControl.resumeRun(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-resume-${r.id}`}>Resume</button>
                   )}

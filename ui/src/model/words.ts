@@ -12,6 +12,8 @@ export const APP_FIX: Record<string, string> = {
   SETTINGS_UNREADABLE: "Open Settings and save them again.",
   SETTINGS_PARSE_ERROR: "Open Settings and save them again.",
   SETTINGS_INVALID: "Open Settings: each problem is marked at its field.",
+  RUN_NOT_ENDED: "Its Resume button in History continues it.",
+  NO_WORKFLOW_FILE: "Save the workflow to a file and run it again.",
 };
 
 /** A problem's sentence with the app's fix after it, when the fix depends on the app. */

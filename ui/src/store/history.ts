@@ -9,6 +9,7 @@ import { confirmDiscard } from "./ask";
 import { useDialogs } from "./dialogs";
 import { useDocument } from "./document";
 import { useLayoutPrefs } from "./layoutPrefs";
+import { baseName } from "../model/paths";
 import { failWith, useMessages } from "./messages";
 import { freshRunView, useReplay } from "./replay";
 import { useRun } from "./run";
@@ -25,6 +26,11 @@ type HistoryState = {
   openRun: (id: string) => Promise<void>;
   /** Plays a stored run again through the engine, from its recorded answers: no model call. */
   replayRun: (id: string) => Promise<void>;
+  /**
+   * Adds a run that ended to its workflow's evaluation file (`NAME.evals.yaml` beside it) as a test case: its input,
+   * answers and decisions, and what each node did. As `switchyard eval add RUN_ID`.
+   */
+  saveTestCase: (id: string) => Promise<void>;
 };
 
 /** Loads the document a stored run started with, and an empty run view for it. */
@@ -80,6 +86,16 @@ export const useHistory = create<HistoryState>((set) => ({
       useView.getState().requestView("open");
     } catch (e) {
       failWith(`Could not replay run ${id.slice(0, 8)}`, e);
+    }
+  },
+
+  saveTestCase: async (id) => {
+    try {
+      const saved = await unwrap(commands.saveTestCase(id));
+      const n = saved.expectations;
+      useMessages.getState().info(`Saved as test case \`${saved.caseId}\` in ${baseName(saved.path)} (${n} expectation${n === 1 ? "" : "s"})`);
+    } catch (e) {
+      failWith(`Could not save run ${id.slice(0, 8)} as a test case`, e);
     }
   },
 }));

@@ -140,7 +140,7 @@ fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Fa
             (took > *max).then(|| fail(describe(&e.check), format!("{took} ms")))?
         }
         // A model judges it (`judge.rs`), code asserts it (`assertion.rs`): the runner asks after the run.
-        Check::Judge(_) | Check::Code(_) => None,
+        Check::Judge(_) | Check::Code(_) | Check::MaxCost(_) => None,
     }
 }
 
@@ -160,6 +160,7 @@ pub fn judged_text(node: Option<&str>, result: &RunResult) -> Option<String> {
 pub fn describe(check: &Check) -> String {
     match check {
         Check::Code(c) => format!("passes the {} assertion", c.language),
+        Check::MaxCost(usd) => format!("costs at most ${usd}"),
         Check::Equals(v) => format!("equals {}", short(&v.to_string(), 120)),
         Check::Contains(s) => format!("contains {s:?}"),
         Check::Regex(r) => format!("matches /{r}/"),

@@ -104,7 +104,7 @@ impl<'de> Deserialize<'de> for Expectation {
 }
 
 /// The keys of [`Check`], as files write them.
-const CHECKS: [&str; 13] = [
+const CHECKS: [&str; 14] = [
     "equals",
     "contains",
     "regex",
@@ -116,6 +116,7 @@ const CHECKS: [&str; 13] = [
     "status",
     "max_tokens",
     "max_latency_ms",
+    "max_cost",
     "judge",
     "code",
 ];
@@ -148,6 +149,8 @@ pub enum Check {
     MaxTokens(u64),
     /// Milliseconds the node (or the run) took, at most.
     MaxLatencyMs(u64),
+    /// US dollars the run's model calls cost at most, from the settings' `prices` (of the run; no `node`).
+    MaxCost(f64),
     /// A model judges the output against a rubric with a score from 0 to 1; it holds at `threshold` or above.
     Judge(JudgeCheck),
     /// Code (a code step's languages) that sees `input` = `{node, output, data, status}` and returns
@@ -261,6 +264,9 @@ impl Suite {
                 }
             }
             for e in &case.expect {
+                if matches!(e.check, Check::MaxCost(_)) && e.node.is_some() {
+                    return refuse(format!("case `{}`: `max_cost` is of the whole run; remove its `node`", case.id));
+                }
                 if matches!(e.check, Check::Route(_)) && e.node.is_none() {
                     return refuse(format!("case `{}`: `route` needs the `node` it leaves from", case.id));
                 }

@@ -7,6 +7,7 @@ pub mod add;
 pub mod assertion;
 pub mod check;
 pub mod compare;
+pub mod cost;
 pub mod file;
 pub mod from_run;
 pub mod judge;

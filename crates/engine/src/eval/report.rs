@@ -21,6 +21,8 @@ pub struct Report {
     pub pass_rate: f64,
     pub tokens: u64,
     pub duration_ms: u64,
+    /// US dollars, from the settings' prices; none when some model that used tokens has no price.
+    pub cost: Option<f64>,
     /// Model calls made, calls answered from the recorded calls, and the tokens those saved.
     pub calls: CallCounts,
     /// How it compares with a baseline report (`--baseline`).
@@ -37,6 +39,7 @@ impl Report {
         Report {
             pass_rate: if cases.is_empty() { 0.0 } else { passed as f64 / cases.len() as f64 },
             tokens: attempts().map(|a| a.tokens).sum(),
+            cost: attempts().map(|a| a.cost).sum(),
             duration_ms: attempts().map(|a| a.duration_ms).sum(),
             file,
             workflow,

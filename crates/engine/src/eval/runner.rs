@@ -71,6 +71,9 @@ pub struct Attempt {
     pub error: Option<CaseError>,
     pub tokens: u64,
     pub duration_ms: u64,
+    /// US dollars the run's model calls cost, from the settings' prices; none when a model that used tokens has no
+    /// price there.
+    pub cost: Option<f64>,
     /// Each node's output as the next node sees it (its error when it failed): what `--baseline` compares.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub outputs: BTreeMap<String, String>,
@@ -127,6 +130,7 @@ pub async fn run(
     }
     let dir = suite.dir();
     let judge = suite.file.judge.clone().or_else(|| options.model.clone());
+    let prices = Arc::new(session::prices());
     let calls_path = suite.calls_path();
     let recorded = if options.repeat > 1 {
         None
@@ -136,11 +140,20 @@ pub async fn run(
     };
     let mut reports: Vec<(usize, CaseReport)> = futures::stream::iter(cases.into_iter().enumerate())
         .map(|(at, case)| {
-            let (workflow_path, dir, judge, recorded) = (&workflow_path, &dir, judge.as_deref(), &recorded);
+            let (workflow_path, dir, judge, recorded, prices) =
+                (&workflow_path, &dir, judge.as_deref(), &recorded, &prices);
             async move {
                 let mut attempts = Vec::new();
                 for _ in 0..options.repeat.max(1) {
-                    let run = Run { workflow, path: workflow_path, dir, options, judge, recorded: recorded.clone() };
+                    let run = Run {
+                        workflow,
+                        path: workflow_path,
+                        dir,
+                        options,
+                        judge,
+                        recorded: recorded.clone(),
+                        prices: prices.clone(),
+                    };
                     attempts.push(attempt(&run, case).await);
                 }
                 (at, CaseReport { id: case.id.clone(), verdict: verdict(&attempts), attempts })
@@ -178,6 +191,7 @@ struct Run<'a> {
     options: &'a Options,
     judge: Option<&'a str>,
     recorded: Option<Arc<Calls>>,
+    prices: Arc<BTreeMap<String, session::Price>>,
 }
 
 /// Every node a case names (in expectations and decisions) is a node of the workflow.
@@ -224,6 +238,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         error: Some(CaseError { code: code.into(), message }),
         tokens: 0,
         duration_ms: 0,
+        cost: Some(0.0),
         outputs: BTreeMap::new(),
     };
     let answers = match answers_for(case, dir) {
@@ -246,6 +261,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         Ok(prepared) => prepared,
         Err(e) => return errored(e.code(), e.to_string()),
     };
+    let default_model = prepared.options.model.clone().or_else(|| workflow.defaults.model.clone());
     let seen = Collector::default();
     let sinks = Sinks { log: None, observers: vec![Arc::new(seen.clone())] };
     let outcome = session::run(prepared, sinks).await;
@@ -270,6 +286,20 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         (Vec::new(), Vec::new(), 0)
     };
     failures.extend(judge_failures);
+    let cost = super::cost::cost(&events, workflow, default_model.as_deref(), &run.prices);
+    for e in &case.expect {
+        let Check::MaxCost(max) = e.check else { continue };
+        let expected = check::describe(&e.check);
+        match &cost {
+            Ok(usd) if *usd <= max => {}
+            Ok(usd) => failures.push(Failure { node: None, expected, actual: format!("${usd:.6}") }),
+            Err(model) => failures.push(Failure {
+                node: None,
+                expected,
+                actual: format!("{model} used tokens and has no price under `prices` in the settings"),
+            }),
+        }
+    }
     if case.expect.iter().any(|e| matches!(e.check, Check::Code(_))) {
         match super::assertion::assert_all(&case.expect, &outcome.result, options.allow_code).await {
             Ok(more) => failures.extend(more),
@@ -284,6 +314,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         error: None,
         tokens: spent.tokens + judge_tokens,
         duration_ms: spent.duration_ms,
+        cost: cost.ok(),
         outputs: outcome
             .result
             .results

@@ -63,6 +63,26 @@ pub struct Settings {
     /// (that key is accepted too), so a list from another tool can be pasted (docs/tools.md).
     #[serde(default, alias = "mcpServers", skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerConfig>,
+    /// What models cost, by `provider/model`: US dollars per million input and output tokens. Evaluations report
+    /// the cost of each case from it (docs/evals.md).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub prices: std::collections::BTreeMap<String, Price>,
+}
+
+/// A model's price: US dollars per million tokens.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+}
+
+impl Price {
+    /// The cost, in US dollars, of this many tokens.
+    pub fn cost(&self, usage: &crate::result::Usage) -> f64 {
+        (usage.input_tokens as f64 * self.input + usage.output_tokens as f64 * self.output) / 1_000_000.0
+    }
 }
 
 /// One thing wrong with settings, located by field so the settings dialog can mark it.
@@ -251,6 +271,22 @@ impl Settings {
                     field("max_tokens"),
                     "INVALID_LIMIT",
                     "max_tokens must be at least 1",
+                ));
+            }
+        }
+        for (model, price) in &self.prices {
+            let valid = |v: f64| v.is_finite() && v >= 0.0;
+            if !model.contains('/') {
+                problems.push(SettingsProblem::new(
+                    format!("prices.{model}"),
+                    "INVALID_PRICE",
+                    format!("`{model}` is not a `provider/model` reference, e.g. `openai/gpt-4.1-mini`"),
+                ));
+            } else if !valid(price.input) || !valid(price.output) {
+                problems.push(SettingsProblem::new(
+                    format!("prices.{model}"),
+                    "INVALID_PRICE",
+                    "a price is US dollars per million tokens: zero or more",
                 ));
             }
         }
@@ -597,6 +633,20 @@ mod tests {
         let mut p = provider("p");
         p.max_tokens = Some(0);
         assert_eq!(found(&with(vec![p])), one("providers[0].max_tokens", "INVALID_LIMIT"));
+    }
+
+    #[test]
+    fn a_price_is_of_a_provider_slash_model_and_never_negative() {
+        let priced = |model: &str, input: f64| Settings {
+            prices: [(model.to_string(), Price { input, output: 1.0 })].into(),
+            ..Settings::default()
+        };
+        assert_eq!(found(&priced("gpt-5", 1.0)), one("prices.gpt-5", "INVALID_PRICE"));
+        assert_eq!(found(&priced("openai/gpt-5", -1.0)), one("prices.openai/gpt-5", "INVALID_PRICE"));
+        assert_eq!(found(&priced("openai/gpt-5", f64::NAN)), one("prices.openai/gpt-5", "INVALID_PRICE"));
+        assert_eq!(found(&priced("openai/gpt-5", 0.0)), vec![], "free is a price");
+        let usage = crate::result::Usage { input_tokens: 1_000_000, output_tokens: 500_000 };
+        assert_eq!(Price { input: 2.0, output: 8.0 }.cost(&usage), 6.0);
     }
 
     #[test]
