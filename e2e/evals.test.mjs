@@ -35,7 +35,7 @@ test("Save as test case on a finished run writes approval-flow.evals.yaml beside
   await browser.waitUntil(async () => (await messages(browser)).length === 0, { timeout: 10000, timeoutMsg: "earlier messages stayed" });
   await click(browser, await pointOf(browser, `[data-testid="history-save-case-${id}"]`));
   const caseId = `run-${id.slice(0, 8)}`;
-  await waitMessage(browser, new RegExp(`Saved as test case \`${caseId}\` in approval-flow\\.evals\\.yaml \\(\\d+ expectations\\)`));
+  await waitMessage(browser, new RegExp(`Saved as test case ${caseId} in approval-flow\\.evals\\.yaml \\(\\d+ expectations\\)`));
   await browser.pause(600); // the message has slid in
   await browser.saveScreenshot(shotPath("save-as-test-case"));
 
@@ -47,7 +47,7 @@ test("Save as test case on a finished run writes approval-flow.evals.yaml beside
 
   // A second save of the same run is another case with the next free id, appended to the same file.
   await click(browser, await pointOf(browser, `[data-testid="history-save-case-${id}"]`));
-  await waitMessage(browser, new RegExp(`Saved as test case \`${caseId}-2\``));
+  await waitMessage(browser, new RegExp(`Saved as test case ${caseId}-2 `));
   const again = readFileSync(evals, "utf8");
   assert.ok(again.startsWith(text), "the first case is kept as it was");
   assert.match(again, new RegExp(`- id: ${caseId}-2\\b`));

@@ -24,7 +24,7 @@ describe("save as test case", () => {
     await useHistory.getState().saveTestCase("1a2b3c4d-5e6f");
     expect(calls.filter((c) => c.cmd === "save_test_case").map((c) => c.args)).toEqual([{ runId: "1a2b3c4d-5e6f" }]);
     expect(useMessages.getState().messages).toEqual([
-      expect.objectContaining({ kind: "info", text: "Saved as test case `run-1a2b3c4d` in approval-flow.evals.yaml (6 expectations)" }),
+      expect.objectContaining({ kind: "info", text: "Saved as test case run-1a2b3c4d in approval-flow.evals.yaml (6 expectations)" }),
     ]);
   });
 

@@ -93,7 +93,7 @@ export const useHistory = create<HistoryState>((set) => ({
     try {
       const saved = await unwrap(commands.saveTestCase(id));
       const n = saved.expectations;
-      useMessages.getState().info(`Saved as test case \`${saved.caseId}\` in ${baseName(saved.path)} (${n} expectation${n === 1 ? "" : "s"})`);
+      useMessages.getState().info(`Saved as test case ${saved.caseId} in ${baseName(saved.path)} (${n} expectation${n === 1 ? "" : "s"})`);
     } catch (e) {
       failWith(`Could not save run ${id.slice(0, 8)} as a test case`, e);
     }
