@@ -94,6 +94,9 @@ test("a replay's timeline takes the canvas back to an earlier moment of the run"
   // It plays step by step: at first, done has not run yet.
   assert.notEqual(await statusOf(browser, "done"), "succeeded", "the replay starts at the beginning, not at the end");
   await waitStatus(browser, "done", "succeeded", 60000);
+  // The player stops at the last step; a drag while it still plays would be overtaken by its next tick.
+  const play = await browser.$('[data-testid="replay-play"]');
+  await browser.waitUntil(async () => (await play.getAttribute("aria-label")) === "Play", { timeout: 10000, timeoutMsg: "the replay did not stop at its end" });
   // Drag the timeline's handle back to its start: the canvas shows the run before `done` ran.
   const bar = await pointOf(browser, '[data-testid="replay-timeline"]');
   const left = await pointOf(browser, '[data-testid="replay-timeline"]', 0.02, 0.5);
