@@ -41,7 +41,8 @@ pub struct EvalCli {
     /// Run only this case.
     #[arg(long = "case", value_name = "ID")]
     case: Option<String>,
-    /// Call no model: a case without answers, or with a judge, fails instead.
+    /// Call no model: calls are answered by the cases' answers and the recorded calls; a call with neither makes
+    /// its case fail to run (OFFLINE_UNRECORDED).
     #[arg(long)]
     offline: bool,
     /// Cases run at once.
@@ -146,7 +147,8 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
     let regressed = report.comparison.as_ref().is_some_and(|c| c.regressed > 0);
     write_report(args.junit.as_deref(), &report.junit(), "--junit")?;
     write_report(args.markdown.as_deref(), &report.markdown(), "--markdown")?;
-    let met = report.pass_rate + 1e-9 >= args.min_pass_rate && !regressed;
+    let rate_met = report.pass_rate + 1e-9 >= args.min_pass_rate;
+    let met = rate_met && !regressed;
     if let (false, Some(c)) = (json, &report.comparison) {
         print_comparison(c);
     }
@@ -170,7 +172,11 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
                 (_, Some(usd)) => format!(" · ${usd:.4}"),
                 (_, None) => " · cost unknown: a model has no price under `prices` in the settings".to_string(),
             },
-            if met { String::new() } else { format!(" · below --min-pass-rate {}", args.min_pass_rate) }
+            match (rate_met, regressed) {
+                (false, _) => format!(" · below --min-pass-rate {}", args.min_pass_rate),
+                (true, true) => " · a case regressed against the baseline".to_string(),
+                (true, false) => String::new(),
+            }
         );
     }
     Ok(if met { 0 } else { 1 })

@@ -93,6 +93,19 @@ impl Calls {
         })
     }
 
+    /// No record at all: every call is unrecorded, and nothing is ever saved.
+    pub fn none() -> Calls {
+        Calls {
+            path: PathBuf::new(),
+            known: Mutex::default(),
+            used: Mutex::default(),
+            changed: Mutex::new(false),
+            model_calls: AtomicU64::new(0),
+            reused: AtomicU64::new(0),
+            tokens_saved: AtomicU64::new(0),
+        }
+    }
+
     pub fn counts(&self) -> CallCounts {
         CallCounts {
             model_calls: self.model_calls.load(Ordering::Relaxed),

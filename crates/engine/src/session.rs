@@ -298,10 +298,19 @@ pub async fn prepare(
     };
     // With an answers file every answer is given, and offline no model is called: providers are not checked.
     let answered = answers.is_some() || request.offline;
-    let settings = if answered { None } else { Some(load_settings()?) };
-    let discovered = discovered_default(&workflow, &request, settings.as_ref()).await;
+    // Offline, the settings are read only for their default model (recorded calls are keyed by the model); nothing in
+    // them is checked, and no model server is looked for.
+    let settings = match (answers.is_some(), request.offline) {
+        (true, _) => None,
+        (false, true) => Settings::load(&Settings::default_path()).ok(),
+        (false, false) => Some(load_settings()?),
+    };
+    let discovered = match request.offline {
+        true => None,
+        false => discovered_default(&workflow, &request, settings.as_ref()).await,
+    };
     let no_default_model = discovered.as_ref().is_some_and(|d| d.model.is_none());
-    let providers = settings.as_ref().map(Settings::provider_ids);
+    let providers = settings.as_ref().filter(|_| !request.offline).map(Settings::provider_ids);
     if let (Some(model), Some(providers)) = (&request.model, &providers) {
         let provider = model.split_once('/').map_or(model.as_str(), |(p, _)| p);
         if !providers.iter().any(|p| p == provider) {
@@ -396,12 +405,15 @@ pub async fn prepare(
         mcp,
         code,
         consent,
-        model: match (&request.recorded, &answers) {
-            (Some(calls), None) => Arc::new(RecordedModel {
+        // Offline, a model is never called: what the answers and the record do not answer fails.
+        model: match (&request.recorded, &answers, request.offline) {
+            (_, Some(_), _) => model_for(&answers, settings.as_ref()),
+            (Some(calls), None, offline) => Arc::new(RecordedModel {
                 calls: calls.clone(),
-                inner: (!request.offline).then(|| model_for(&answers, settings.as_ref())),
+                inner: (!offline).then(|| model_for(&answers, settings.as_ref())),
             }),
-            _ => model_for(&answers, settings.as_ref()),
+            (None, None, true) => Arc::new(RecordedModel { calls: Arc::new(Calls::none()), inner: None }),
+            (None, None, false) => model_for(&answers, settings.as_ref()),
         },
         answers: with_decisions(answers, request.decisions),
         workflow: Arc::new(workflow),

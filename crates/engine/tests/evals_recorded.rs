@@ -31,7 +31,7 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     std::fs::write(
         home.path().join("settings.yaml"),
         format!(
-            "providers:\n  - {{id: fake, kind: openai, base_url: \"{}/v1\"}}\nprices:\n  fake/m: {{input: 2.0, output: 8.0}}\n",
+            "providers:\n  - {{id: fake, kind: openai, base_url: \"{}/v1\"}}\ndefault_model: fake/m\nprices:\n  fake/m: {{input: 2.0, output: 8.0}}\n",
             server.url
         ),
     )
@@ -47,10 +47,11 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
         "workflow: ten.yaml\ncases:\n  - {id: sums-up, input: the report, expect: [{node: sum, contains: answer}, {max_cost: 0.001}]}\n",
     )
     .unwrap();
-    let run = |offline: bool| {
+    let run_with = |offline: bool, repeat: u32| {
         let suite = Suite::load(&evals).unwrap();
-        async move { eval::run(&suite, &Options { offline, ..Options::default() }, |_| {}).await.unwrap() }
+        async move { eval::run(&suite, &Options { offline, repeat, ..Options::default() }, |_| {}).await.unwrap() }
     };
+    let run = |offline: bool| run_with(offline, 1);
 
     let (first, calls) = run(false).await;
     assert_eq!(first[0].verdict, Verdict::Passed, "{:?}", first[0].shown());
@@ -85,7 +86,13 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     let pruned = std::fs::read_to_string(&recorded).unwrap();
     assert_eq!(pruned.matches("\"node\":").count(), 9, "the calls of the old prompt are dropped: {pruned}");
 
-    // Offline, a call with no record fails the case, saying which node and what to do; nothing is asked.
+    // Offline, the same workflow replays from the record: the model named by the settings' default is in the keys.
+    let (offline, calls) = run(true).await;
+    assert_eq!(offline[0].verdict, Verdict::Passed, "{:?}", offline[0].shown());
+    assert_eq!((calls.model_calls, calls.reused), (0, 9));
+
+    // Offline, a call with no record fails the case, saying which node and what to do; nothing is asked, and the
+    // record keeps every call (a case that stopped early did not ask for them all).
     std::fs::write(&wf, workflow("Task 3, twice as carefully, for {{ input }}")).unwrap();
     let (offline, _) = run(true).await;
     assert_eq!(offline[0].verdict, Verdict::Error);
@@ -93,4 +100,12 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     assert_eq!(error.code, "OFFLINE_UNRECORDED");
     assert!(error.message.contains("`a3`") && error.message.contains("run without --offline"), "{}", error.message);
     assert_eq!(server.requests().len(), 11);
+    assert_eq!(std::fs::read_to_string(&recorded).unwrap(), pruned, "an offline run that failed changes no record");
+
+    // Repeats ask the models each time, but offline never: without a record to answer, the case could not run.
+    let (repeated, calls) = run_with(true, 2).await;
+    assert_eq!(repeated[0].verdict, Verdict::Error);
+    assert_eq!(repeated[0].shown().error.as_ref().unwrap().code, "OFFLINE_UNRECORDED");
+    assert_eq!(calls.model_calls, 0);
+    assert_eq!(server.requests().len(), 11, "offline, nothing reaches the model server");
 }

@@ -135,7 +135,8 @@ pub async fn run(
     let recorded = if options.repeat > 1 {
         None
     } else {
-        let calls = Calls::open(&calls_path).map_err(|e| LoadError::new(e).with_code("CALLS_UNREADABLE"))?;
+        let calls = Calls::open(&calls_path)
+            .map_err(|e| LoadError::new(e).with_code("CALLS_UNREADABLE").at_file(&calls_path))?;
         Some(Arc::new(calls))
     };
     let mut reports: Vec<(usize, CaseReport)> = futures::stream::iter(cases.into_iter().enumerate())
@@ -175,7 +176,12 @@ pub async fn run(
     }
     let counts = match &recorded {
         Some(calls) => {
-            calls.save(options.case.is_none()).map_err(|e| LoadError::new(e).with_code("CALLS_UNWRITABLE"))?;
+            // Calls nobody asked for are pruned only after a full, clean, online run: a case that stopped early, or
+            // an offline run, did not ask for everything the workflow still asks for.
+            let complete = options.case.is_none()
+                && !options.offline
+                && reports.iter().all(|(_, r)| r.attempts.iter().all(|a| a.error.is_none()));
+            calls.save(complete).map_err(|e| LoadError::new(e).with_code("CALLS_UNWRITABLE").at_file(&calls_path))?;
             calls.counts()
         }
         None => CallCounts::default(),
