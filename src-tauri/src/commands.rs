@@ -325,19 +325,8 @@ pub fn save_test_case(state: State<'_, AppState>, run_id: String) -> Result<Save
 
 fn save_case(store: &RunStore, run_id: &str) -> Result<SavedCase, CommandError> {
     use switchyard_engine::eval;
-    use switchyard_engine::store::StoredStatus;
 
-    let stored = store.load(run_id)?;
-    let (_, result) = session::show(store, run_id)?;
-    let run = eval::RunParts {
-        run_id,
-        workflow: &stored.workflow,
-        options: &stored.options,
-        recording: &stored.recording,
-        result: &result,
-        workflow_file: stored.row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path),
-        ended: !matches!(stored.row.status, StoredStatus::Running | StoredStatus::Interrupted),
-    };
+    let run = session::case_source(store, run_id)?;
     // The window names no other file: a run not started from a file has no evaluation file beside it.
     let added = eval::add_case(&run, None, None).map_err(|e| match e.code {
         "NO_WORKFLOW_FILE" => CommandError::new(

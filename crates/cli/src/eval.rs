@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use switchyard_engine::eval::{self, report, CaseReport, Report, Suite, Verdict};
-use switchyard_engine::session::{self, WorkflowRef};
-use switchyard_engine::store::StoredStatus;
+use switchyard_engine::session;
 
 use crate::out::{errln, outln};
 use crate::{coded, open_store, Unusable};
@@ -241,17 +240,7 @@ fn write_report(path: Option<&Path>, text: &str, flag: &str) -> Result<(), Unusa
 /// `eval add RUN_ID`: the stored run as a case, appended to the evaluation file (`eval::add_case`).
 fn cmd_add(run_id: &str, to: Option<PathBuf>, id: Option<String>) -> Result<u8, Unusable> {
     let store = open_store()?;
-    let stored = store.load(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
-    let (_, result) = session::show(&store, run_id)?;
-    let run = eval::RunParts {
-        run_id,
-        workflow: &stored.workflow,
-        options: &stored.options,
-        recording: &stored.recording,
-        result: &result,
-        workflow_file: stored.row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path),
-        ended: !matches!(stored.row.status, StoredStatus::Running | StoredStatus::Interrupted),
-    };
+    let run = session::case_source(&store, run_id)?;
     let added = eval::add_case(&run, to, id).map_err(|e| {
         let message = match e.code {
             "RUN_NOT_ENDED" => format!("{e}: `switchyard resume {run_id}`"),

@@ -581,6 +581,34 @@ pub fn show(store: &RunStore, run_id: &str) -> Result<(RunRow, RunResult), Sessi
     rebuild(store.load(run_id)?, Sinks::default())
 }
 
+/// A stored run with what making a test case of it needs (`eval::add_case`).
+pub struct CaseSource {
+    pub run_id: String,
+    pub workflow: Workflow,
+    pub options: RunOptions,
+    pub recording: crate::record::Recording,
+    pub result: RunResult,
+    /// The file the run was started from, when it was.
+    pub workflow_file: Option<PathBuf>,
+    /// Not running, not interrupted: it completed, failed, was cancelled, or waits for a decision.
+    pub ended: bool,
+}
+
+/// A stored run, rebuilt, as a test case is made from it.
+pub fn case_source(store: &RunStore, run_id: &str) -> Result<CaseSource, SessionError> {
+    let stored = store.load(run_id)?;
+    let (row, result) = show(store, run_id)?;
+    Ok(CaseSource {
+        run_id: run_id.to_string(),
+        workflow_file: row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path),
+        ended: !matches!(row.status, crate::store::StoredStatus::Running | crate::store::StoredStatus::Interrupted),
+        workflow: stored.workflow,
+        options: stored.options,
+        recording: stored.recording,
+        result,
+    })
+}
+
 /// A stored run played from its recording into `sinks`: nothing runs for real, so it needs no model, answers, code
 /// or MCP servers.
 fn rebuild(stored: StoredRun, sinks: Sinks) -> Result<(RunRow, RunResult), SessionError> {

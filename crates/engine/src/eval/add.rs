@@ -1,28 +1,12 @@
 //! Adding a recorded run to an evaluation file as a case (`switchyard eval add`, History's "Save as test case"): the
 //! one place that decides which file, which id, and how the case is written. The shells load the run through the
-//! session and hand its parts here.
+//! session (`session::case_source`) and hand it here.
 
 use std::path::{Path, PathBuf};
 
 use super::file::Suite;
 use super::from_run::{case_from_run, case_yaml};
-use crate::document::Workflow;
-use crate::record::Recording;
-use crate::result::RunResult;
-use crate::run::RunOptions;
-
-/// A stored run, as the case is made from it.
-pub struct RunParts<'a> {
-    pub run_id: &'a str,
-    pub workflow: &'a Workflow,
-    pub options: &'a RunOptions,
-    pub recording: &'a Recording,
-    pub result: &'a RunResult,
-    /// The file the run was started from, when it was.
-    pub workflow_file: Option<PathBuf>,
-    /// The run ended (completed, failed, cancelled) or paused: not running, not interrupted.
-    pub ended: bool,
-}
+use crate::session::CaseSource;
 
 /// Where the case went.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,8 +31,8 @@ fn refuse(code: &'static str, message: String) -> AddError {
 /// Adds the run as a case to `to`, else to `NAME.evals.yaml` beside the run's workflow file (created when missing),
 /// with the id `id`, else `run-<its first 8 characters>` (`-2`, `-3`, … when taken). Appending keeps the file's
 /// comments; it needs `cases:` to be the file's last entry, which is checked before anything is written.
-pub fn add_case(run: &RunParts<'_>, to: Option<PathBuf>, id: Option<String>) -> Result<Added, AddError> {
-    let run_id = run.run_id;
+pub fn add_case(run: &CaseSource, to: Option<PathBuf>, id: Option<String>) -> Result<Added, AddError> {
+    let run_id = run.run_id.as_str();
     if !run.ended {
         return Err(refuse("RUN_NOT_ENDED", format!("run {run_id} has not ended; resume it to let it end first")));
     }
@@ -74,7 +58,7 @@ pub fn add_case(run: &RunParts<'_>, to: Option<PathBuf>, id: Option<String>) -> 
     let taken = |candidate: &str| existing.as_ref().is_some_and(|s| s.file.cases.iter().any(|c| c.id == candidate));
     let base = id.unwrap_or_else(|| format!("run-{}", run_id.chars().take(8).collect::<String>()));
     let case_id = (1..).map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") }).find(|c| !taken(c)).unwrap();
-    let case = case_from_run(case_id.clone(), run.workflow, run.options, run.recording, run.result);
+    let case = case_from_run(case_id.clone(), &run.workflow, &run.options, &run.recording, &run.result);
     let block = case_yaml(&case);
     let text = match &existing {
         None => {

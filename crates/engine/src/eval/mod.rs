@@ -14,7 +14,7 @@ pub mod judge;
 pub mod report;
 pub mod runner;
 
-pub use add::{add_case, AddError, Added, RunParts};
+pub use add::{add_case, AddError, Added};
 pub use check::Failure;
 pub use compare::{compare, Change, Comparison};
 pub use file::{schema_json, Case, Check, EvalFile, Expectation, Suite};
