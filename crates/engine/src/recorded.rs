@@ -8,9 +8,9 @@
 //! The record is a JSON file kept beside an evaluation file (`NAME.evals.calls.json`), sorted for stable diffs, meant
 //! to be committed so CI replays at zero tokens. It holds what models answered, never keys or settings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -62,8 +62,8 @@ pub struct Calls {
     path: PathBuf,
     known: Mutex<BTreeMap<String, Call>>,
     /// Keys answered in this session (from the record or a model): what is kept when the record is pruned.
-    used: Mutex<BTreeMap<String, ()>>,
-    changed: Mutex<bool>,
+    used: Mutex<BTreeSet<String>>,
+    changed: AtomicBool,
     model_calls: AtomicU64,
     reused: AtomicU64,
     tokens_saved: AtomicU64,
@@ -82,24 +82,20 @@ impl Calls {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => CallsFile::default(),
             Err(e) => return Err(format!("{}: cannot read the recorded calls: {e}", path.display())),
         };
-        Ok(Calls {
-            path: path.to_path_buf(),
-            known: Mutex::new(file.calls),
-            used: Mutex::default(),
-            changed: Mutex::new(false),
-            model_calls: AtomicU64::new(0),
-            reused: AtomicU64::new(0),
-            tokens_saved: AtomicU64::new(0),
-        })
+        Ok(Calls::with(path.to_path_buf(), file.calls))
     }
 
     /// No record at all: every call is unrecorded, and nothing is ever saved.
     pub fn none() -> Calls {
+        Calls::with(PathBuf::new(), BTreeMap::new())
+    }
+
+    fn with(path: PathBuf, calls: BTreeMap<String, Call>) -> Calls {
         Calls {
-            path: PathBuf::new(),
-            known: Mutex::default(),
+            path,
+            known: Mutex::new(calls),
             used: Mutex::default(),
-            changed: Mutex::new(false),
+            changed: AtomicBool::new(false),
             model_calls: AtomicU64::new(0),
             reused: AtomicU64::new(0),
             tokens_saved: AtomicU64::new(0),
@@ -121,12 +117,12 @@ impl Calls {
         if prune {
             let used = self.used.lock().unwrap();
             let before = calls.len();
-            calls.retain(|k, _| used.contains_key(k));
+            calls.retain(|k, _| used.contains(k));
             if calls.len() != before {
-                *self.changed.lock().unwrap() = true;
+                self.changed.store(true, Ordering::Relaxed);
             }
         }
-        if !*self.changed.lock().unwrap() {
+        if !self.changed.load(Ordering::Relaxed) {
             return Ok(false);
         }
         let mut text = serde_json::to_string_pretty(&CallsFile { version: 1, calls }).expect("calls are JSON");
@@ -138,7 +134,7 @@ impl Calls {
     fn lookup(&self, key: &str) -> Option<Call> {
         let found = self.known.lock().unwrap().get(key).cloned();
         if let Some(call) = &found {
-            self.used.lock().unwrap().insert(key.to_string(), ());
+            self.used.lock().unwrap().insert(key.to_string());
             self.reused.fetch_add(1, Ordering::Relaxed);
             let tokens = call.usage.as_ref().map_or(0, |u| u.input_tokens + u.output_tokens);
             self.tokens_saved.fetch_add(tokens, Ordering::Relaxed);
@@ -148,9 +144,9 @@ impl Calls {
 
     fn record(&self, key: String, call: Call) {
         self.model_calls.fetch_add(1, Ordering::Relaxed);
-        self.used.lock().unwrap().insert(key.clone(), ());
+        self.used.lock().unwrap().insert(key.clone());
         self.known.lock().unwrap().insert(key, call);
-        *self.changed.lock().unwrap() = true;
+        self.changed.store(true, Ordering::Relaxed);
     }
 }
 

@@ -8,9 +8,8 @@ use super::check::{self, Failure};
 use super::file::{Check, CodeCheck, Expectation};
 use super::runner::CaseError;
 use crate::document::{Edge, Node, NodeType, Workflow};
-use crate::log::Collector;
 use crate::result::{NodeStatus, RunResult};
-use crate::session::{self, RunRequest, Sinks};
+use crate::session::RunRequest;
 
 fn assertion_workflow(c: &CodeCheck) -> Workflow {
     let mut wf = Workflow::new("assertion");
@@ -48,12 +47,9 @@ pub async fn assert_all(
             },
         });
         let request = RunRequest { input: Some(input), allow_code, offline: true, ..RunRequest::default() };
-        let prepared = session::prepare(assertion_workflow(c), request, None).await.map_err(|e| CaseError {
-            code: e.code().into(),
-            message: format!("the code assertion could not run: {e}"),
+        let (outcome, _, _) = super::runner::run_collecting(assertion_workflow(c), request).await.map_err(|e| {
+            CaseError { code: e.code().into(), message: format!("the code assertion could not run: {e}") }
         })?;
-        let seen = Collector::default();
-        let outcome = session::run(prepared, Sinks { log: None, observers: vec![std::sync::Arc::new(seen)] }).await;
         let expected = check::describe(&e.check);
         let fail = |actual: String| Failure { node: e.node.clone(), expected: expected.clone(), actual };
         match outcome.result.results.get("assert") {

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::file::{Check, Expectation};
 use crate::events::{Event, EventKind};
-use crate::result::{NodeStatus, RunResult};
+use crate::result::{NodeResult, NodeStatus, RunResult};
 use crate::run::output_text;
 
 /// An expectation that did not hold.
@@ -70,10 +70,7 @@ fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Fa
         None => None,
     };
     // Of the run, output checks read the last node that succeeded.
-    let subject = node.or_else(|| {
-        let last = result.trace.steps.iter().rev().find(|s| s.status == NodeStatus::Success)?;
-        result.results.get(&last.node)
-    });
+    let subject = node.or_else(|| last_succeeded(result));
     let data = subject.map_or(&Value::Null, |r| &r.data);
     let text = output_text(data);
     let shown = |s: &str| short(s, 200);
@@ -148,12 +145,15 @@ fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Fa
 pub fn judged_text(node: Option<&str>, result: &RunResult) -> Option<String> {
     let subject = match node {
         Some(id) => result.results.get(id)?,
-        None => {
-            let last = result.trace.steps.iter().rev().find(|s| s.status == NodeStatus::Success)?;
-            result.results.get(&last.node)?
-        }
+        None => last_succeeded(result)?,
     };
     Some(output_text(&subject.data))
+}
+
+/// What checks of the run as a whole read: the result of the last node that succeeded.
+fn last_succeeded(result: &RunResult) -> Option<&NodeResult> {
+    let last = result.trace.steps.iter().rev().find(|s| s.status == NodeStatus::Success)?;
+    result.results.get(&last.node)
 }
 
 /// The expectation as a person reads it in a report.

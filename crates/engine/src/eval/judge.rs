@@ -9,7 +9,7 @@ use super::file::{Check, Expectation, JudgeCheck};
 use super::runner::CaseError;
 use crate::document::{Edge, Node, NodeType, Workflow};
 use crate::result::{NodeStatus, RunResult};
-use crate::session::{self, RunRequest, Sinks};
+use crate::session::RunRequest;
 
 const SYSTEM: &str = "You grade the output of an AI workflow step against a rubric. Answer only with JSON: a score \
 from 0 (fails the rubric entirely) to 1 (meets it fully), and one sentence of reason.";
@@ -58,17 +58,13 @@ pub async fn judge(j: &JudgeCheck, output: &str, model: Option<String>, asking: 
         offline: asking.offline,
         ..RunRequest::default()
     };
-    let prepared = match session::prepare(judge_workflow(), request, None).await {
-        Ok(p) => p,
+    match super::runner::run_collecting(judge_workflow(), request).await {
+        Ok((outcome, events, _)) => verdict(&outcome.result, check::spent(&events, None).tokens),
         Err(e) => {
             let setup = CaseError { code: e.code().into(), message: format!("the judge could not run: {e}") };
-            return Judged { score: None, reason: setup.message.clone(), tokens: 0, setup: Some(setup) };
+            Judged { score: None, reason: setup.message.clone(), tokens: 0, setup: Some(setup) }
         }
-    };
-    let seen = crate::log::Collector::default();
-    let outcome = session::run(prepared, Sinks { log: None, observers: vec![std::sync::Arc::new(seen.clone())] }).await;
-    let tokens = check::spent(&seen.events(), None).tokens;
-    verdict(&outcome.result, tokens)
+    }
 }
 
 fn verdict(result: &RunResult, tokens: u64) -> Judged {

@@ -13,11 +13,13 @@ use serde_json::Value;
 use super::check::{self, Failure};
 use super::file::{AnswersRef, Case, Check, Suite};
 use crate::answers::{Answers, OneOrMany};
+use crate::events::Event;
 use crate::format::{self, LoadError};
 use crate::log::Collector;
 use crate::recorded::{CallCounts, Calls};
 use crate::result::RunStatus;
-use crate::session::{self, RunRequest, Sinks, WorkflowRef};
+use crate::run::Outcome;
+use crate::session::{self, RunRequest, SessionError, Sinks, WorkflowRef};
 use crate::Workflow;
 
 /// How an evaluation runs.
@@ -263,14 +265,11 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         allow_code: options.allow_code,
         ..RunRequest::default()
     };
-    let prepared = match session::prepare(workflow.clone(), request, None).await {
-        Ok(prepared) => prepared,
+    let (outcome, events, run_model) = match run_collecting(workflow.clone(), request).await {
+        Ok(ran) => ran,
         Err(e) => return errored(e.code(), e.to_string()),
     };
-    let default_model = prepared.options.model.clone().or_else(|| workflow.defaults.model.clone());
-    let seen = Collector::default();
-    let sinks = Sinks { log: None, observers: vec![Arc::new(seen.clone())] };
-    let outcome = session::run(prepared, sinks).await;
+    let default_model = run_model.or_else(|| workflow.defaults.model.clone());
     // A node that could not run for want of consent or a model says nothing of the workflow: the case could not run.
     let setup = outcome.result.results.iter().find_map(|(id, r)| {
         let code = r.error_code.as_deref().filter(|c| SETUP_CODES.contains(c))?;
@@ -279,7 +278,6 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
     if let Some((code, message)) = setup {
         return errored(&code, message);
     }
-    let events = seen.events();
     let mut failures = check::check(&case.expect, &outcome.result, &events);
     let spent = check::spent(&events, None);
     let (judge_failures, judgements, judge_tokens) = if judged {
@@ -329,6 +327,19 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
             .map(|(id, r)| (id.clone(), r.error.clone().unwrap_or_else(|| crate::run::output_text(&r.data))))
             .collect(),
     }
+}
+
+/// Prepares and runs a workflow through the session, as every case, judge and code assertion runs: its outcome, the
+/// events it emitted, and the model its nodes that name none used.
+pub(super) async fn run_collecting(
+    workflow: Workflow,
+    request: RunRequest,
+) -> Result<(Outcome, Vec<Event>, Option<String>), SessionError> {
+    let prepared = session::prepare(workflow, request, None).await?;
+    let model = prepared.options.model.clone();
+    let seen = Collector::default();
+    let outcome = session::run(prepared, Sinks { log: None, observers: vec![Arc::new(seen.clone())] }).await;
+    Ok((outcome, seen.events(), model))
 }
 
 /// Failure codes that mean the case could not run here (docs/errors.md), not that the workflow misbehaved.
