@@ -596,15 +596,17 @@ pub struct CaseSource {
 
 /// A stored run, rebuilt, as a test case is made from it.
 pub fn case_source(store: &RunStore, run_id: &str) -> Result<CaseSource, SessionError> {
+    // Loaded once: the rebuild takes the stored run, so the parts the case is made from are kept first.
     let stored = store.load(run_id)?;
-    let (row, result) = show(store, run_id)?;
+    let (workflow, options, recording) = (stored.workflow.clone(), stored.options.clone(), stored.recording.clone());
+    let (row, result) = rebuild(stored, Sinks::default())?;
     Ok(CaseSource {
         run_id: run_id.to_string(),
         workflow_file: row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path),
         ended: !matches!(row.status, crate::store::StoredStatus::Running | crate::store::StoredStatus::Interrupted),
-        workflow: stored.workflow,
-        options: stored.options,
-        recording: stored.recording,
+        workflow,
+        options,
+        recording,
         result,
     })
 }
