@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use specta::Type;
 use switchyard_engine::answers::Answers;
 use switchyard_engine::code::consent::{Consent, TrustStore};
+use switchyard_engine::eval;
 use switchyard_engine::events::Event;
 use switchyard_engine::files;
 use switchyard_engine::format::{self, Format};
@@ -324,8 +325,6 @@ pub fn save_test_case(state: State<'_, AppState>, run_id: String) -> Result<Save
 }
 
 fn save_case(store: &RunStore, run_id: &str) -> Result<SavedCase, CommandError> {
-    use switchyard_engine::eval;
-
     let run = session::case_source(store, run_id)?;
     // The window names no other file: a run not started from a file has no evaluation file beside it.
     let added = eval::add_case(&run, None, None).map_err(|e| match e.code {
@@ -340,6 +339,82 @@ fn save_case(store: &RunStore, run_id: &str) -> Result<SavedCase, CommandError> 
         case_id: added.case_id,
         expectations: u32::try_from(added.expectations).unwrap_or(u32::MAX),
     })
+}
+
+/// A workflow's evaluation file as the Evals tab shows it.
+#[derive(Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalSuiteView {
+    /// `NAME.evals.yaml` beside the workflow file.
+    pub file: String,
+    /// Whether it exists yet ("Save as test case" in History makes it).
+    pub exists: bool,
+    pub cases: Vec<EvalCaseView>,
+    /// The last evaluation of this file kept in the run store, if any.
+    pub last: Option<eval::Report>,
+}
+
+#[derive(Serialize, specta::Type)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalCaseView {
+    pub id: String,
+    pub description: Option<String>,
+    /// How many expectations it checks.
+    pub expectations: u32,
+}
+
+/// The evaluation file beside a workflow file: its cases and its last evaluation.
+#[tauri::command]
+#[specta::specta]
+pub fn eval_suite(state: State<'_, AppState>, workflow_path: String) -> Result<EvalSuiteView, CommandError> {
+    let file = eval::Suite::beside(Path::new(&workflow_path));
+    let shown = file.display().to_string();
+    if !file.exists() {
+        return Ok(EvalSuiteView { file: shown, exists: false, cases: Vec::new(), last: None });
+    }
+    let suite = eval::Suite::load(&file)?;
+    let last = eval::kept::last(state.store()?, &file)?.and_then(|(_, report)| serde_json::from_value(report).ok());
+    let cases = suite
+        .file
+        .cases
+        .iter()
+        .map(|c| EvalCaseView {
+            id: c.id.clone(),
+            description: c.description.clone(),
+            expectations: u32::try_from(c.expect.len()).unwrap_or(u32::MAX),
+        })
+        .collect();
+    Ok(EvalSuiteView { file: shown, exists: true, cases, last })
+}
+
+/// Runs the evaluation file beside a workflow file (every case, or one), sending each case's report as it finishes;
+/// the report compares with the last evaluation of the file and is kept with its cases' runs. As `switchyard eval
+/// FILE --baseline last`, with the settings' models (an agent a case has no answer for calls its model).
+#[tauri::command]
+#[specta::specta]
+pub async fn run_evals(
+    state: State<'_, AppState>,
+    workflow_path: String,
+    case_id: Option<String>,
+    on_case: Channel<eval::CaseReport>,
+) -> Result<eval::Report, CommandError> {
+    let file = eval::Suite::beside(Path::new(&workflow_path));
+    let suite = eval::Suite::load(&file)?;
+    let store = state.store()?.clone();
+    let baseline = eval::kept::last(&store, &file)?;
+    let options =
+        eval::Options { case: case_id, store: Some((store, eval::kept::new_id())), ..eval::Options::default() };
+    // The cases' futures borrow the suite across a bounded stream, which the compiler cannot prove `Send`: the
+    // evaluation runs on a blocking thread of its own, driving it on the app's runtime.
+    let runtime = tokio::runtime::Handle::current();
+    let report = tokio::task::spawn_blocking(move || {
+        runtime.block_on(eval::kept::evaluate(&suite, &options, baseline, |case: &eval::CaseReport| {
+            let _ = on_case.send(case.clone());
+        }))
+    })
+    .await
+    .map_err(|e| CommandError::new("EVAL_FAILED", format!("the evaluation stopped: {e}")))??;
+    Ok(report)
 }
 
 /// Where a run's events go in the app: the store (written first), then the window.
@@ -411,7 +486,7 @@ pub struct RunSummary {
 #[specta::specta]
 pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, CommandError> {
     let live = state.runs.lock().unwrap().keys().cloned().collect::<Vec<_>>();
-    let rows = state.store()?.list()?;
+    let rows = session::runs(state.store()?)?;
     Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row }).collect())
 }
 

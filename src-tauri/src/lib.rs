@@ -34,6 +34,8 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::open_run,
         commands::replay_run,
         commands::save_test_case,
+        commands::eval_suite,
+        commands::run_evals,
         commands::get_settings,
         commands::save_settings,
         commands::startup_file,

@@ -50,6 +50,14 @@ export const commands = {
 	 *  input, answers and decisions, and what each node did. The same as `switchyard eval add RUN_ID` (`eval::add_case`).
 	 */
 	saveTestCase: (runId: string) => typedError<SavedCase, CommandError>(__TAURI_INVOKE("save_test_case", { runId })),
+	/**  The evaluation file beside a workflow file: its cases and its last evaluation. */
+	evalSuite: (workflowPath: string) => typedError<EvalSuiteView_Serialize, CommandError>(__TAURI_INVOKE("eval_suite", { workflowPath })),
+	/**
+	 *  Runs the evaluation file beside a workflow file (every case, or one), sending each case's report as it finishes;
+	 *  the report compares with the last evaluation of the file and is kept with its cases' runs. As `switchyard eval
+	 *  FILE --baseline last`, with the settings' models (an agent a case has no answer for calls its model).
+	 */
+	runEvals: (workflowPath: string, caseId: string | null, onCase: Channel<CaseReport_Deserialize>) => typedError<EvalReport_Serialize, CommandError>(__TAURI_INVOKE("run_evals", { workflowPath, caseId, onCase })),
 	/**  The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem. */
 	getSettings: () => __TAURI_INVOKE<SettingsState_Serialize>("get_settings"),
 	/**  Saves the settings, or refuses with the problems by field (nothing is written then). */
@@ -99,6 +107,127 @@ export type AgentTools_Serialize = {
 	approval?: ToolApproval,
 };
 
+/**  One run of a case. */
+export type Attempt = Attempt_Serialize | Attempt_Deserialize;
+
+/**  One run of a case. */
+export type Attempt_Deserialize = {
+	passed: boolean,
+	/**  How the run ended; none when it could not start. */
+	status?: RunStatus | null,
+	failures: Failure_Deserialize[],
+	/**  What the judge said of each `judge` expectation, passing or not. */
+	judgements?: Judgement_Deserialize[],
+	/**  Why the case could not run, with its code (docs/errors.md). */
+	error?: CaseError | null,
+	tokens: number,
+	durationMs: number,
+	/**
+	 *  US dollars the run's model calls cost, from the settings' prices; none when a model that used tokens has no
+	 *  price there.
+	 */
+	cost?: number | null,
+	/**  Each node's output as the next node sees it (its error when it failed): what `--baseline` compares. */
+	outputs?: { [key in string]: string },
+	/**  The run, as kept in the run store (when the evaluation keeps its runs). */
+	runId?: string | null,
+};
+
+/**  One run of a case. */
+export type Attempt_Serialize = {
+	passed: boolean,
+	/**  How the run ended; none when it could not start. */
+	status: RunStatus | null,
+	failures: Failure_Serialize[],
+	/**  What the judge said of each `judge` expectation, passing or not. */
+	judgements?: Judgement_Serialize[],
+	/**  Why the case could not run, with its code (docs/errors.md). */
+	error: CaseError | null,
+	tokens: number,
+	durationMs: number,
+	/**
+	 *  US dollars the run's model calls cost, from the settings' prices; none when a model that used tokens has no
+	 *  price there.
+	 */
+	cost: number | null,
+	/**  Each node's output as the next node sees it (its error when it failed): what `--baseline` compares. */
+	outputs?: { [key in string]: string },
+	/**  The run, as kept in the run store (when the evaluation keeps its runs). */
+	runId?: string,
+};
+
+/**  How many calls were answered how, and the tokens the record saved. */
+export type CallCounts = {
+	/**  Calls that went to a model. */
+	modelCalls: number,
+	/**  Calls answered from the record. */
+	reused: number,
+	/**  Tokens the reused calls used when they were recorded. */
+	tokensSaved: number,
+};
+
+export type CaseChange = CaseChange_Serialize | CaseChange_Deserialize;
+
+export type CaseChange_Deserialize = {
+	id: string,
+	change: Change,
+	before?: string | null,
+	after: CaseVerdict,
+	/**  Nodes whose output differs from the baseline's (or ran in only one of them), in node order of the case. */
+	changedNodes: string[],
+	/**  Every node that ran in either, with both outputs: what a compare view colours and shows side by side. */
+	nodes: NodeChange_Deserialize[],
+	tokens: [number | null, number],
+	durationMs: [number | null, number],
+};
+
+export type CaseChange_Serialize = {
+	id: string,
+	change: Change,
+	before: string | null,
+	after: CaseVerdict,
+	/**  Nodes whose output differs from the baseline's (or ran in only one of them), in node order of the case. */
+	changedNodes: string[],
+	/**  Every node that ran in either, with both outputs: what a compare view colours and shows side by side. */
+	nodes: NodeChange_Serialize[],
+	tokens: [number | null, number],
+	durationMs: [number | null, number],
+};
+
+export type CaseError = {
+	code: string,
+	message: string,
+};
+
+export type CaseReport = CaseReport_Serialize | CaseReport_Deserialize;
+
+export type CaseReport_Deserialize = {
+	id: string,
+	verdict: CaseVerdict,
+	attempts: Attempt_Deserialize[],
+};
+
+export type CaseReport_Serialize = {
+	id: string,
+	verdict: CaseVerdict,
+	attempts: Attempt_Serialize[],
+};
+
+/**  A case's verdict over its attempts. */
+export type CaseVerdict = "passed" | "failed" | 
+/**  Passed in some attempts and failed in others. */
+"flaky" | 
+/**  It could not run (an unreadable answers file, an invalid input, no model offline). */
+"error";
+
+export type Change = 
+/**  It passes now and did not before. */
+"improved" | 
+/**  It passed before and does not now. */
+"regressed" | "unchanged" | 
+/**  The baseline has no such case. */
+"new";
+
 /**  One code step as the person is shown it before consenting. */
 export type CodeStep = CodeStep_Serialize | CodeStep_Deserialize;
 
@@ -130,6 +259,24 @@ export type CommandError = {
 	message: string,
 	/**  What is wrong with settings, by field; empty when not relevant. */
 	problems: SettingsProblem[],
+};
+
+export type Comparison = Comparison_Serialize | Comparison_Deserialize;
+
+export type Comparison_Deserialize = {
+	baseline: string,
+	improved: number,
+	regressed: number,
+	unchanged: number,
+	cases: CaseChange_Deserialize[],
+};
+
+export type Comparison_Serialize = {
+	baseline: string,
+	improved: number,
+	regressed: number,
+	unchanged: number,
+	cases: CaseChange_Serialize[],
 };
 
 export type Condition = Condition_Serialize | Condition_Deserialize;
@@ -258,6 +405,99 @@ export type Edge_Serialize = {
 	max_iterations?: number,
 };
 
+export type EvalCaseView = EvalCaseView_Serialize | EvalCaseView_Deserialize;
+
+export type EvalCaseView_Deserialize = {
+	id: string,
+	description?: string | null,
+	/**  How many expectations it checks. */
+	expectations: number,
+};
+
+export type EvalCaseView_Serialize = {
+	id: string,
+	description: string | null,
+	/**  How many expectations it checks. */
+	expectations: number,
+};
+
+export type EvalReport = EvalReport_Serialize | EvalReport_Deserialize;
+
+export type EvalReport_Deserialize = {
+	/**  The evaluation's id in the run store, when it was kept there (`eval::kept`). */
+	id?: string | null,
+	/**  When it started, RFC 3339. */
+	started: string,
+	/**  The evaluation file, as given. */
+	file: string,
+	workflow: string,
+	cases: CaseReport_Deserialize[],
+	passed: number,
+	failed: number,
+	flaky: number,
+	errors: number,
+	/**  Passed cases over all cases; flaky cases do not pass. */
+	passRate: number | null,
+	tokens: number,
+	durationMs: number,
+	/**  US dollars, from the settings' prices; none when some model that used tokens has no price. */
+	cost?: number | null,
+	/**  Model calls made, calls answered from the recorded calls, and the tokens those saved. */
+	calls: CallCounts,
+	/**  How it compares with a baseline report (`--baseline`). */
+	comparison?: Comparison_Deserialize | null,
+};
+
+export type EvalReport_Serialize = {
+	/**  The evaluation's id in the run store, when it was kept there (`eval::kept`). */
+	id?: string,
+	/**  When it started, RFC 3339. */
+	started: string,
+	/**  The evaluation file, as given. */
+	file: string,
+	workflow: string,
+	cases: CaseReport_Serialize[],
+	passed: number,
+	failed: number,
+	flaky: number,
+	errors: number,
+	/**  Passed cases over all cases; flaky cases do not pass. */
+	passRate: number | null,
+	tokens: number,
+	durationMs: number,
+	/**  US dollars, from the settings' prices; none when some model that used tokens has no price. */
+	cost: number | null,
+	/**  Model calls made, calls answered from the recorded calls, and the tokens those saved. */
+	calls: CallCounts,
+	/**  How it compares with a baseline report (`--baseline`). */
+	comparison?: Comparison_Serialize,
+};
+
+/**  A workflow's evaluation file as the Evals tab shows it. */
+export type EvalSuiteView = EvalSuiteView_Serialize | EvalSuiteView_Deserialize;
+
+/**  A workflow's evaluation file as the Evals tab shows it. */
+export type EvalSuiteView_Deserialize = {
+	/**  `NAME.evals.yaml` beside the workflow file. */
+	file: string,
+	/**  Whether it exists yet ("Save as test case" in History makes it). */
+	exists: boolean,
+	cases: EvalCaseView_Deserialize[],
+	/**  The last evaluation of this file kept in the run store, if any. */
+	last?: EvalReport_Deserialize | null,
+};
+
+/**  A workflow's evaluation file as the Evals tab shows it. */
+export type EvalSuiteView_Serialize = {
+	/**  `NAME.evals.yaml` beside the workflow file. */
+	file: string,
+	/**  Whether it exists yet ("Save as test case" in History makes it). */
+	exists: boolean,
+	cases: EvalCaseView_Serialize[],
+	/**  The last evaluation of this file kept in the run store, if any. */
+	last: EvalReport_Serialize | null,
+};
+
 /**  One event as observers and the run log see it. */
 export type Event = Event_Serialize | Event_Deserialize;
 
@@ -336,6 +576,29 @@ export type Event_Serialize = {
 	/**  RFC 3339 timestamp with milliseconds. */
 	ts: string,
 } & EventKind_Serialize;
+
+/**  An expectation that did not hold. */
+export type Failure = Failure_Serialize | Failure_Deserialize;
+
+/**  An expectation that did not hold. */
+export type Failure_Deserialize = {
+	/**  The node it was about; none for the run as a whole. */
+	node?: string | null,
+	/**  The expectation as written, e.g. `contains "Dark mode"`. */
+	expected: string,
+	/**  What came instead. */
+	actual: string,
+};
+
+/**  An expectation that did not hold. */
+export type Failure_Serialize = {
+	/**  The node it was about; none for the run as a whole. */
+	node?: string,
+	/**  The expectation as written, e.g. `contains "Dark mode"`. */
+	expected: string,
+	/**  What came instead. */
+	actual: string,
+};
 
 /**  How the editor edits a field. */
 export type FieldKind = 
@@ -467,6 +730,23 @@ export type HttpServer_Serialize = {
 	timeout_seconds?: number,
 };
 
+/**  A judge's answer, kept in the report whether it passed or not. */
+export type Judgement = Judgement_Serialize | Judgement_Deserialize;
+
+/**  A judge's answer, kept in the report whether it passed or not. */
+export type Judgement_Deserialize = {
+	node?: string | null,
+	score?: number | null,
+	reason: string,
+};
+
+/**  A judge's answer, kept in the report whether it passed or not. */
+export type Judgement_Serialize = {
+	node?: string,
+	score: number | null,
+	reason: string,
+};
+
 /**  Limits on each model call, from the settings file. */
 export type Limits = Limits_Serialize | Limits_Deserialize;
 
@@ -537,6 +817,24 @@ export type Merge = "last_wins" |
 
 /**  One node. Type-specific fields are optional here and checked against `type` by validation. */
 export type Node = Node_Serialize | Node_Deserialize;
+
+export type NodeChange = NodeChange_Serialize | NodeChange_Deserialize;
+
+export type NodeChange_Deserialize = {
+	node: string,
+	change: NodeVerdict,
+	/**  Its output (or error) in the baseline; none when it did not run there. */
+	before?: string | null,
+	after?: string | null,
+};
+
+export type NodeChange_Serialize = {
+	node: string,
+	change: NodeVerdict,
+	/**  Its output (or error) in the baseline; none when it did not run there. */
+	before: string | null,
+	after: string | null,
+};
 
 export type NodeResult = NodeResult_Serialize | NodeResult_Deserialize;
 
@@ -610,6 +908,13 @@ export type NodeTypeSpec_Serialize = {
 	/**  Every document field valid for the type except `id`, `type` and `position`, in editing order. */
 	fields: FieldSpec_Serialize[],
 };
+
+/**  What became of one node between the baseline and now. */
+export type NodeVerdict = 
+/**  An expectation about it fails now and did not before. */
+"regressed" | 
+/**  Its output differs (or it ran in only one of the two). */
+"changed" | "unchanged";
 
 /**  One node. Type-specific fields are optional here and checked against `type` by validation. */
 export type Node_Deserialize = {
@@ -940,6 +1245,17 @@ export type RunRow_Deserialize = {
 	durationMs: number,
 	/**  Approvals it waits for. */
 	pending: string[],
+	/**  Tokens its model calls used, per `provider/model` (kept when it pauses or ends). */
+	usage: { [key in string]: Usage },
+	/**  All of them. */
+	tokens: number,
+	/**
+	 *  US dollars at the settings' prices (`session::priced`); none when a model that used tokens has no price, or
+	 *  before the session priced it.
+	 */
+	cost?: number | null,
+	/**  The evaluation it was a case of, if any. */
+	eval?: string | null,
 };
 
 /**  One run of the history. */
@@ -957,6 +1273,17 @@ export type RunRow_Serialize = {
 	durationMs: number,
 	/**  Approvals it waits for. */
 	pending: string[],
+	/**  Tokens its model calls used, per `provider/model` (kept when it pauses or ends). */
+	usage: { [key in string]: Usage },
+	/**  All of them. */
+	tokens: number,
+	/**
+	 *  US dollars at the settings' prices (`session::priced`); none when a model that used tokens has no price, or
+	 *  before the session priced it.
+	 */
+	cost: number | null,
+	/**  The evaluation it was a case of, if any. */
+	eval: string | null,
 };
 
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use switchyard_engine::eval::{self, report, CaseReport, Report, Suite, Verdict};
+use switchyard_engine::eval::{self, report, CaseReport, Suite, Verdict};
 use switchyard_engine::session;
+use switchyard_engine::store::RunStore;
 
 use crate::out::{errln, outln};
 use crate::{coded, open_store, Unusable};
@@ -50,10 +51,11 @@ pub struct EvalCli {
     /// Let the workflow's code steps execute (see `run --allow-code`).
     #[arg(long)]
     allow_code: bool,
-    /// Compare with an earlier report (`--json` output): each case improved, regressed or unchanged, the nodes
+    /// Compare with an earlier evaluation: a report file (`--json` output), the id of an evaluation kept in the
+    /// run store, or `last` (this file's previous evaluation). Each case improved, regressed or unchanged, the nodes
     /// whose output changed, tokens and time side by side. A regression exits 1.
-    #[arg(long, value_name = "REPORT")]
-    baseline: Option<PathBuf>,
+    #[arg(long, value_name = "REPORT|EVAL_ID|last")]
+    baseline: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -88,6 +90,7 @@ pub async fn cmd(cli: EvalCli) -> Result<u8, Unusable> {
         case: cli.case,
         offline: cli.offline,
         allow_code: cli.allow_code,
+        store: None,
     };
     let file = cli.file.expect("clap requires FILE without a subcommand");
     let args = EvalArgs {
@@ -108,26 +111,52 @@ struct EvalArgs {
     junit: Option<PathBuf>,
     markdown: Option<PathBuf>,
     min_pass_rate: f64,
-    baseline: Option<PathBuf>,
+    baseline: Option<String>,
     options: eval::Options,
 }
 
-async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
+/// The report `--baseline` names: a report file, a kept evaluation's id, or `last`.
+fn baseline(given: &str, store: &RunStore, file: &Path) -> Result<(String, serde_json::Value), Unusable> {
+    let unreadable = |why: String| coded("BASELINE_UNREADABLE", format!("--baseline {given}: {why}"));
+    let value: serde_json::Value = if given == "last" {
+        let last = eval::kept::last(store, file).map_err(|e| coded(e.code(), e.to_string()))?;
+        let Some((id, value)) = last else {
+            return Err(unreadable(format!(
+                "{} has not been evaluated before here; run `switchyard eval {}` once first",
+                file.display(),
+                file.display()
+            )));
+        };
+        return Ok((format!("{id} (last)"), value));
+    } else if Path::new(given).exists() {
+        let text = std::fs::read_to_string(given).map_err(|e| unreadable(e.to_string()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| unreadable(format!("not a report written by `switchyard eval --json` ({e})")))?
+    } else {
+        eval::kept::report(store, given).map_err(|e| {
+            match e.code() {
+            "NO_SUCH_EVAL" => unreadable(
+                "no such file, and no evaluation kept with that id (`switchyard eval --json` prints an evaluation's id)"
+                    .into(),
+            ),
+            _ => coded(e.code(), e.to_string()),
+        }
+        })?
+    };
+    if !value["cases"].is_array() {
+        return Err(unreadable("not a report written by `switchyard eval --json` (it has no cases)".into()));
+    }
+    Ok((given.to_string(), value))
+}
+
+async fn cmd_eval(mut args: EvalArgs) -> Result<u8, Unusable> {
+    let store = open_store()?;
     let baseline = match &args.baseline {
         None => None,
-        Some(path) => {
-            let unreadable =
-                |why: String| coded("BASELINE_UNREADABLE", format!("--baseline {}: {why}", path.display()));
-            let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
-            let value: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| unreadable(format!("not a report written by `switchyard eval --json` ({e})")))?;
-            if !value["cases"].is_array() {
-                return Err(unreadable("not a report written by `switchyard eval --json` (it has no cases)".into()));
-            }
-            Some((path.display().to_string(), value))
-        }
+        Some(given) => Some(baseline(given, &store, &args.file)?),
     };
     let suite = Suite::load(&args.file)?;
+    args.options.store = Some((store, eval::kept::new_id()));
     let json = args.json;
     // With --json, stdout is the report alone; the live lines go to stderr.
     let line = |case: &CaseReport| {
@@ -138,11 +167,7 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
             outln!("{text}");
         }
     };
-    let (cases, calls) = eval::run(&suite, &args.options, line).await?;
-    let mut report = Report::new(args.file.display().to_string(), suite.file.workflow.clone(), cases, calls);
-    if let Some((name, value)) = &baseline {
-        report.comparison = Some(eval::compare(&report, value, name));
-    }
+    let report = eval::kept::evaluate(&suite, &args.options, baseline, line).await?;
     let regressed = report.comparison.as_ref().is_some_and(|c| c.regressed > 0);
     write_report(args.junit.as_deref(), &report.junit(), "--junit")?;
     write_report(args.markdown.as_deref(), &report.markdown(), "--markdown")?;
@@ -177,6 +202,9 @@ async fn cmd_eval(args: EvalArgs) -> Result<u8, Unusable> {
                 (true, false) => String::new(),
             }
         );
+        if let Some(id) = &report.id {
+            outln!("kept as {id}: compare a later evaluation with it by `--baseline last` or `--baseline {id}`");
+        }
     }
     Ok(if met { 0 } else { 1 })
 }
@@ -226,6 +254,9 @@ fn case_line(case: &CaseReport) -> String {
     if case.verdict != Verdict::Passed {
         for line in report::failure_lines(case) {
             text.push_str(&format!("\n    {line}"));
+        }
+        if let Some(run) = &a.run_id {
+            text.push_str(&format!("\n    its run: `switchyard show {run}`"));
         }
     }
     text

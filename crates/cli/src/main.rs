@@ -19,7 +19,7 @@ use switchyard_engine::log::{Observer, RunLog};
 use switchyard_engine::providers::{self, DefaultSource, Providers, Settings};
 use switchyard_engine::run::{self, Outcome};
 use switchyard_engine::session::{self, RunRequest, SessionError, Sinks, WorkflowRef};
-use switchyard_engine::store::{RunStore, StoredStatus};
+use switchyard_engine::store::{RunRow, RunStore, StoredStatus};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::RunStatus;
 
@@ -506,11 +506,12 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         None => None,
     };
     let outcome = session::run(prepared, sinks(store.clone(), &args.events, args.json)?).await;
-    finish(outcome, store.is_some(), args.json)
+    finish(outcome, store.as_deref(), args.json)
 }
 
-/// The result object `run --json` prints.
-fn result_json(r: &switchyard_engine::RunResult) -> Value {
+/// The result object `run --json` prints (and `show` and `replay`), with what its model calls used as the store
+/// kept it (null for a run that was not stored).
+fn result_json(r: &switchyard_engine::RunResult, row: Option<&RunRow>) -> Value {
     json!({
         "runId": r.run_id,
         "status": r.status,
@@ -519,19 +520,25 @@ fn result_json(r: &switchyard_engine::RunResult) -> Value {
         "pending": r.pending.iter().map(|p| json!({"node": p.node, "message": p.message})).collect::<Vec<_>>(),
         "state": r.state,
         "error": r.error,
+        "tokens": row.map(|row| row.tokens),
+        "cost": row.and_then(|row| row.cost),
     })
 }
 
-fn finish(outcome: Outcome, stored: bool, json: bool) -> Result<u8, Unusable> {
+fn finish(outcome: Outcome, store: Option<&RunStore>, json: bool) -> Result<u8, Unusable> {
     if let Some(e) = &outcome.log_error {
         errln!("warning: {e}");
     }
     let r = &outcome.result;
+    // What the run used, as the store kept it (a run that was not stored is not priced).
+    let row = store.and_then(|s| session::row(s, &r.run_id).ok());
     if json {
-        outln!("{}", serde_json::to_string_pretty(&result_json(r)).unwrap());
+        let out = result_json(r, row.as_ref());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap());
+    } else if let Some(row) = row.filter(|row| row.tokens > 0) {
+        errln!("{} tokens{}", row.tokens, row.cost.map(|usd| format!(", ${usd:.4}")).unwrap_or_default());
     }
     print_hints(r.results.values().filter_map(|n| n.error_code.as_deref()));
-    let store = stored.then_some(());
     if r.status == RunStatus::Paused {
         let decide: Vec<String> = r.pending.iter().map(|p| format!("--decide {}=approve", p.node)).collect();
         if store.is_some() {
@@ -571,7 +578,7 @@ async fn cmd_resume(
         errln!("note: {note}");
     }
     let outcome = session::resume(resuming, decisions, sinks(Some(store.clone()), &events, json)?).await?;
-    finish(outcome, true, json)
+    finish(outcome, Some(&store), json)
 }
 
 fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Unusable> {
@@ -649,7 +656,7 @@ async fn cmd_mcp(json: bool) -> Result<u8, Unusable> {
 
 fn cmd_runs(json: bool) -> Result<u8, Unusable> {
     let store = open_store()?;
-    let runs = store.list().map_err(|e| coded(e.code(), e.to_string()))?;
+    let runs = session::runs(&store)?;
     if json {
         let rows: Vec<Value> = runs
             .iter()
@@ -661,6 +668,9 @@ fn cmd_runs(json: bool) -> Result<u8, Unusable> {
                     "started": r.started,
                     "durationMs": r.duration_ms,
                     "pending": r.pending,
+                    "tokens": r.tokens,
+                    "cost": r.cost,
+                    "eval": r.eval,
                 })
             })
             .collect();
@@ -670,15 +680,25 @@ fn cmd_runs(json: bool) -> Result<u8, Unusable> {
     for r in runs {
         let pending = if r.pending.is_empty() { String::new() } else { format!("  waits: {}", r.pending.join(", ")) };
         outln!(
-            "{}  {:<11}  {}  {:>8}  {}{pending}",
+            "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}",
             r.id,
             r.status.as_str(),
             r.started.get(..19).unwrap_or(&r.started),
             format_duration(r.duration_ms),
+            format_cost(&r),
             r.workflow_ref.as_deref().unwrap_or(&r.workflow),
         );
     }
     Ok(0)
+}
+
+/// A run's cost in US dollars: "–" when it used no tokens, "? tokens" when a model it used has no price.
+fn format_cost(r: &switchyard_engine::store::RunRow) -> String {
+    match (r.tokens, r.cost) {
+        (0, _) => "–".to_string(),
+        (_, Some(usd)) => format!("${usd:.4}"),
+        (tokens, None) => format!("{tokens} tok"),
+    }
 }
 
 fn format_duration(ms: u64) -> String {
@@ -694,7 +714,7 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
     let store = open_store()?;
     let (row, result) = session::show(&store, run_id)?;
     let status = row.status;
-    let mut out = result_json(&result);
+    let mut out = result_json(&result, Some(&row));
     if matches!(status, StoredStatus::Interrupted | StoredStatus::Running) {
         out["status"] = json!(status);
         out["error"] = json!(format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()));
@@ -702,7 +722,12 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
     if json {
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
-        outln!("run {run_id}: {} ({})", status.as_str(), row.workflow);
+        let cost = match (row.tokens, row.cost) {
+            (0, _) => String::new(),
+            (tokens, Some(usd)) => format!(", {tokens} tokens, ${usd:.4}"),
+            (tokens, None) => format!(", {tokens} tokens (no price under `prices` in the settings)"),
+        };
+        outln!("run {run_id}: {} ({}{cost})", status.as_str(), row.workflow);
         for (node, result) in &result.results {
             let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
             let text: String = text.chars().take(100).collect();
@@ -717,7 +742,10 @@ fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, U
     let store = open_store()?;
     let replayed = session::replay(&store, run_id, sinks(None, &events, json)?)?;
     if json {
-        outln!("{}", serde_json::to_string_pretty(&result_json(&replayed.result)).unwrap());
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&result_json(&replayed.result, Some(&session::row(&store, run_id)?))).unwrap()
+        );
     }
     // The replay must tell the same story; where it does not, the engine (or the store) changed.
     if let Some(d) = &replayed.diverged {

@@ -322,6 +322,51 @@ fn a_baseline_report_marks_each_case_regressed_improved_or_unchanged_and_a_regre
 }
 
 #[test]
+fn each_evaluation_is_kept_with_its_cases_runs_and_a_later_one_compares_with_it_by_last_or_its_id() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, file) = suite(ONE_PASSES_ONE_FAILS);
+    // Before any evaluation of the file, `last` has nothing to compare with; an unknown id is neither file nor kept.
+    for given in ["last", "eval-nope"] {
+        let out = switchyard(home.path(), &["eval", &file, "--baseline", given, "--json"]);
+        assert_eq!(out.status.code(), Some(2), "{given}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["errors"][0]["code"], "BASELINE_UNREADABLE", "{v}");
+        let message = v["errors"][0]["message"].as_str().unwrap();
+        let says = if given == "last" { "has not been evaluated before" } else { "no evaluation kept with that id" };
+        assert!(message.contains(says), "{message}");
+    }
+    let first = switchyard(home.path(), &["eval", &file, "--json"]);
+    let first: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let id = first["id"].as_str().expect("the report names the evaluation kept").to_string();
+    // A failing case's run is kept: `show` prints it.
+    let failing = first["cases"].as_array().unwrap().iter().find(|c| c["verdict"] == "failed").unwrap();
+    let run = failing["attempts"][0]["runId"].as_str().unwrap();
+    let shown = switchyard(home.path(), &["show", run]);
+    assert_eq!(shown.status.code(), Some(0));
+    assert!(text(&shown.stdout).contains("publish"), "{}", text(&shown.stdout));
+    let runs: Value = serde_json::from_slice(&switchyard(home.path(), &["runs", "--json"]).stdout).unwrap();
+    assert!(runs.as_array().unwrap().iter().any(|r| r["id"] == run && r["eval"] == id.as_str()), "{runs}");
+    // The text lines say where a failing case's run is.
+    let out = switchyard(home.path(), &["eval", &file]);
+    assert!(text(&out.stdout).contains("its run: `switchyard show "), "{}", text(&out.stdout));
+
+    let answers = dir.path().join("approval-flow.script.yaml");
+    let changed = std::fs::read_to_string(&answers).unwrap().replace("Dark mode is coming", "Coming soon");
+    std::fs::write(&answers, changed).unwrap();
+    for given in ["last", id.as_str()] {
+        let out = switchyard(home.path(), &["eval", &file, "--baseline", given, "--json"]);
+        assert_eq!(out.status.code(), Some(1), "a regression exits 1");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let case = &report["comparison"]["cases"][0];
+        assert_eq!(case["change"], "regressed", "{report}");
+        let publish = case["nodes"].as_array().unwrap().iter().find(|n| n["node"] == "publish").unwrap();
+        assert_eq!(publish["change"], "regressed", "its expectation fails now and did not before: {publish}");
+        assert!(publish["before"].as_str().unwrap().contains("Dark mode is coming"), "{publish}");
+        assert!(publish["after"].as_str().unwrap().contains("Coming soon"), "{publish}");
+    }
+}
+
+#[test]
 fn a_code_assertion_runs_only_with_consent_and_its_message_says_what_did_not_hold() {
     let home = tempfile::tempdir().unwrap();
     let (_dir, file) = suite(

@@ -210,6 +210,7 @@ fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
                 workflow_ref: None,
                 answers_path: None,
                 options: &options,
+                eval_id: None,
             };
             claim = Some(store.create(&new).unwrap());
             Some(store as Arc<dyn RunLog>)

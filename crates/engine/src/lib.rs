@@ -61,6 +61,7 @@ pub mod schema;
 pub mod session;
 pub mod store;
 pub mod template;
+pub mod usage;
 pub mod validate;
 
 pub use document::{Edge, Node, NodeType, Workflow};

@@ -46,14 +46,18 @@ struct CallsFile {
 }
 
 /// How many calls were answered how, and the tokens the record saved.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CallCounts {
     /// Calls that went to a model.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub model_calls: u64,
     /// Calls answered from the record.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub reused: u64,
     /// Tokens the reused calls used when they were recorded.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub tokens_saved: u64,
 }
 

@@ -139,6 +139,8 @@ pub struct RunRequest {
     pub reuse: Option<(String, String)>,
     /// The person allows this run's code steps (`--allow-code`), trusted or not.
     pub allow_code: bool,
+    /// The evaluation this run is a case of: kept with the run.
+    pub eval: Option<String>,
 }
 
 /// A run ready to start: the shell adds its own log and observers and calls `run::run` or `run::start`.
@@ -162,6 +164,8 @@ pub struct Prepared {
     /// The default model found for nodes that name none, when it had to be looked for (none in the run request or
     /// the settings, and some node needs one): the shells say which model those nodes use, or that there is none.
     pub discovered: Option<DefaultModel>,
+    /// The evaluation this run is a case of.
+    pub eval: Option<String>,
 }
 
 /// What validation checks beyond the document, the same for every shell: the providers a run would use (not when an
@@ -416,6 +420,7 @@ pub async fn prepare(
             (None, None, false) => model_for(&answers, settings.as_ref()),
         },
         answers: with_decisions(answers, request.decisions),
+        eval: request.eval,
         workflow: Arc::new(workflow),
         options,
         workflow_ref: request.workflow_ref,
@@ -450,6 +455,7 @@ pub fn begin(store: &RunStore, prepared: &Prepared) -> Result<Claim, SessionErro
         workflow_ref: workflow_ref.as_deref(),
         answers_path: answers_path.as_deref(),
         options: &prepared.options,
+        eval_id: prepared.eval.as_deref(),
     })?)
 }
 
@@ -576,9 +582,27 @@ pub fn replay(store: &RunStore, run_id: &str, mut sinks: Sinks) -> Result<Replay
     Ok(Replayed { row, result, diverged })
 }
 
-/// A stored run's row and its result, rebuilt from its recording without a model call.
+/// A stored run's row (priced) and its result, rebuilt from its recording without a model call.
 pub fn show(store: &RunStore, run_id: &str) -> Result<(RunRow, RunResult), SessionError> {
-    rebuild(store.load(run_id)?, Sinks::default())
+    let (row, result) = rebuild(store.load(run_id)?, Sinks::default())?;
+    Ok((priced(row, &prices()), result))
+}
+
+/// The runs of the store, newest first, each priced at the settings' prices.
+pub fn runs(store: &RunStore) -> Result<Vec<RunRow>, SessionError> {
+    let prices = prices();
+    Ok(store.list()?.into_iter().map(|row| priced(row, &prices)).collect())
+}
+
+/// One run of the store, priced at the settings' prices.
+pub fn row(store: &RunStore, run_id: &str) -> Result<RunRow, SessionError> {
+    Ok(priced(store.get(run_id)?, &prices()))
+}
+
+/// The row with its cost: none when a model that used tokens has no price.
+fn priced(mut row: RunRow, prices: &BTreeMap<String, Price>) -> RunRow {
+    row.cost = crate::usage::cost(&row.usage, prices).ok();
+    row
 }
 
 /// A stored run with what making a test case of it needs (`eval::add_case`).

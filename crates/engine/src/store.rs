@@ -13,6 +13,7 @@
 
 mod migrations;
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -23,7 +24,7 @@ use serde::Serialize;
 
 use crate::events::Event;
 use crate::log::{LogError, LogItem, RunLog};
-use crate::result::RunStatus;
+use crate::result::{RunStatus, Usage};
 use crate::run::{Recorded, Recording, RunOptions};
 use crate::Workflow;
 
@@ -47,6 +48,8 @@ pub enum StoreError {
     NoSuchRun { path: PathBuf, id: String },
     #[error("run `{id}` is in use by another process")]
     InUse { id: String },
+    #[error("no evaluation `{id}` in the run store {path}")]
+    NoSuchEval { path: PathBuf, id: String },
 }
 
 impl StoreError {
@@ -58,6 +61,7 @@ impl StoreError {
             StoreError::Corrupt { .. } => "STORE_CORRUPT",
             StoreError::Query { .. } => "STORE_QUERY",
             StoreError::NoSuchRun { .. } => "NO_SUCH_RUN",
+            StoreError::NoSuchEval { .. } => "NO_SUCH_EVAL",
             StoreError::InUse { .. } => "RUN_IN_USE",
         }
     }
@@ -124,6 +128,36 @@ pub struct RunRow {
     pub duration_ms: u64,
     /// Approvals it waits for.
     pub pending: Vec<String>,
+    /// Tokens its model calls used, per `provider/model` (kept when it pauses or ends).
+    pub usage: BTreeMap<String, Usage>,
+    /// All of them.
+    #[cfg_attr(feature = "specta", specta(type = u32))]
+    pub tokens: u64,
+    /// US dollars at the settings' prices (`session::priced`); none when a model that used tokens has no price, or
+    /// before the session priced it.
+    pub cost: Option<f64>,
+    /// The evaluation it was a case of, if any.
+    pub eval: Option<String>,
+}
+
+impl RunRow {
+    fn counted(mut self) -> RunRow {
+        self.tokens = crate::usage::tokens(&self.usage);
+        self
+    }
+}
+
+/// An evaluation's report as kept in the store (its JSON, as `switchyard eval --json` prints it): what a later
+/// evaluation of the same file compares with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEval {
+    pub id: String,
+    /// The evaluation file, as its absolute path.
+    pub file: String,
+    pub workflow: String,
+    /// RFC 3339.
+    pub started: String,
+    pub report: String,
 }
 
 /// What is kept of a run when it starts.
@@ -133,6 +167,8 @@ pub struct NewRun<'a> {
     pub workflow_ref: Option<&'a str>,
     pub answers_path: Option<&'a str>,
     pub options: &'a RunOptions,
+    /// The evaluation this run is a case of.
+    pub eval_id: Option<&'a str>,
 }
 
 /// What a rebuild of a stored run needs: the document and options it started with, and its recording.
@@ -232,9 +268,17 @@ impl RunStore {
             .execute(
                 &format!(
                     "INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
-                       started_at, updated_at) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, {NOW}, {NOW})"
+                       started_at, updated_at, eval_id) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, {NOW}, {NOW}, ?7)"
                 ),
-                params![run.id, run.workflow_ref.unwrap_or(""), run.answers_path, run.workflow.name, document, options],
+                params![
+                    run.id,
+                    run.workflow_ref.unwrap_or(""),
+                    run.answers_path,
+                    run.workflow.name,
+                    document,
+                    options,
+                    run.eval_id
+                ],
             )
             .map_err(|e| self.query_error(e))?;
         Ok(claim)
@@ -284,7 +328,12 @@ impl RunStore {
             started: r.started,
             duration_ms: (until - started).max(0) as u64,
             pending: serde_json::from_str(&r.pending).unwrap_or_default(),
+            tokens: 0,
+            usage: r.usage.and_then(|u| serde_json::from_str(&u).ok()).unwrap_or_default(),
+            cost: None,
+            eval: r.eval,
         }
+        .counted()
     }
 
     fn last_event_ms(&self, id: &str) -> Option<i64> {
@@ -329,6 +378,38 @@ impl RunStore {
         self.column_of(run_id, "SELECT input FROM inputs WHERE run_id = ?1 ORDER BY id", "input")
     }
 
+    /// Keeps an evaluation's report.
+    pub fn save_eval(&self, eval: &StoredEval) -> Result<(), StoreError> {
+        self.conn
+            .lock()
+            .unwrap()
+            .execute(
+                "INSERT INTO evals (id, file, workflow, started_at, report) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![eval.id, eval.file, eval.workflow, eval.started, eval.report],
+            )
+            .map(|_| ())
+            .map_err(|e| self.query_error(e))
+    }
+
+    /// The evaluations of one file, newest first.
+    pub fn evals(&self, file: &str) -> Result<Vec<StoredEval>, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt = conn
+            .prepare(&format!("{EVAL_SELECT} WHERE file = ?1 ORDER BY started_at DESC, rowid DESC"))
+            .map_err(|e| self.query_error(e))?;
+        let rows = stmt.query_map(params![file], stored_eval).map_err(|e| self.query_error(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.query_error(e))
+    }
+
+    /// One evaluation.
+    pub fn eval(&self, id: &str) -> Result<StoredEval, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        conn.query_row(&format!("{EVAL_SELECT} WHERE id = ?1"), params![id], stored_eval)
+            .optional()
+            .map_err(|e| self.query_error(e))?
+            .ok_or_else(|| StoreError::NoSuchEval { path: self.path.clone(), id: id.to_string() })
+    }
+
     fn column_of<T: serde::de::DeserializeOwned>(
         &self,
         run_id: &str,
@@ -346,9 +427,15 @@ impl RunStore {
     }
 }
 
+const EVAL_SELECT: &str = "SELECT id, file, workflow, started_at, report FROM evals";
+
+fn stored_eval(r: &rusqlite::Row) -> rusqlite::Result<StoredEval> {
+    Ok(StoredEval { id: r.get(0)?, file: r.get(1)?, workflow: r.get(2)?, started: r.get(3)?, report: r.get(4)? })
+}
+
 /// `script_path` is the column's older name for the answers file's path.
 const ROW_SELECT: &str = "SELECT id, workflow_path, script_path, status, coalesce(workflow_name, ''),
-    coalesce(started_at, updated_at), ended_at, updated_at, coalesce(pending, '[]') FROM runs";
+    coalesce(started_at, updated_at), ended_at, updated_at, coalesce(pending, '[]'), usage, eval_id FROM runs";
 
 struct RawRow {
     id: String,
@@ -360,6 +447,8 @@ struct RawRow {
     ended: Option<String>,
     updated: String,
     pending: String,
+    usage: Option<String>,
+    eval: Option<String>,
 }
 
 fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
@@ -373,6 +462,8 @@ fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
         ended: r.get(6)?,
         updated: r.get(7)?,
         pending: r.get(8)?,
+        usage: r.get(9)?,
+        eval: r.get(10)?,
     })
 }
 
@@ -434,15 +525,40 @@ impl RunLog for RunStore {
     }
 }
 
+/// Keeps the run's status, and what its model calls used so far, whenever it changes (a run pauses, goes on or
+/// ends: a handful of times per run, so the usage is counted from the log then rather than on every event).
 fn set_status(conn: &Connection, run: &str, status: RunStatus, pending: &[String]) -> rusqlite::Result<()> {
     let ended = matches!(status, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled);
     let pending = serde_json::to_string(pending).expect("strings serialize");
+    let usage = if status == RunStatus::Running { None } else { usage_of(conn, run)? };
     conn.prepare_cached(&format!(
         "UPDATE runs SET status = ?2, pending = ?3, updated_at = {NOW},
-           ended_at = CASE WHEN ?4 THEN {NOW} ELSE NULL END WHERE id = ?1"
+           ended_at = CASE WHEN ?4 THEN {NOW} ELSE NULL END, usage = coalesce(?5, usage) WHERE id = ?1"
     ))?
-    .execute(params![run, status.as_str(), pending, ended])
+    .execute(params![run, status.as_str(), pending, ended, usage])
     .map(|_| ())
+}
+
+/// The run's usage per model, as JSON: each node's model is the one its copy of the workflow names, else the run's
+/// (`--model`, or the default it found), else the workflow's default.
+fn usage_of(conn: &Connection, run: &str) -> rusqlite::Result<Option<String>> {
+    let (document, options): (Option<String>, Option<String>) = conn
+        .prepare_cached("SELECT document, options FROM runs WHERE id = ?1")?
+        .query_row(params![run], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let (document, options) = (parse(document).unwrap_or_default(), parse(options).unwrap_or_default());
+    let default = options["model"].as_str().or(document["defaults"]["model"].as_str());
+    let mut stmt = conn.prepare_cached("SELECT event FROM events WHERE run_id = ?1 AND event LIKE '%\"usage\"%'")?;
+    let events: Vec<Event> = stmt
+        .query_map(params![run], |r| r.get::<_, String>(0))?
+        .filter_map(|t| t.ok().and_then(|t| serde_json::from_str(&t).ok()))
+        .collect();
+    let used = crate::usage::by_model(&events, |node| {
+        let nodes = document["nodes"].as_array();
+        let named = nodes.into_iter().flatten().find(|n| n["id"] == node).and_then(|n| n["model"].as_str());
+        named.or(default).map(str::to_string)
+    });
+    Ok(Some(serde_json::to_string(&used).expect("usage serializes")))
 }
 
 #[cfg(test)]
@@ -456,7 +572,7 @@ mod tests {
     }
 
     fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions) -> NewRun<'a> {
-        NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), answers_path: None, options }
+        NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), answers_path: None, options, eval_id: None }
     }
 
     #[test]

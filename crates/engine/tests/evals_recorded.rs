@@ -7,6 +7,8 @@ mod support;
 
 use support::http::{Reply, TestServer};
 use switchyard_engine::eval::{self, Options, Suite, Verdict};
+use switchyard_engine::session;
+use switchyard_engine::store::RunStore;
 
 fn workflow(third_prompt: &str) -> String {
     let mut text =
@@ -52,8 +54,19 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
         async move { eval::run(&suite, &Options { offline, repeat, ..Options::default() }, |_| {}).await.unwrap() }
     };
     let run = |offline: bool| run_with(offline, 1);
+    // An evaluation kept in a run store, as `switchyard eval` and the app's Evals tab keep theirs.
+    let store = std::sync::Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+    let evaluate_kept = |baseline: bool| {
+        let (suite, store) = (Suite::load(&evals).unwrap(), store.clone());
+        async move {
+            let last = if baseline { eval::kept::last(&store, &suite.path).unwrap() } else { None };
+            let options = Options { store: Some((store, eval::kept::new_id())), ..Options::default() };
+            eval::kept::evaluate(&suite, &options, last, |_| {}).await.unwrap()
+        }
+    };
 
-    let (first, calls) = run(false).await;
+    let kept = evaluate_kept(false).await;
+    let (first, calls) = (kept.cases.clone(), kept.calls);
     assert_eq!(first[0].verdict, Verdict::Passed, "{:?}", first[0].shown());
     assert_eq!((calls.model_calls, calls.reused), (9, 0), "nine agents, each asked once");
     assert_eq!(server.requests().len(), 9);
@@ -64,6 +77,15 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     let text = std::fs::read_to_string(&recorded).unwrap();
     assert_eq!(text.matches("\"node\":").count(), 9, "{text}");
     assert!(!text.contains(&server.url), "the record keeps answers, not settings");
+    // The case's run is kept with what its calls used, priced at the settings' prices, and marked as the case of
+    // the evaluation it was; the report is kept under the evaluation's id.
+    let run_id = first[0].shown().run_id.clone().expect("a kept evaluation keeps its cases' runs");
+    let row = session::row(&store, &run_id).unwrap();
+    assert_eq!((row.tokens, row.eval.as_deref()), (9 * 12, kept.id.as_deref()));
+    assert_eq!(row.usage["fake/m"].input_tokens, 9 * 11);
+    assert!((row.cost.unwrap() - 9.0 * 0.00003).abs() < 1e-12, "{:?}", row.cost);
+    let (last_id, _) = eval::kept::last(&store, &evals).unwrap().unwrap();
+    assert_eq!(Some(last_id), kept.id);
 
     let (again, calls) = run(false).await;
     assert_eq!(again[0].verdict, Verdict::Passed);
@@ -74,7 +96,17 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
 
     // One prompt changes: that node is asked again; its new answer changes what `sum` reads, so `sum` is too.
     std::fs::write(&wf, workflow("Task 3, done carefully, for {{ input }}")).unwrap();
-    let (edited, calls) = run(false).await;
+    let compared = evaluate_kept(true).await;
+    let (edited, calls) = (compared.cases.clone(), compared.calls);
+    // Compared with the first evaluation: the case still passes; the edited node and the one reading it changed.
+    let comparison = compared.comparison.as_ref().expect("compared with the last evaluation");
+    assert_eq!((comparison.regressed, comparison.unchanged), (0, 1));
+    assert_eq!(comparison.cases[0].changed_nodes, ["a3", "sum"]);
+    let a3 = comparison.cases[0].nodes.iter().find(|n| n.node == "a3").unwrap();
+    assert_eq!(a3.change, eval::NodeVerdict::Changed);
+    assert_ne!(a3.before, a3.after);
+    let a1 = comparison.cases[0].nodes.iter().find(|n| n.node == "a1").unwrap();
+    assert_eq!((a1.change, &a1.before), (eval::NodeVerdict::Unchanged, &a1.after));
     assert_eq!(edited[0].verdict, Verdict::Passed);
     assert_eq!((calls.model_calls, calls.reused), (2, 7), "a3 and sum run; the other seven are reused");
     let asked: Vec<String> = server.requests()[9..].iter().map(|r| r.body["messages"].to_string()).collect();

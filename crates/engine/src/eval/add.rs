@@ -44,10 +44,7 @@ pub fn add_case(run: &CaseSource, to: Option<PathBuf>, id: Option<String>) -> Re
     };
     let path = match (to, &run.workflow_file) {
         (Some(to), _) => to,
-        (None, Some(w)) => w.with_file_name(format!(
-            "{}.evals.yaml",
-            w.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-        )),
+        (None, Some(w)) => Suite::beside(w),
         (None, None) => return Err(no_file()),
     };
     let existing = if path.exists() {

@@ -47,9 +47,11 @@ pub async fn assert_all(
             },
         });
         let request = RunRequest { input: Some(input), allow_code, offline: true, ..RunRequest::default() };
-        let (outcome, _, _) = super::runner::run_collecting(assertion_workflow(c), request).await.map_err(|e| {
-            CaseError { code: e.code().into(), message: format!("the code assertion could not run: {e}") }
-        })?;
+        let (outcome, _, _) =
+            super::runner::run_collecting(assertion_workflow(c), request, None).await.map_err(|e| CaseError {
+                code: e.code().into(),
+                message: format!("the code assertion could not run: {e}"),
+            })?;
         let expected = check::describe(&e.check);
         let fail = |actual: String| Failure { node: e.node.clone(), expected: expected.clone(), actual };
         match outcome.result.results.get("assert") {

@@ -1,7 +1,7 @@
 //! Whether a run meets a case's expectations: a pure function of the run's result and events, so every check is
 //! tested without running anything. Each failure says which node, what was expected and what came.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::file::{Check, Expectation};
@@ -10,7 +10,8 @@ use crate::result::{NodeResult, NodeStatus, RunResult};
 use crate::run::output_text;
 
 /// An expectation that did not hold.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Failure {
     /// The node it was about; none for the run as a whole.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -4,14 +4,15 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::report::Report;
 use super::runner::Verdict;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Change {
     /// It passes now and did not before.
     Improved,
@@ -22,8 +23,9 @@ pub enum Change {
     New,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CaseChange {
     pub id: String,
     pub change: Change,
@@ -31,16 +33,51 @@ pub struct CaseChange {
     pub after: Verdict,
     /// Nodes whose output differs from the baseline's (or ran in only one of them), in node order of the case.
     pub changed_nodes: Vec<String>,
+    /// Every node that ran in either, with both outputs: what a compare view colours and shows side by side.
+    pub nodes: Vec<NodeChange>,
+    #[cfg_attr(feature = "specta", specta(type = SideBySide))]
     pub tokens: (Option<u64>, u64),
+    #[cfg_attr(feature = "specta", specta(type = SideBySide))]
     pub duration_ms: (Option<u64>, u64),
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Before and after, as the bindings see them.
+#[cfg(feature = "specta")]
+type SideBySide = (Option<u32>, u32);
+
+/// What became of one node between the baseline and now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "lowercase")]
+pub enum NodeVerdict {
+    /// An expectation about it fails now and did not before.
+    Regressed,
+    /// Its output differs (or it ran in only one of the two).
+    Changed,
+    Unchanged,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "camelCase")]
+pub struct NodeChange {
+    pub node: String,
+    pub change: NodeVerdict,
+    /// Its output (or error) in the baseline; none when it did not run there.
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Comparison {
     pub baseline: String,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub improved: usize,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub regressed: usize,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub unchanged: usize,
     pub cases: Vec<CaseChange>,
 }
@@ -72,12 +109,37 @@ pub fn compare(report: &Report, baseline: &Value, baseline_name: &str) -> Compar
             .map(|(node, _)| node.clone())
             .collect();
         changed_nodes.extend(before_outputs.keys().filter(|n| !now.outputs.contains_key(*n)).cloned());
+        let failed_before: Vec<&str> = before_attempt
+            .and_then(|a| a["failures"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["node"].as_str())
+            .collect();
+        let failing_now = |node: &str| now.failures.iter().any(|f| f.node.as_deref() == Some(node));
+        let mut named: Vec<&String> = now.outputs.keys().collect();
+        named.extend(before_outputs.keys().filter(|n| !now.outputs.contains_key(*n)));
+        let nodes = named
+            .into_iter()
+            .map(|node| NodeChange {
+                node: node.clone(),
+                change: if failing_now(node) && !failed_before.contains(&node.as_str()) {
+                    NodeVerdict::Regressed
+                } else if changed_nodes.contains(node) {
+                    NodeVerdict::Changed
+                } else {
+                    NodeVerdict::Unchanged
+                },
+                before: before_outputs.get(node).cloned(),
+                after: now.outputs.get(node).cloned(),
+            })
+            .collect();
         cases.push(CaseChange {
             id: case.id.clone(),
             change,
             before: was,
             after: case.verdict,
             changed_nodes: if before.is_some() { changed_nodes } else { Vec::new() },
+            nodes: if before.is_some() { nodes } else { Vec::new() },
             tokens: (before_attempt.and_then(|a| a["tokens"].as_u64()), now.tokens),
             duration_ms: (before_attempt.and_then(|a| a["durationMs"].as_u64()), now.duration_ms),
         });

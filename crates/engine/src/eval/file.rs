@@ -306,6 +306,12 @@ impl Suite {
         self.path.parent().map(Path::to_path_buf).unwrap_or_default()
     }
 
+    /// The evaluation file of a workflow file: `NAME.evals.yaml` beside `NAME.yaml`.
+    pub fn beside(workflow: &Path) -> PathBuf {
+        let stem = workflow.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        workflow.with_file_name(format!("{stem}.evals.yaml"))
+    }
+
     /// Where the suite's model calls are recorded: `NAME.evals.calls.json` beside `NAME.evals.yaml`.
     pub fn calls_path(&self) -> PathBuf {
         let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

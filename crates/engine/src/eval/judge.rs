@@ -58,7 +58,7 @@ pub async fn judge(j: &JudgeCheck, output: &str, model: Option<String>, asking: 
         offline: asking.offline,
         ..RunRequest::default()
     };
-    match super::runner::run_collecting(judge_workflow(), request).await {
+    match super::runner::run_collecting(judge_workflow(), request, None).await {
         Ok((outcome, events, _)) => verdict(&outcome.result, check::spent(&events, None).tokens),
         Err(e) => {
             let setup = CaseError { code: e.code().into(), message: format!("the judge could not run: {e}") };
@@ -86,7 +86,8 @@ fn verdict(result: &RunResult, tokens: u64) -> Judged {
 }
 
 /// A judge's answer, kept in the report whether it passed or not.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Judgement {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,

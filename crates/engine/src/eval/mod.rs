@@ -11,12 +11,13 @@ pub mod cost;
 pub mod file;
 pub mod from_run;
 pub mod judge;
+pub mod kept;
 pub mod report;
 pub mod runner;
 
 pub use add::{add_case, AddError, Added};
 pub use check::Failure;
-pub use compare::{compare, Change, Comparison};
+pub use compare::{compare, Change, Comparison, NodeChange, NodeVerdict};
 pub use file::{schema_json, Case, Check, EvalFile, Expectation, Suite};
 pub use from_run::{case_from_run, case_yaml};
 pub use report::Report;

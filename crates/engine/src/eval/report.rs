@@ -1,25 +1,37 @@
 //! An evaluation's report: the summary that gates CI (`pass_rate` against `--min-pass-rate`), as JSON, as JUnit XML
 //! for CI systems, and as a Markdown summary for a pull request.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::runner::{CaseReport, Verdict};
 use crate::recorded::CallCounts;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type), serde(rename = "EvalReport"))]
 pub struct Report {
+    /// The evaluation's id in the run store, when it was kept there (`eval::kept`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// When it started, RFC 3339.
+    pub started: String,
     /// The evaluation file, as given.
     pub file: String,
     pub workflow: String,
     pub cases: Vec<CaseReport>,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub passed: usize,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub failed: usize,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub flaky: usize,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub errors: usize,
     /// Passed cases over all cases; flaky cases do not pass.
     pub pass_rate: f64,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub tokens: u64,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub duration_ms: u64,
     /// US dollars, from the settings' prices; none when some model that used tokens has no price.
     pub cost: Option<f64>,
@@ -30,6 +42,11 @@ pub struct Report {
     pub comparison: Option<super::compare::Comparison>,
 }
 
+/// Now, as reports and runs give times (RFC 3339, milliseconds, UTC).
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 impl Report {
     pub fn new(file: String, workflow: String, cases: Vec<CaseReport>, calls: CallCounts) -> Report {
         let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count();
@@ -37,6 +54,8 @@ impl Report {
             (count(Verdict::Passed), count(Verdict::Failed), count(Verdict::Flaky), count(Verdict::Error));
         let attempts = || cases.iter().flat_map(|c| &c.attempts);
         Report {
+            id: None,
+            started: now(),
             pass_rate: if cases.is_empty() { 0.0 } else { passed as f64 / cases.len() as f64 },
             tokens: attempts().map(|a| a.tokens).sum(),
             cost: attempts().map(|a| a.cost).sum(),

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::check::{self, Failure};
@@ -16,14 +16,16 @@ use crate::answers::{Answers, OneOrMany};
 use crate::events::Event;
 use crate::format::{self, LoadError};
 use crate::log::Collector;
+use crate::log::RunLog;
 use crate::recorded::{CallCounts, Calls};
 use crate::result::RunStatus;
 use crate::run::Outcome;
 use crate::session::{self, RunRequest, SessionError, Sinks, WorkflowRef};
+use crate::store::RunStore;
 use crate::Workflow;
 
 /// How an evaluation runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     /// `provider/model` for every node that names none (`--model`).
     pub model: Option<String>,
@@ -38,17 +40,21 @@ pub struct Options {
     pub offline: bool,
     /// Code steps may run (`--allow-code`), trusted or not.
     pub allow_code: bool,
+    /// Where each case's run is kept, as every run is (so a case's run can be shown, replayed and opened), with
+    /// this evaluation's id. None: the runs are not kept.
+    pub store: Option<(Arc<RunStore>, String)>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { model: None, repeat: 1, jobs: 4, case: None, offline: false, allow_code: false }
+        Options { model: None, repeat: 1, jobs: 4, case: None, offline: false, allow_code: false, store: None }
     }
 }
 
 /// A case's verdict over its attempts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "specta", derive(specta::Type), serde(rename = "CaseVerdict"))]
 pub enum Verdict {
     Passed,
     Failed,
@@ -59,36 +65,44 @@ pub enum Verdict {
 }
 
 /// One run of a case.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Attempt {
     pub passed: bool,
     /// How the run ended; none when it could not start.
     pub status: Option<RunStatus>,
     pub failures: Vec<Failure>,
     /// What the judge said of each `judge` expectation, passing or not.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judgements: Vec<super::judge::Judgement>,
     /// Why the case could not run, with its code (docs/errors.md).
     pub error: Option<CaseError>,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub tokens: u64,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
     pub duration_ms: u64,
     /// US dollars the run's model calls cost, from the settings' prices; none when a model that used tokens has no
     /// price there.
     pub cost: Option<f64>,
     /// Each node's output as the next node sees it (its error when it failed): what `--baseline` compares.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outputs: BTreeMap<String, String>,
+    /// The run, as kept in the run store (when the evaluation keeps its runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CaseError {
     pub code: String,
     pub message: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CaseReport {
     pub id: String,
     pub verdict: Verdict,
@@ -248,6 +262,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         duration_ms: 0,
         cost: Some(0.0),
         outputs: BTreeMap::new(),
+        run_id: None,
     };
     let answers = match answers_for(case, dir) {
         Ok(answers) => answers,
@@ -263,9 +278,11 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         offline: options.offline,
         model: options.model.clone(),
         allow_code: options.allow_code,
+        eval: options.store.as_ref().map(|(_, id)| id.clone()),
         ..RunRequest::default()
     };
-    let (outcome, events, run_model) = match run_collecting(workflow.clone(), request).await {
+    let store = options.store.as_ref().map(|(store, _)| store);
+    let (outcome, events, run_model) = match run_collecting(workflow.clone(), request, store).await {
         Ok(ran) => ran,
         Err(e) => return errored(e.code(), e.to_string()),
     };
@@ -326,19 +343,25 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
             .filter(|(_, r)| r.status != crate::result::NodeStatus::Skipped)
             .map(|(id, r)| (id.clone(), r.error.clone().unwrap_or_else(|| crate::run::output_text(&r.data))))
             .collect(),
+        run_id: store.map(|_| outcome.result.run_id.clone()),
     }
 }
 
-/// Prepares and runs a workflow through the session, as every case, judge and code assertion runs: its outcome, the
-/// events it emitted, and the model its nodes that name none used.
+/// Prepares and runs a workflow through the session, as every case, judge and code assertion runs, kept in `store`
+/// when given: its outcome, the events it emitted, and the model its nodes that name none used.
 pub(super) async fn run_collecting(
     workflow: Workflow,
     request: RunRequest,
+    store: Option<&Arc<RunStore>>,
 ) -> Result<(Outcome, Vec<Event>, Option<String>), SessionError> {
-    let prepared = session::prepare(workflow, request, None).await?;
+    let prepared = session::prepare(workflow, request, store.map(Arc::as_ref)).await?;
     let model = prepared.options.model.clone();
     let seen = Collector::default();
-    let outcome = session::run(prepared, Sinks { log: None, observers: vec![Arc::new(seen.clone())] }).await;
+    let (log, _claim): (Option<Arc<dyn RunLog>>, _) = match store {
+        Some(store) => (Some(store.clone() as Arc<dyn RunLog>), Some(session::begin(store, &prepared)?)),
+        None => (None, None),
+    };
+    let outcome = session::run(prepared, Sinks { log, observers: vec![Arc::new(seen.clone())] }).await;
     Ok((outcome, seen.events(), model))
 }
 

@@ -53,12 +53,26 @@ fn migrations() -> Migrations<'static> {
              DROP TABLE events;
              ALTER TABLE events_by_run RENAME TO events;",
         ),
+        // 3: the tokens each model used in a run (for its cost), the evaluation a run was a case of, and evaluations'
+        // reports (a baseline to compare with).
+        M::up(
+            "ALTER TABLE runs ADD COLUMN usage TEXT;
+             ALTER TABLE runs ADD COLUMN eval_id TEXT;
+             CREATE TABLE evals (
+                 id TEXT PRIMARY KEY,
+                 file TEXT NOT NULL,
+                 workflow TEXT NOT NULL,
+                 started_at TEXT NOT NULL,
+                 report TEXT NOT NULL
+             );
+             CREATE INDEX evals_file ON evals (file, started_at);",
+        ),
     ])
 }
 
 /// The schema version this build writes.
 pub fn latest() -> i64 {
-    2
+    3
 }
 
 /// Checks the file is a store this build can use, then applies the migrations it lacks. A file from a newer build

@@ -1,0 +1,73 @@
+//! Evaluations kept in the run store, beside their cases' runs: each evaluation's report under an id, so that a
+//! later evaluation of the same file compares with it (`--baseline EVAL_ID` or `--baseline last`, the app's compare
+//! view). Reports are kept as the JSON `--json` prints, the same shape a baseline file has.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::file::Suite;
+use super::report::Report;
+use super::runner::{CaseReport, Options};
+use crate::format::LoadError;
+use crate::store::{RunStore, StoreError, StoredEval};
+
+/// The key an evaluation file is kept under: its absolute path, so the same file found from two folders is one.
+pub fn file_key(path: &Path) -> String {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
+}
+
+/// A new evaluation's id.
+pub fn new_id() -> String {
+    format!("eval-{}", crate::run::new_run_id())
+}
+
+/// Keeps a finished evaluation's report under its id.
+pub fn keep(store: &RunStore, suite_path: &Path, report: &Report) -> Result<(), StoreError> {
+    let Some(id) = &report.id else { return Ok(()) };
+    store.save_eval(&StoredEval {
+        id: id.clone(),
+        file: file_key(suite_path),
+        workflow: report.workflow.clone(),
+        started: report.started.clone(),
+        report: serde_json::to_string(report).expect("a report is JSON"),
+    })
+}
+
+/// The most recent evaluation kept for this file, if any: (its id, its report).
+pub fn last(store: &RunStore, suite_path: &Path) -> Result<Option<(String, Value)>, StoreError> {
+    let kept = store.evals(&file_key(suite_path))?;
+    Ok(kept.into_iter().find_map(|e| Some((e.id, serde_json::from_str(&e.report).ok()?))))
+}
+
+/// One kept evaluation's report.
+pub fn report(store: &RunStore, id: &str) -> Result<Value, StoreError> {
+    let kept = store.eval(id)?;
+    serde_json::from_str(&kept.report).map_err(|e| StoreError::Query {
+        path: store.path().to_path_buf(),
+        detail: format!("evaluation `{id}` has an unreadable report ({e})"),
+    })
+}
+
+/// Runs the suite and makes its report: started now, compared with `baseline` when given, and kept in the store
+/// (with its cases' runs) when `options.store` is set. What `switchyard eval` and the app's Evals tab both call.
+pub async fn evaluate(
+    suite: &Suite,
+    options: &Options,
+    baseline: Option<(String, Value)>,
+    done: impl Fn(&CaseReport),
+) -> Result<Report, LoadError> {
+    let started = super::report::now();
+    let (cases, calls) = super::runner::run(suite, options, done).await?;
+    let mut report = Report::new(suite.path.display().to_string(), suite.file.workflow.clone(), cases, calls);
+    report.started = started;
+    if let Some((name, value)) = &baseline {
+        report.comparison = Some(super::compare::compare(&report, value, name));
+    }
+    if let Some((store, id)) = &options.store {
+        report.id = Some(id.clone());
+        keep(store, &suite.path, &report)
+            .map_err(|e| LoadError::new(e.to_string()).with_code(e.code()).at_file(store.path()))?;
+    }
+    Ok(report)
+}
