@@ -186,6 +186,24 @@ pub struct Usage {
     pub input_tokens: u64,
     #[cfg_attr(feature = "specta", specta(type = u32))]
     pub output_tokens: u64,
+    /// Of the input tokens, those the provider read from its prompt cache (priced at `cached_input` where the
+    /// price table gives one). Reported by OpenAI-compatible servers and Anthropic.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    #[cfg_attr(feature = "specta", specta(type = u32))]
+    pub cached_input_tokens: u64,
+}
+
+impl Usage {
+    /// Adds another call's tokens.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A tool call an agent asks to make, waiting for approval: the tool as the model named it and its arguments.

@@ -21,9 +21,7 @@ pub fn by_model(events: &[Event], model_of: impl Fn(&str) -> Option<String>) -> 
         if usage.input_tokens + usage.output_tokens == 0 {
             continue;
         }
-        let total = used.entry(model_of(node).unwrap_or_default()).or_default();
-        total.input_tokens += usage.input_tokens;
-        total.output_tokens += usage.output_tokens;
+        used.entry(model_of(node).unwrap_or_default()).or_default().add(usage);
     }
     used
 }
@@ -56,7 +54,7 @@ mod tests {
             iteration: 1,
             result: crate::result::NodeResult::success(serde_json::json!({"text": "ok"}), Vec::new()),
             duration_ms: 1,
-            usage: Some(Usage { input_tokens: input, output_tokens: output }),
+            usage: Some(Usage { input_tokens: input, output_tokens: output, ..Usage::default() }),
         };
         Event { seq: 1, run: "r".into(), ts: "2026-11-25T00:00:00.000Z".into(), kind }
     }
@@ -65,11 +63,11 @@ mod tests {
     fn tokens_are_summed_per_model_and_priced_per_million() {
         let events = [exit("a", 1000, 10), exit("b", 500, 5), exit("a", 1000, 10)];
         let used = by_model(&events, |n| Some(if n == "a" { "p/big" } else { "p/small" }.to_string()));
-        assert_eq!(used["p/big"], Usage { input_tokens: 2000, output_tokens: 20 });
+        assert_eq!(used["p/big"], Usage { input_tokens: 2000, output_tokens: 20, ..Usage::default() });
         assert_eq!(tokens(&used), 2525);
         let prices = BTreeMap::from([
-            ("p/big".to_string(), Price { input: 3.0, output: 15.0 }),
-            ("p/small".to_string(), Price { input: 1.0, output: 1.0 }),
+            ("p/big".to_string(), Price { input: 3.0, output: 15.0, cached_input: None }),
+            ("p/small".to_string(), Price { input: 1.0, output: 1.0, cached_input: None }),
         ]);
         let usd = cost(&used, &prices).unwrap();
         assert!((usd - (2000.0 * 3.0 + 20.0 * 15.0 + 505.0) / 1e6).abs() < 1e-12, "{usd}");

@@ -341,7 +341,7 @@ edges:
 async fn the_tokens_a_routing_call_used_reach_the_route_event_of_the_routing_node() {
     let reply = Reply::json(
         200,
-        &json!({"choices": [{"message": {"role": "assistant", "content": "{\"choice\": \"b\"}"}}], "usage": {"prompt_tokens": 31, "completion_tokens": 7}}),
+        &json!({"choices": [{"message": {"role": "assistant", "content": "{\"choice\": \"b\"}"}}], "usage": {"prompt_tokens": 31, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 20}}}),
     );
     let server = TestServer::start(vec![reply]).await;
     let (outcome, events) =
@@ -355,10 +355,11 @@ async fn the_tokens_a_routing_call_used_reach_the_route_event_of_the_routing_nod
         })
         .collect();
     assert_eq!(usage.len(), 1);
-    assert_eq!(usage[0].as_ref().map(|u| (u.input_tokens, u.output_tokens)), Some((31, 7)));
+    // Of the 31 input tokens, 20 were read from the prompt cache (priced apart where the price table says).
+    assert_eq!(usage[0].as_ref().map(|u| (u.input_tokens, u.output_tokens, u.cached_input_tokens)), Some((31, 7, 20)));
     let routed = events.iter().find(|e| matches!(&e.kind, EventKind::Route { from, .. } if from == "a")).unwrap();
     let json = serde_json::to_value(routed).unwrap();
-    assert_eq!(json["usage"], json!({"inputTokens": 31, "outputTokens": 7}));
+    assert_eq!(json["usage"], json!({"inputTokens": 31, "outputTokens": 7, "cachedInputTokens": 20}));
 }
 
 #[tokio::test]
@@ -391,7 +392,7 @@ async fn routing_is_strict_and_never_takes_the_first_choice_silently() {
 fn anthropic_stream(blocks: &[Value], stop_reason: &str) -> Reply {
     let mut events = vec![(
         "message_start",
-        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 25, "output_tokens": 1}}}),
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "usage": {"input_tokens": 25, "cache_read_input_tokens": 100, "output_tokens": 1}}}),
     )];
     for (i, block) in blocks.iter().enumerate() {
         if let Some(text) = block.get("text") {
@@ -451,7 +452,8 @@ async fn anthropic_requests_match_the_wire_format_and_streams_parse() {
         EventKind::NodeExit { usage, .. } => usage.clone(),
         _ => None,
     });
-    assert_eq!(usage.map(|u| (u.input_tokens, u.output_tokens)), Some((25, 15)));
+    // Anthropic counts the tokens read from the cache apart from `input_tokens`: input counts them all.
+    assert_eq!(usage.map(|u| (u.input_tokens, u.output_tokens, u.cached_input_tokens)), Some((125, 15, 100)));
 }
 
 #[tokio::test]

@@ -102,7 +102,7 @@ impl Anthropic {
             let Some(data) = event.data else { continue };
             match data["type"].as_str().unwrap_or(event.event.as_str()) {
                 "message_start" => {
-                    turn.usage.input_tokens = data["message"]["usage"]["input_tokens"].as_u64().unwrap_or(0);
+                    turn.usage = anthropic_usage(&data["message"]["usage"]);
                 }
                 "content_block_start" => {
                     let block = &data["content_block"];
@@ -228,8 +228,7 @@ impl Model for Anthropic {
                     Err((e, _)) => return Err(e),
                 }
             };
-            usage.input_tokens += turn.usage.input_tokens;
-            usage.output_tokens += turn.usage.output_tokens;
+            usage.add(&turn.usage);
             if let Some(Block::Tool { json, .. }) =
                 turn.blocks.iter().find(|b| matches!(b, Block::Tool { name, .. } if name == RESPOND))
             {
@@ -290,10 +289,7 @@ impl Model for Anthropic {
         let resp = self.post(io, &body).await?;
         let answer = self.http.json(resp).await?;
         let content = answer["content"].as_array().cloned().unwrap_or_default();
-        let usage = answer["usage"].is_object().then(|| Usage {
-            input_tokens: answer["usage"]["input_tokens"].as_u64().unwrap_or(0),
-            output_tokens: answer["usage"]["output_tokens"].as_u64().unwrap_or(0),
-        });
+        let usage = answer["usage"].is_object().then(|| anthropic_usage(&answer["usage"]));
         if let Some(tool) = content.iter().find(|b| b["type"] == "tool_use") {
             return Ok(RouteAnswer { usage, ..parse_route_answer(&tool["input"].to_string(), request) });
         }
@@ -304,5 +300,18 @@ impl Model for Anthropic {
                 .error(format!("the routing answer has no content: {}", excerpt(&answer.to_string()))));
         }
         Ok(RouteAnswer { usage, ..parse_route_answer(&text, request) })
+    }
+}
+
+/// An Anthropic `usage` object. Its `input_tokens` leave out the tokens read from and written to the prompt cache:
+/// they are added, so that input counts every token sent, as OpenAI's does, and the part read from the cache is
+/// kept apart for its price.
+fn anthropic_usage(u: &Value) -> Usage {
+    let n = |field: &str| u[field].as_u64().unwrap_or(0);
+    let cached = n("cache_read_input_tokens");
+    Usage {
+        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        output_tokens: n("output_tokens"),
+        cached_input_tokens: cached,
     }
 }

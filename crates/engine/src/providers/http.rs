@@ -2,6 +2,7 @@
 //! on timeouts, 429 (honouring `Retry-After`) and 5xx, no retry on other 4xx, and errors that name the provider.
 //! Cancellation needs nothing here: the executor drops the future, which aborts the request at once.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -45,6 +46,29 @@ impl Default for Limits {
     }
 }
 
+/// The process's HTTP client for these timeouts, built once. Building one loads the TLS roots (tens of
+/// milliseconds), and every run makes its providers afresh: shared, runs also share its connection pool.
+fn client_for(limits: &Limits) -> reqwest::Client {
+    /// Connect, read and overall timeouts, in milliseconds.
+    type Timeouts = (u64, u64, u64);
+    static CLIENTS: std::sync::OnceLock<std::sync::Mutex<HashMap<Timeouts, reqwest::Client>>> =
+        std::sync::OnceLock::new();
+    let timeouts = (limits.connect_timeout_ms, limits.read_timeout_ms, limits.timeout_ms);
+    let mut clients = CLIENTS.get_or_init(Default::default).lock().unwrap();
+    clients
+        .entry(timeouts)
+        .or_insert_with(|| {
+            crate::net::install_crypto();
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_millis(timeouts.0))
+                .read_timeout(Duration::from_millis(timeouts.1))
+                .timeout(Duration::from_millis(timeouts.2))
+                .build()
+                .expect("an HTTP client with rustls builds")
+        })
+        .clone()
+}
+
 /// One provider's HTTP client and policy.
 pub(crate) struct Http {
     pub client: reqwest::Client,
@@ -72,14 +96,7 @@ impl From<ModelError> for Failure {
 
 impl Http {
     pub fn new(provider: &str, limits: Limits) -> Http {
-        crate::net::install_crypto();
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_millis(limits.connect_timeout_ms))
-            .read_timeout(Duration::from_millis(limits.read_timeout_ms))
-            .timeout(Duration::from_millis(limits.timeout_ms))
-            .build()
-            .expect("an HTTP client with rustls builds");
-        Http { client, limits, provider: provider.to_string() }
+        Http { client: client_for(&limits), limits, provider: provider.to_string() }
     }
 
     pub fn error(&self, message: impl std::fmt::Display) -> ModelError {

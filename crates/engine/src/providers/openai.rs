@@ -264,11 +264,13 @@ impl OpenAi {
     }
 }
 
-/// An OpenAI `usage` object (`prompt_tokens`, `completion_tokens`), when it is one.
+/// An OpenAI `usage` object (`prompt_tokens`, `completion_tokens`, and the prompt tokens read from the cache in
+/// `prompt_tokens_details.cached_tokens`), when it is one.
 fn openai_usage(u: &Value) -> Option<Usage> {
     u.is_object().then(|| Usage {
         input_tokens: u["prompt_tokens"].as_u64().unwrap_or(0),
         output_tokens: u["completion_tokens"].as_u64().unwrap_or(0),
+        cached_input_tokens: u["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
     })
 }
 
@@ -375,9 +377,7 @@ impl Model for OpenAi {
                 }
             };
             if let Some(u) = turn.usage {
-                let total = usage.get_or_insert_with(Usage::default);
-                total.input_tokens += u.input_tokens;
-                total.output_tokens += u.output_tokens;
+                usage.get_or_insert_with(Usage::default).add(&u);
             }
             if let Some(respond) = turn.calls.iter().find(|c| c.name == RESPOND) {
                 // Arguments that do not parse go back as text, so the engine's schema repair turn can ask again.

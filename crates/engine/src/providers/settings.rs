@@ -76,12 +76,20 @@ pub struct Settings {
 pub struct Price {
     pub input: f64,
     pub output: f64,
+    /// Input tokens read from the provider's prompt cache; at `input` when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
 }
 
 impl Price {
     /// The cost, in US dollars, of this many tokens.
     pub fn cost(&self, usage: &crate::result::Usage) -> f64 {
-        (usage.input_tokens as f64 * self.input + usage.output_tokens as f64 * self.output) / 1_000_000.0
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let fresh = usage.input_tokens - cached;
+        (fresh as f64 * self.input
+            + cached as f64 * self.cached_input.unwrap_or(self.input)
+            + usage.output_tokens as f64 * self.output)
+            / 1_000_000.0
     }
 }
 
@@ -282,7 +290,7 @@ impl Settings {
                     "INVALID_PRICE",
                     format!("`{model}` is not a `provider/model` reference, e.g. `openai/gpt-4.1-mini`"),
                 ));
-            } else if !valid(price.input) || !valid(price.output) {
+            } else if !valid(price.input) || !valid(price.output) || !price.cached_input.is_none_or(valid) {
                 problems.push(SettingsProblem::new(
                     format!("prices.{model}"),
                     "INVALID_PRICE",
@@ -638,15 +646,22 @@ mod tests {
     #[test]
     fn a_price_is_of_a_provider_slash_model_and_never_negative() {
         let priced = |model: &str, input: f64| Settings {
-            prices: [(model.to_string(), Price { input, output: 1.0 })].into(),
+            prices: [(model.to_string(), Price { input, output: 1.0, cached_input: None })].into(),
             ..Settings::default()
         };
         assert_eq!(found(&priced("gpt-5", 1.0)), one("prices.gpt-5", "INVALID_PRICE"));
         assert_eq!(found(&priced("openai/gpt-5", -1.0)), one("prices.openai/gpt-5", "INVALID_PRICE"));
         assert_eq!(found(&priced("openai/gpt-5", f64::NAN)), one("prices.openai/gpt-5", "INVALID_PRICE"));
         assert_eq!(found(&priced("openai/gpt-5", 0.0)), vec![], "free is a price");
-        let usage = crate::result::Usage { input_tokens: 1_000_000, output_tokens: 500_000 };
-        assert_eq!(Price { input: 2.0, output: 8.0 }.cost(&usage), 6.0);
+        let mut settings = priced("openai/gpt-5", 1.0);
+        settings.prices.get_mut("openai/gpt-5").unwrap().cached_input = Some(-0.5);
+        assert_eq!(found(&settings), one("prices.openai/gpt-5", "INVALID_PRICE"));
+        let usage = crate::result::Usage { input_tokens: 1_000_000, output_tokens: 500_000, cached_input_tokens: 0 };
+        assert_eq!(Price { input: 2.0, output: 8.0, cached_input: None }.cost(&usage), 6.0);
+        // Cached input at its own price; at the input price when the table gives none.
+        let cached = crate::result::Usage { cached_input_tokens: 600_000, ..usage };
+        assert_eq!(Price { input: 2.0, output: 8.0, cached_input: Some(0.5) }.cost(&cached), 0.8 + 0.3 + 4.0);
+        assert_eq!(Price { input: 2.0, output: 8.0, cached_input: None }.cost(&cached), 6.0);
     }
 
     #[test]

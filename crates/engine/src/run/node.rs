@@ -286,9 +286,7 @@ async fn run_agent(
         let output = shared.model.execute(&request, &io).await?;
         if let Some(u) = &output.usage {
             let mut cell = usage.lock().unwrap();
-            let total = cell.get_or_insert_with(Usage::default);
-            total.input_tokens += u.input_tokens;
-            total.output_tokens += u.output_tokens;
+            cell.get_or_insert_with(Usage::default).add(u);
         }
         let Some(schema) = &n.output_schema else {
             if let Some(text) = &output.text {

@@ -75,6 +75,9 @@ impl TestServer {
             let mut served = 0usize;
             loop {
                 let Ok((mut socket, _)) = listener.accept().await else { return };
+                // Replies are written in pieces (a head, then events): without this, Nagle's algorithm holds each
+                // piece until the client acknowledges the last, which it delays (~40 ms a reply).
+                let _ = socket.set_nodelay(true);
                 let reply = replies.get(served).or(replies.last()).cloned().unwrap();
                 served += 1;
                 let recorded = recorded.clone();
