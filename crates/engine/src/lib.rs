@@ -52,6 +52,9 @@ pub mod mcp;
 pub mod model;
 pub mod net;
 pub mod node_types;
+#[cfg(feature = "postgres")]
+#[path = "store/postgres.rs"]
+pub mod postgres;
 pub mod providers;
 pub mod record;
 pub mod recorded;

@@ -1,0 +1,895 @@
+//! The run store on PostgreSQL (feature `postgres`): the runs, events and inputs of the SQLite store (`store.rs`),
+//! kept in one database that several worker processes share, with leases so that each run is worked by one of them.
+//!
+//! Invariants:
+//! - The tables are the SQLite store's (`runs`, `events`, `inputs`), and a run also has an `owner` (the worker working
+//!   it), a `lease_until` and an `epoch`. Its status is the engine's, or `ready` (waiting for a worker).
+//! - The schema is versioned in `switchyard_schema`, one row per migration applied; migrations run in one transaction
+//!   under an advisory lock, so workers that start together apply each once, and a database written by a newer
+//!   Switchyard is refused before anything is written to it.
+//! - A claim (`claim_ready`) is one statement: it takes a run that is `ready`, or `running` with an expired lease,
+//!   skipping rows another transaction holds, sets its owner and lease and increases its epoch. So two claimers never
+//!   get the same run, and each claim of a run has an epoch higher than every earlier one.
+//! - Every write names the epoch it was claimed with and commits only while the run still has it: a batch locks the
+//!   run's row first (the conditional `UPDATE`), so a claim that bumps the epoch comes entirely before or after it. A
+//!   write from an epoch that no longer holds is refused whole (`PgError::StaleEpoch`) and counted. Only a claim ends
+//!   an epoch: a worker whose lease expired but that nobody took over may still write and heartbeat.
+//! - Leases are measured on the database's clock (`now()`), never a worker's, so clocks that differ between machines
+//!   do not matter.
+//! - A batch is one transaction: its events, inputs and status, all or none. `(run_id, seq)` is the events' primary
+//!   key: an event numbered twice is refused (`PgError::DuplicateSeq`), with its batch.
+//! - Each committed batch sends one NOTIFY on [`CHANNEL`] (payload: the run id), from inside its transaction, so
+//!   listeners hear only of what committed. One per batch, not per event: NOTIFY takes a global lock at commit. A
+//!   notification sent while nobody listens is lost, so listeners poll as well.
+//! - Every call may be made from any thread: a plain one, or inside a tokio runtime of either flavour (`block`).
+//! - A call that fails because the connection broke, or took longer than 30 s (`PG_TIMEOUT`), is not retried: a
+//!   batch might have committed before its answer was lost. The next call connects again if the connection broke.
+//!
+//! Why `tokio-postgres` under a runtime of the store's own rather than the synchronous `postgres` crate: `postgres` is
+//! `tokio-postgres` driven by `Runtime::block_on` on a runtime it keeps, and `block_on` panics on a thread that is
+//! already inside a runtime ("Cannot start a runtime from within a runtime"). The engine calls its store and run log
+//! from such threads (the shells' `#[tokio::main]`, `#[tokio::test]`), and the committer that calls `write_batch` is
+//! a plain thread: the store must work from both. Wrapping calls in `tokio::task::block_in_place` would only move the
+//! panic: it works on a multi-thread runtime and panics on a current-thread one. Instead the store keeps its
+//! connections on a private one-thread runtime; a call hands its work to that runtime and waits for the answer on a
+//! std channel, which enters no runtime on the caller's thread. The caller's thread is blocked while it waits, as
+//! with the SQLite store; the async work underneath is what a future `worker` can await without blocking.
+
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, Config, IsolationLevel, NoTls, Statement};
+
+use crate::events::Event;
+use crate::log::{LogError, LogItem, RunLog};
+use crate::result::RunStatus;
+use crate::run::{Recorded, Recording, RunOptions};
+use crate::store::{NewRun, StoredStatus};
+use crate::Workflow;
+
+/// The channel each committed batch is announced on (payload: the run id).
+pub const CHANNEL: &str = "switchyard_runs";
+
+/// The longest a call waits for the database; then it fails with `PG_TIMEOUT`.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest lease a claim or heartbeat may ask for.
+const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
+
+/// Why the PostgreSQL run store cannot do what was asked. Messages name the database (never its password).
+#[derive(Debug, thiserror::Error)]
+pub enum PgError {
+    #[error("the run database URL is not valid: {detail}")]
+    Url { detail: String },
+    #[error("cannot connect to the run database {db}: {detail}")]
+    Connect { db: String, detail: String },
+    #[error(
+        "the run database {db} was written by a newer Switchyard (schema {found}; this one knows up to {known}); it \
+         was left untouched: upgrade Switchyard"
+    )]
+    TooNew { db: String, found: i64, known: i64 },
+    #[error("cannot bring the run database {db} from schema {from} to {to}: {detail}")]
+    Migrate { db: String, from: i64, to: i64, detail: String },
+    #[error("run database {db}: {detail}")]
+    Query { db: String, detail: String },
+    #[error("the run database {db} did not answer within {} s", CALL_TIMEOUT.as_secs())]
+    Timeout { db: String },
+    #[error("no run `{id}` in the run database {db}")]
+    NoSuchRun { db: String, id: String },
+    #[error("run `{id}` is in the run database {db} already")]
+    RunExists { db: String, id: String },
+    #[error(
+        "run `{run}` is no longer this worker's: it was claimed with epoch {epoch} and is now at epoch {current}; \
+         the write was refused and nothing of it kept"
+    )]
+    StaleEpoch { run: String, epoch: i64, current: i64 },
+    #[error("run `{run}`: an event of this number is in the run log already ({detail}); the batch was refused")]
+    DuplicateSeq { run: String, detail: String },
+    #[error("the log of run `{run}` was given event #{seq} of run `{other}`; the batch was refused")]
+    ForeignEvent { run: String, other: String, seq: u64 },
+    #[error("run `{run}` in the run database {db} has an unreadable {what}: {detail}")]
+    Unreadable { db: String, run: String, what: &'static str, detail: String },
+    #[error("a lease of {ms} ms: a lease is from 1 ms to 24 h")]
+    BadLease { ms: u128 },
+    #[error("the run store's connection task ended without an answer: {detail}")]
+    Internal { detail: String },
+}
+
+impl PgError {
+    /// A stable code for the window and scripts (the SQLite store's where the meaning is the same).
+    pub fn code(&self) -> &'static str {
+        match self {
+            PgError::Url { .. } => "PG_URL",
+            PgError::Connect { .. } => "PG_CONNECT",
+            PgError::TooNew { .. } => "STORE_TOO_NEW",
+            PgError::Migrate { .. } => "PG_MIGRATE",
+            PgError::Query { .. } => "STORE_QUERY",
+            PgError::Timeout { .. } => "PG_TIMEOUT",
+            PgError::NoSuchRun { .. } => "NO_SUCH_RUN",
+            PgError::RunExists { .. } => "RUN_EXISTS",
+            PgError::StaleEpoch { .. } => "RUN_EPOCH_STALE",
+            PgError::DuplicateSeq { .. } => "RUN_LOG_DUPLICATE",
+            PgError::ForeignEvent { .. } => "RUN_LOG_FOREIGN_EVENT",
+            PgError::Unreadable { .. } => "STORE_UNREADABLE",
+            PgError::BadLease { .. } => "PG_BAD_LEASE",
+            PgError::Internal { .. } => "PG_INTERNAL",
+        }
+    }
+}
+
+/// What a run is as the database keeps it: the engine's statuses, `ready` (waiting for a worker), and `interrupted`
+/// for a run whose row says `running` but whose lease expired (a worker will claim it again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PgStatus {
+    Ready,
+    Running,
+    Paused,
+    Interrupted,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl PgStatus {
+    fn from_db(status: &str, live: bool) -> PgStatus {
+        match status {
+            "ready" => PgStatus::Ready,
+            "running" if live => PgStatus::Running,
+            "running" => PgStatus::Interrupted,
+            "paused" => PgStatus::Paused,
+            "completed" => PgStatus::Completed,
+            "cancelled" => PgStatus::Cancelled,
+            _ => PgStatus::Failed,
+        }
+    }
+
+    /// As the history shows it: a run waiting for a worker is shown running, since it goes on without anyone's help.
+    pub fn stored(self) -> StoredStatus {
+        match self {
+            PgStatus::Ready | PgStatus::Running => StoredStatus::Running,
+            PgStatus::Paused => StoredStatus::Paused,
+            PgStatus::Interrupted => StoredStatus::Interrupted,
+            PgStatus::Completed => StoredStatus::Completed,
+            PgStatus::Failed => StoredStatus::Failed,
+            PgStatus::Cancelled => StoredStatus::Cancelled,
+        }
+    }
+}
+
+/// One run of the history (the SQLite store's `RunRow`, with the status as the database keeps it and its lease).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PgRunRow {
+    pub id: String,
+    /// The workflow's name.
+    pub workflow: String,
+    /// The file it was run from, when it had one.
+    pub workflow_ref: Option<String>,
+    pub answers_path: Option<String>,
+    pub status: PgStatus,
+    /// RFC 3339, UTC, milliseconds.
+    pub started: String,
+    /// From start to end, or to now while it runs or waits (to its last event when it was interrupted).
+    pub duration_ms: u64,
+    /// Approvals it waits for.
+    pub pending: Vec<String>,
+    pub lease: Lease,
+}
+
+/// Who works a run, and until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    /// The worker that claimed it last, until it releases it.
+    pub owner: Option<String>,
+    /// How many times it was claimed.
+    pub epoch: i64,
+    /// Until the lease expires, on the database's clock; negative once it has.
+    pub expires_in_ms: Option<i64>,
+}
+
+/// What a rebuild of a stored run needs (the SQLite store's `StoredRun`).
+pub struct PgStoredRun {
+    pub row: PgRunRow,
+    pub workflow: Workflow,
+    pub options: RunOptions,
+    pub recording: Recording,
+}
+
+/// The run store on a PostgreSQL database. Cheap to clone: clones share the connections.
+#[derive(Clone)]
+pub struct PgStore {
+    shared: Arc<Shared>,
+    /// Kept apart from `shared`, which the runtime's tasks hold: the runtime must never be dropped by one of its own.
+    runtime: Arc<OwnRuntime>,
+}
+
+struct Shared {
+    db: String,
+    /// Reads and batches.
+    main: Conn,
+    /// Claims, heartbeats and releases, so that a heartbeat never waits behind a large batch or a long read.
+    leases: Conn,
+    stale_writes: AtomicU64,
+}
+
+struct OwnRuntime(Option<tokio::runtime::Runtime>);
+
+impl Drop for OwnRuntime {
+    /// Dropping a runtime inside another one's task panics; shutting it down in the background does not.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// One connection, opened on first use and again after it broke, with the statements prepared on it.
+struct Conn {
+    config: Config,
+    session: tokio::sync::Mutex<Option<Session>>,
+}
+
+struct Session {
+    client: Client,
+    statements: FxHashMap<&'static str, Statement>,
+}
+
+impl Session {
+    /// The statement for `sql`, prepared once per connection: a statement used again costs one round trip, not two.
+    async fn statement(&mut self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql).await?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
+impl Conn {
+    /// The session, connecting when there is none or it broke. Runs on the store's runtime.
+    async fn session(&self, db: &str) -> Result<tokio::sync::MappedMutexGuard<'_, Session>, PgError> {
+        let mut guard = self.session.lock().await;
+        if guard.as_ref().is_none_or(|s| s.client.is_closed()) {
+            *guard = None;
+            let (client, connection) = self
+                .config
+                .connect(NoTls)
+                .await
+                .map_err(|e| PgError::Connect { db: db.to_string(), detail: error_text(&e) })?;
+            // The connection is driven by a task of its own; it ends when the client is dropped or the server goes.
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            *guard = Some(Session { client, statements: FxHashMap::default() });
+        }
+        Ok(tokio::sync::MutexGuard::map(guard, |s| s.as_mut().expect("connected just above")))
+    }
+}
+
+/// The schema, one migration per version, applied in order. Migrations are only ever appended.
+const MIGRATIONS: &[&str] = &[
+    // 1: runs (with the lease columns workers need), their events and inputs. JSON columns keep the text as written
+    // (not `jsonb`, which reorders keys): a run's events read back exactly as they were emitted.
+    "CREATE TABLE runs (
+         id text PRIMARY KEY,
+         workflow_path text NOT NULL DEFAULT '',
+         script_path text,
+         status text NOT NULL
+             CHECK (status IN ('ready', 'running', 'paused', 'completed', 'failed', 'cancelled')),
+         workflow_name text NOT NULL DEFAULT '',
+         document json NOT NULL,
+         options json NOT NULL,
+         pending json NOT NULL DEFAULT '[]',
+         started_at timestamptz NOT NULL DEFAULT now(),
+         ended_at timestamptz,
+         updated_at timestamptz NOT NULL DEFAULT now(),
+         owner text,
+         lease_until timestamptz,
+         epoch bigint NOT NULL DEFAULT 0
+     );
+     CREATE INDEX runs_started ON runs (started_at DESC, id DESC);
+     CREATE INDEX runs_claimable ON runs (started_at, id) WHERE status IN ('ready', 'running');
+     CREATE TABLE events (
+         run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+         seq bigint NOT NULL,
+         event json NOT NULL,
+         PRIMARY KEY (run_id, seq)
+     );
+     CREATE TABLE inputs (
+         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+         run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+         input json NOT NULL
+     );
+     CREATE INDEX inputs_run ON inputs (run_id, id);",
+];
+
+/// The schema version this build writes.
+pub fn latest() -> i64 {
+    MIGRATIONS.len() as i64
+}
+
+/// Serializes migrations across every process that opens the database (an arbitrary constant: "switchyd").
+const MIGRATION_LOCK: i64 = 0x7377_6974_6368_7964;
+
+/// The columns `Shared::row` reads, as one literal (for `concat!`).
+macro_rules! row_select {
+    () => {
+        "SELECT id, workflow_path, script_path, status, workflow_name,
+           to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+           (extract(epoch FROM started_at) * 1000)::int8,
+           (extract(epoch FROM coalesce(ended_at, now())) * 1000)::int8,
+           (extract(epoch FROM updated_at) * 1000)::int8,
+           pending::text,
+           owner IS NOT NULL AND lease_until > now(),
+           owner, epoch, (extract(epoch FROM lease_until - now()) * 1000)::int8,
+           CASE WHEN status = 'running'
+                THEN (SELECT event->>'ts' FROM events e WHERE e.run_id = runs.id ORDER BY seq DESC LIMIT 1) END
+         FROM runs"
+    };
+}
+
+const LIST: &str = concat!(row_select!(), " ORDER BY started_at DESC, id DESC");
+const GET: &str = concat!(row_select!(), " WHERE id = $1");
+const EVENTS: &str = "SELECT event::text FROM events WHERE run_id = $1 ORDER BY seq";
+const INPUTS: &str = "SELECT input::text FROM inputs WHERE run_id = $1 ORDER BY id";
+
+const CLAIM_READY: &str = "UPDATE runs SET status = 'running', owner = $1, epoch = epoch + 1, updated_at = now(),
+       lease_until = now() + $2::int8 * interval '1 millisecond'
+     WHERE id = (SELECT id FROM runs
+                 WHERE status = 'ready' OR (status = 'running' AND (lease_until IS NULL OR lease_until <= now()))
+                 ORDER BY started_at, id
+                 LIMIT 1
+                 FOR UPDATE SKIP LOCKED)
+     RETURNING id, epoch";
+
+/// The fence: takes the run's row lock for the rest of the transaction, and only while the epoch holds.
+const FENCE: &str = "UPDATE runs SET updated_at = now(),
+       status = coalesce($3, status),
+       pending = coalesce($4::text::json, pending),
+       ended_at = CASE WHEN $3::text IS NULL THEN ended_at WHEN $5 THEN now() ELSE NULL END
+     WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL";
+
+const INSERT_EVENTS: &str = "INSERT INTO events (run_id, seq, event)
+     SELECT $1, seq, event::json FROM unnest($2::int8[], $3::text[]) AS t (seq, event)";
+
+/// Inputs keep their order: identities are given in the order the rows are produced.
+const INSERT_INPUTS: &str = "INSERT INTO inputs (run_id, input)
+     SELECT $1, input::json FROM unnest($2::text[]) WITH ORDINALITY AS t (input, n) ORDER BY n";
+
+impl PgStore {
+    /// Connects to the database at `url` (`postgres://user@host:port/db`) and brings its schema up to date.
+    pub fn open(url: &str) -> Result<PgStore, PgError> {
+        let mut config = Config::from_str(url).map_err(|e| PgError::Url { detail: e.to_string() })?;
+        let db = describe(&config);
+        config.application_name("switchyard");
+        config.connect_timeout(Duration::from_secs(10));
+        // A worker stopped inside a transaction would otherwise keep its rows locked; ours last milliseconds.
+        let options = match config.get_options() {
+            Some(given) => format!("{given} -c idle_in_transaction_session_timeout=10s"),
+            None => "-c idle_in_transaction_session_timeout=10s".to_string(),
+        };
+        config.options(&options);
+        // One thread is enough: it only moves bytes between the sockets and the callers, who wait anyway.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("switchyard-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| PgError::Internal { detail: format!("cannot start its runtime: {e}") })?;
+        let conn = |config: &Config| Conn { config: config.clone(), session: tokio::sync::Mutex::new(None) };
+        let store = PgStore {
+            shared: Arc::new(Shared {
+                main: conn(&config),
+                leases: conn(&config),
+                db,
+                stale_writes: AtomicU64::new(0),
+            }),
+            runtime: Arc::new(OwnRuntime(Some(runtime))),
+        };
+        store.block(|s| async move { s.migrate().await })?;
+        Ok(store)
+    }
+
+    /// The database, as messages name it: `host:port/dbname`.
+    pub fn database(&self) -> &str {
+        &self.shared.db
+    }
+
+    /// Writes refused so far because their epoch no longer held.
+    pub fn stale_writes(&self) -> u64 {
+        self.shared.stale_writes.load(Ordering::Relaxed)
+    }
+
+    /// Runs `work` on the store's runtime and waits for it on this thread, which may be any thread: no runtime is
+    /// entered here, so it works inside a current-thread or multi-thread runtime and outside any.
+    fn block<T, F, Fut>(&self, work: F) -> Result<T, PgError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<Shared>) -> Fut,
+        Fut: Future<Output = Result<T, PgError>> + Send + 'static,
+    {
+        let Some(runtime) = self.runtime.0.as_ref() else {
+            return Err(PgError::Internal { detail: "its runtime was shut down".into() });
+        };
+        let (shared, work) = (self.shared.clone(), work(self.shared.clone()));
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        runtime.spawn(async move {
+            // Bound first, so that the work (and the connection it holds) is dropped before the match.
+            let outcome = tokio::time::timeout(CALL_TIMEOUT, work).await;
+            let answer = match outcome {
+                Ok(answer) => answer,
+                Err(_) => {
+                    // A server that hangs leaves the connection open but useless: the next call connects anew.
+                    for conn in [&shared.main, &shared.leases] {
+                        if let Ok(mut session) = conn.session.try_lock() {
+                            *session = None;
+                        }
+                    }
+                    Err(PgError::Timeout { db: shared.db.clone() })
+                }
+            };
+            let _ = tx.send(answer);
+        });
+        // The sender is dropped unanswered only if the task panicked.
+        rx.recv().unwrap_or_else(|_| Err(PgError::Internal { detail: "the task panicked".into() }))
+    }
+
+    /// Records a run, `ready` for a worker to claim.
+    pub fn create(&self, run: &NewRun) -> Result<(), PgError> {
+        let unwritable = |what: &str, e: serde_json::Error| PgError::Query {
+            db: self.shared.db.clone(),
+            detail: format!("cannot write the {what} of run `{}`: {e}", run.id),
+        };
+        let document = serde_json::to_string(run.workflow).map_err(|e| unwritable("workflow", e))?;
+        let options = serde_json::to_string(run.options).map_err(|e| unwritable("options", e))?;
+        let (id, workflow_ref, answers_path, name) = (
+            run.id.to_string(),
+            run.workflow_ref.unwrap_or("").to_string(),
+            run.answers_path.map(str::to_string),
+            run.workflow.name.clone(),
+        );
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let insert = session
+                .statement(
+                    "INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options)
+                     VALUES ($1, $2, $3, 'ready', $4, $5::text::json, $6::text::json)",
+                )
+                .await
+                .map_err(|e| s.query_error(e))?;
+            match session
+                .client
+                .execute(&insert, &[&id, &workflow_ref, &answers_path, &name, &document, &options])
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    Err(PgError::RunExists { db: s.db.clone(), id })
+                }
+                Err(e) => Err(s.query_error(e)),
+            }
+        })
+    }
+
+    /// Runs, newest first.
+    pub fn list(&self) -> Result<Vec<PgRunRow>, PgError> {
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let list = session.statement(LIST).await.map_err(|e| s.query_error(e))?;
+            let rows = session.client.query(&list, &[]).await.map_err(|e| s.query_error(e))?;
+            rows.iter().map(|r| s.row(r)).collect()
+        })
+    }
+
+    /// One run of the history.
+    pub fn get(&self, id: &str) -> Result<PgRunRow, PgError> {
+        let id = id.to_string();
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            s.get(&mut session, &id).await
+        })
+    }
+
+    /// Everything needed to continue, replay or reuse a run, read in one snapshot: its inputs and events agree.
+    pub fn load(&self, id: &str) -> Result<PgStoredRun, PgError> {
+        let id = id.to_string();
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let q = |e| s.query_error(e);
+            let get = session.statement(GET).await.map_err(q)?;
+            let copies = session.statement("SELECT document::text, options::text FROM runs WHERE id = $1").await;
+            let (copies, events, inputs) = (
+                copies.map_err(q)?,
+                session.statement(EVENTS).await.map_err(q)?,
+                session.statement(INPUTS).await.map_err(q)?,
+            );
+            let tx = session
+                .client
+                .build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+                .map_err(q)?;
+            let Some(raw) = tx.query_opt(&get, &[&id]).await.map_err(q)? else {
+                return Err(PgError::NoSuchRun { db: s.db.clone(), id });
+            };
+            let row = s.row(&raw)?;
+            let copies = tx.query_one(&copies, &[&id]).await.map_err(q)?;
+            let workflow = serde_json::from_str(copies.get::<_, &str>(0))
+                .map_err(|e| s.unreadable(&id, "workflow copy", e.to_string()))?;
+            let options = serde_json::from_str(copies.get::<_, &str>(1))
+                .map_err(|e| s.unreadable(&id, "options", e.to_string()))?;
+            let inputs = s.column(&tx, &inputs, &id, "input").await?;
+            let events = s.column(&tx, &events, &id, "event").await?;
+            tx.commit().await.map_err(q)?;
+            Ok(PgStoredRun { row, workflow, options, recording: Recording { inputs, events } })
+        })
+    }
+
+    /// A run's events in order (none for an unknown run, as with the SQLite store).
+    pub fn events(&self, run_id: &str) -> Result<Vec<Event>, PgError> {
+        let id = run_id.to_string();
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let events = session.statement(EVENTS).await.map_err(|e| s.query_error(e))?;
+            s.column(&session.client, &events, &id, "event").await
+        })
+    }
+
+    /// A run's inputs in the order they were recorded.
+    pub fn inputs(&self, run_id: &str) -> Result<Vec<Recorded>, PgError> {
+        let id = run_id.to_string();
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let inputs = session.statement(INPUTS).await.map_err(|e| s.query_error(e))?;
+            s.column(&session.client, &inputs, &id, "input").await
+        })
+    }
+
+    /// Takes the oldest run that is `ready`, or `running` with an expired lease, for `worker` until `lease` from now:
+    /// its id and the epoch every write to it must name. `None` when there is nothing to take.
+    pub fn claim_ready(&self, worker: &str, lease: Duration) -> Result<Option<(String, i64)>, PgError> {
+        let (worker, lease) = (worker.to_string(), lease_ms(lease)?);
+        self.block(|s| async move {
+            let mut session = s.leases.session(&s.db).await?;
+            let claim = session.statement(CLAIM_READY).await.map_err(|e| s.query_error(e))?;
+            let row = session.client.query_opt(&claim, &[&worker, &lease]).await.map_err(|e| s.query_error(e))?;
+            Ok(row.map(|r| (r.get(0), r.get(1))))
+        })
+    }
+
+    /// Extends the lease to `lease` from now, while `epoch` holds; false when another claim ended it.
+    pub fn heartbeat(&self, run: &str, epoch: i64, lease: Duration) -> Result<bool, PgError> {
+        let (run, lease) = (run.to_string(), lease_ms(lease)?);
+        self.block(|s| async move {
+            let mut session = s.leases.session(&s.db).await?;
+            let beat = session
+                .statement(
+                    "UPDATE runs SET lease_until = now() + $3::int8 * interval '1 millisecond'
+                     WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL",
+                )
+                .await
+                .map_err(|e| s.query_error(e))?;
+            let changed = session.client.execute(&beat, &[&run, &epoch, &lease]).await.map_err(|e| s.query_error(e))?;
+            Ok(changed == 1)
+        })
+    }
+
+    /// Gives the run up, while `epoch` holds: no owner, no lease. A run still `running` becomes `ready`, for another
+    /// worker to take at once; one that paused or ended stays so. False when another claim had ended the epoch.
+    pub fn release(&self, run: &str, epoch: i64) -> Result<bool, PgError> {
+        let run = run.to_string();
+        self.block(|s| async move {
+            let mut session = s.leases.session(&s.db).await?;
+            let release = session
+                .statement(
+                    "UPDATE runs SET owner = NULL, lease_until = NULL, updated_at = now(),
+                       status = CASE WHEN status = 'running' THEN 'ready' ELSE status END
+                     WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL",
+                )
+                .await
+                .map_err(|e| s.query_error(e))?;
+            let changed = session.client.execute(&release, &[&run, &epoch]).await.map_err(|e| s.query_error(e))?;
+            Ok(changed == 1)
+        })
+    }
+
+    /// Who holds the run, at which epoch, for how long yet.
+    pub fn lease(&self, run: &str) -> Result<Lease, PgError> {
+        self.get(run).map(|row| row.lease)
+    }
+
+    /// Writes a batch as one transaction, only while `epoch` holds: events, inputs and the last status in it, and
+    /// one notification. Refused whole (nothing kept) when the epoch no longer holds, an event is foreign to the run,
+    /// or an event's number is taken.
+    pub fn write_batch(&self, run: &str, epoch: i64, items: &[LogItem]) -> Result<(), PgError> {
+        let mut batch = Batch { run: run.to_string(), epoch, ..Batch::default() };
+        let unwritable = |what: &str, e: serde_json::Error| PgError::Query {
+            db: self.shared.db.clone(),
+            detail: format!("cannot write the {what} of run `{run}`: {e}"),
+        };
+        for item in items {
+            match item {
+                LogItem::Event(e) if e.run != run => {
+                    return Err(PgError::ForeignEvent { run: run.to_string(), other: e.run.clone(), seq: e.seq });
+                }
+                LogItem::Event(e) => {
+                    let Ok(seq) = i64::try_from(e.seq) else {
+                        return Err(PgError::Query {
+                            db: self.shared.db.clone(),
+                            detail: format!("event #{} of run `{run}` is numbered past what a bigint holds", e.seq),
+                        });
+                    };
+                    batch.seqs.push(seq);
+                    batch.events.push(serde_json::to_string(e).map_err(|e| unwritable("event", e))?);
+                }
+                LogItem::Input(i) => batch.inputs.push(serde_json::to_string(i).map_err(|e| unwritable("input", e))?),
+                // Only the last status stands: each one overwrites the row.
+                LogItem::Status { status, pending } => {
+                    let ended = matches!(status, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled);
+                    let pending = serde_json::to_string(pending).map_err(|e| unwritable("pending approvals", e))?;
+                    batch.status = Some((status.as_str(), pending, ended));
+                }
+            }
+        }
+        self.block(|s| async move { s.write(batch).await })
+    }
+
+    /// The run log of one claimed run, for the emitter: every write it makes is fenced by `epoch`.
+    pub fn run_log(&self, run: &str, epoch: i64) -> PgRunLog {
+        PgRunLog { store: self.clone(), run: run.to_string(), epoch, lost: Arc::new(AtomicBool::new(false)) }
+    }
+}
+
+/// A batch, serialized on the caller's thread and moved to the store's runtime.
+#[derive(Default)]
+struct Batch {
+    run: String,
+    epoch: i64,
+    seqs: Vec<i64>,
+    events: Vec<String>,
+    inputs: Vec<String>,
+    /// The status, pending approvals (JSON) and whether it ended.
+    status: Option<(&'static str, String, bool)>,
+}
+
+impl Shared {
+    fn query_error(&self, e: tokio_postgres::Error) -> PgError {
+        PgError::Query { db: self.db.clone(), detail: error_text(&e) }
+    }
+
+    fn unreadable(&self, run: &str, what: &'static str, detail: String) -> PgError {
+        PgError::Unreadable { db: self.db.clone(), run: run.to_string(), what, detail }
+    }
+
+    /// Creates the schema, or brings it up to date, in one transaction under an advisory lock.
+    async fn migrate(&self) -> Result<(), PgError> {
+        let mut session = self.main.session(&self.db).await?;
+        let tx = session.client.transaction().await.map_err(|e| self.query_error(e))?;
+        let found = async {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS switchyard_schema (
+                     version integer PRIMARY KEY,
+                     applied_at timestamptz NOT NULL DEFAULT now()
+                 )",
+            )
+            .await?;
+            let row = tx.query_one("SELECT coalesce(max(version), 0)::int8 FROM switchyard_schema", &[]).await?;
+            Ok::<i64, tokio_postgres::Error>(row.get(0))
+        }
+        .await
+        .map_err(|e| self.query_error(e))?;
+        if found > latest() {
+            // Dropping the transaction rolls it back: nothing was written.
+            return Err(PgError::TooNew { db: self.db.clone(), found, known: latest() });
+        }
+        let migrate_error = |e: tokio_postgres::Error| PgError::Migrate {
+            db: self.db.clone(),
+            from: found,
+            to: latest(),
+            detail: error_text(&e),
+        };
+        for (version, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            tx.batch_execute(sql).await.map_err(migrate_error)?;
+            let version = version as i32 + 1;
+            tx.execute("INSERT INTO switchyard_schema (version) VALUES ($1)", &[&version])
+                .await
+                .map_err(migrate_error)?;
+        }
+        tx.commit().await.map_err(migrate_error)
+    }
+
+    async fn get(&self, session: &mut Session, id: &str) -> Result<PgRunRow, PgError> {
+        let get = session.statement(GET).await.map_err(|e| self.query_error(e))?;
+        let row = session.client.query_opt(&get, &[&id]).await.map_err(|e| self.query_error(e))?;
+        match row {
+            Some(row) => self.row(&row),
+            None => Err(PgError::NoSuchRun { db: self.db.clone(), id: id.to_string() }),
+        }
+    }
+
+    /// A row of `ROW_SELECT`.
+    fn row(&self, r: &tokio_postgres::Row) -> Result<PgRunRow, PgError> {
+        let get = |e: tokio_postgres::Error| self.query_error(e);
+        let (id, status): (String, String) = (r.try_get(0).map_err(get)?, r.try_get(3).map_err(get)?);
+        let live: bool = r.try_get(10).map_err(get)?;
+        let status = PgStatus::from_db(&status, live);
+        let (started, ended, updated): (i64, i64, i64) =
+            (r.try_get(6).map_err(get)?, r.try_get(7).map_err(get)?, r.try_get(8).map_err(get)?);
+        // An interrupted run's time stops at its last sign of life: its last event.
+        let until = match status {
+            PgStatus::Interrupted => r
+                .try_get::<_, Option<&str>>(14)
+                .map_err(get)?
+                .and_then(|ts| chrono::DateTime::parse_from_rfc3339(ts).ok())
+                .map_or(updated, |t| t.timestamp_millis()),
+            _ => ended,
+        };
+        let pending: &str = r.try_get(9).map_err(get)?;
+        let pending =
+            serde_json::from_str(pending).map_err(|e| self.unreadable(&id, "pending approvals", e.to_string()))?;
+        let workflow_path: String = r.try_get(1).map_err(get)?;
+        Ok(PgRunRow {
+            workflow: r.try_get(4).map_err(get)?,
+            workflow_ref: Some(workflow_path).filter(|p| !p.is_empty()),
+            answers_path: r.try_get(2).map_err(get)?,
+            status,
+            started: r.try_get(5).map_err(get)?,
+            duration_ms: (until - started).max(0) as u64,
+            pending,
+            lease: Lease {
+                owner: r.try_get(11).map_err(get)?,
+                epoch: r.try_get(12).map_err(get)?,
+                expires_in_ms: r.try_get(13).map_err(get)?,
+            },
+            id,
+        })
+    }
+
+    /// The JSON column of `statement`'s rows for `run`, read back.
+    async fn column<T: serde::de::DeserializeOwned>(
+        &self,
+        client: &impl tokio_postgres::GenericClient,
+        statement: &Statement,
+        run: &str,
+        what: &'static str,
+    ) -> Result<Vec<T>, PgError> {
+        let rows = client.query(statement, &[&run]).await.map_err(|e| self.query_error(e))?;
+        rows.iter()
+            .map(|r| {
+                let text: &str = r.try_get(0).map_err(|e| self.query_error(e))?;
+                serde_json::from_str(text).map_err(|e| self.unreadable(run, what, e.to_string()))
+            })
+            .collect()
+    }
+
+    async fn write(&self, batch: Batch) -> Result<(), PgError> {
+        let mut session = self.main.session(&self.db).await?;
+        let q = |e| self.query_error(e);
+        let fence = session.statement(FENCE).await.map_err(q)?;
+        let insert_events = session.statement(INSERT_EVENTS).await.map_err(q)?;
+        let insert_inputs = session.statement(INSERT_INPUTS).await.map_err(q)?;
+        let epoch_now = session.statement("SELECT epoch FROM runs WHERE id = $1").await.map_err(q)?;
+        let notify = session.statement("SELECT pg_notify($1, $2)").await.map_err(q)?;
+        let run = &batch.run;
+        let tx = session.client.transaction().await.map_err(q)?;
+        let (status, pending, ended) = match &batch.status {
+            Some((status, pending, ended)) => (Some(*status), Some(pending.as_str()), *ended),
+            None => (None, None, false),
+        };
+        // First, so that the row stays locked until the commit: no claim can come between the check and the commit.
+        let fenced = tx.execute(&fence, &[run, &batch.epoch, &status, &pending, &ended]).await.map_err(q)?;
+        if fenced == 0 {
+            return match tx.query_opt(&epoch_now, &[run]).await.map_err(q)? {
+                None => Err(PgError::NoSuchRun { db: self.db.clone(), id: run.clone() }),
+                Some(row) => {
+                    self.stale_writes.fetch_add(1, Ordering::Relaxed);
+                    Err(PgError::StaleEpoch { run: run.clone(), epoch: batch.epoch, current: row.get(0) })
+                }
+            };
+        }
+        let refused = |e: tokio_postgres::Error| match e.as_db_error() {
+            Some(db) if db.code() == &SqlState::UNIQUE_VIOLATION && db.constraint() == Some("events_pkey") => {
+                PgError::DuplicateSeq { run: run.clone(), detail: db.detail().unwrap_or("").to_string() }
+            }
+            _ => self.query_error(e),
+        };
+        if !batch.events.is_empty() {
+            tx.execute(&insert_events, &[run, &batch.seqs, &batch.events]).await.map_err(refused)?;
+        }
+        if !batch.inputs.is_empty() {
+            tx.execute(&insert_inputs, &[run, &batch.inputs]).await.map_err(refused)?;
+        }
+        tx.execute(&notify, &[&CHANNEL, run]).await.map_err(q)?;
+        tx.commit().await.map_err(q)
+    }
+}
+
+/// A claimed run's log, for the emitter's committer: the [`RunLog`] of the PostgreSQL store. Every write is fenced by
+/// the epoch of the claim; there is deliberately no log on the store itself, which would write around the fence.
+#[derive(Clone)]
+pub struct PgRunLog {
+    store: PgStore,
+    run: String,
+    epoch: i64,
+    lost: Arc<AtomicBool>,
+}
+
+impl PgRunLog {
+    /// Whether a write was refused because another worker took the run over: the run should stop here.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::Relaxed)
+    }
+
+    fn write(&self, run: &str, items: &[LogItem]) -> Result<(), LogError> {
+        if run != self.run {
+            return Err(LogError(format!(
+                "[RUN_LOG_FOREIGN_EVENT] the log of run `{}` was given run `{run}`",
+                self.run
+            )));
+        }
+        self.store.write_batch(run, self.epoch, items).map_err(|e| {
+            if matches!(e, PgError::StaleEpoch { .. }) {
+                self.lost.store(true, Ordering::Relaxed);
+            }
+            LogError(format!("[{}] {e}", e.code()))
+        })
+    }
+}
+
+impl RunLog for PgRunLog {
+    /// One transaction for the whole batch, fenced by the claim's epoch.
+    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), LogError> {
+        self.write(run, items)
+    }
+
+    fn append(&self, event: &Event) -> Result<(), LogError> {
+        self.write(&event.run, &[LogItem::Event(event.clone())])
+    }
+
+    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), LogError> {
+        self.write(run, &[LogItem::Input(input.clone())])
+    }
+
+    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), LogError> {
+        self.write(run, &[LogItem::Status { status, pending: pending.to_vec() }])
+    }
+}
+
+/// A lease in milliseconds, as the statements take it.
+fn lease_ms(lease: Duration) -> Result<i64, PgError> {
+    if lease.is_zero() || lease > MAX_LEASE {
+        return Err(PgError::BadLease { ms: lease.as_millis() });
+    }
+    Ok(lease.as_millis().max(1) as i64)
+}
+
+/// `host:port/dbname`, for messages: never the password.
+fn describe(config: &Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("{host}:{port}/{}", config.get_dbname().unwrap_or(config.get_user().unwrap_or("postgres")))
+}
+
+/// The server's message when there is one (tokio-postgres's own `Display` says only "db error").
+fn error_text(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.to_string(),
+        None => e.to_string(),
+    }
+}

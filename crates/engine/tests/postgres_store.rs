@@ -1,0 +1,508 @@
+//! The PostgreSQL run store against a real server: one throwaway cluster per test binary (`scripts/postgres.sh`, in a
+//! temporary folder), stopped and removed when the binary exits; one database per test, so that tests running at
+//! once never claim each other's runs. Run with `cargo test -p switchyard-engine --features postgres --test
+//! postgres_store`.
+#![cfg(feature = "postgres")]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::*;
+use switchyard_engine::events::{Event, EventKind};
+use switchyard_engine::log::{Collector, Emitter, LogItem, RunLog};
+use switchyard_engine::postgres::{PgError, PgRunRow, PgStatus, PgStore, CHANNEL};
+use switchyard_engine::record::{Input, Recorded};
+use switchyard_engine::result::RunStatus;
+use switchyard_engine::run::{self, RunOptions};
+use switchyard_engine::store::NewRun;
+use switchyard_engine::Workflow;
+
+// ---- the cluster ----------------------------------------------------------------------------------------------
+
+struct Cluster {
+    /// The temporary folder (removed at exit) and the cluster's folder in it.
+    tmp: PathBuf,
+    dir: PathBuf,
+    /// `postgres://postgres@127.0.0.1:PORT`, without a database.
+    base: String,
+}
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+fn postgres_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres.sh")
+}
+
+/// Runs `scripts/postgres.sh ARGS…`; its last line on stdout.
+fn postgres_sh(args: &[&Path]) -> String {
+    let out = Command::new("bash").arg(postgres_script()).args(args).stderr(Stdio::inherit()).output().unwrap();
+    assert!(out.status.success(), "scripts/postgres.sh {args:?} failed");
+    String::from_utf8(out.stdout).unwrap().lines().last().unwrap_or("").to_string()
+}
+
+/// A new cluster in a temporary folder. Its folder must be reachable by the `postgres` user the server runs as.
+fn start_cluster() -> Cluster {
+    let tmp = tempfile::Builder::new().prefix("switchyard-pg-").tempdir().unwrap().keep();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = tmp.join("pg");
+    let started = Instant::now();
+    let url = postgres_sh(&[Path::new("start"), &dir]);
+    eprintln!("cluster started in {} ms: {url}", started.elapsed().as_millis());
+    let base = url.strip_suffix("/switchyard").expect("the URL names the database switchyard").to_string();
+    // Should this process be killed before it exits, a watchdog in a process group of its own (so that Ctrl-C does
+    // not end it too) stops the cluster once the process is gone.
+    let _ = Command::new("bash")
+        .args(["-c", r#"while kill -0 "$0" 2>/dev/null; do sleep 1; done; bash "$1" kill "$2"; rm -rf "$3""#])
+        .arg(std::process::id().to_string())
+        .arg(postgres_script())
+        .arg(&dir)
+        .arg(&tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    Cluster { tmp, dir, base }
+}
+
+extern "C" {
+    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// Stops the binary's cluster when the test harness exits (statics are never dropped).
+extern "C" fn stop_cluster() {
+    if let Some(cluster) = CLUSTER.get() {
+        let _ =
+            Command::new("bash").arg(postgres_script()).arg("stop").arg(&cluster.dir).stderr(Stdio::null()).status();
+        let _ = std::fs::remove_dir_all(&cluster.tmp);
+    }
+}
+
+fn cluster() -> &'static Cluster {
+    CLUSTER.get_or_init(|| {
+        let cluster = start_cluster();
+        // SAFETY: registers a plain function with the C library; it runs once, at exit.
+        unsafe { atexit(stop_cluster) };
+        cluster
+    })
+}
+
+/// Runs statements on the database at `url`, on a thread of its own (callers may be inside a runtime): the first
+/// column of the last statement's first row, if it is a number.
+fn sql(url: &str, statements: &str) -> i64 {
+    let (url, statements) = (url.to_string(), statements.to_string());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            let messages = client.simple_query(&statements).await.unwrap();
+            let row = messages.iter().rev().find_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
+                _ => None,
+            });
+            row.and_then(|r| r.get(0)).and_then(|v| v.parse().ok()).unwrap_or(0)
+        })
+    })
+    .join()
+    .unwrap()
+}
+
+/// A new, empty database for one test: its URL.
+fn database(name: &str) -> String {
+    let base = &cluster().base;
+    // One statement per call: CREATE DATABASE cannot run inside the implicit transaction of several.
+    sql(&format!("{base}/postgres"), &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+    sql(&format!("{base}/postgres"), &format!("CREATE DATABASE {name}"));
+    format!("{base}/{name}")
+}
+
+fn store(name: &str) -> PgStore {
+    PgStore::open(&database(name)).unwrap()
+}
+
+// ---- runs, events, inputs --------------------------------------------------------------------------------------
+
+fn test_workflow() -> Workflow {
+    workflow("nodes:\n  - {id: start, type: start}\n")
+}
+
+fn create(store: &PgStore, id: &str) {
+    let (wf, options) = (test_workflow(), RunOptions { input: Some(json!({"topic": "pg"})), ..RunOptions::default() });
+    let run = NewRun {
+        id,
+        workflow: &wf,
+        workflow_ref: Some("/tmp/wf.yaml"),
+        answers_path: Some("/tmp/answers.yaml"),
+        options: &options,
+        eval_id: None,
+    };
+    store.create(&run).unwrap();
+}
+
+fn event(run: &str, seq: u64) -> Event {
+    let kind = EventKind::NodeProgress { node: "start".into(), message: format!("step {seq}, ünïcödé \"quoted\"") };
+    Event { seq, run: run.into(), ts: format!("2026-01-01T00:00:{:02}.000Z", seq % 60), kind }
+}
+
+fn events(run: &str, seqs: std::ops::RangeInclusive<u64>) -> Vec<LogItem> {
+    seqs.map(|seq| LogItem::Event(event(run, seq))).collect()
+}
+
+fn input(seq: u64, node: &str) -> Recorded {
+    let input = Input::NodeDone {
+        node: node.into(),
+        iteration: 0,
+        data: Ok(json!({"text": "done", "zulu": 1, "alpha": 2})),
+        code: None,
+        tool_calls: Vec::new(),
+        usage: None,
+        duration_ms: 12,
+        model_calls: 1,
+    };
+    Recorded { seq, input }
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_run_written_in_batches_is_listed_and_loaded_back_equal() {
+    let store = store("loaded_back");
+    create(&store, "r1");
+    create(&store, "r2");
+    assert_eq!(store.get("r1").unwrap().status, PgStatus::Ready);
+    let (run, epoch) = store.claim_ready("w1", MINUTE).unwrap().unwrap();
+    assert_eq!((run.as_str(), epoch), ("r1", 1), "the oldest ready run is claimed first, at epoch 1");
+
+    let mut batch = events("r1", 1..=3);
+    batch.insert(1, LogItem::Input(input(2, "a")));
+    batch.push(LogItem::Input(input(4, "b")));
+    store.write_batch("r1", epoch, &batch).unwrap();
+    let mut second = events("r1", 4..=5);
+    second.push(LogItem::Input(input(6, "c")));
+    second.push(LogItem::Status { status: RunStatus::Running, pending: vec![] });
+    second.push(LogItem::Status { status: RunStatus::Paused, pending: vec!["approve".into()] });
+    store.write_batch("r1", epoch, &second).unwrap();
+
+    let written: Vec<Event> = (1..=5).map(|seq| event("r1", seq)).collect();
+    let inputs = vec![input(2, "a"), input(4, "b"), input(6, "c")];
+    assert_eq!(store.events("r1").unwrap(), written);
+    assert_eq!(store.inputs("r1").unwrap(), inputs, "inputs keep their order within and across batches");
+
+    let rows = store.list().unwrap();
+    assert_eq!(rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["r2", "r1"], "newest first");
+    let row = store.get("r1").unwrap();
+    // The same row either way, but for what the clock moves between the two reads.
+    let still = |mut r: PgRunRow| {
+        (r.duration_ms, r.lease.expires_in_ms) = (0, None);
+        r
+    };
+    assert_eq!(still(rows[1].clone()), still(row.clone()));
+    assert_eq!(row.status, PgStatus::Paused, "the last status of a batch stands");
+    assert_eq!(row.pending, ["approve"]);
+    assert_eq!((row.workflow.as_str(), row.workflow_ref.as_deref()), ("test", Some("/tmp/wf.yaml")));
+    assert_eq!(row.answers_path.as_deref(), Some("/tmp/answers.yaml"));
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&row.started).is_ok() && row.started.ends_with('Z'),
+        "{}",
+        row.started
+    );
+    assert_eq!((row.lease.owner.as_deref(), row.lease.epoch), (Some("w1"), 1));
+
+    let loaded = store.load("r1").unwrap();
+    assert_eq!(loaded.workflow, test_workflow());
+    assert_eq!(loaded.options.input, Some(json!({"topic": "pg"})));
+    assert_eq!(loaded.recording.events, written);
+    assert_eq!(loaded.recording.inputs, inputs);
+    // The JSON is kept as written: keys in their order, not sorted as `jsonb` would.
+    let first = serde_json::to_string(&loaded.recording.inputs[0]).unwrap();
+    assert!(first.find("\"zulu\"") < first.find("\"alpha\""), "{first}");
+
+    assert!(store.events("nope").unwrap().is_empty());
+    let Err(error) = store.load("nope") else { panic!("an unknown run loaded") };
+    assert_eq!(error.code(), "NO_SUCH_RUN");
+    let Err(error) = store.write_batch("nope", 1, &events("nope", 1..=1)) else { panic!("wrote to no run") };
+    assert_eq!(error.code(), "NO_SUCH_RUN");
+    let Err(error) = store.write_batch("r1", epoch, &events("r2", 6..=6)) else { panic!("wrote another run's event") };
+    assert_eq!(error.code(), "RUN_LOG_FOREIGN_EVENT");
+    create_twice_is_refused(&store);
+}
+
+fn create_twice_is_refused(store: &PgStore) {
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    let run =
+        NewRun { id: "r1", workflow: &wf, workflow_ref: None, answers_path: None, options: &options, eval_id: None };
+    assert_eq!(store.create(&run).unwrap_err().code(), "RUN_EXISTS");
+}
+
+#[test]
+fn two_claimers_racing_for_one_ready_run_exactly_one_gets_it() {
+    let url = database("race");
+    let workers: Vec<PgStore> = (0..6).map(|_| PgStore::open(&url).unwrap()).collect();
+    for round in 0..15 {
+        let id = format!("run-{round}");
+        create(&workers[0], &id);
+        let barrier = Arc::new(Barrier::new(workers.len()));
+        let claims: Vec<Option<(String, i64)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = workers
+                .iter()
+                .enumerate()
+                .map(|(w, store)| {
+                    let barrier = barrier.clone();
+                    scope.spawn(move || {
+                        barrier.wait();
+                        store.claim_ready(&format!("w{w}"), MINUTE).unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let won: Vec<_> = claims.into_iter().flatten().collect();
+        assert_eq!(won, [(id.clone(), 1)], "round {round}: exactly one claimer gets the run");
+    }
+}
+
+#[test]
+fn a_stale_epoch_cannot_append_after_its_expired_lease_is_reclaimed() {
+    let url = database("stale");
+    let (old, new) = (PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap());
+    create(&old, "r");
+    let (_, first) = old.claim_ready("old", Duration::from_secs(1)).unwrap().unwrap();
+    old.write_batch("r", first, &events("r", 1..=2)).unwrap();
+    assert_eq!(new.claim_ready("new", MINUTE).unwrap(), None, "a live lease is not taken");
+
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(new.get("r").unwrap().status, PgStatus::Interrupted, "running with an expired lease");
+    let (_, second) = new.claim_ready("new", MINUTE).unwrap().expect("an expired lease is taken over");
+    assert!(second > first, "{second} > {first}");
+
+    let mut stale = events("r", 3..=4);
+    stale.push(LogItem::Input(input(5, "late")));
+    stale.push(LogItem::Status { status: RunStatus::Completed, pending: vec![] });
+    match old.write_batch("r", first, &stale) {
+        Err(PgError::StaleEpoch { epoch, current, .. }) => assert_eq!((epoch, current), (first, second)),
+        other => panic!("a stale write was not refused as stale: {other:?}"),
+    }
+    assert_eq!(old.stale_writes(), 1, "the refused write is counted");
+    assert_eq!(new.stale_writes(), 0);
+    // Through the run log, as the emitter writes: refused with its code, and the log knows the run is lost.
+    let log = old.run_log("r", first);
+    let error = log.append(&event("r", 3)).unwrap_err();
+    assert!(error.0.starts_with("[RUN_EPOCH_STALE]"), "{error}");
+    assert!(log.lost());
+    assert!(!old.heartbeat("r", first, MINUTE).unwrap(), "a stale epoch cannot extend the lease");
+    assert!(!old.release("r", first).unwrap(), "nor give the run up");
+
+    // Nothing of the stale writes is kept; the new owner goes on from where the log stands.
+    let row = new.get("r").unwrap();
+    assert_eq!((row.status, row.lease.owner.as_deref(), row.lease.epoch), (PgStatus::Running, Some("new"), second));
+    assert_eq!(new.events("r").unwrap(), vec![event("r", 1), event("r", 2)]);
+    assert!(new.inputs("r").unwrap().is_empty());
+    new.write_batch("r", second, &events("r", 3..=3)).unwrap();
+    assert_eq!(new.events("r").unwrap().len(), 3);
+}
+
+#[test]
+fn a_heartbeat_extends_the_lease_so_nobody_else_can_claim_it() {
+    let url = database("heartbeat");
+    let (holder, other) = (PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap());
+    create(&holder, "r");
+    let (_, epoch) = holder.claim_ready("holder", Duration::from_secs(1)).unwrap().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(holder.heartbeat("r", epoch, Duration::from_secs(4)).unwrap());
+    std::thread::sleep(Duration::from_millis(1000)); // past the first lease
+    assert_eq!(other.claim_ready("other", MINUTE).unwrap(), None, "the extended lease still holds");
+    let lease = other.lease("r").unwrap();
+    assert_eq!((lease.owner.as_deref(), lease.epoch), (Some("holder"), epoch));
+    let left = lease.expires_in_ms.unwrap();
+    assert!((2_000..=3_000).contains(&left), "the lease runs 4 s from the heartbeat: {left} ms left");
+    assert!(!holder.heartbeat("r", epoch + 1, MINUTE).unwrap(), "an epoch that was never claimed holds nothing");
+    assert_eq!(holder.heartbeat("r", epoch, Duration::ZERO).unwrap_err().code(), "PG_BAD_LEASE");
+}
+
+#[test]
+fn an_event_numbered_twice_is_refused_with_its_whole_batch() {
+    let store = store("duplicate");
+    create(&store, "r");
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    store.write_batch("r", epoch, &events("r", 1..=2)).unwrap();
+    let mut again = vec![LogItem::Input(input(3, "x"))];
+    again.extend(events("r", 3..=3));
+    again.extend(events("r", 2..=2));
+    again.push(LogItem::Status { status: RunStatus::Failed, pending: vec![] });
+    let error = store.write_batch("r", epoch, &again).unwrap_err();
+    assert_eq!(error.code(), "RUN_LOG_DUPLICATE", "{error}");
+    assert!(error.to_string().contains("(run_id, seq)=(r, 2)"), "{error}");
+    assert_eq!(store.events("r").unwrap(), vec![event("r", 1), event("r", 2)], "nothing of the batch is kept");
+    assert!(store.inputs("r").unwrap().is_empty());
+    assert_eq!(store.get("r").unwrap().status, PgStatus::Running);
+    assert_eq!(store.stale_writes(), 0, "a duplicate is no stale write");
+    store.write_batch("r", epoch, &events("r", 3..=3)).unwrap();
+}
+
+/// Also shows the store working inside a current-thread runtime, where the synchronous `postgres` crate panics and
+/// `block_in_place` does too.
+#[tokio::test]
+async fn each_committed_batch_is_announced_once_and_a_refused_one_not_at_all() {
+    use futures::StreamExt;
+    let url = database("notify");
+    let store = PgStore::open(&url).unwrap();
+    create(&store, "r");
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+
+    let (client, mut connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    let (tx, mut heard) = futures::channel::mpsc::unbounded();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = message {
+                let _ = tx.unbounded_send((n.channel().to_string(), n.payload().to_string()));
+            }
+        }
+    });
+    client.batch_execute(&format!("LISTEN {CHANNEL}")).await.unwrap();
+
+    store.write_batch("r", epoch, &events("r", 1..=50)).unwrap();
+    store.write_batch("r", epoch, &events("r", 51..=60)).unwrap();
+    assert!(store.write_batch("r", epoch, &events("r", 60..=61)).is_err(), "a duplicate");
+    assert!(store.write_batch("r", epoch + 1, &events("r", 61..=61)).is_err(), "a stale epoch");
+    store.write_batch("r", epoch, &[LogItem::Status { status: RunStatus::Completed, pending: vec![] }]).unwrap();
+
+    let mut got = Vec::new();
+    while let Ok(Some(n)) = tokio::time::timeout(Duration::from_millis(500), heard.next()).await {
+        got.push(n);
+    }
+    assert_eq!(got, vec![(CHANNEL.to_string(), "r".to_string()); 3], "one per committed batch");
+    drop(store); // inside the runtime: the store's own runtime is shut down without panicking
+}
+
+/// A real run through the emitter's committer (a plain thread) into the fenced log, driven from a multi-thread runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_run_logs_through_its_claim_and_loads_back_as_it_ran() {
+    let store = store("workflow_run");
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: draft, type: agent, user_prompt: Write}
+  - {id: review, type: agent, user_prompt: 'Review {{ draft.text }}'}
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: review}",
+    );
+    let options = RunOptions { run_id: Some("wf".into()), ..RunOptions::default() };
+    store
+        .create(&NewRun {
+            id: "wf",
+            workflow: &wf,
+            workflow_ref: None,
+            answers_path: None,
+            options: &options,
+            eval_id: None,
+        })
+        .unwrap();
+    let (run_id, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    let answers = script("nodes:\n  draft: {text: the draft}\n  review: {text: fine}");
+    let collector = Collector::default();
+    let mut rt = runtime(answers.clone(), AskedModel::new(answers), vec![Arc::new(collector.clone())]);
+    let log = store.run_log(&run_id, epoch);
+    rt.log = Some(Arc::new(log.clone()));
+    let outcome = run::run(Arc::new(wf.clone()), options, rt).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed);
+    assert_eq!(outcome.log_error, None);
+    assert!(!log.lost());
+
+    let loaded = store.load("wf").unwrap();
+    assert_eq!(loaded.row.status, PgStatus::Completed);
+    assert_eq!(loaded.recording.events, collector.events(), "the log holds every event observers saw, in order");
+    assert!(!loaded.recording.inputs.is_empty());
+    assert!(store.release("wf", epoch).unwrap());
+    let row = store.get("wf").unwrap();
+    assert_eq!((row.status, row.lease.owner), (PgStatus::Completed, None), "an ended run stays ended");
+    assert_eq!(store.claim_ready("w", MINUTE).unwrap(), None);
+
+    // The emitter itself, from this runtime's thread: its batches go through the same fence.
+    create(&store, "e");
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    let emitter = Emitter::new("e", 0, Some(Arc::new(store.run_log("e", epoch))), vec![]);
+    for _ in 0..100 {
+        emitter.emit(EventKind::WorkflowResumed {});
+    }
+    emitter.record(Input::Cancelled);
+    emitter.status(RunStatus::Cancelled, &[]);
+    emitter.flush();
+    assert_eq!(emitter.log_error(), None);
+    assert_eq!(store.events("e").unwrap().iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=100).collect::<Vec<_>>());
+    assert_eq!(store.inputs("e").unwrap()[0].seq, 101);
+    assert_eq!(store.get("e").unwrap().status, PgStatus::Cancelled);
+}
+
+#[test]
+fn a_run_given_up_while_running_is_ready_for_another_worker_at_once() {
+    let store = store("release");
+    create(&store, "r");
+    let (_, epoch) = store.claim_ready("first", MINUTE).unwrap().unwrap();
+    assert!(store.release("r", epoch).unwrap());
+    assert_eq!(store.get("r").unwrap().status, PgStatus::Ready);
+    let err = store.write_batch("r", epoch, &events("r", 1..=1)).unwrap_err();
+    assert_eq!(err.code(), "RUN_EPOCH_STALE", "a released claim writes nothing more");
+    assert_eq!(store.claim_ready("second", MINUTE).unwrap(), Some(("r".to_string(), epoch + 1)));
+}
+
+#[test]
+fn workers_opening_a_new_database_together_migrate_it_once_and_a_newer_schema_is_refused() {
+    let url = database("migrations");
+    let opened: Vec<Result<PgStore, PgError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| PgStore::open(&url))).collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for store in &opened {
+        assert!(store.is_ok(), "{:?}", store.as_ref().err());
+    }
+    let versions = sql(&url, "SELECT count(*) FROM switchyard_schema");
+    assert_eq!(versions, switchyard_engine::postgres::latest(), "each migration is applied once");
+    // Now the database is written as a newer Switchyard would.
+    sql(&url, "INSERT INTO switchyard_schema (version) VALUES (99)");
+    let Err(error) = PgStore::open(&url) else { panic!("a newer schema opened") };
+    assert_eq!(error.code(), "STORE_TOO_NEW");
+    assert!(error.to_string().contains("schema 99"), "{error}");
+    assert!(!error.to_string().contains("postgres://"), "the message names the database, not its URL: {error}");
+}
+
+#[test]
+fn the_store_connects_again_after_the_server_restarts() {
+    // A cluster of its own: restarting the shared one would break the tests running beside this one.
+    let own = start_cluster();
+    let stop = scopeguard(&own);
+    let store = PgStore::open(&format!("{}/switchyard", own.base)).unwrap();
+    create(&store, "r");
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    store.write_batch("r", epoch, &events("r", 1..=2)).unwrap();
+    postgres_sh(&[Path::new("restart"), &own.dir]);
+    // The first call after the restart may fail on the broken connection (it is not retried); the next reconnects.
+    let _ = store.heartbeat("r", epoch, MINUTE);
+    let _ = store.get("r");
+    assert!(store.heartbeat("r", epoch, MINUTE).unwrap());
+    store.write_batch("r", epoch, &events("r", 3..=3)).unwrap();
+    assert_eq!(store.events("r").unwrap().len(), 3, "committed batches survive a crash of the server");
+    drop(stop);
+}
+
+/// Stops a cluster and removes its folder when dropped, also when the test fails.
+fn scopeguard(cluster: &Cluster) -> impl Drop + '_ {
+    struct Stop<'a>(&'a Cluster);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ =
+                Command::new("bash").arg(postgres_script()).arg("kill").arg(&self.0.dir).stderr(Stdio::null()).status();
+            let _ = std::fs::remove_dir_all(&self.0.tmp);
+        }
+    }
+    Stop(cluster)
+}
