@@ -503,14 +503,14 @@ export type Event = Event_Serialize | Event_Deserialize;
 
 export type EventKind = EventKind_Serialize | EventKind_Deserialize;
 
-export type EventKind_Deserialize = ({ type: "workflow:start"; workflow: string; input: any }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never } | ({ type: "node:enter"; node: string; iteration: number; instruction: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:progress"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "tool:call"; node: string; tool: string; input: any; callId: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string | null }) & { choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "node:exit"; node: string; iteration: number; result: NodeResult_Deserialize; durationMs: number; usage?: Usage | null }) & { callId?: never; choices?: never; content?: never; decision?: never; error?: never; from?: never; input?: never; instruction?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; results?: never; status?: never; to?: never; tool?: never; workflow?: never } | ({ type: "node:skipped"; node: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:warning"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
+export type EventKind_Deserialize = ({ type: "workflow:start"; workflow: string; input: any }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never } | ({ type: "node:enter"; node: string; iteration: number; instruction: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:progress"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "tool:call"; node: string; tool: string; input: any; callId: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string | null }) & { choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "node:exit"; node: string; iteration: number; result: NodeResult_Deserialize; durationMs: number; usage?: Usage_Deserialize | null }) & { callId?: never; choices?: never; content?: never; decision?: never; error?: never; from?: never; input?: never; instruction?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; results?: never; status?: never; to?: never; tool?: never; workflow?: never } | ({ type: "node:skipped"; node: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:warning"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
 /**  A routing decision after `from`: the edge followed to `to` (or `(end)`), and why. */
 ({ type: "route"; from: string; to: string; reason: string; 
 /**
  *  Tokens the model used to choose, on the first `route` event of a model's decision (where the provider
  *  reports them): they belong to the `from` node, whose `node:exit` came before the model was asked.
  */
-usage?: Usage | null }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; result?: never; results?: never; status?: never; tool?: never; workflow?: never } | 
+usage?: Usage_Deserialize | null }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; result?: never; results?: never; status?: never; tool?: never; workflow?: never } | 
 /**
  *  The model is being asked which of `node`'s natural-language `when` edges to follow; `route` events follow
  *  with its answer. `choices` are the nodes it may lead to, in edge order (edges with no `when` included: the
@@ -530,14 +530,14 @@ usage?: Usage | null }) & { callId?: never; choices?: never; content?: never; de
  */
 ({ type: "log"; node?: string | null; logType: string; content: any }) & { callId?: never; choices?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:end"; status: RunStatus; results: { [key in string]: NodeResult_Deserialize }; error?: string | null }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; to?: never; tool?: never; usage?: never; workflow?: never };
 
-export type EventKind_Serialize = ({ type: "workflow:start"; workflow: string; input: any }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never } | ({ type: "node:enter"; node: string; iteration: number; instruction: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:progress"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "tool:call"; node: string; tool: string; input: any; callId: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "node:exit"; node: string; iteration: number; result: NodeResult_Serialize; durationMs: number; usage?: Usage }) & { callId?: never; choices?: never; content?: never; decision?: never; error?: never; from?: never; input?: never; instruction?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; results?: never; status?: never; to?: never; tool?: never; workflow?: never } | ({ type: "node:skipped"; node: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:warning"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
+export type EventKind_Serialize = ({ type: "workflow:start"; workflow: string; input: any }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never } | ({ type: "node:enter"; node: string; iteration: number; instruction: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:progress"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "tool:call"; node: string; tool: string; input: any; callId: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "tool:result"; node: string; tool: string; output: any; callId: string; error?: string }) & { choices?: never; content?: never; decision?: never; durationMs?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; usage?: never; workflow?: never } | ({ type: "node:exit"; node: string; iteration: number; result: NodeResult_Serialize; durationMs: number; usage?: Usage_Serialize }) & { callId?: never; choices?: never; content?: never; decision?: never; error?: never; from?: never; input?: never; instruction?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; results?: never; status?: never; to?: never; tool?: never; workflow?: never } | ({ type: "node:skipped"; node: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "node:warning"; node: string; message: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
 /**  A routing decision after `from`: the edge followed to `to` (or `(end)`), and why. */
 ({ type: "route"; from: string; to: string; reason: string; 
 /**
  *  Tokens the model used to choose, on the first `route` event of a model's decision (where the provider
  *  reports them): they belong to the `from` node, whose `node:exit` came before the model was asked.
  */
-usage?: Usage }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; result?: never; results?: never; status?: never; tool?: never; workflow?: never } | 
+usage?: Usage_Serialize }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; result?: never; results?: never; status?: never; tool?: never; workflow?: never } | 
 /**
  *  The model is being asked which of `node`'s natural-language `when` edges to follow; `route` events follow
  *  with its answer. `choices` are the nodes it may lead to, in edge order (edges with no `when` included: the
@@ -1102,9 +1102,22 @@ export type Prefs_Serialize = {
 };
 
 /**  A model's price: US dollars per million tokens. */
-export type Price = {
+export type Price = Price_Serialize | Price_Deserialize;
+
+/**  A model's price: US dollars per million tokens. */
+export type Price_Deserialize = {
 	input: number | null,
 	output: number | null,
+	/**  Input tokens read from the provider's prompt cache; at `input` when not given. */
+	cached_input?: number | null,
+};
+
+/**  A model's price: US dollars per million tokens. */
+export type Price_Serialize = {
+	input: number | null,
+	output: number | null,
+	/**  Input tokens read from the provider's prompt cache; at `input` when not given. */
+	cached_input?: number | null,
 };
 
 export type ProviderConfig = ProviderConfig_Serialize | ProviderConfig_Deserialize;
@@ -1246,7 +1259,7 @@ export type RunRow_Deserialize = {
 	/**  Approvals it waits for. */
 	pending: string[],
 	/**  Tokens its model calls used, per `provider/model` (kept when it pauses or ends). */
-	usage: { [key in string]: Usage },
+	usage: { [key in string]: Usage_Deserialize },
 	/**  All of them. */
 	tokens: number,
 	/**
@@ -1274,7 +1287,7 @@ export type RunRow_Serialize = {
 	/**  Approvals it waits for. */
 	pending: string[],
 	/**  Tokens its model calls used, per `provider/model` (kept when it pauses or ends). */
-	usage: { [key in string]: Usage },
+	usage: { [key in string]: Usage_Serialize },
 	/**  All of them. */
 	tokens: number,
 	/**
@@ -1357,7 +1370,7 @@ export type Settings_Deserialize = {
 	 *  What models cost, by `provider/model`: US dollars per million input and output tokens. Evaluations report
 	 *  the cost of each case from it (docs/evals.md).
 	 */
-	prices?: { [key in string]: Price },
+	prices?: { [key in string]: Price_Deserialize },
 } & ({
 	/**
 	 *  MCP servers agents may use, by name: `{command, args, env, cwd}` or `{url, headers}` — the `mcpServers` shape
@@ -1387,7 +1400,7 @@ export type Settings_Serialize = {
 	 *  What models cost, by `provider/model`: US dollars per million input and output tokens. Evaluations report
 	 *  the cost of each case from it (docs/evals.md).
 	 */
-	prices?: { [key in string]: Price },
+	prices?: { [key in string]: Price_Serialize },
 };
 
 export type Startup = Startup_Serialize | Startup_Deserialize;
@@ -1481,9 +1494,28 @@ export type ToolRequest = {
 };
 
 /**  Token counts of one model call, where the provider reports them. */
-export type Usage = {
+export type Usage = Usage_Serialize | Usage_Deserialize;
+
+/**  Token counts of one model call, where the provider reports them. */
+export type Usage_Deserialize = {
 	inputTokens: number,
 	outputTokens: number,
+	/**
+	 *  Of the input tokens, those the provider read from its prompt cache (priced at `cached_input` where the
+	 *  price table gives one). Reported by OpenAI-compatible servers and Anthropic.
+	 */
+	cachedInputTokens?: number,
+};
+
+/**  Token counts of one model call, where the provider reports them. */
+export type Usage_Serialize = {
+	inputTokens: number,
+	outputTokens: number,
+	/**
+	 *  Of the input tokens, those the provider read from its prompt cache (priced at `cached_input` where the
+	 *  price table gives one). Reported by OpenAI-compatible servers and Anthropic.
+	 */
+	cachedInputTokens?: number,
 };
 
 /**  How an approval was decided. Each verdict leaves the approval node by the handle of the same name. */
