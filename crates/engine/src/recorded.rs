@@ -68,6 +68,8 @@ pub struct Calls {
     /// Keys answered in this session (from the record or a model): what is kept when the record is pruned.
     used: Mutex<BTreeSet<String>>,
     changed: AtomicBool,
+    /// Whether recorded calls answer: not when they are only counted (`counting`).
+    answers: bool,
     model_calls: AtomicU64,
     reused: AtomicU64,
     tokens_saved: AtomicU64,
@@ -94,12 +96,19 @@ impl Calls {
         Calls::with(PathBuf::new(), BTreeMap::new())
     }
 
+    /// Calls counted and never answered from a record, nor saved: each asks the model (`--repeat`, which asks
+    /// whether the models agree with themselves).
+    pub fn counting() -> Calls {
+        Calls { answers: false, ..Calls::none() }
+    }
+
     fn with(path: PathBuf, calls: BTreeMap<String, Call>) -> Calls {
         Calls {
             path,
             known: Mutex::new(calls),
             used: Mutex::default(),
             changed: AtomicBool::new(false),
+            answers: true,
             model_calls: AtomicU64::new(0),
             reused: AtomicU64::new(0),
             tokens_saved: AtomicU64::new(0),
@@ -117,6 +126,9 @@ impl Calls {
     /// Writes the record when a call was added; with `prune`, calls nobody asked for this time are dropped (every
     /// case ran, so they belong to prompts that no longer exist).
     pub fn save(&self, prune: bool) -> Result<bool, String> {
+        if !self.answers {
+            return Ok(false);
+        }
         let mut calls = self.known.lock().unwrap().clone();
         if prune {
             let used = self.used.lock().unwrap();
@@ -136,6 +148,9 @@ impl Calls {
     }
 
     fn lookup(&self, key: &str) -> Option<Call> {
+        if !self.answers {
+            return None;
+        }
         let found = self.known.lock().unwrap().get(key).cloned();
         if let Some(call) = &found {
             self.used.lock().unwrap().insert(key.to_string());

@@ -140,4 +140,11 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     assert_eq!(repeated[0].shown().error.as_ref().unwrap().code, "OFFLINE_UNRECORDED");
     assert_eq!(calls.model_calls, 0);
     assert_eq!(server.requests().len(), 11, "offline, nothing reaches the model server");
+
+    // Online, each repeat asks every model again, counted; the record neither answers nor changes.
+    let (repeated, calls) = run_with(false, 2).await;
+    assert_eq!(repeated[0].attempts.len(), 2);
+    assert_eq!((calls.model_calls, calls.reused), (18, 0), "nine agents, twice");
+    assert_eq!(server.requests().len(), 29);
+    assert_eq!(std::fs::read_to_string(&recorded).unwrap(), pruned, "repeats record nothing");
 }

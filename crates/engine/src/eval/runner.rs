@@ -118,8 +118,8 @@ impl CaseReport {
 
 /// Runs the suite's cases (or the one `options.case` names), calling `done` as each case finishes. Model calls are
 /// answered from the suite's recorded calls where their keys match, and recorded otherwise (not with `repeat`, which
-/// asks the models each time to see whether they agree); the record is saved after the cases, pruned of calls no
-/// case asked for when every case ran.
+/// asks the models each time to see whether they agree, and only counts the calls); the record is saved after the
+/// cases, pruned of calls no case asked for when every case ran.
 pub async fn run(
     suite: &Suite,
     options: &Options,
@@ -148,13 +148,13 @@ pub async fn run(
     let judge = suite.file.judge.clone().or_else(|| options.model.clone());
     let prices = Arc::new(session::prices());
     let calls_path = suite.calls_path();
-    let recorded = if options.repeat > 1 {
-        None
+    // Repeats ask the models each time (to see whether they agree), counting the calls; otherwise calls are answered
+    // from the record where their keys match.
+    let recorded = Arc::new(if options.repeat > 1 {
+        Calls::counting()
     } else {
-        let calls = Calls::open(&calls_path)
-            .map_err(|e| LoadError::new(e).with_code("CALLS_UNREADABLE").at_file(&calls_path))?;
-        Some(Arc::new(calls))
-    };
+        Calls::open(&calls_path).map_err(|e| LoadError::new(e).with_code("CALLS_UNREADABLE").at_file(&calls_path))?
+    });
     let mut reports: Vec<(usize, CaseReport)> = futures::stream::iter(cases.into_iter().enumerate())
         .map(|(at, case)| {
             let (workflow_path, dir, judge, recorded, prices) =
@@ -190,19 +190,13 @@ pub async fn run(
     if let Some(e) = invalid {
         return Err(LoadError::new(e.message.clone()).with_code("INVALID_WORKFLOW").at_file(&workflow_path));
     }
-    let counts = match &recorded {
-        Some(calls) => {
-            // Calls nobody asked for are pruned only after a full, clean, online run: a case that stopped early, or
-            // an offline run, did not ask for everything the workflow still asks for.
-            let complete = options.case.is_none()
-                && !options.offline
-                && reports.iter().all(|(_, r)| r.attempts.iter().all(|a| a.error.is_none()));
-            calls.save(complete).map_err(|e| LoadError::new(e).with_code("CALLS_UNWRITABLE").at_file(&calls_path))?;
-            calls.counts()
-        }
-        None => CallCounts::default(),
-    };
-    Ok((reports.into_iter().map(|(_, r)| r).collect(), counts))
+    // Calls nobody asked for are pruned only after a full, clean, online run: a case that stopped early, or an
+    // offline run, did not ask for everything the workflow still asks for.
+    let complete = options.case.is_none()
+        && !options.offline
+        && reports.iter().all(|(_, r)| r.attempts.iter().all(|a| a.error.is_none()));
+    recorded.save(complete).map_err(|e| LoadError::new(e).with_code("CALLS_UNWRITABLE").at_file(&calls_path))?;
+    Ok((reports.into_iter().map(|(_, r)| r).collect(), recorded.counts()))
 }
 
 /// What every attempt of a suite shares.
@@ -212,7 +206,7 @@ struct Run<'a> {
     dir: &'a Path,
     options: &'a Options,
     judge: Option<&'a str>,
-    recorded: Option<Arc<Calls>>,
+    recorded: Arc<Calls>,
     prices: Arc<BTreeMap<String, session::Price>>,
 }
 
@@ -274,7 +268,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         input: case.input.clone(),
         answers,
         decisions: decisions_for(case),
-        recorded: run.recorded.clone(),
+        recorded: Some(run.recorded.clone()),
         offline: options.offline,
         model: options.model.clone(),
         allow_code: options.allow_code,
@@ -298,7 +292,8 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
     let mut failures = check::check(&case.expect, &outcome.result, &events);
     let spent = check::spent(&events, None);
     let (judge_failures, judgements, judge_tokens) = if judged {
-        let asking = super::judge::Asking { model: judge, recorded: run.recorded.clone(), offline: options.offline };
+        let asking =
+            super::judge::Asking { model: judge, recorded: Some(run.recorded.clone()), offline: options.offline };
         match super::judge::judge_all(&case.expect, &outcome.result, asking).await {
             Ok(judged) => judged,
             Err(e) => return errored(&e.code, e.message),
