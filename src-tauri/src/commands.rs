@@ -350,7 +350,7 @@ pub struct EvalSuiteView {
     /// Whether it exists yet ("Save as test case" in History makes it).
     pub exists: bool,
     pub cases: Vec<EvalCaseView>,
-    /// The last evaluation of this file kept in the run store, if any.
+    /// What the earlier evaluations of this file kept in the run store found (each case's latest), if any.
     pub last: Option<eval::Report>,
 }
 
@@ -373,7 +373,7 @@ pub fn eval_suite(state: State<'_, AppState>, workflow_path: String) -> Result<E
         return Ok(EvalSuiteView { file: shown, exists: false, cases: Vec::new(), last: None });
     }
     let suite = eval::Suite::load(&file)?;
-    let last = eval::kept::last(state.store()?, &file)?.and_then(|(_, report)| serde_json::from_value(report).ok());
+    let last = eval::kept::latest(state.store()?, &file)?;
     let cases = suite
         .file
         .cases
@@ -388,22 +388,28 @@ pub fn eval_suite(state: State<'_, AppState>, workflow_path: String) -> Result<E
 }
 
 /// Runs the evaluation file beside a workflow file (every case, or one), sending each case's report as it finishes;
-/// the report compares with the last evaluation of the file and is kept with its cases' runs. As `switchyard eval
-/// FILE --baseline last`, with the settings' models (an agent a case has no answer for calls its model).
+/// the report compares with the file's earlier evaluations and is kept with its cases' runs. As `switchyard eval FILE
+/// --baseline last [--offline]`: online, an agent a case has no answer for calls the settings' model (and is
+/// recorded); offline, no model is called and such a case could not run.
 #[tauri::command]
 #[specta::specta]
 pub async fn run_evals(
     state: State<'_, AppState>,
     workflow_path: String,
     case_id: Option<String>,
+    offline: bool,
     on_case: Channel<eval::CaseReport>,
 ) -> Result<eval::Report, CommandError> {
     let file = eval::Suite::beside(Path::new(&workflow_path));
     let suite = eval::Suite::load(&file)?;
     let store = state.store()?.clone();
     let baseline = eval::kept::last(&store, &file)?;
-    let options =
-        eval::Options { case: case_id, store: Some((store, eval::kept::new_id())), ..eval::Options::default() };
+    let options = eval::Options {
+        case: case_id,
+        offline,
+        store: Some((store, eval::kept::new_id())),
+        ..eval::Options::default()
+    };
     // The cases' futures borrow the suite across a bounded stream, which the compiler cannot prove `Send`: the
     // evaluation runs on a blocking thread of its own, driving it on the app's runtime.
     let runtime = tokio::runtime::Handle::current();

@@ -54,10 +54,11 @@ export const commands = {
 	evalSuite: (workflowPath: string) => typedError<EvalSuiteView_Serialize, CommandError>(__TAURI_INVOKE("eval_suite", { workflowPath })),
 	/**
 	 *  Runs the evaluation file beside a workflow file (every case, or one), sending each case's report as it finishes;
-	 *  the report compares with the last evaluation of the file and is kept with its cases' runs. As `switchyard eval
-	 *  FILE --baseline last`, with the settings' models (an agent a case has no answer for calls its model).
+	 *  the report compares with the file's earlier evaluations and is kept with its cases' runs. As `switchyard eval FILE
+	 *  --baseline last [--offline]`: online, an agent a case has no answer for calls the settings' model (and is
+	 *  recorded); offline, no model is called and such a case could not run.
 	 */
-	runEvals: (workflowPath: string, caseId: string | null, onCase: Channel<CaseReport_Deserialize>) => typedError<EvalReport_Serialize, CommandError>(__TAURI_INVOKE("run_evals", { workflowPath, caseId, onCase })),
+	runEvals: (workflowPath: string, caseId: string | null, offline: boolean, onCase: Channel<CaseReport_Deserialize>) => typedError<EvalReport_Serialize, CommandError>(__TAURI_INVOKE("run_evals", { workflowPath, caseId, offline, onCase })),
 	/**  The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem. */
 	getSettings: () => __TAURI_INVOKE<SettingsState_Serialize>("get_settings"),
 	/**  Saves the settings, or refuses with the problems by field (nothing is written then). */
@@ -173,9 +174,12 @@ export type CaseChange_Deserialize = {
 	change: Change,
 	before?: string | null,
 	after: CaseVerdict,
-	/**  Nodes whose output differs from the baseline's (or ran in only one of them), in node order of the case. */
+	/**  Nodes whose output differs from the baseline's (or ran in only one of them), by node id. */
 	changedNodes: string[],
-	/**  Every node that ran in either, with both outputs: what a compare view colours and shows side by side. */
+	/**
+	 *  Every node that ran in either, by node id, with both outputs: what a compare view colours and shows side by
+	 *  side.
+	 */
 	nodes: NodeChange_Deserialize[],
 	tokens: [number | null, number],
 	durationMs: [number | null, number],
@@ -186,9 +190,12 @@ export type CaseChange_Serialize = {
 	change: Change,
 	before: string | null,
 	after: CaseVerdict,
-	/**  Nodes whose output differs from the baseline's (or ran in only one of them), in node order of the case. */
+	/**  Nodes whose output differs from the baseline's (or ran in only one of them), by node id. */
 	changedNodes: string[],
-	/**  Every node that ran in either, with both outputs: what a compare view colours and shows side by side. */
+	/**
+	 *  Every node that ran in either, by node id, with both outputs: what a compare view colours and shows side by
+	 *  side.
+	 */
 	nodes: NodeChange_Serialize[],
 	tokens: [number | null, number],
 	durationMs: [number | null, number],
@@ -483,7 +490,7 @@ export type EvalSuiteView_Deserialize = {
 	/**  Whether it exists yet ("Save as test case" in History makes it). */
 	exists: boolean,
 	cases: EvalCaseView_Deserialize[],
-	/**  The last evaluation of this file kept in the run store, if any. */
+	/**  What the earlier evaluations of this file kept in the run store found (each case's latest), if any. */
 	last?: EvalReport_Deserialize | null,
 };
 
@@ -494,7 +501,7 @@ export type EvalSuiteView_Serialize = {
 	/**  Whether it exists yet ("Save as test case" in History makes it). */
 	exists: boolean,
 	cases: EvalCaseView_Serialize[],
-	/**  The last evaluation of this file kept in the run store, if any. */
+	/**  What the earlier evaluations of this file kept in the run store found (each case's latest), if any. */
 	last: EvalReport_Serialize | null,
 };
 

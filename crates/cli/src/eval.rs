@@ -52,8 +52,8 @@ pub struct EvalCli {
     #[arg(long)]
     allow_code: bool,
     /// Compare with an earlier evaluation: a report file (`--json` output), the id of an evaluation kept in the
-    /// run store, or `last` (this file's previous evaluation). Each case improved, regressed or unchanged, the nodes
-    /// whose output changed, tokens and time side by side. A regression exits 1.
+    /// run store, or `last` (each case as this file's latest evaluation of it left it). Each case improved,
+    /// regressed or unchanged, the nodes whose output changed, tokens and time side by side. A regression exits 1.
     #[arg(long, value_name = "REPORT|EVAL_ID|last")]
     baseline: Option<String>,
 }

@@ -350,6 +350,10 @@ fn each_evaluation_is_kept_with_its_cases_runs_and_a_later_one_compares_with_it_
     let out = switchyard(home.path(), &["eval", &file]);
     assert!(text(&out.stdout).contains("its run: `switchyard show "), "{}", text(&out.stdout));
 
+    // An evaluation of one case does not hide the other's result from `last`.
+    let one = switchyard(home.path(), &["eval", &file, "--case", "publishes"]);
+    assert_eq!(one.status.code(), Some(0), "{}", text(&one.stdout));
+
     let answers = dir.path().join("approval-flow.script.yaml");
     let changed = std::fs::read_to_string(&answers).unwrap().replace("Dark mode is coming", "Coming soon");
     std::fs::write(&answers, changed).unwrap();
@@ -357,7 +361,9 @@ fn each_evaluation_is_kept_with_its_cases_runs_and_a_later_one_compares_with_it_
         let out = switchyard(home.path(), &["eval", &file, "--baseline", given, "--json"]);
         assert_eq!(out.status.code(), Some(1), "a regression exits 1");
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let case = &report["comparison"]["cases"][0];
+        let cases = report["comparison"]["cases"].as_array().unwrap();
+        assert!(cases.iter().all(|c| c["change"] != "new"), "every case was evaluated before: {report}");
+        let case = &cases[0];
         assert_eq!(case["change"], "regressed", "{report}");
         let publish = case["nodes"].as_array().unwrap().iter().find(|n| n["node"] == "publish").unwrap();
         assert_eq!(publish["change"], "regressed", "its expectation fails now and did not before: {publish}");

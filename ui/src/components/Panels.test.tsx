@@ -7,6 +7,7 @@ import { useValidation } from "../store/validation";
 import { useDocument, emptyWorkflow } from "../store/document";
 import { useRun } from "../store/run";
 import { useDialogs } from "../store/dialogs";
+import { useHistory, type RunSummary } from "../store/history";
 import { SHORTCUTS } from "../shortcuts";
 
 const ev = (seq: number, body: Record<string, unknown>): Event => ({ seq, run: "r", ts: "", ...body }) as Event;
@@ -100,5 +101,20 @@ describe("panels", () => {
     render(<HelpPanel onClose={() => {}} />);
     for (const s of SHORTCUTS) expect(screen.getByText(s.keys)).toBeTruthy();
     expect(SHORTCUTS.some((s) => s.keys === "Ctrl+Shift+E")).toBe(true);
+  });
+
+  it("History shows each run's cost, nothing for a run that used no tokens, and marks the runs of test cases", () => {
+    useDocument.getState().load(emptyWorkflow(), null);
+    const row = (id: string, over: Partial<RunSummary>) => ({ id, workflow: "Pets", workflowRef: "/w/pets.yaml", answersPath: null, status: "completed", started: "2026-11-25T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, eval: null, live: false, ...over }) as RunSummary;
+    useHistory.setState({ runs: [row("priced", { tokens: 300, cost: 0.0012 }), row("offline", { eval: "eval-1", cost: 0 }), row("unpriced", { tokens: 40 })] });
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-history"));
+    expect(screen.getByTestId("history-cost-priced").textContent).toBe("$0.0012");
+    expect(screen.getByTestId("history-cost-offline").textContent).toBe("");
+    expect(screen.getByTestId("history-cost-unpriced").textContent).toBe("—");
+    expect(screen.getByTestId("history-cost-unpriced").title).toMatch(/no price/);
+    expect(screen.getByTestId("history-eval-offline").textContent).toMatch(/test case/);
+    expect(screen.queryByTestId("history-eval-priced")).toBeNull();
+    useHistory.setState({ runs: [] });
   });
 });

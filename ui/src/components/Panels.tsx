@@ -12,9 +12,11 @@ import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
 import * as Dialog from "@radix-ui/react-dialog";
 import * as Tabs from "@radix-ui/react-tabs";
-import { Hand, PanelBottom } from "lucide-react";
+import { FlaskConical, Hand, PanelBottom } from "lucide-react";
 import { useLayoutPrefs, type PanelTab } from "../store/layoutPrefs";
 import { NodeIcon } from "./NodeIcon";
+import { EvalsTab } from "./Evals";
+import { formatCost, useEvals } from "../store/evals";
 import { inAppWords } from "../model/words";
 
 
@@ -45,6 +47,7 @@ export function BottomPanel() {
   // The notes tab exists only with notes: when it goes, the panel shows Problems rather than nothing.
   const shown = tab === "notes" && !notes.length ? "problems" : tab;
   const interrupted = history.filter((r) => r.status === "interrupted").length;
+  const evalRegressed = useEvals((s) => s.summary?.regressed ?? 0);
   const pick = (t: string) => {
     setTab(t as PanelTab);
     useLayoutPrefs.getState().openBottom();
@@ -53,7 +56,7 @@ export function BottomPanel() {
     // A tab is picked by its click (Enter and Space click it too): picking the tab already shown still opens the panel.
     <Tabs.Root className="bottom-panel" value={shown} activationMode="manual">
       <div className="bottom-bar">
-        <Tabs.List className="bottom-tabs" aria-label="run, problems, events, history">
+        <Tabs.List className="bottom-tabs" aria-label="run, problems, events, history, evals">
           <Tabs.Trigger value="run" className="tab" data-testid="tab-run" onClick={() => pick("run")}>
             Run {status !== "idle" ? <span className={`run-status ${status}`}>· {STATUS_WORDS[status] ?? status}</span> : null}
           </Tabs.Trigger>
@@ -63,6 +66,9 @@ export function BottomPanel() {
           <Tabs.Trigger value="events" className="tab" data-testid="tab-events" onClick={() => pick("events")}>Events</Tabs.Trigger>
           <Tabs.Trigger value="history" className="tab" data-testid="tab-history" onClick={() => pick("history")}>
             History {interrupted ? <b className="count error">{interrupted}</b> : null}
+          </Tabs.Trigger>
+          <Tabs.Trigger value="evals" className="tab" data-testid="tab-evals" onClick={() => pick("evals")} title="The workflow's test cases: run them, and compare with the evaluation before">
+            Evals {evalRegressed ? <b className="count error" title={`${evalRegressed} regressed`}>{evalRegressed}</b> : null}
           </Tabs.Trigger>
           {notes.length > 0 && <Tabs.Trigger value="notes" className="tab" onClick={() => pick("notes")}>Import notes ({notes.length})</Tabs.Trigger>}
         </Tabs.List>
@@ -81,6 +87,7 @@ export function BottomPanel() {
         <Tabs.Content value="problems"><Problems /></Tabs.Content>
         <Tabs.Content value="events"><Events /></Tabs.Content>
         <Tabs.Content value="history"><History /></Tabs.Content>
+        <Tabs.Content value="evals"><EvalsTab /></Tabs.Content>
         <Tabs.Content value="notes"><ul className="notes">{notes.map((n, i) => <li key={i}>{n}</li>)}</ul></Tabs.Content>
       </div>
     </Tabs.Root>
@@ -194,15 +201,24 @@ function History() {
       ) : (
         <table className="run-list history">
           <thead>
-            <tr><th>status</th><th>workflow</th><th>started</th><th>time</th><th>waiting at</th><th /></tr>
+            <tr><th>status</th><th>workflow</th><th>started</th><th>time</th><th className="num">tokens</th><th className="num">cost</th><th>waiting at</th><th /></tr>
           </thead>
           <tbody>
             {runs.slice(0, MAX_ROWS).map((r) => (
               <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status}>
                 <td className={`status ${r.status}`}>{STATUS_WORDS[r.status] ?? r.status}{r.live ? " (in this window)" : ""}</td>
-                <td title={r.workflowRef ?? ""}>{r.workflow}</td>
+                <td title={r.workflowRef ?? ""}>
+                  {r.workflow}
+                  {r.eval && (
+                    <span className="test-case-tag" title="Run by the Evals tab as a test case" data-testid={`history-eval-${r.id}`}>
+                      <FlaskConical size={11} aria-hidden /> test case
+                    </span>
+                  )}
+                </td>
                 <td>{new Date(r.started).toLocaleString()}</td>
                 <td className="num">{duration(r.durationMs)}</td>
+                <td className="num">{r.tokens || ""}</td>
+                <td className="num" title={r.cost == null && r.tokens ? "A model it used has no price in the settings" : undefined} data-testid={`history-cost-${r.id}`}>{formatCost(r.cost, r.tokens)}</td>
                 <td>{r.pending.join(", ")}</td>
                 <td className="actions">
                   <button onClick={() => stored.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>

@@ -12,6 +12,8 @@ import { useValidation } from "../store/validation";
 import { useDialogs } from "../store/dialogs";
 import { usePrefs } from "../store/prefs";
 import { useRunControl } from "../store/runControl";
+import { useCompareMark } from "../store/evals";
+import { NODE_CHANGE_WORDS } from "../model/words";
 import { NodeIcon } from "./NodeIcon";
 import { inAppWords } from "../model/words";
 
@@ -97,6 +99,8 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const run = useNodeRun(node.id);
   const findings = useValidation((s) => s.byNode[node.id]);
   const openApproval = useRun((s) => s.pending.some((p) => p.node === node.id));
+  // The compare view of a test case colours each node by what became of it since the evaluation before.
+  const mark = useCompareMark(node.id);
   const errors = findings?.filter((f) => f.level === "error").length ?? 0;
   const warnings = (findings?.length ?? 0) - errors;
   const status = run?.status;
@@ -104,11 +108,12 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const spec = nodeTypeSpec(node.type);
   const last = run?.iterations[run.iterations.length - 1];
   const level = errors ? "error" : warnings ? "warning" : null;
-  const className = `wf-node wf-${node.type} ${status ? `run-${status}` : ""} ${selected ? "selected" : ""} ${level ? `has-${level}` : ""} ${run?.choosing ? "choosing" : ""}`;
+  const className = `wf-node wf-${node.type} ${status ? `run-${status}` : ""} ${selected ? "selected" : ""} ${level ? `has-${level}` : ""} ${run?.choosing ? "choosing" : ""} ${mark ? `cmp-${mark}` : ""}`;
   const common = {
     "data-testid": `node-${node.id}`,
     "data-status": status ?? "",
     "data-finished": run?.finishedSeq ?? "",
+    "data-compare": mark ?? "",
     style: { minHeight: HANDLE_TOP + (handles.length - 1) * HANDLE_STEP + 16 },
   };
   if (lod)
@@ -124,6 +129,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   return (
     <div className={className} {...common} title={findings?.map((f) => `${inAppWords(f.message, f.code)} (${f.code})`).join("\n")}>
       {hasInput(node.type) && <Handle type="target" position={Position.Left} id="input" />}
+      {mark && <span className={`wf-compare cmp-${mark}`} data-testid={`node-compare-${node.id}`}>{NODE_CHANGE_WORDS[mark]}</span>}
       <div className="wf-head">
         <span className="wf-icon" title={spec?.label ?? node.type}><NodeIcon type={node.type} size={16} /></span>
         <div className="wf-title" style={{ fontSize: TITLE_PX }} title={node.name ? `${node.name} (${node.id})` : node.id}>{node.name || node.id}</div>

@@ -14,6 +14,8 @@ export const APP_FIX: Record<string, string> = {
   SETTINGS_INVALID: "Open Settings: each problem is marked at its field.",
   RUN_NOT_ENDED: "Its Resume button in History continues it.",
   NO_WORKFLOW_FILE: "Save the workflow to a file and run it again.",
+  INVALID_EVALS: "Fix the evaluation file beside the workflow, then press Run all again.",
+  ANSWERS_UNREADABLE: "Fix the answers the test case names in the evaluation file, then press Run again.",
 };
 
 /** A problem's sentence with the app's fix after it, when the fix depends on the app. */
@@ -21,3 +23,12 @@ export function inAppWords(message: string, code?: string | null): string {
   const fix = code ? APP_FIX[code] : undefined;
   return fix && !message.includes(fix) ? `${message.replace(/[.;\s]+$/, "")}. ${fix}` : message;
 }
+
+/** A test case's verdict, as the Evals tab says it. */
+export const VERDICT_WORDS: Record<string, string> = { passed: "passed", failed: "failed", flaky: "flaky", error: "could not run" };
+
+/** How a test case compares with the evaluation before. */
+export const CHANGE_WORDS: Record<string, string> = { regressed: "regressed", improved: "improved", unchanged: "unchanged", new: "new" };
+
+/** What became of a node between the evaluation before and this one (its colour in the compare view). */
+export const NODE_CHANGE_WORDS: Record<string, string> = { regressed: "regressed", changed: "output changed", unchanged: "unchanged" };

@@ -8,7 +8,7 @@ import type { PanelImperativeHandle } from "react-resizable-panels";
 
 type Pane = "palette" | "inspector" | "bottom";
 /** The bottom panel's tabs. */
-export type PanelTab = "run" | "problems" | "events" | "history" | "notes";
+export type PanelTab = "run" | "problems" | "events" | "history" | "evals" | "notes";
 /** The inspector's tabs for a node. */
 export type InspectorTab = "settings" | "run";
 type Refs = Record<Pane, RefObject<PanelImperativeHandle | null>>;

@@ -31,9 +31,10 @@ pub struct CaseChange {
     pub change: Change,
     pub before: Option<String>,
     pub after: Verdict,
-    /// Nodes whose output differs from the baseline's (or ran in only one of them), in node order of the case.
+    /// Nodes whose output differs from the baseline's (or ran in only one of them), by node id.
     pub changed_nodes: Vec<String>,
-    /// Every node that ran in either, with both outputs: what a compare view colours and shows side by side.
+    /// Every node that ran in either, by node id, with both outputs: what a compare view colours and shows side by
+    /// side.
     pub nodes: Vec<NodeChange>,
     #[cfg_attr(feature = "specta", specta(type = SideBySide))]
     pub tokens: (Option<u64>, u64),

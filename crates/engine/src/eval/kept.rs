@@ -34,10 +34,50 @@ pub fn keep(store: &RunStore, suite_path: &Path, report: &Report) -> Result<(), 
     })
 }
 
-/// The most recent evaluation kept for this file, if any: (its id, its report).
+/// What this file's earlier evaluations found: each case as the most recent evaluation that ran it left it (an
+/// evaluation of one case does not hide the others'), as one report; named by that evaluation's id when one held
+/// them all. None when the file was never evaluated here.
 pub fn last(store: &RunStore, suite_path: &Path) -> Result<Option<(String, Value)>, StoreError> {
+    let mut cases: Vec<Value> = Vec::new();
+    let mut from: Vec<String> = Vec::new();
+    for kept in store.evals(&file_key(suite_path))? {
+        let Ok(report) = serde_json::from_str::<Value>(&kept.report) else { continue };
+        let mut took = false;
+        for case in report["cases"].as_array().into_iter().flatten() {
+            if !cases.iter().any(|c| c["id"] == case["id"]) {
+                cases.push(case.clone());
+                took = true;
+            }
+        }
+        if took {
+            from.push(kept.id);
+        }
+    }
+    Ok(match from.as_slice() {
+        [] => None,
+        [one] => Some((one.clone(), serde_json::json!({ "cases": cases }))),
+        [newest, ..] => Some((
+            format!("{newest} and {} earlier evaluations", from.len() - 1),
+            serde_json::json!({ "cases": cases }),
+        )),
+    })
+}
+
+/// The newest evaluation of this file, with the cases it did not run as the earlier evaluations left them: what a
+/// window shows before anything runs. None when the file was never evaluated here.
+pub fn latest(store: &RunStore, suite_path: &Path) -> Result<Option<Report>, StoreError> {
     let kept = store.evals(&file_key(suite_path))?;
-    Ok(kept.into_iter().find_map(|e| Some((e.id, serde_json::from_str(&e.report).ok()?))))
+    let Some(mut report) = kept.first().and_then(|e| serde_json::from_str::<Report>(&e.report).ok()) else {
+        return Ok(None);
+    };
+    if let Some((_, earlier)) = last(store, suite_path)? {
+        for case in earlier["cases"].as_array().into_iter().flatten() {
+            if !report.cases.iter().any(|c| case["id"] == c.id.as_str()) {
+                report.cases.extend(serde_json::from_value(case.clone()).ok());
+            }
+        }
+    }
+    Ok(Some(report))
 }
 
 /// One kept evaluation's report.
