@@ -7,11 +7,8 @@ import { mockIPC } from "@tauri-apps/api/mocks";
 import type { Workflow } from "../types";
 import { BottomPanel } from "./Panels";
 import { useDocument } from "../store/document";
-import { useEvals, type EvalReport } from "../store/evals";
-import { useHistory } from "../store/history";
-import { useLayoutPrefs } from "../store/layoutPrefs";
-import { useMessages } from "../store/messages";
-import { caseChange, caseReport, evalReport, send } from "../store/evals.fixtures";
+import type { EvalReport } from "../store/evals";
+import { caseChange, caseReport, evalReport, send, freshStores } from "../store/evals.fixtures";
 
 const workflow = { switchyard: 1, name: "Loop", nodes: [{ id: "start", type: "start" }, { id: "fix", type: "agent", name: "Fix it" }, { id: "review", type: "agent" }], edges: [] } as unknown as Workflow;
 const cases = [
@@ -33,13 +30,7 @@ const showTab = () => {
   fireEvent.click(screen.getByTestId("tab-evals"));
 };
 
-beforeEach(() => {
-  useDocument.getState().load(workflow, "/w/loop.yaml");
-  useEvals.setState({ path: null, file: null, exists: false, problem: null, cases: [], reports: {}, changes: {}, summary: null, running: [], selected: null, compareNode: null });
-  useMessages.setState({ messages: [] });
-  useHistory.setState({ runs: [] });
-  useLayoutPrefs.setState({ panel: "problems" });
-});
+beforeEach(() => freshStores(workflow));
 
 describe("the Evals tab", () => {
   it("says how to make test cases when the workflow has none", async () => {

@@ -1,5 +1,10 @@
 // Reports of evaluations, as the engine sends them, for the Evals tab's tests.
-import type { CaseChange, CaseReport, EvalReport } from "./evals";
+import type { Workflow } from "../types";
+import { useDocument } from "./document";
+import { useEvals, type CaseChange, type CaseReport, type EvalReport } from "./evals";
+import { useHistory } from "./history";
+import { useLayoutPrefs } from "./layoutPrefs";
+import { useMessages } from "./messages";
 
 export const attempt = (over: Partial<CaseReport["attempts"][number]> = {}): CaseReport["attempts"][number] => ({
   passed: true,
@@ -61,4 +66,13 @@ export const evalReport = (cases: CaseReport[], changes?: CaseChange[]): EvalRep
 export function send(channel: unknown, index: number, message: unknown) {
   const id = (channel as { id: number }).id;
   (window as unknown as { __TAURI_INTERNALS__: { runCallback: (id: number, data: unknown) => void } }).__TAURI_INTERNALS__.runCallback(id, { index, message });
+}
+
+/** Every store the Evals tab reads, as a fresh window has them, with `workflow` open from /w/loop.yaml. */
+export function freshStores(workflow: Workflow) {
+  useDocument.getState().load(workflow, "/w/loop.yaml");
+  useEvals.setState({ path: null, file: null, exists: false, problem: null, cases: [], reports: {}, changes: {}, summary: null, running: [], selected: null, compareNode: null });
+  useMessages.setState({ messages: [] });
+  useHistory.setState({ runs: [] });
+  useLayoutPrefs.setState({ panel: "problems" });
 }

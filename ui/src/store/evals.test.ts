@@ -4,12 +4,11 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { mockIPC } from "@tauri-apps/api/mocks";
 import type { Workflow } from "../types";
 import { useDocument } from "./document";
-import { useHistory } from "./history";
 import { useLayoutPrefs } from "./layoutPrefs";
 import { useMessages } from "./messages";
 import { renderHook } from "@testing-library/react";
 import { applyCaseReport, applyEvaluation, formatCost, nodeMark, nodeToCompare, shownAttempt, summarize, useCompareMark, useEvals, type CaseReport, type EvalReport } from "./evals";
-import { attempt, caseChange, caseReport, evalReport, send } from "./evals.fixtures";
+import { attempt, caseChange, caseReport, evalReport, send, freshStores } from "./evals.fixtures";
 
 const workflow = { switchyard: 1, name: "Loop", nodes: [{ id: "start", type: "start" }, { id: "fix", type: "agent" }, { id: "review", type: "agent" }], edges: [] } as unknown as Workflow;
 
@@ -19,13 +18,7 @@ const regressedLoop = caseChange("stops-after-three", "regressed", [
   { node: "start", change: "unchanged", before: "go", after: "go" },
 ]);
 
-beforeEach(() => {
-  useDocument.getState().load(workflow, "/w/loop.yaml");
-  useEvals.setState({ path: null, file: null, exists: false, problem: null, cases: [], reports: {}, changes: {}, summary: null, running: [], selected: null, compareNode: null });
-  useMessages.setState({ messages: [] });
-  useHistory.setState({ runs: [] });
-  useLayoutPrefs.setState({ panel: "problems" });
-});
+beforeEach(() => freshStores(workflow));
 
 describe("the reports of an evaluation", () => {
   it("a case's report replaces its earlier one as it arrives, and the case stops running", () => {
