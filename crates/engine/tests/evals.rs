@@ -228,3 +228,15 @@ fn the_committed_json_schema_of_evaluation_files_is_current() {
         "regenerate with `switchyard schema --evals > schema/evals.schema.json`"
     );
 }
+
+#[test]
+fn an_evaluation_the_store_does_not_keep_is_named_with_the_store_and_a_file_never_evaluated_has_no_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = switchyard_engine::store::RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    let error = eval::kept::report(&store, "eval-nope").unwrap_err();
+    assert_eq!(error.code(), "NO_SUCH_EVAL");
+    let message = error.to_string();
+    assert!(message.contains("`eval-nope`") && message.contains(&dir.path().display().to_string()), "{message}");
+    assert!(eval::kept::last(&store, &dir.path().join("x.evals.yaml")).unwrap().is_none());
+    assert!(eval::kept::latest(&store, &dir.path().join("x.evals.yaml")).unwrap().is_none());
+}
