@@ -1500,6 +1500,58 @@ export type ToolRequest = {
 	input: any,
 };
 
+/**
+ *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request's JSON
+ *  body as the run's input) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
+ */
+export type Trigger = Trigger_Serialize | Trigger_Deserialize;
+
+/**
+ *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request's JSON
+ *  body as the run's input) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
+ */
+export type Trigger_Deserialize = {
+	/**  A webhook's name: lowercase letters, digits and `-`; its URL is `/hooks/NAME`. */
+	webhook?: string | null,
+	/**  A schedule's name: lowercase letters, digits and `-`. */
+	schedule?: string | null,
+	/**
+	 *  When a schedule fires: five fields (minute, hour, day of month, month, day of week), in UTC; `0 3 * * *` is
+	 *  every day at 03:00.
+	 */
+	cron?: string | null,
+	/**
+	 *  The NAME of the environment variable that holds a webhook's signing secret (never the secret): a delivery is
+	 *  accepted only with a matching HMAC-SHA256 signature of its body, as GitHub and Stripe sign theirs.
+	 */
+	secret_env?: string | null,
+	/**  The input a schedule's runs start with. */
+	input?: any | null,
+};
+
+/**
+ *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request's JSON
+ *  body as the run's input) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
+ */
+export type Trigger_Serialize = {
+	/**  A webhook's name: lowercase letters, digits and `-`; its URL is `/hooks/NAME`. */
+	webhook?: string,
+	/**  A schedule's name: lowercase letters, digits and `-`. */
+	schedule?: string,
+	/**
+	 *  When a schedule fires: five fields (minute, hour, day of month, month, day of week), in UTC; `0 3 * * *` is
+	 *  every day at 03:00.
+	 */
+	cron?: string,
+	/**
+	 *  The NAME of the environment variable that holds a webhook's signing secret (never the secret): a delivery is
+	 *  accepted only with a matching HMAC-SHA256 signature of its body, as GitHub and Stripe sign theirs.
+	 */
+	secret_env?: string,
+	/**  The input a schedule's runs start with. */
+	input?: any,
+};
+
 /**  Token counts of one model call, where the provider reports them. */
 export type Usage = Usage_Serialize | Usage_Deserialize;
 
@@ -1550,6 +1602,11 @@ export type Workflow_Deserialize = {
 	 *  in when the step starts; they are never written to the file, the run store or events.
 	 */
 	env?: string[],
+	/**
+	 *  What starts runs of this workflow on a server (`switchyard serve`, docs/server.md): webhooks and schedules.
+	 *  A run started here (`switchyard run`, the app) ignores them.
+	 */
+	triggers?: Trigger_Deserialize[],
 	nodes: Node_Deserialize[],
 	edges?: Edge_Deserialize[],
 };
@@ -1571,6 +1628,11 @@ export type Workflow_Serialize = {
 	 *  in when the step starts; they are never written to the file, the run store or events.
 	 */
 	env?: string[],
+	/**
+	 *  What starts runs of this workflow on a server (`switchyard serve`, docs/server.md): webhooks and schedules.
+	 *  A run started here (`switchyard run`, the app) ignores them.
+	 */
+	triggers?: Trigger_Serialize[],
 	nodes: Node_Serialize[],
 	edges: Edge_Serialize[],
 };

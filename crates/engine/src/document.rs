@@ -37,9 +37,46 @@ pub struct Workflow {
     /// in when the step starts; they are never written to the file, the run store or events.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// What starts runs of this workflow on a server (`switchyard serve`, docs/server.md): webhooks and schedules.
+    /// A run started here (`switchyard run`, the app) ignores them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<Trigger>,
     pub nodes: Vec<Node>,
     #[serde(default)]
     pub edges: Vec<Edge>,
+}
+
+/// One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request's JSON
+/// body as the run's input) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Trigger {
+    /// A webhook's name: lowercase letters, digits and `-`; its URL is `/hooks/NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+    /// A schedule's name: lowercase letters, digits and `-`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// When a schedule fires: five fields (minute, hour, day of month, month, day of week), in UTC; `0 3 * * *` is
+    /// every day at 03:00.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// The NAME of the environment variable that holds a webhook's signing secret (never the secret): a delivery is
+    /// accepted only with a matching HMAC-SHA256 signature of its body, as GitHub and Stripe sign theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_env: Option<String>,
+    /// The input a schedule's runs start with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
+    pub input: Option<Value>,
+}
+
+impl Trigger {
+    /// Its name, whichever kind it is.
+    pub fn name(&self) -> &str {
+        self.webhook.as_deref().or(self.schedule.as_deref()).unwrap_or_default()
+    }
 }
 
 /// Run defaults a workflow carries; a run may override them.
@@ -471,6 +508,7 @@ impl Workflow {
             defaults: Defaults::default(),
             state: indexmap::IndexMap::new(),
             env: Vec::new(),
+            triggers: Vec::new(),
             nodes: Vec::new(),
             edges: Vec::new(),
         }

@@ -12,6 +12,7 @@ use crate::graph::{NodeIx, Topology};
 use crate::node_types;
 
 mod templates;
+pub mod triggers;
 
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -150,6 +151,7 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     check_subagents(workflow, &topo, &mut report);
     check_reachability(workflow, &topo, &mut report);
     templates::check(workflow, &topo, &mut report);
+    triggers::check(workflow, &mut report);
     report
 }
 

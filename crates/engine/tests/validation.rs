@@ -378,3 +378,46 @@ fn a_single_tool_its_server_does_not_list_is_named_with_what_the_server_has() {
     );
     assert!(!validate(&fixed, &listed).warnings.iter().any(|f| f.code == "UNKNOWN_MCP_TOOL"));
 }
+
+#[test]
+fn triggers_are_webhooks_or_schedules_named_once_with_a_cron_a_server_can_fire_and_no_secret_in_the_file() {
+    let with = |triggers: &str| workflow(&format!("triggers:\n{triggers}nodes:\n{S}"));
+    let good = with(
+        "  - {webhook: new-ticket, secret_env: TICKETS_HOOK_SECRET}\n  - {schedule: nightly, cron: '0 3 * * *', input: {scope: all}}\n",
+    );
+    assert_eq!(good.triggers[1].name(), "nightly");
+    assert!(validate(&good, &Options::default()).is_ok(), "{:?}", validate(&good, &Options::default()));
+    let cases = [
+        ("  - {cron: '0 3 * * *'}\n", "INVALID_TRIGGER", "trigger 1: name it as `webhook: NAME`"),
+        ("  - {webhook: a, schedule: a, cron: '* * * * *'}\n", "INVALID_TRIGGER", "not both"),
+        ("  - {webhook: New Tickets}\n", "INVALID_TRIGGER", "not a name a URL can hold"),
+        ("  - {webhook: hook, cron: '* * * * *'}\n", "INVALID_TRIGGER", "remove `cron`"),
+        ("  - {webhook: hook, input: 1}\n", "INVALID_TRIGGER", "the request's body"),
+        ("  - {schedule: nightly}\n", "INVALID_TRIGGER", "needs `cron`"),
+        ("  - {schedule: nightly, cron: '0 3 * * *', secret_env: X}\n", "INVALID_TRIGGER", "only webhooks are signed"),
+        (
+            "  - {schedule: nightly, cron: '0 3 * *'}\n",
+            "INVALID_CRON",
+            "trigger `nightly`: `0 3 * *` is not a cron expression (4 fields)",
+        ),
+        ("  - {schedule: nightly, cron: '61 3 * * *'}\n", "INVALID_CRON", "write five fields"),
+        (
+            "  - {webhook: a}\n  - {schedule: a, cron: '0 3 * * *'}\n",
+            "DUPLICATE_TRIGGER",
+            "trigger `a`: another trigger",
+        ),
+    ];
+    for (triggers, code, says) in cases {
+        let report = validate(&with(triggers), &Options::default());
+        let finding = report.errors.iter().find(|f| f.code == code).unwrap_or_else(|| panic!("{triggers}: {report:?}"));
+        assert!(finding.message.contains(says), "{triggers}: {}", finding.message);
+    }
+    // A secret written where its variable's name belongs is refused, and the message does not repeat it.
+    let report = validate(&with("  - {webhook: hook, secret_env: 'whsec_9f8e7d6c5b4a'}\n"), &Options::default());
+    let finding = report.errors.iter().find(|f| f.code == "INVALID_TRIGGER").expect("refused");
+    assert!(finding.message.contains("not the secret") && !finding.message.contains("9f8e7d"), "{}", finding.message);
+    // Unknown fields of a trigger are refused when the file is read.
+    let text = format!("switchyard: 1\nname: t\ntriggers:\n  - {{webhook: a, secrt_env: X}}\nnodes:\n{S}");
+    let error = switchyard_engine::format::load_str(&text, None, None).unwrap_err();
+    assert!(error.to_string().contains("secrt_env"), "{error}");
+}
