@@ -5,9 +5,10 @@ cd "$(dirname "$0")/.."
 have() { command -v "$1" >/dev/null 2>&1; }
 sudo_if() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# System packages: WebKitGTK and friends to build and run the Tauri app; Xvfb and WebKitWebDriver for end-to-end tests.
+# System packages: WebKitGTK and friends to build and run the Tauri app; Xvfb and WebKitWebDriver for end-to-end tests;
+# PostgreSQL for the run store's tests on it (each starts a throwaway cluster of its own, scripts/postgres.sh).
 packages=(build-essential pkg-config libwebkit2gtk-4.1-dev libgtk-3-dev librsvg2-dev libayatana-appindicator3-dev
-  libssl-dev libxdo-dev xvfb xauth webkit2gtk-driver python3-venv)
+  libssl-dev libxdo-dev xvfb xauth webkit2gtk-driver python3-venv postgresql)
 missing=()
 for p in "${packages[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
 if have node && have npm; then :; else missing+=(nodejs npm); fi

@@ -4,6 +4,7 @@
 mod eval;
 mod live;
 mod out;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,13 +20,18 @@ use switchyard_engine::log::{Observer, RunLog};
 use switchyard_engine::providers::{self, DefaultSource, Providers, Settings};
 use switchyard_engine::run::{self, Outcome};
 use switchyard_engine::session::{self, RunRequest, SessionError, Sinks, WorkflowRef};
-use switchyard_engine::store::{RunRow, RunStore, StoredStatus};
+use switchyard_engine::store::{Claim, Lost, RunRow, RunStore, Store, StoredStatus};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::RunStatus;
 
 #[derive(Parser)]
 #[command(name = "switchyard", version, about = "Validate, run and export AI-agent workflows headless.")]
 struct Cli {
+    /// The run store: an SQLite file (a path, or sqlite:PATH; the default is runs.sqlite in the data folder) or a
+    /// PostgreSQL database (postgres://user@host:port/db) that workers share. Also $SWITCHYARD_DB. Used by run, runs,
+    /// show, resume, replay and worker.
+    #[arg(long, global = true, value_name = "URL")]
+    db: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -81,6 +87,10 @@ enum Command {
         /// only when `switchyard trust FILE` recorded this version of the workflow's code.
         #[arg(long)]
         allow_code: bool,
+        /// Do not run it here: record it in the PostgreSQL run store (--db postgres://…) for a worker to run, print
+        /// its id and exit.
+        #[arg(long, conflicts_with_all = ["no_store", "events", "reuse"])]
+        detach: bool,
     },
     /// Continue a paused or interrupted run. Nodes that completed are not run again; approvals are decided with
     /// --decide NODE=approve|reject[:note].
@@ -147,6 +157,9 @@ enum Command {
         #[arg(long)]
         evals: bool,
     },
+    /// Take runs from a PostgreSQL run store (--db postgres://…) and run them, several at a time, until SIGTERM or
+    /// Ctrl-C: then take nothing more, let its runs finish for --grace seconds, and give up the rest to other workers.
+    Worker(worker::WorkerArgs),
     /// Run an evaluation file's cases and check what each expects (docs/evals.md). Exit 0: the pass rate meets
     /// --min-pass-rate; 1: it does not; 2: the file cannot be used. `eval add RUN_ID` makes a case of a stored run.
     Eval(eval::EvalCli),
@@ -202,6 +215,7 @@ impl From<SessionError> for Unusable {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let db = cli.db.clone().or_else(|| std::env::var("SWITCHYARD_DB").ok()).filter(|d| !d.trim().is_empty());
     // With --json, even a command that cannot go on prints one JSON object; a run says it was invalid.
     let json_errors = match &cli.command {
         Command::Validate { json: true, .. }
@@ -228,7 +242,13 @@ fn main() -> ExitCode {
             out!("{}", switchyard_engine::eval::schema_json());
             Ok(0)
         }
-        Command::Eval(args) => runtime.block_on(eval::cmd(args)),
+        Command::Eval(args) => {
+            // Evaluations keep their cases' runs and their reports beside each other, in the SQLite file.
+            if cli.db.is_some() {
+                errln!("warning: --db is not used by eval: its runs and reports are kept in the SQLite run store");
+            }
+            runtime.block_on(eval::cmd(args))
+        }
         Command::Run {
             file,
             input,
@@ -242,9 +262,12 @@ fn main() -> ExitCode {
             reuse,
             from,
             allow_code,
+            detach,
         } => {
             let reuse = reuse.zip(from);
             runtime.block_on(cmd_run(RunArgs {
+                db,
+                detach,
                 file,
                 input,
                 answers,
@@ -259,12 +282,13 @@ fn main() -> ExitCode {
             }))
         }
         Command::Resume { run_id, decisions, json, events, allow_code } => {
-            runtime.block_on(cmd_resume(&run_id, &decisions, json, events, allow_code))
+            runtime.block_on(cmd_resume(db.as_deref(), &run_id, &decisions, json, events, allow_code))
         }
+        Command::Worker(args) => runtime.block_on(worker::cmd(db.as_deref(), args)),
         Command::Trust { file, format, forget } => cmd_trust(&file, format, forget),
-        Command::Runs { json } => cmd_runs(json),
-        Command::Show { run_id, json } => cmd_show(&run_id, json),
-        Command::Replay { run_id, json, events } => cmd_replay(&run_id, json, events),
+        Command::Runs { json } => cmd_runs(db.as_deref(), json),
+        Command::Show { run_id, json } => cmd_show(db.as_deref(), &run_id, json),
+        Command::Replay { run_id, json, events } => cmd_replay(db.as_deref(), &run_id, json, events),
         Command::Providers => runtime.block_on(cmd_providers()),
         Command::Mcp { json } => runtime.block_on(cmd_mcp(json)),
     };
@@ -303,6 +327,11 @@ fn hint(code: &str) -> Option<&'static str> {
         "CODE_NEEDS_CONSENT" => "run with --allow-code, or `switchyard trust FILE` once for this version of its code",
         "UNKNOWN_PROVIDER" => "add the provider to the settings, or run offline with --answers FILE",
         "NO_SUCH_RUN" => "`switchyard runs` lists the stored runs",
+        "NO_WORKERS" => "pass --db postgres://… (or set SWITCHYARD_DB) to a database your workers take runs from",
+        "WORKER_NEEDS_POSTGRES" => "pass --db postgres://user@host:port/db (or set SWITCHYARD_DB)",
+        "POSTGRES_NOT_BUILT" => "build switchyard with its default features (or `--features postgres`)",
+        "PG_CONNECT" => "check the URL, and that the server runs and accepts this user (`pg_isready -d URL`)",
+        "RUN_IN_USE" => "another process runs it now; `switchyard runs` shows when it pauses or ends",
         _ => return None,
     })
 }
@@ -379,6 +408,10 @@ fn cmd_export(file: &Path, to: ExportFormat, format: Option<Format>) -> Result<u
 }
 
 struct RunArgs {
+    /// The run store (`--db`).
+    db: Option<String>,
+    /// Record it for a worker instead of running it here.
+    detach: bool,
     file: PathBuf,
     input: Option<String>,
     answers: Option<PathBuf>,
@@ -406,11 +439,17 @@ fn open_store() -> Result<Arc<RunStore>, Unusable> {
     RunStore::open(&switchyard_engine::store::default_path()).map(Arc::new).map_err(|e| coded(e.code(), e.to_string()))
 }
 
-/// Where one CLI run's events go: the store and an --events file (written first), then the live log.
-fn sinks(store: Option<Arc<RunStore>>, events: &Option<PathBuf>, json: bool) -> Result<Sinks, Unusable> {
+/// The run store `--db` (or $SWITCHYARD_DB) names, else the default file.
+fn open_runs(db: Option<&str>) -> Result<Arc<dyn Store>, Unusable> {
+    switchyard_engine::store::open(db).map_err(|e| coded(e.code(), e.to_string()))
+}
+
+/// Where one CLI run's events go: the run's log in the store and an --events file (written first), then the live
+/// log.
+fn sinks(log: Option<Arc<dyn RunLog>>, events: &Option<PathBuf>, json: bool) -> Result<Sinks, Unusable> {
     let mut logs: Vec<Arc<dyn RunLog>> = Vec::new();
-    if let Some(store) = store {
-        logs.push(store);
+    if let Some(log) = log {
+        logs.push(log);
     }
     if let Some(path) = events {
         logs.push(Arc::new(
@@ -430,7 +469,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let loaded = load(&args.file, args.format)?;
     let input = args.input.as_deref().map(parse_input).transpose()?;
     // The store keeps the run; running from a node reads an earlier run from it even with --no-store.
-    let store = if args.no_store && args.reuse.is_none() { None } else { Some(open_store()?) };
+    let store = if args.no_store && args.reuse.is_none() { None } else { Some(open_runs(args.db.as_deref())?) };
     let request = RunRequest {
         workflow_ref: Some(WorkflowRef::new(&args.file, args.format)),
         input,
@@ -500,13 +539,56 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         errln!("reusing {} node result(s) of run {run_id} upstream of `{from}`", prepared.reused);
     }
     let store = if args.no_store { None } else { store };
+    if args.detach {
+        let store = store.expect("--detach conflicts with --no-store");
+        session::submit(&*store, &prepared)?;
+        let run_id = prepared.options.run_id.as_deref().expect("prepare sets the run id");
+        if args.json {
+            outln!("{}", json!({"runId": run_id, "status": "ready"}));
+        } else {
+            outln!("{run_id}");
+        }
+        errln!("run {run_id} is ready for a worker (`switchyard worker --db URL` runs it; `switchyard show {run_id}` shows it)");
+        return Ok(0);
+    }
     // The run's row is written before its first event, and this process holds the run while it lives.
-    let _claim = match &store {
-        Some(store) => Some(session::begin(store, &prepared)?),
+    let claim = match &store {
+        Some(store) => Some(session::begin(&**store, &prepared)?),
         None => None,
     };
-    let outcome = session::run(prepared, sinks(store.clone(), &args.events, args.json)?).await;
+    let log = store.as_ref().zip(claim.as_ref()).map(|(store, claim)| session::run_log(store, claim));
+    let run_id = prepared.options.run_id.clone().expect("prepare sets the run id");
+    let run = session::run(prepared, sinks(log, &args.events, args.json)?);
+    let lost = claim.as_ref().map(Claim::lost).unwrap_or_default();
+    let Some(outcome) = unless_lost(lost, run).await else {
+        return Ok(claim_lost(&run_id, args.json));
+    };
     finish(outcome, store.as_deref(), args.json)
+}
+
+/// The run's outcome, or none when its claim was lost first (another process took it over, or its log could not be
+/// written): it stops here, at once.
+async fn unless_lost<T>(lost: Lost, run: impl std::future::Future<Output = T>) -> Option<T> {
+    tokio::select! {
+        done = run => Some(done),
+        _ = lost.wait() => None,
+    }
+}
+
+/// Says that a run stopped because its claim was lost; exit 1, as for a run that did not complete.
+fn claim_lost(run_id: &str, json: bool) -> u8 {
+    let lost = coded(
+        "RUN_CLAIM_LOST",
+        format!(
+            "run {run_id} stopped here: it was taken over by another process, or its log could not be written; it \
+             goes on from its log with whoever claims it next (a worker, or `switchyard resume {run_id}`)"
+        ),
+    );
+    errln!("error: [RUN_CLAIM_LOST] {}", lost.message);
+    if json {
+        outln!("{}", json!({"runId": run_id, "status": "lost", "errors": lost.errors}));
+    }
+    1
 }
 
 /// The result object `run --json` prints (and `show` and `replay`), with what its model calls used as the store
@@ -525,7 +607,7 @@ fn result_json(r: &switchyard_engine::RunResult, row: Option<&RunRow>) -> Value 
     })
 }
 
-fn finish(outcome: Outcome, store: Option<&RunStore>, json: bool) -> Result<u8, Unusable> {
+fn finish(outcome: Outcome, store: Option<&dyn Store>, json: bool) -> Result<u8, Unusable> {
     if let Some(e) = &outcome.log_error {
         errln!("warning: {e}");
     }
@@ -565,6 +647,7 @@ fn parse_decision(raw: &str) -> Result<(String, Value), Unusable> {
 }
 
 async fn cmd_resume(
+    db: Option<&str>,
     run_id: &str,
     raw: &[String],
     json: bool,
@@ -572,13 +655,18 @@ async fn cmd_resume(
     allow_code: bool,
 ) -> Result<u8, Unusable> {
     let decisions = raw.iter().map(|d| parse_decision(d)).collect::<Result<Vec<_>, _>>()?;
-    let store = open_store()?;
-    let resuming = session::open_to_resume(&store, run_id, allow_code)?;
+    let store = open_runs(db)?;
+    let resuming = session::open_to_resume(&*store, run_id, allow_code)?;
     if let Some(note) = &resuming.note {
         errln!("note: {note}");
     }
-    let outcome = session::resume(resuming, decisions, sinks(Some(store.clone()), &events, json)?).await?;
-    finish(outcome, Some(&store), json)
+    let log = session::run_log(&store, &resuming.claim);
+    let lost = resuming.claim.lost();
+    let resumed = session::resume(resuming, decisions, sinks(Some(log), &events, json)?);
+    let Some(outcome) = unless_lost(lost, resumed).await else {
+        return Ok(claim_lost(run_id, json));
+    };
+    finish(outcome?, Some(&*store), json)
 }
 
 fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Unusable> {
@@ -654,9 +742,9 @@ async fn cmd_mcp(json: bool) -> Result<u8, Unusable> {
     Ok(if failed { 1 } else { 0 })
 }
 
-fn cmd_runs(json: bool) -> Result<u8, Unusable> {
-    let store = open_store()?;
-    let runs = session::runs(&store)?;
+fn cmd_runs(db: Option<&str>, json: bool) -> Result<u8, Unusable> {
+    let store = open_runs(db)?;
+    let runs = session::runs(&*store)?;
     if json {
         let rows: Vec<Value> = runs
             .iter()
@@ -710,14 +798,17 @@ fn format_duration(ms: u64) -> String {
 }
 
 /// Rebuilds a stored run's result from its recording (no model call), as `run --json` printed it.
-fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
-    let store = open_store()?;
-    let (row, result) = session::show(&store, run_id)?;
+fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8, Unusable> {
+    let store = open_runs(db)?;
+    let (row, result) = session::show(&*store, run_id)?;
     let status = row.status;
     let mut out = result_json(&result, Some(&row));
-    if matches!(status, StoredStatus::Interrupted | StoredStatus::Running) {
+    if matches!(status, StoredStatus::Interrupted | StoredStatus::Running | StoredStatus::Ready) {
         out["status"] = json!(status);
-        out["error"] = json!(format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()));
+        out["error"] = json!(match status {
+            StoredStatus::Ready => format!("the run waits for a worker; `switchyard resume {run_id}` runs it here"),
+            _ => format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()),
+        });
     }
     if json {
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
@@ -738,13 +829,14 @@ fn cmd_show(run_id: &str, json: bool) -> Result<u8, Unusable> {
 }
 
 /// Plays a stored run again from its recording: the same events, results and trace, with no model or tool call.
-fn cmd_replay(run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
-    let store = open_store()?;
-    let replayed = session::replay(&store, run_id, sinks(None, &events, json)?)?;
+fn cmd_replay(db: Option<&str>, run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
+    let store = open_runs(db)?;
+    let replayed = session::replay(&*store, run_id, sinks(None, &events, json)?)?;
     if json {
         outln!(
             "{}",
-            serde_json::to_string_pretty(&result_json(&replayed.result, Some(&session::row(&store, run_id)?))).unwrap()
+            serde_json::to_string_pretty(&result_json(&replayed.result, Some(&session::row(&*store, run_id)?)))
+                .unwrap()
         );
     }
     // The replay must tell the same story; where it does not, the engine (or the store) changed.

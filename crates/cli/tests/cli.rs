@@ -851,3 +851,18 @@ fn a_settings_file_that_does_not_parse_is_reported_with_the_code_the_app_shows_f
         assert!(value["errors"][0]["message"].as_str().unwrap().contains("settings.yaml"), "{value}");
     }
 }
+
+/// Built without PostgreSQL (`--no-default-features`), a PostgreSQL run store and a worker are refused with a code
+/// that says so, never a connection attempt.
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn without_the_postgres_feature_a_postgres_store_and_a_worker_are_refused_with_a_code() {
+    let cli = Cli::new();
+    let db = "postgres://someone:secret@127.0.0.1:9/runs";
+    let (code, out) = cli.json(&["runs", "--json", "--db", db]);
+    assert_eq!((code, out["errors"][0]["code"].as_str()), (2, Some("POSTGRES_NOT_BUILT")), "{out}");
+    assert!(!out.to_string().contains("secret"), "{out}");
+    let out = cli.run(&["worker", "--db", db]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("[POSTGRES_NOT_BUILT]"), "{}", stderr(&out));
+}

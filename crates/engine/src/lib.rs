@@ -66,6 +66,8 @@ pub mod store;
 pub mod template;
 pub mod usage;
 pub mod validate;
+#[cfg(feature = "postgres")]
+pub mod worker;
 
 pub use document::{Edge, Node, NodeType, Workflow};
 pub use result::{NodeResult, NodeStatus, RunResult, RunStatus};

@@ -8,6 +8,10 @@
 //! in the store (status `running`) and claims it for this process before its first event. `open_to_resume` opens a
 //! paused or interrupted run. `run`, `start`, `resume`, `resume_live`, `replay` and `show` then carry a run out with
 //! the sinks a shell passes (a terminal printer, a window channel): no shell assembles a run itself.
+//!
+//! Every function takes the run store as a [`Store`]: the SQLite file or a PostgreSQL database. With PostgreSQL a run
+//! can also be `submit`ted for workers, and a worker opens a run it claimed with `open_claimed` and carries it on
+//! with `carry_on`; a claimed run is written to the log its claim gives (`run_log`), fenced by the claim.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,7 +32,7 @@ use crate::providers::{self, DefaultModel, Providers, Settings};
 use crate::recorded::{Calls, RecordedModel};
 use crate::result::RunResult;
 use crate::run::{self, Outcome, Reuse, RunHandle, RunOptions, Runtime};
-use crate::store::{Claim, NewRun, RunRow, RunStore, StoreError, StoredRun};
+use crate::store::{Claim, NewRun, RunRow, Store, StoreError, StoredRun};
 use crate::validate::{self, Report};
 use crate::Workflow;
 
@@ -291,10 +295,10 @@ async fn discovered_default(
 }
 
 /// Checks a run request against the workflow and returns the run ready to start.
-pub async fn prepare(
+pub async fn prepare<S: Store + ?Sized>(
     workflow: Workflow,
     request: RunRequest,
-    store: Option<&RunStore>,
+    store: Option<&S>,
 ) -> Result<Prepared, SessionError> {
     let answers = match request.answers.clone() {
         Some(given) => Some(Arc::new(given)),
@@ -446,17 +450,37 @@ pub fn check_input(workflow: &Workflow, input: Option<&Value>) -> Result<(), Ses
 }
 
 /// Records a prepared run in the store (status `running`) and claims it for this process, before its first event.
-pub fn begin(store: &RunStore, prepared: &Prepared) -> Result<Claim, SessionError> {
+pub fn begin(store: &dyn Store, prepared: &Prepared) -> Result<Claim, SessionError> {
+    Ok(store.create(&new_run(prepared, &kept_refs(prepared)))?)
+}
+
+/// Records a prepared run for a worker to run (status `ready`): nothing runs here. Only a store that workers share
+/// (PostgreSQL) takes it.
+pub fn submit(store: &dyn Store, prepared: &Prepared) -> Result<(), SessionError> {
+    Ok(store.submit(&new_run(prepared, &kept_refs(prepared)))?)
+}
+
+/// The log a claimed run is written to: the store itself, or (PostgreSQL) the claim's own, fenced by it.
+pub fn run_log(store: &Arc<dyn Store>, claim: &Claim) -> Arc<dyn RunLog> {
+    store.clone().run_log(claim)
+}
+
+/// The workflow file and answers file as a run keeps them.
+fn kept_refs(prepared: &Prepared) -> (Option<String>, Option<String>) {
     let workflow_ref = prepared.workflow_ref.as_ref().map(WorkflowRef::to_string);
     let answers_path = prepared.answers_path.as_ref().map(|p| p.display().to_string());
-    Ok(store.create(&NewRun {
+    (workflow_ref, answers_path)
+}
+
+fn new_run<'a>(prepared: &'a Prepared, refs: &'a (Option<String>, Option<String>)) -> NewRun<'a> {
+    NewRun {
         id: prepared.options.run_id.as_deref().expect("prepare sets the run id"),
         workflow: &prepared.workflow,
-        workflow_ref: workflow_ref.as_deref(),
-        answers_path: answers_path.as_deref(),
+        workflow_ref: refs.0.as_deref(),
+        answers_path: refs.1.as_deref(),
         options: &prepared.options,
         eval_id: prepared.eval.as_deref(),
-    })?)
+    }
 }
 
 /// A stored run opened to go on: claimed for this process, with its answers file and model.
@@ -473,13 +497,52 @@ pub struct Resuming {
     pub note: Option<String>,
 }
 
-/// Opens a paused or interrupted run to continue it; `allow_code` as in [`RunRequest`].
-pub fn open_to_resume(store: &RunStore, run_id: &str, allow_code: bool) -> Result<Resuming, SessionError> {
+/// Opens a paused or interrupted run (or, with PostgreSQL, one waiting for a worker) to continue it; `allow_code` as
+/// in [`RunRequest`].
+pub fn open_to_resume(store: &dyn Store, run_id: &str, allow_code: bool) -> Result<Resuming, SessionError> {
     let stored = store.load(run_id)?;
     if !stored.row.status.resumable() {
         return Err(SessionError::NotResumable { id: run_id.to_string(), status: stored.row.status.as_str() });
     }
+    let (answers, model, code, mcp, note) = going_on(&stored, allow_code)?;
     let claim = store.claim(run_id)?;
+    // Read again now that it is this process's: another may have carried it on between the first read and the claim.
+    // (The row stays as it was found: what the run was before this process took it.)
+    let mut stored = stored;
+    stored.recording = store.load(run_id)?.recording;
+    Ok(Resuming { model, stored, claim, answers, code, mcp, note })
+}
+
+/// Opens a run a worker has claimed (`claim`, taken before): read again now that it is this process's, so that what
+/// it goes on from is what the log held when it was taken. A run that cannot be opened here (its answers file is
+/// not on this machine, its settings cannot be read) is abandoned, as in `carry_on`.
+pub fn open_claimed(store: &dyn Store, run_id: &str, claim: Claim, allow_code: bool) -> Result<Resuming, SessionError> {
+    let stored = match store.load(run_id) {
+        Ok(stored) => stored,
+        Err(e) => {
+            claim.abandon();
+            return Err(e.into());
+        }
+    };
+    opened(stored, claim, allow_code)
+}
+
+/// A loaded run with its claim, ready to go on; the claim is abandoned when it cannot be.
+fn opened(stored: StoredRun, claim: Claim, allow_code: bool) -> Result<Resuming, SessionError> {
+    match going_on(&stored, allow_code) {
+        Ok((answers, model, code, mcp, note)) => Ok(Resuming { model, stored, claim, answers, code, mcp, note }),
+        Err(e) => {
+            claim.abandon();
+            Err(e)
+        }
+    }
+}
+
+type GoingOn = (Option<Arc<Answers>>, Arc<dyn Model>, Code, Arc<McpSessions>, Option<String>);
+
+/// What a stored run needs to go on: its answers, model, code steps and MCP servers, and a note when its file changed.
+fn going_on(stored: &StoredRun, allow_code: bool) -> Result<GoingOn, SessionError> {
+    let run_id = stored.row.id.clone();
     let answers = load_answers(stored.row.answers_path.as_deref().map(Path::new))?;
     let settings = if answers.is_some() { None } else { Some(load_settings()?) };
     let note = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse).and_then(|r| {
@@ -498,7 +561,7 @@ pub fn open_to_resume(store: &RunStore, run_id: &str, allow_code: bool) -> Resul
     let workflow_ref = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse);
     let (code, _) = code_for(&stored.workflow, workflow_ref.as_ref(), allow_code, &TrustStore::default_location())?;
     let mcp = mcp_for(&stored.workflow, settings.as_ref())?;
-    Ok(Resuming { model: model_for(&answers, settings.as_ref()), stored, claim, answers, code, mcp, note })
+    Ok((answers.clone(), model_for(&answers, settings.as_ref()), code, mcp, note))
 }
 
 /// Where a run's events go: the log that keeps them (the run store, a JSON-lines file) and the shell's observers (a
@@ -553,6 +616,33 @@ pub async fn resume(
     })
 }
 
+/// Carries a claimed run on to its end or its next pause (a worker's): from the start when nothing of it was recorded
+/// (it was submitted, or its process died before its first event), else rebuilt from its log as `resume` does, with
+/// no decision. The run stays claimed until it returns. A run whose log cannot be rebuilt is abandoned rather than
+/// given up (`Claim::abandon`): another worker tries it only once its lease has run out, not at once in a loop.
+pub async fn carry_on(resuming: Resuming, sinks: Sinks) -> Result<Outcome, SessionError> {
+    let (stored, claim, runtime) = resuming.into_run(sinks);
+    let (workflow, recording) = (Arc::new(stored.workflow), stored.recording);
+    if recording.events.is_empty() && recording.inputs.is_empty() {
+        let outcome = run::run(workflow, stored.options, runtime).await;
+        drop(claim);
+        return Ok(outcome);
+    }
+    match run::resume(workflow, stored.options, recording, Vec::new(), runtime).await {
+        Ok(outcome) => {
+            drop(claim);
+            Ok(outcome)
+        }
+        Err(e) => {
+            claim.abandon();
+            Err(match e {
+                run::ResumeError::Rebuild(e) => SessionError::Rebuild(e),
+                run::ResumeError::Decision(e) => SessionError::Decision(e),
+            })
+        }
+    }
+}
+
 /// Continues a stored run as a live run that takes decisions through its handle; the claim is held for as long as
 /// the shell keeps it.
 pub fn resume_live(resuming: Resuming, sinks: Sinks) -> Result<(RunHandle, Claim), SessionError> {
@@ -572,7 +662,7 @@ pub struct Replayed {
 
 /// Plays a stored run again from its recorded inputs — no model call, no tool call, no code — delivering its events
 /// to `sinks` as a live run does, and says where it differs from the recording.
-pub fn replay(store: &RunStore, run_id: &str, mut sinks: Sinks) -> Result<Replayed, SessionError> {
+pub fn replay(store: &dyn Store, run_id: &str, mut sinks: Sinks) -> Result<Replayed, SessionError> {
     let stored = store.load(run_id)?;
     let recorded = stored.recording.events.clone();
     let produced = Collector::default();
@@ -583,19 +673,19 @@ pub fn replay(store: &RunStore, run_id: &str, mut sinks: Sinks) -> Result<Replay
 }
 
 /// A stored run's row (priced) and its result, rebuilt from its recording without a model call.
-pub fn show(store: &RunStore, run_id: &str) -> Result<(RunRow, RunResult), SessionError> {
+pub fn show(store: &dyn Store, run_id: &str) -> Result<(RunRow, RunResult), SessionError> {
     let (row, result) = rebuild(store.load(run_id)?, Sinks::default())?;
     Ok((priced(row, &prices()), result))
 }
 
 /// The runs of the store, newest first, each priced at the settings' prices.
-pub fn runs(store: &RunStore) -> Result<Vec<RunRow>, SessionError> {
+pub fn runs(store: &dyn Store) -> Result<Vec<RunRow>, SessionError> {
     let prices = prices();
     Ok(store.list()?.into_iter().map(|row| priced(row, &prices)).collect())
 }
 
 /// One run of the store, priced at the settings' prices.
-pub fn row(store: &RunStore, run_id: &str) -> Result<RunRow, SessionError> {
+pub fn row(store: &dyn Store, run_id: &str) -> Result<RunRow, SessionError> {
     Ok(priced(store.get(run_id)?, &prices()))
 }
 
@@ -619,7 +709,7 @@ pub struct CaseSource {
 }
 
 /// A stored run, rebuilt, as a test case is made from it.
-pub fn case_source(store: &RunStore, run_id: &str) -> Result<CaseSource, SessionError> {
+pub fn case_source(store: &dyn Store, run_id: &str) -> Result<CaseSource, SessionError> {
     // Loaded once: the rebuild takes the stored run, so the parts the case is made from are kept first.
     let stored = store.load(run_id)?;
     let (workflow, options, recording) = (stored.workflow.clone(), stored.options.clone(), stored.recording.clone());
@@ -627,7 +717,12 @@ pub fn case_source(store: &RunStore, run_id: &str) -> Result<CaseSource, Session
     Ok(CaseSource {
         run_id: run_id.to_string(),
         workflow_file: row.workflow_ref.as_deref().map(|r| WorkflowRef::parse(r).path),
-        ended: !matches!(row.status, crate::store::StoredStatus::Running | crate::store::StoredStatus::Interrupted),
+        ended: !matches!(
+            row.status,
+            crate::store::StoredStatus::Running
+                | crate::store::StoredStatus::Interrupted
+                | crate::store::StoredStatus::Ready
+        ),
         workflow,
         options,
         recording,
@@ -654,6 +749,7 @@ fn rebuild(stored: StoredRun, sinks: Sinks) -> Result<(RunRow, RunResult), Sessi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::RunStore;
 
     fn workflow(yaml: &str) -> Workflow {
         format::load_str(&format!("switchyard: 1\nname: t\n{yaml}"), Some(Format::Switchyard), None).unwrap().workflow
@@ -701,7 +797,7 @@ mod tests {
         let (_dir, script) = scripted();
         let wf = workflow("nodes:\n  - {id: a, type: agent}\n");
         let request = RunRequest { answers_path: Some(script), ..RunRequest::default() };
-        let Err(e) = prepare(wf, request, None).await else { panic!("an invalid workflow was prepared") };
+        let Err(e) = prepare(wf, request, None::<&RunStore>).await else { panic!("an invalid workflow was prepared") };
         assert_eq!(e.code(), "INVALID_WORKFLOW");
         assert!(e.to_string().contains("does not validate"), "{e}");
     }
@@ -715,7 +811,7 @@ mod tests {
             input: Some(serde_json::json!({"x": 1})),
             ..RunRequest::default()
         };
-        let Err(e) = prepare(wf, request, None).await else { panic!("a wrong input was accepted") };
+        let Err(e) = prepare(wf, request, None::<&RunStore>).await else { panic!("a wrong input was accepted") };
         assert_eq!(e.code(), "INPUT_MISMATCH");
         assert!(e.to_string().contains("topic"), "{e}");
     }
@@ -725,7 +821,7 @@ mod tests {
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let request =
             RunRequest { answers_path: Some(PathBuf::from("/no/such/answers.yaml")), ..RunRequest::default() };
-        let Err(e) = prepare(wf, request, None).await else { panic!() };
+        let Err(e) = prepare(wf, request, None::<&RunStore>).await else { panic!() };
         assert_eq!(e.code(), "ANSWERS_UNREADABLE");
         assert!(e.to_string().contains("/no/such/answers.yaml"), "{e}");
     }
@@ -737,7 +833,9 @@ mod tests {
         std::fs::write(&script, "nodes: {ghost: {text: boo}}\n").unwrap();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let prepared =
-            prepare(wf, RunRequest { answers_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
+            prepare(wf, RunRequest { answers_path: Some(script), ..RunRequest::default() }, None::<&RunStore>)
+                .await
+                .unwrap();
         assert_eq!(prepared.warnings.len(), 1);
         assert!(prepared.warnings[0].contains("ghost"));
         assert!(prepared.options.run_id.is_some());
@@ -752,7 +850,7 @@ mod tests {
             reuse: Some(("r".into(), "start".into())),
             ..RunRequest::default()
         };
-        let Err(e) = prepare(wf, request, None).await else { panic!() };
+        let Err(e) = prepare(wf, request, None::<&RunStore>).await else { panic!() };
         assert_eq!(e.code(), "REUSE_FAILED");
     }
 
@@ -763,7 +861,9 @@ mod tests {
         let (_d, script) = scripted();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let prepared =
-            prepare(wf, RunRequest { answers_path: Some(script), ..RunRequest::default() }, None).await.unwrap();
+            prepare(wf, RunRequest { answers_path: Some(script), ..RunRequest::default() }, None::<&RunStore>)
+                .await
+                .unwrap();
         let claim = begin(&store, &prepared).unwrap();
         let id = prepared.options.run_id.clone().unwrap();
         assert!(matches!(

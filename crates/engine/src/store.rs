@@ -10,13 +10,17 @@
 //! - The schema is versioned (`PRAGMA user_version`, `store::migrations`); a file written by a newer Switchyard is
 //!   refused and never altered, and a file that is not a readable database is reported with its path.
 //! - Several processes can use one store at once (WAL, and a busy timeout instead of "database is locked").
+//!
+//! [`Store`] is the run store as the session uses it, whichever database keeps the runs: this SQLite file (one
+//! machine; the desktop's and the command line's default) or PostgreSQL (`crate::postgres`, feature `postgres`: runs
+//! shared by workers on many machines). [`open`] picks one from what a person typed (`--db`).
 
 mod migrations;
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -50,6 +54,19 @@ pub enum StoreError {
     InUse { id: String },
     #[error("no evaluation `{id}` in the run store {path}")]
     NoSuchEval { path: PathBuf, id: String },
+    #[error(
+        "the run store {location} is this machine's alone, and no worker takes runs from it: a run for workers needs \
+         a PostgreSQL run store (postgres://…)"
+    )]
+    NoWorkers { location: String },
+    #[error(
+        "{url} is a PostgreSQL run store, but this Switchyard was built without PostgreSQL support (the `postgres` \
+         feature)"
+    )]
+    PostgresNotBuilt { url: String },
+    #[cfg(feature = "postgres")]
+    #[error(transparent)]
+    Postgres(#[from] crate::postgres::PgError),
 }
 
 impl StoreError {
@@ -63,15 +80,25 @@ impl StoreError {
             StoreError::NoSuchRun { .. } => "NO_SUCH_RUN",
             StoreError::NoSuchEval { .. } => "NO_SUCH_EVAL",
             StoreError::InUse { .. } => "RUN_IN_USE",
+            StoreError::NoWorkers { .. } => "NO_WORKERS",
+            StoreError::PostgresNotBuilt { .. } => "POSTGRES_NOT_BUILT",
+            #[cfg(feature = "postgres")]
+            StoreError::Postgres(e) => e.code(),
         }
     }
 }
 
 /// A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died.
+// And `ready` for a run waiting for a worker to take it (PostgreSQL only). (A plain comment: the doc comment is copied
+// into the app's bindings, which stay as they are while the app opens only SQLite; see the variant.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum StoredStatus {
+    // Left out of the app's bindings while the app opens only its SQLite store, where no run is ever ready: when it
+    // opens PostgreSQL, drop the skip and give the window a word for it (`STATUS_WORDS`).
+    #[cfg_attr(feature = "specta", specta(skip))]
+    Ready,
     Running,
     Paused,
     Interrupted,
@@ -94,6 +121,7 @@ impl StoredStatus {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            StoredStatus::Ready => "ready",
             StoredStatus::Running => "running",
             StoredStatus::Paused => "paused",
             StoredStatus::Interrupted => "interrupted",
@@ -103,9 +131,10 @@ impl StoredStatus {
         }
     }
 
-    /// Whether the run can go on: it waits for decisions, or its process died.
+    /// Whether the run can go on: it waits for decisions, its process died, or it waits for a worker (whoever
+    /// resumes it first takes it).
     pub fn resumable(self) -> bool {
-        matches!(self, StoredStatus::Paused | StoredStatus::Interrupted)
+        matches!(self, StoredStatus::Paused | StoredStatus::Interrupted | StoredStatus::Ready)
     }
 }
 
@@ -141,7 +170,7 @@ pub struct RunRow {
 }
 
 impl RunRow {
-    fn counted(mut self) -> RunRow {
+    pub(crate) fn counted(mut self) -> RunRow {
         self.tokens = crate::usage::tokens(&self.usage);
         self
     }
@@ -179,16 +208,201 @@ pub struct StoredRun {
     pub recording: Recording,
 }
 
-/// This process runs the run: held while the run is live, released (also by the system, if the process dies) when
-/// dropped.
+/// This process runs the run: held while the run is live, released (also when the process dies: by the system for
+/// a file lock, when its lease expires for PostgreSQL) when dropped.
 pub struct Claim {
-    _lock: File,
-    path: PathBuf,
+    held: Held,
+    /// The log the claimed run must be written to, when it is not the store itself (PostgreSQL: fenced by the
+    /// claim's epoch).
+    log: Option<Arc<dyn RunLog>>,
+    lost: Lost,
+}
+
+enum Held {
+    /// A lock file, removed when released.
+    File { _lock: File, path: PathBuf },
+    /// A lease, kept alive while held and given up when dropped (`postgres::LeaseGuard`).
+    Lease(Box<dyn Lease>),
+}
+
+/// A claim kept alive by a lease: given up when dropped, unless abandoned first.
+pub(crate) trait Lease: Send + Sync {
+    /// Stops keeping the lease alive without giving it up: it runs out by itself.
+    fn abandon(&mut self);
+}
+
+impl Claim {
+    /// A claim that is a lease: `guard` keeps it and gives it up when dropped; every write goes to `log`; `lost`
+    /// says when another process took the run over.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn lease(guard: Box<dyn Lease>, log: Arc<dyn RunLog>, lost: Lost) -> Claim {
+        Claim { held: Held::Lease(guard), log: Some(log), lost }
+    }
+
+    /// Lets go of the run without giving it up: a lease runs out by itself, so whoever claims the run next does so
+    /// only after it (a run that cannot go on here is then tried again once per lease, not at once in a loop); a
+    /// lock file is released at once.
+    pub fn abandon(mut self) {
+        if let Held::Lease(lease) = &mut self.held {
+            lease.abandon();
+        }
+    }
+
+    /// The log the claimed run must be written to, when it is not the store itself.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn log(&self) -> Option<Arc<dyn RunLog>> {
+        self.log.clone()
+    }
+
+    /// Completes when the run is no longer this process's: another took it over, or its log could not be written
+    /// (the run must stop: the log is what it goes on from). Never, for a run held by a lock file.
+    pub fn lost(&self) -> Lost {
+        self.lost.clone()
+    }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if let Held::File { path, .. } = &self.held {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Completes when a claim is lost (see [`Claim::lost`]).
+#[derive(Clone, Default)]
+pub struct Lost(Option<tokio::sync::watch::Receiver<bool>>);
+
+impl Lost {
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn watching(lost: tokio::sync::watch::Receiver<bool>) -> Lost {
+        Lost(Some(lost))
+    }
+
+    /// Whether it is lost already.
+    pub fn is_lost(&self) -> bool {
+        self.0.as_ref().is_some_and(|l| *l.borrow())
+    }
+
+    /// Waits until it is lost (forever, if it never is).
+    pub async fn wait(self) {
+        match self.0 {
+            Some(mut lost) => {
+                if lost.wait_for(|l| *l).await.is_err() {
+                    // Its sender is gone without losing it: the claim was given up, not lost.
+                    std::future::pending::<()>().await
+                }
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// The run store as the session uses it: runs, their events and inputs, and who runs each. Implemented by the
+/// SQLite [`RunStore`] and by `postgres::PgStore`; both return the same rows and stored runs.
+pub trait Store: Send + Sync {
+    /// Where the runs are kept, as messages name it: a file's path, or `host:port/db`.
+    fn location(&self) -> String;
+    /// Records a run as it starts (status `running`), claimed by this process, before its first event.
+    fn create(&self, run: &NewRun) -> Result<Claim, StoreError>;
+    /// Records a run for a worker to start (status `ready`); only a store that workers share has them.
+    fn submit(&self, _run: &NewRun) -> Result<(), StoreError> {
+        Err(StoreError::NoWorkers { location: self.location() })
+    }
+    /// Takes a stored run for this process; fails when another live process has it.
+    fn claim(&self, id: &str) -> Result<Claim, StoreError>;
+    /// Runs, newest first.
+    fn list(&self) -> Result<Vec<RunRow>, StoreError>;
+    fn get(&self, id: &str) -> Result<RunRow, StoreError>;
+    /// Everything needed to continue, replay or reuse a run.
+    fn load(&self, id: &str) -> Result<StoredRun, StoreError>;
+    fn events(&self, id: &str) -> Result<Vec<Event>, StoreError>;
+    /// The log a run claimed by `claim` is written to.
+    fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog>;
+}
+
+/// A shared store is a store (the shells and evaluations keep theirs in an `Arc`).
+impl<T: Store + ?Sized> Store for Arc<T> {
+    fn location(&self) -> String {
+        (**self).location()
+    }
+    fn create(&self, run: &NewRun) -> Result<Claim, StoreError> {
+        (**self).create(run)
+    }
+    fn submit(&self, run: &NewRun) -> Result<(), StoreError> {
+        (**self).submit(run)
+    }
+    fn claim(&self, id: &str) -> Result<Claim, StoreError> {
+        (**self).claim(id)
+    }
+    fn list(&self) -> Result<Vec<RunRow>, StoreError> {
+        (**self).list()
+    }
+    fn get(&self, id: &str) -> Result<RunRow, StoreError> {
+        (**self).get(id)
+    }
+    fn load(&self, id: &str) -> Result<StoredRun, StoreError> {
+        (**self).load(id)
+    }
+    fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
+        (**self).events(id)
+    }
+    fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
+        Arc::clone(&*self).run_log(claim)
+    }
+}
+
+impl Store for RunStore {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+    fn create(&self, run: &NewRun) -> Result<Claim, StoreError> {
+        RunStore::create(self, run)
+    }
+    fn claim(&self, id: &str) -> Result<Claim, StoreError> {
+        RunStore::claim(self, id)
+    }
+    fn list(&self) -> Result<Vec<RunRow>, StoreError> {
+        RunStore::list(self)
+    }
+    fn get(&self, id: &str) -> Result<RunRow, StoreError> {
+        RunStore::get(self, id)
+    }
+    fn load(&self, id: &str) -> Result<StoredRun, StoreError> {
+        RunStore::load(self, id)
+    }
+    fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
+        RunStore::events(self, id)
+    }
+    /// The store itself: a file lock fences nothing, so every write goes straight to the file.
+    fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
+        claim.log.clone().unwrap_or(self)
+    }
+}
+
+/// Opens the run store `db` names: `postgres://…` (or `postgresql://…`) a PostgreSQL database, else an SQLite file
+/// (`sqlite:PATH` or a plain path); none, the default file.
+pub fn open(db: Option<&str>) -> Result<Arc<dyn Store>, StoreError> {
+    let Some(db) = db.map(str::trim).filter(|d| !d.is_empty()) else {
+        return Ok(Arc::new(RunStore::open(&default_path())?));
+    };
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(Arc::new(crate::postgres::PgStore::open(db)?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(StoreError::PostgresNotBuilt { url: without_password(db) });
+    }
+    let path = db.strip_prefix("sqlite://").or_else(|| db.strip_prefix("sqlite:")).unwrap_or(db);
+    Ok(Arc::new(RunStore::open(Path::new(path))?))
+}
+
+/// A database URL as messages show it: never its password.
+#[cfg_attr(feature = "postgres", allow(dead_code))]
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    match rest.split_once('@') {
+        Some((user, host)) => format!("{scheme}://{}@{host}", user.split(':').next().unwrap_or("")),
+        None => url.to_string(),
     }
 }
 
@@ -245,7 +459,7 @@ impl RunStore {
         std::fs::create_dir_all(path.parent().expect("a lock file has a folder")).map_err(io)?;
         let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io)?;
         match file.try_lock() {
-            Ok(()) => Ok(Claim { _lock: file, path }),
+            Ok(()) => Ok(Claim { held: Held::File { _lock: file, path }, log: None, lost: Lost::default() }),
             Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse { id: id.to_string() }),
             Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
         }
@@ -539,26 +753,30 @@ fn set_status(conn: &Connection, run: &str, status: RunStatus, pending: &[String
     .map(|_| ())
 }
 
-/// The run's usage per model, as JSON: each node's model is the one its copy of the workflow names, else the run's
-/// (`--model`, or the default it found), else the workflow's default.
+/// The run's usage per model, as JSON (see [`usage_json`]).
 fn usage_of(conn: &Connection, run: &str) -> rusqlite::Result<Option<String>> {
     let (document, options): (Option<String>, Option<String>) = conn
         .prepare_cached("SELECT document, options FROM runs WHERE id = ?1")?
         .query_row(params![run], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    let parse = |text: Option<String>| text.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let mut stmt = conn.prepare_cached("SELECT event FROM events WHERE run_id = ?1 AND event LIKE '%\"usage\"%'")?;
+    let events: Vec<String> = stmt.query_map(params![run], |r| r.get::<_, String>(0))?.filter_map(Result::ok).collect();
+    Ok(Some(usage_json(document.as_deref(), options.as_deref(), &events)))
+}
+
+/// A run's usage per model, as JSON, from its copies of the workflow and options and the events that carry usage:
+/// each node's model is the one its copy of the workflow names, else the run's (`--model`, or the default it found),
+/// else the workflow's default. The same in every store.
+pub(crate) fn usage_json(document: Option<&str>, options: Option<&str>, events: &[String]) -> String {
+    let parse = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
     let (document, options) = (parse(document).unwrap_or_default(), parse(options).unwrap_or_default());
     let default = options["model"].as_str().or(document["defaults"]["model"].as_str());
-    let mut stmt = conn.prepare_cached("SELECT event FROM events WHERE run_id = ?1 AND event LIKE '%\"usage\"%'")?;
-    let events: Vec<Event> = stmt
-        .query_map(params![run], |r| r.get::<_, String>(0))?
-        .filter_map(|t| t.ok().and_then(|t| serde_json::from_str(&t).ok()))
-        .collect();
+    let events: Vec<Event> = events.iter().filter_map(|t| serde_json::from_str(t).ok()).collect();
     let used = crate::usage::by_model(&events, |node| {
         let nodes = document["nodes"].as_array();
         let named = nodes.into_iter().flatten().find(|n| n["id"] == node).and_then(|n| n["model"].as_str());
         named.or(default).map(str::to_string)
     });
-    Ok(Some(serde_json::to_string(&used).expect("usage serializes")))
+    serde_json::to_string(&used).expect("usage serializes")
 }
 
 #[cfg(test)]
@@ -706,6 +924,32 @@ mod tests {
         };
         assert_eq!(error.code(), "STORE_CORRUPT", "{error}");
         assert!(error.to_string().contains(&path.display().to_string()), "{error}");
+    }
+
+    #[test]
+    fn a_db_names_an_sqlite_file_or_a_postgres_database_and_messages_never_show_its_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("elsewhere/runs.sqlite");
+        for given in [format!("sqlite:{}", path.display()), path.display().to_string()] {
+            let store = open(Some(&given)).unwrap();
+            assert_eq!(store.location(), path.display().to_string());
+            assert!(store.list().unwrap().is_empty());
+        }
+        let Err(error) = open(Some("postgres://someone:secret@127.0.0.1:9/runs")) else { panic!("nothing listens") };
+        let expected = if cfg!(feature = "postgres") { "PG_CONNECT" } else { "POSTGRES_NOT_BUILT" };
+        assert_eq!(error.code(), expected, "{error}");
+        let message = error.to_string();
+        assert!(message.contains("127.0.0.1:9") && !message.contains("secret"), "{message}");
+    }
+
+    #[test]
+    fn an_sqlite_store_takes_no_runs_for_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+        let (wf, options) = (workflow(), RunOptions::default());
+        let Err(error) = Store::submit(&store, &new_run("r", &wf, &options)) else { panic!("submitted") };
+        assert_eq!(error.code(), "NO_WORKERS");
+        assert!(matches!(store.get("r"), Err(StoreError::NoSuchRun { .. })), "nothing was kept");
     }
 
     #[test]

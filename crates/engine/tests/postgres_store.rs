@@ -1,17 +1,15 @@
-//! The PostgreSQL run store against a real server: one throwaway cluster per test binary (`scripts/postgres.sh`, in a
-//! temporary folder), stopped and removed when the binary exits; one database per test, so that tests running at
-//! once never claim each other's runs. Run with `cargo test -p switchyard-engine --features postgres --test
-//! postgres_store`.
+//! The PostgreSQL run store against a real server: one throwaway cluster per test binary (`support/pg_cluster.rs`);
+//! one database per test, so that tests running at once never claim each other's runs. Run with `cargo test -p
+//! switchyard-engine --features postgres --test postgres_store`; `cargo test --workspace` runs them too, since the
+//! CLI turns the feature on by default.
 #![cfg(feature = "postgres")]
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Barrier, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use serde_json::json;
 use support::*;
@@ -19,110 +17,14 @@ use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::log::{Collector, Emitter, LogItem, RunLog};
 use switchyard_engine::postgres::{PgError, PgRunRow, PgStatus, PgStore, CHANNEL};
 use switchyard_engine::record::{Input, Recorded};
-use switchyard_engine::result::RunStatus;
+use switchyard_engine::result::{NodeResult, RunStatus, Usage};
 use switchyard_engine::run::{self, RunOptions};
-use switchyard_engine::store::NewRun;
+use switchyard_engine::store::{NewRun, Store, StoredStatus};
 use switchyard_engine::Workflow;
 
-// ---- the cluster ----------------------------------------------------------------------------------------------
-
-struct Cluster {
-    /// The temporary folder (removed at exit) and the cluster's folder in it.
-    tmp: PathBuf,
-    dir: PathBuf,
-    /// `postgres://postgres@127.0.0.1:PORT`, without a database.
-    base: String,
-}
-
-static CLUSTER: OnceLock<Cluster> = OnceLock::new();
-
-fn postgres_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/postgres.sh")
-}
-
-/// Runs `scripts/postgres.sh ARGS…`; its last line on stdout.
-fn postgres_sh(args: &[&Path]) -> String {
-    let out = Command::new("bash").arg(postgres_script()).args(args).stderr(Stdio::inherit()).output().unwrap();
-    assert!(out.status.success(), "scripts/postgres.sh {args:?} failed");
-    String::from_utf8(out.stdout).unwrap().lines().last().unwrap_or("").to_string()
-}
-
-/// A new cluster in a temporary folder. Its folder must be reachable by the `postgres` user the server runs as.
-fn start_cluster() -> Cluster {
-    let tmp = tempfile::Builder::new().prefix("switchyard-pg-").tempdir().unwrap().keep();
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let dir = tmp.join("pg");
-    let started = Instant::now();
-    let url = postgres_sh(&[Path::new("start"), &dir]);
-    eprintln!("cluster started in {} ms: {url}", started.elapsed().as_millis());
-    let base = url.strip_suffix("/switchyard").expect("the URL names the database switchyard").to_string();
-    // Should this process be killed before it exits, a watchdog in a process group of its own (so that Ctrl-C does
-    // not end it too) stops the cluster once the process is gone.
-    let _ = Command::new("bash")
-        .args(["-c", r#"while kill -0 "$0" 2>/dev/null; do sleep 1; done; bash "$1" kill "$2"; rm -rf "$3""#])
-        .arg(std::process::id().to_string())
-        .arg(postgres_script())
-        .arg(&dir)
-        .arg(&tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
-    Cluster { tmp, dir, base }
-}
-
-extern "C" {
-    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
-}
-
-/// Stops the binary's cluster when the test harness exits (statics are never dropped).
-extern "C" fn stop_cluster() {
-    if let Some(cluster) = CLUSTER.get() {
-        let _ =
-            Command::new("bash").arg(postgres_script()).arg("stop").arg(&cluster.dir).stderr(Stdio::null()).status();
-        let _ = std::fs::remove_dir_all(&cluster.tmp);
-    }
-}
-
-fn cluster() -> &'static Cluster {
-    CLUSTER.get_or_init(|| {
-        let cluster = start_cluster();
-        // SAFETY: registers a plain function with the C library; it runs once, at exit.
-        unsafe { atexit(stop_cluster) };
-        cluster
-    })
-}
-
-/// Runs statements on the database at `url`, on a thread of its own (callers may be inside a runtime): the first
-/// column of the last statement's first row, if it is a number.
-fn sql(url: &str, statements: &str) -> i64 {
-    let (url, statements) = (url.to_string(), statements.to_string());
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(async {
-            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-            tokio::spawn(connection);
-            let messages = client.simple_query(&statements).await.unwrap();
-            let row = messages.iter().rev().find_map(|m| match m {
-                tokio_postgres::SimpleQueryMessage::Row(row) => Some(row),
-                _ => None,
-            });
-            row.and_then(|r| r.get(0)).and_then(|v| v.parse().ok()).unwrap_or(0)
-        })
-    })
-    .join()
-    .unwrap()
-}
-
-/// A new, empty database for one test: its URL.
-fn database(name: &str) -> String {
-    let base = &cluster().base;
-    // One statement per call: CREATE DATABASE cannot run inside the implicit transaction of several.
-    sql(&format!("{base}/postgres"), &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-    sql(&format!("{base}/postgres"), &format!("CREATE DATABASE {name}"));
-    format!("{base}/{name}")
-}
+#[path = "support/pg_cluster.rs"]
+mod pg_cluster;
+use pg_cluster::*;
 
 fn store(name: &str) -> PgStore {
     PgStore::open(&database(name)).unwrap()
@@ -505,4 +407,112 @@ fn scopeguard(cluster: &Cluster) -> impl Drop + '_ {
         }
     }
     Stop(cluster)
+}
+
+// ---- the store as the session uses it ------------------------------------------------------------------------
+
+/// Waits for `done` to hold, for at most 30 s.
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions, eval: Option<&'a str>) -> NewRun<'a> {
+    NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), answers_path: None, options, eval_id: eval }
+}
+
+#[test]
+fn a_run_started_here_is_held_by_its_claim_resumed_by_id_and_given_up_when_the_claim_is_dropped() {
+    let url = database("held");
+    let here = PgStore::open(&url).unwrap().with_owner("here");
+    let there: Arc<dyn Store> = Arc::new(PgStore::open(&url).unwrap().with_owner("there"));
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    let claim = Store::create(&here, &new_run("r", &wf, &options, Some("eval-1"))).unwrap();
+    let row = here.get("r").unwrap();
+    assert_eq!((row.status, row.lease.owner.as_deref(), row.lease.epoch), (PgStatus::Running, Some("here"), 1));
+    let listed = there.get("r").unwrap();
+    assert_eq!((listed.status, listed.eval.as_deref()), (StoredStatus::Running, Some("eval-1")), "the same RunRow");
+    assert_eq!(there.claim("r").err().map(|e| e.code()), Some("RUN_IN_USE"), "held by a live lease");
+
+    // Its log is the claim's: fenced by its epoch.
+    let log = Arc::new(here.clone()).run_log(&claim);
+    log.write_batch("r", &[LogItem::Status { status: RunStatus::Paused, pending: vec!["approve".into()] }]).unwrap();
+    drop(claim);
+    let row = there.get("r").unwrap();
+    assert_eq!((row.status, row.pending.as_slice()), (StoredStatus::Paused, &["approve".to_string()][..]));
+    assert_eq!(here.get("r").unwrap().lease.owner, None, "a paused run is given up when its claim is dropped");
+    assert_eq!(here.claim_ready("w", MINUTE).unwrap(), None, "workers leave a paused run to a person");
+
+    // A person resumes it by its id; the old claim's log writes nothing more.
+    let resumed = there.claim("r").unwrap();
+    let lease = here.lease("r").unwrap();
+    assert_eq!((lease.owner.as_deref(), lease.epoch), (Some("there"), 2));
+    let error = log.write_batch("r", &events("r", 1..=1)).unwrap_err();
+    assert!(error.0.starts_with("[RUN_EPOCH_STALE]"), "{error}");
+    let log = there.clone().run_log(&resumed);
+    log.write_batch("r", &[LogItem::Status { status: RunStatus::Completed, pending: vec![] }]).unwrap();
+    drop(resumed);
+    assert_eq!(there.claim("r").err().map(|e| e.code()), Some("NOT_RESUMABLE"), "an ended run is not claimed");
+}
+
+#[test]
+fn a_claim_keeps_its_run_past_its_lease_by_heartbeats_and_says_when_it_is_lost() {
+    let url = database("lost");
+    let holder = PgStore::open(&url).unwrap().with_owner("holder").with_lease(Duration::from_millis(300)).unwrap();
+    let other = PgStore::open(&url).unwrap();
+    create(&holder, "r");
+    let (_, claim) = holder.claim_next().unwrap().unwrap();
+    let lost = claim.lost();
+    // Three leases long: without its heartbeats, the run would be anyone's by now.
+    std::thread::sleep(Duration::from_millis(900));
+    assert_eq!(other.claim_ready("other", MINUTE).unwrap(), None, "the heartbeats kept the lease");
+    assert!(!lost.is_lost());
+
+    // The holder stops beating (as if it hung); once its lease runs out another takes the run, and the holder hears.
+    sql(&url, "UPDATE runs SET lease_until = now() - interval '1 second'");
+    let (_, epoch) = other.claim_ready("other", MINUTE).unwrap().unwrap();
+    assert_eq!(epoch, 2);
+    until("the holder's claim to say it is lost", || lost.is_lost());
+    drop(claim);
+    let row = other.get("r").unwrap();
+    assert_eq!((row.lease.owner.as_deref(), row.lease.epoch), (Some("other"), 2), "the lost claim gave nothing up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_submitted_or_given_up_is_announced_to_listening_workers() {
+    let store = store("announced");
+    let listener = store.listen().unwrap();
+    create(&store, "r");
+    tokio::time::timeout(Duration::from_secs(10), listener.notified()).await.expect("announced when submitted");
+    let (_, claim) = store.claim_next().unwrap().unwrap();
+    drop(claim); // still running: given up, ready for another worker at once
+    tokio::time::timeout(Duration::from_secs(10), listener.notified()).await.expect("announced when given up");
+    assert_eq!(store.get("r").unwrap().status, PgStatus::Ready);
+}
+
+#[test]
+fn a_run_that_pauses_or_ends_keeps_what_its_model_calls_used() {
+    let store = store("usage");
+    create(&store, "r");
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    let exit = |seq: u64, node: &str, tokens: u64| {
+        let result = NodeResult {
+            status: switchyard_engine::NodeStatus::Success,
+            data: json!({"text": "x"}),
+            tool_calls: vec![],
+            error: None,
+            error_code: None,
+        };
+        let usage = Usage { input_tokens: tokens, output_tokens: 1, cached_input_tokens: 0 };
+        let kind = EventKind::NodeExit { node: node.into(), iteration: 1, result, duration_ms: 1, usage: Some(usage) };
+        LogItem::Event(Event { seq, run: "r".into(), ts: "2026-01-01T00:00:00.000Z".into(), kind })
+    };
+    store.write_batch("r", epoch, &[exit(1, "start", 10), exit(2, "start", 5)]).unwrap();
+    assert!(store.get("r").unwrap().usage.is_empty(), "counted when the run pauses or ends, not on every batch");
+    store.write_batch("r", epoch, &[LogItem::Status { status: RunStatus::Completed, pending: vec![] }]).unwrap();
+    let row = Store::get(&store, "r").unwrap();
+    assert_eq!(row.tokens, 17, "{:?}", row.usage);
 }

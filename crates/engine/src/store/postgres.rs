@@ -21,6 +21,13 @@
 //! - Each committed batch sends one NOTIFY on [`CHANNEL`] (payload: the run id), from inside its transaction, so
 //!   listeners hear only of what committed. One per batch, not per event: NOTIFY takes a global lock at commit. A
 //!   notification sent while nobody listens is lost, so listeners poll as well.
+//! - A run that becomes `ready` (created for workers, or given up while running) is announced on [`READY_CHANNEL`]
+//!   (payload: the run id), from the statement that makes it so: idle workers wake on it ([`PgStore::listen`]).
+//! - The store is a [`Store`] as the SQLite one is: its claims ([`Claim`]) are leases, kept alive by a heartbeat on a
+//!   thread of their own (on the `leases` connection, so it never waits behind a batch) and given up when dropped;
+//!   their log is the claim's [`PgRunLog`]. A log whose write failed writes nothing more and says the claim is lost:
+//!   a run whose log has a gap must not go on writing after it, so it stops, and whoever claims it next continues
+//!   from what the log holds.
 //! - Every call may be made from any thread: a plain one, or inside a tokio runtime of either flavour (`block`).
 //! - A call that fails because the connection broke, or took longer than 30 s (`PG_TIMEOUT`), is not retried: a
 //!   batch might have committed before its answer was lost. The next call connects again if the connection broke.
@@ -35,6 +42,7 @@
 //! std channel, which enters no runtime on the caller's thread. The caller's thread is blocked while it waits, as
 //! with the SQLite store; the async work underneath is what a future `worker` can await without blocking.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -48,13 +56,20 @@ use tokio_postgres::{Client, Config, IsolationLevel, NoTls, Statement};
 
 use crate::events::Event;
 use crate::log::{LogError, LogItem, RunLog};
-use crate::result::RunStatus;
+use crate::result::{RunStatus, Usage};
 use crate::run::{Recorded, Recording, RunOptions};
-use crate::store::{NewRun, StoredStatus};
+use crate::store::{Claim, Lease as Leased, Lost, NewRun, RunRow, Store, StoreError, StoredRun, StoredStatus};
 use crate::Workflow;
 
 /// The channel each committed batch is announced on (payload: the run id).
 pub const CHANNEL: &str = "switchyard_runs";
+
+/// The channel a run that became `ready` is announced on (payload: the run id): what idle workers listen to.
+pub const READY_CHANNEL: &str = "switchyard_ready";
+
+/// The lease a claim takes unless told otherwise ([`PgStore::with_lease`]): how long a run whose process died waits
+/// before a worker takes it over.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// The longest a call waits for the database; then it fails with `PG_TIMEOUT`.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -84,6 +99,10 @@ pub enum PgError {
     NoSuchRun { db: String, id: String },
     #[error("run `{id}` is in the run database {db} already")]
     RunExists { db: String, id: String },
+    #[error("run `{id}` is held by {owner} (its lease has not expired)")]
+    Held { id: String, owner: String },
+    #[error("run `{id}` has ended ({status}); there is nothing to claim")]
+    Ended { id: String, status: &'static str },
     #[error(
         "run `{run}` is no longer this worker's: it was claimed with epoch {epoch} and is now at epoch {current}; \
          the write was refused and nothing of it kept"
@@ -113,6 +132,8 @@ impl PgError {
             PgError::Timeout { .. } => "PG_TIMEOUT",
             PgError::NoSuchRun { .. } => "NO_SUCH_RUN",
             PgError::RunExists { .. } => "RUN_EXISTS",
+            PgError::Held { .. } => "RUN_IN_USE",
+            PgError::Ended { .. } => "NOT_RESUMABLE",
             PgError::StaleEpoch { .. } => "RUN_EPOCH_STALE",
             PgError::DuplicateSeq { .. } => "RUN_LOG_DUPLICATE",
             PgError::ForeignEvent { .. } => "RUN_LOG_FOREIGN_EVENT",
@@ -150,10 +171,11 @@ impl PgStatus {
         }
     }
 
-    /// As the history shows it: a run waiting for a worker is shown running, since it goes on without anyone's help.
+    /// As the history shows it.
     pub fn stored(self) -> StoredStatus {
         match self {
-            PgStatus::Ready | PgStatus::Running => StoredStatus::Running,
+            PgStatus::Ready => StoredStatus::Ready,
+            PgStatus::Running => StoredStatus::Running,
             PgStatus::Paused => StoredStatus::Paused,
             PgStatus::Interrupted => StoredStatus::Interrupted,
             PgStatus::Completed => StoredStatus::Completed,
@@ -181,6 +203,31 @@ pub struct PgRunRow {
     /// Approvals it waits for.
     pub pending: Vec<String>,
     pub lease: Lease,
+    /// Tokens its model calls used, per `provider/model` (kept when it pauses or ends).
+    pub usage: BTreeMap<String, Usage>,
+    /// The evaluation it was a case of, if any.
+    pub eval: Option<String>,
+}
+
+impl PgRunRow {
+    /// The row as every store gives it.
+    pub fn into_row(self) -> RunRow {
+        RunRow {
+            id: self.id,
+            workflow: self.workflow,
+            workflow_ref: self.workflow_ref,
+            answers_path: self.answers_path,
+            status: self.status.stored(),
+            started: self.started,
+            duration_ms: self.duration_ms,
+            pending: self.pending,
+            usage: self.usage,
+            tokens: 0,
+            cost: None,
+            eval: self.eval,
+        }
+        .counted()
+    }
 }
 
 /// Who works a run, and until when.
@@ -209,6 +256,9 @@ pub struct PgStore {
     shared: Arc<Shared>,
     /// Kept apart from `shared`, which the runtime's tasks hold: the runtime must never be dropped by one of its own.
     runtime: Arc<OwnRuntime>,
+    /// Who claims runs through this store (`host:pid` unless told), and for how long at a time.
+    owner: Arc<str>,
+    lease: Duration,
 }
 
 struct Shared {
@@ -310,6 +360,18 @@ const MIGRATIONS: &[&str] = &[
          input json NOT NULL
      );
      CREATE INDEX inputs_run ON inputs (run_id, id);",
+    // 2: level with SQLite's migration 3: the tokens each model used in a run (for its cost), the evaluation a run
+    // was a case of, and evaluations' reports.
+    "ALTER TABLE runs ADD COLUMN usage json;
+     ALTER TABLE runs ADD COLUMN eval_id text;
+     CREATE TABLE evals (
+         id text PRIMARY KEY,
+         file text NOT NULL,
+         workflow text NOT NULL,
+         started_at text NOT NULL,
+         report text NOT NULL
+     );
+     CREATE INDEX evals_file ON evals (file, started_at);",
 ];
 
 /// The schema version this build writes.
@@ -332,7 +394,8 @@ macro_rules! row_select {
            owner IS NOT NULL AND lease_until > now(),
            owner, epoch, (extract(epoch FROM lease_until - now()) * 1000)::int8,
            CASE WHEN status = 'running'
-                THEN (SELECT event->>'ts' FROM events e WHERE e.run_id = runs.id ORDER BY seq DESC LIMIT 1) END
+                THEN (SELECT event->>'ts' FROM events e WHERE e.run_id = runs.id ORDER BY seq DESC LIMIT 1) END,
+           usage::text, eval_id
          FROM runs"
     };
 }
@@ -341,6 +404,14 @@ const LIST: &str = concat!(row_select!(), " ORDER BY started_at DESC, id DESC");
 const GET: &str = concat!(row_select!(), " WHERE id = $1");
 const EVENTS: &str = "SELECT event::text FROM events WHERE run_id = $1 ORDER BY seq";
 const INPUTS: &str = "SELECT input::text FROM inputs WHERE run_id = $1 ORDER BY id";
+
+/// Takes one run by its id (to resume it): one that is ready, paused, or running with an expired lease, and nobody
+/// holds. Concurrent claims queue on the row's lock, and each re-checks the condition on the row as the one before
+/// left it, so only the first gets it.
+const CLAIM_RUN: &str = "UPDATE runs SET status = 'running', owner = $2, epoch = epoch + 1, updated_at = now(),
+       lease_until = now() + $3::int8 * interval '1 millisecond'
+     WHERE id = $1 AND status IN ('ready', 'paused', 'running') AND (owner IS NULL OR lease_until <= now())
+     RETURNING epoch";
 
 const CLAIM_READY: &str = "UPDATE runs SET status = 'running', owner = $1, epoch = epoch + 1, updated_at = now(),
        lease_until = now() + $2::int8 * interval '1 millisecond'
@@ -364,6 +435,17 @@ const INSERT_EVENTS: &str = "INSERT INTO events (run_id, seq, event)
 /// Inputs keep their order: identities are given in the order the rows are produced.
 const INSERT_INPUTS: &str = "INSERT INTO inputs (run_id, input)
      SELECT $1, input::json FROM unnest($2::text[]) WITH ORDINALITY AS t (input, n) ORDER BY n";
+
+/// `host:pid`: who claims runs, as `runs` and other workers see it.
+fn default_owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}:{}", std::process::id())
+}
 
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user@host:port/db`) and brings its schema up to date.
@@ -394,9 +476,34 @@ impl PgStore {
                 stale_writes: AtomicU64::new(0),
             }),
             runtime: Arc::new(OwnRuntime(Some(runtime))),
+            owner: Arc::from(default_owner()),
+            lease: DEFAULT_LEASE,
         };
         store.block(|s| async move { s.migrate().await })?;
         Ok(store)
+    }
+
+    /// The same store, whose claims take `lease` at a time.
+    pub fn with_lease(mut self, lease: Duration) -> Result<PgStore, PgError> {
+        lease_ms(lease)?;
+        self.lease = lease;
+        Ok(self)
+    }
+
+    /// The same store, whose claims name `owner`.
+    pub fn with_owner(mut self, owner: &str) -> PgStore {
+        self.owner = Arc::from(owner);
+        self
+    }
+
+    /// Who claims runs through this store.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// How long a claim lasts without a heartbeat.
+    pub fn lease_length(&self) -> Duration {
+        self.lease
     }
 
     /// The database, as messages name it: `host:port/dbname`.
@@ -443,35 +550,65 @@ impl PgStore {
         rx.recv().unwrap_or_else(|_| Err(PgError::Internal { detail: "the task panicked".into() }))
     }
 
-    /// Records a run, `ready` for a worker to claim.
+    /// Records a run, `ready` for a worker to claim, and announces it on [`READY_CHANNEL`].
     pub fn create(&self, run: &NewRun) -> Result<(), PgError> {
+        self.insert(run, None).map(|_| ())
+    }
+
+    /// Records a run as it starts here (`running`, claimed by this store's owner at epoch 1), before its first event.
+    pub fn create_claimed(&self, run: &NewRun) -> Result<Claim, PgError> {
+        let epoch = self.insert(run, Some(lease_ms(self.lease)?))?;
+        Ok(self.hold(run.id, epoch))
+    }
+
+    /// Inserts the run: `ready` and announced, or, given a lease, `running` and held by this store's owner. Its epoch.
+    fn insert(&self, run: &NewRun, lease: Option<i64>) -> Result<i64, PgError> {
         let unwritable = |what: &str, e: serde_json::Error| PgError::Query {
             db: self.shared.db.clone(),
             detail: format!("cannot write the {what} of run `{}`: {e}", run.id),
         };
         let document = serde_json::to_string(run.workflow).map_err(|e| unwritable("workflow", e))?;
         let options = serde_json::to_string(run.options).map_err(|e| unwritable("options", e))?;
-        let (id, workflow_ref, answers_path, name) = (
+        let (id, workflow_ref, answers_path, name, eval_id) = (
             run.id.to_string(),
             run.workflow_ref.unwrap_or("").to_string(),
             run.answers_path.map(str::to_string),
             run.workflow.name.clone(),
+            run.eval_id.map(str::to_string),
         );
+        let owner = self.owner.to_string();
         self.block(|s| async move {
             let mut session = s.main.session(&s.db).await?;
+            // One statement, so one transaction: the run and its announcement commit together.
             let insert = session
                 .statement(
-                    "INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options)
-                     VALUES ($1, $2, $3, 'ready', $4, $5::text::json, $6::text::json)",
+                    "WITH new AS (
+                       INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
+                                         eval_id, owner, epoch, lease_until)
+                       VALUES ($1, $2, $3, CASE WHEN $8::int8 IS NULL THEN 'ready' ELSE 'running' END, $4,
+                               $5::text::json, $6::text::json, $7,
+                               CASE WHEN $8::int8 IS NULL THEN NULL ELSE $9 END,
+                               CASE WHEN $8::int8 IS NULL THEN 0 ELSE 1 END,
+                               now() + $8::int8 * interval '1 millisecond')
+                       RETURNING id, status, epoch)
+                     SELECT epoch, CASE WHEN status = 'ready' THEN pg_notify($10, id) END IS NULL FROM new",
                 )
                 .await
                 .map_err(|e| s.query_error(e))?;
-            match session
-                .client
-                .execute(&insert, &[&id, &workflow_ref, &answers_path, &name, &document, &options])
-                .await
-            {
-                Ok(_) => Ok(()),
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
+                &id,
+                &workflow_ref,
+                &answers_path,
+                &name,
+                &document,
+                &options,
+                &eval_id,
+                &lease,
+                &owner,
+                &READY_CHANNEL,
+            ];
+            match session.client.query_one(&insert, &params).await {
+                Ok(row) => Ok(row.get::<_, i64>(0)),
                 Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                     Err(PgError::RunExists { db: s.db.clone(), id })
                 }
@@ -568,6 +705,88 @@ impl PgStore {
         })
     }
 
+    /// Takes the run `id` for this store's owner (to resume it): it must be ready, paused, or running with an
+    /// expired lease. The claim keeps its lease alive until dropped.
+    pub fn claim_run(&self, id: &str) -> Result<Claim, PgError> {
+        let (run, owner, lease) = (id.to_string(), self.owner.to_string(), lease_ms(self.lease)?);
+        let epoch = self.block(|s| async move {
+            let mut session = s.leases.session(&s.db).await?;
+            let claim = session.statement(CLAIM_RUN).await.map_err(|e| s.query_error(e))?;
+            let row = session.client.query_opt(&claim, &[&run, &owner, &lease]).await.map_err(|e| s.query_error(e))?;
+            Ok(row.map(|r| r.get::<_, i64>(0)))
+        })?;
+        match epoch {
+            Some(epoch) => Ok(self.hold(id, epoch)),
+            None => {
+                let row = self.get(id)?;
+                Err(match row.status {
+                    PgStatus::Completed | PgStatus::Failed | PgStatus::Cancelled => {
+                        PgError::Ended { id: id.to_string(), status: row.status.stored().as_str() }
+                    }
+                    // Another process claimed it first.
+                    _ => PgError::Held {
+                        id: id.to_string(),
+                        owner: row.lease.owner.unwrap_or_else(|| "another process".into()),
+                    },
+                })
+            }
+        }
+    }
+
+    /// Takes the oldest run that is ready, or running with an expired lease, for this store's owner: its id and the
+    /// claim, which keeps its lease alive until dropped. `None` when there is nothing to take.
+    pub fn claim_next(&self) -> Result<Option<(String, Claim)>, PgError> {
+        let claimed = self.claim_ready(&self.owner, self.lease)?;
+        Ok(claimed.map(|(id, epoch)| {
+            let claim = self.hold(&id, epoch);
+            (id, claim)
+        }))
+    }
+
+    /// The claim of `run` at `epoch`: a heartbeat thread extends its lease every third of it until the claim is
+    /// dropped, which gives the run up; its log is fenced by `epoch`.
+    fn hold(&self, run: &str, epoch: i64) -> Claim {
+        let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
+        let lost_tx = Arc::new(lost_tx);
+        let log = PgRunLog { signal: Some(lost_tx.clone()), ..self.run_log(run, epoch) };
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let (store, id, lease) = (self.clone(), run.to_string(), self.lease);
+        let beat = std::thread::Builder::new()
+            .name("switchyard-lease".into())
+            .spawn(move || {
+                // Ends when the claim is dropped (its sender goes), or once the lease is lost.
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 3) {
+                    match store.heartbeat(&id, epoch, lease) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            lost_tx.send_replace(true);
+                            return;
+                        }
+                        // The database did not answer: the next beat tries again, before the lease runs out.
+                        Err(_) => {}
+                    }
+                }
+            })
+            .ok();
+        let guard =
+            LeaseGuard { store: self.clone(), run: run.to_string(), epoch, stop: Some(stop), beat, abandoned: false };
+        Claim::lease(Box::new(guard), Arc::new(log), Lost::watching(lost_rx))
+    }
+
+    /// Listens for runs that become ready ([`READY_CHANNEL`]) on a connection of its own, connecting again when it
+    /// breaks (and waking the listener then, since it may have missed one), until the listener is dropped.
+    pub fn listen(&self) -> Result<Listener, PgError> {
+        let woken = Arc::new(tokio::sync::Notify::new());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let wake = woken.clone();
+        self.block(|s| async move {
+            let first = listening(&s).await?;
+            tokio::spawn(keep_listening(s, first, wake, stopped));
+            Ok(())
+        })?;
+        Ok(Listener { woken, _stop: stop })
+    }
+
     /// Extends the lease to `lease` from now, while `epoch` holds; false when another claim ended it.
     pub fn heartbeat(&self, run: &str, epoch: i64, lease: Duration) -> Result<bool, PgError> {
         let (run, lease) = (run.to_string(), lease_ms(lease)?);
@@ -593,14 +812,17 @@ impl PgStore {
             let mut session = s.leases.session(&s.db).await?;
             let release = session
                 .statement(
-                    "UPDATE runs SET owner = NULL, lease_until = NULL, updated_at = now(),
-                       status = CASE WHEN status = 'running' THEN 'ready' ELSE status END
-                     WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL",
+                    "WITH given AS (
+                       UPDATE runs SET owner = NULL, lease_until = NULL, updated_at = now(),
+                         status = CASE WHEN status = 'running' THEN 'ready' ELSE status END
+                       WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL
+                       RETURNING id, status)
+                     SELECT CASE WHEN status = 'ready' THEN pg_notify($3, id) END IS NULL FROM given",
                 )
                 .await
                 .map_err(|e| s.query_error(e))?;
-            let changed = session.client.execute(&release, &[&run, &epoch]).await.map_err(|e| s.query_error(e))?;
-            Ok(changed == 1)
+            let given = session.client.query(&release, &[&run, &epoch, &READY_CHANNEL]).await;
+            Ok(given.map_err(|e| s.query_error(e))?.len() == 1)
         })
     }
 
@@ -647,7 +869,165 @@ impl PgStore {
 
     /// The run log of one claimed run, for the emitter: every write it makes is fenced by `epoch`.
     pub fn run_log(&self, run: &str, epoch: i64) -> PgRunLog {
-        PgRunLog { store: self.clone(), run: run.to_string(), epoch, lost: Arc::new(AtomicBool::new(false)) }
+        PgRunLog {
+            store: self.clone(),
+            run: run.to_string(),
+            epoch,
+            lost: Arc::new(AtomicBool::new(false)),
+            signal: None,
+        }
+    }
+}
+
+/// Wakes an idle worker when a run becomes ready ([`PgStore::listen`]). Notifications can be missed (none is kept
+/// for a listener that is reconnecting, and leases that expire announce nothing): workers poll as well.
+pub struct Listener {
+    woken: Arc<tokio::sync::Notify>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Listener {
+    /// Completes at the next announcement (at once if one came since the last call).
+    pub async fn notified(&self) {
+        self.woken.notified().await
+    }
+}
+
+/// A connection that listens on [`READY_CHANNEL`]: the client (which must be kept: dropping it closes the
+/// connection) and the task that drives the connection, which ends when it breaks.
+async fn listening(s: &Shared) -> Result<(Client, tokio::task::JoinHandle<()>, Arc<tokio::sync::Notify>), PgError> {
+    let (client, mut connection) = s
+        .main
+        .config
+        .connect(NoTls)
+        .await
+        .map_err(|e| PgError::Connect { db: s.db.clone(), detail: error_text(&e) })?;
+    let heard = Arc::new(tokio::sync::Notify::new());
+    let tell = heard.clone();
+    // Polling the connection for messages is also what drives it: the LISTEN below goes through this task.
+    let driver = tokio::spawn(async move {
+        while let Some(Ok(message)) = futures::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            if let tokio_postgres::AsyncMessage::Notification(_) = message {
+                tell.notify_one();
+            }
+        }
+    });
+    client.batch_execute(&format!("LISTEN {READY_CHANNEL}")).await.map_err(|e| s.query_error(e))?;
+    Ok((client, driver, heard))
+}
+
+/// Passes announcements on to `woken` until `stopped`; reconnects (once a second) when the connection breaks.
+async fn keep_listening(
+    s: Arc<Shared>,
+    first: (Client, tokio::task::JoinHandle<()>, Arc<tokio::sync::Notify>),
+    woken: Arc<tokio::sync::Notify>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let mut current = Some(first);
+    loop {
+        match current.take() {
+            Some((client, mut driver, heard)) => loop {
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    _ = heard.notified() => woken.notify_one(),
+                    _ = &mut driver => {
+                        drop(client);
+                        // Something may have been announced while the connection was down.
+                        woken.notify_one();
+                        break;
+                    }
+                }
+            },
+            None => {
+                tokio::select! {
+                    _ = &mut stopped => return,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => current = listening(&s).await.ok(),
+                }
+            }
+        }
+    }
+}
+
+/// Keeps a claim's lease alive (its heartbeat thread) and gives the run up when dropped.
+struct LeaseGuard {
+    store: PgStore,
+    run: String,
+    epoch: i64,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    beat: Option<std::thread::JoinHandle<()>>,
+    abandoned: bool,
+}
+
+impl LeaseGuard {
+    fn stop_beating(&mut self) {
+        drop(self.stop.take());
+        if let Some(beat) = self.beat.take() {
+            let _ = beat.join();
+        }
+    }
+}
+
+impl Leased for LeaseGuard {
+    fn abandon(&mut self) {
+        self.stop_beating();
+        self.abandoned = true;
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        // The heartbeat stops first, so that it never extends a lease given up.
+        self.stop_beating();
+        // Refused (false) when another claim ended the epoch: the run is someone else's, nothing to give up. Failed
+        // (the database is away): the lease runs out by itself.
+        if !self.abandoned {
+            let _ = self.store.release(&self.run, self.epoch);
+        }
+    }
+}
+
+impl Store for PgStore {
+    fn location(&self) -> String {
+        self.shared.db.clone()
+    }
+    fn create(&self, run: &NewRun) -> Result<Claim, StoreError> {
+        Ok(self.create_claimed(run)?)
+    }
+    fn submit(&self, run: &NewRun) -> Result<(), StoreError> {
+        Ok(PgStore::create(self, run)?)
+    }
+    fn claim(&self, id: &str) -> Result<Claim, StoreError> {
+        Ok(self.claim_run(id)?)
+    }
+    fn list(&self) -> Result<Vec<RunRow>, StoreError> {
+        Ok(PgStore::list(self)?.into_iter().map(PgRunRow::into_row).collect())
+    }
+    fn get(&self, id: &str) -> Result<RunRow, StoreError> {
+        Ok(PgStore::get(self, id)?.into_row())
+    }
+    fn load(&self, id: &str) -> Result<StoredRun, StoreError> {
+        let PgStoredRun { row, workflow, options, recording } = PgStore::load(self, id)?;
+        Ok(StoredRun { row: row.into_row(), workflow, options, recording })
+    }
+    fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
+        Ok(PgStore::events(self, id)?)
+    }
+    /// The claim's own log, fenced by its epoch. A claim always has one here; were it given one of another store,
+    /// its writes are refused rather than written around the fence.
+    fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
+        claim.log().unwrap_or_else(|| Arc::new(Unclaimed))
+    }
+}
+
+/// The log of a run nobody claimed: refuses every write.
+struct Unclaimed;
+
+impl RunLog for Unclaimed {
+    fn append(&self, event: &Event) -> Result<(), LogError> {
+        Err(LogError(format!("[RUN_NOT_CLAIMED] run `{}` was not claimed; nothing of it was written", event.run)))
+    }
+    fn write_batch(&self, run: &str, _items: &[LogItem]) -> Result<(), LogError> {
+        Err(LogError(format!("[RUN_NOT_CLAIMED] run `{run}` was not claimed; nothing of it was written")))
     }
 }
 
@@ -753,6 +1133,14 @@ impl Shared {
                 epoch: r.try_get(12).map_err(get)?,
                 expires_in_ms: r.try_get(13).map_err(get)?,
             },
+            usage: r
+                .try_get::<_, Option<&str>>(15)
+                .map_err(get)?
+                .map(serde_json::from_str)
+                .transpose()
+                .map_err(|e| self.unreadable(&id, "usage", e.to_string()))?
+                .unwrap_or_default(),
+            eval: r.try_get(16).map_err(get)?,
             id,
         })
     }
@@ -811,6 +1199,22 @@ impl Shared {
         if !batch.inputs.is_empty() {
             tx.execute(&insert_inputs, &[run, &batch.inputs]).await.map_err(refused)?;
         }
+        // What its model calls used, counted when it pauses or ends (a handful of times per run), as SQLite does.
+        if batch.status.as_ref().is_some_and(|(status, _, _)| *status != "running") {
+            let copies = tx
+                .query_one("SELECT document::text, options::text FROM runs WHERE id = $1", &[run])
+                .await
+                .map_err(q)?;
+            let used: Vec<String> = tx
+                .query("SELECT event::text FROM events WHERE run_id = $1 AND event::text LIKE '%\"usage\"%'", &[run])
+                .await
+                .map_err(q)?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let usage = crate::store::usage_json(copies.get(0), copies.get(1), &used);
+            tx.execute("UPDATE runs SET usage = $2::text::json WHERE id = $1", &[run, &usage]).await.map_err(q)?;
+        }
         tx.execute(&notify, &[&CHANNEL, run]).await.map_err(q)?;
         tx.commit().await.map_err(q)
     }
@@ -824,10 +1228,13 @@ pub struct PgRunLog {
     run: String,
     epoch: i64,
     lost: Arc<AtomicBool>,
+    /// Told when the log is lost, for the claim's holder (`Claim::lost`).
+    signal: Option<Arc<tokio::sync::watch::Sender<bool>>>,
 }
 
 impl PgRunLog {
-    /// Whether a write was refused because another worker took the run over: the run should stop here.
+    /// Whether a write failed — refused because another worker took the run over, or the database failed — so that
+    /// this log writes nothing more: the run should stop here.
     pub fn lost(&self) -> bool {
         self.lost.load(Ordering::Relaxed)
     }
@@ -839,9 +1246,16 @@ impl PgRunLog {
                 self.run
             )));
         }
+        // After a failed batch, a later one must not commit: the log would have a gap the run never had.
+        if self.lost() {
+            return Err(LogError(format!(
+                "[RUN_LOG_STOPPED] run `{run}`: an earlier write failed, so nothing more is written by this claim"
+            )));
+        }
         self.store.write_batch(run, self.epoch, items).map_err(|e| {
-            if matches!(e, PgError::StaleEpoch { .. }) {
-                self.lost.store(true, Ordering::Relaxed);
+            self.lost.store(true, Ordering::Relaxed);
+            if let Some(signal) = &self.signal {
+                signal.send_replace(true);
             }
             LogError(format!("[{}] {e}", e.code()))
         })

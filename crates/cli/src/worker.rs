@@ -1,0 +1,121 @@
+//! `switchyard worker`: its arguments, what it prints, and how a signal stops it. The loop itself is the engine's
+//! (`switchyard_engine::worker`); without the `postgres` feature the command says it was not built in.
+
+use clap::Args;
+
+use crate::{coded, Unusable};
+
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// How long a claimed run stays this worker's without a heartbeat, in seconds: a run whose worker died is taken
+    /// over by another after it. Heartbeats come every third of it.
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    lease: f64,
+    /// Runs at once.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    jobs: usize,
+    /// How long its runs may go on once it is told to stop (SIGTERM, Ctrl-C), in seconds, before they are given up
+    /// to other workers (their steps in flight then run again there).
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    grace: f64,
+    /// How often to look for runs when none is announced, in seconds (default: half the lease, from 0.1 to 5): a
+    /// run whose lease expired is announced by nobody.
+    #[arg(long, value_name = "SECS")]
+    poll: Option<f64>,
+    /// Let the runs' code steps execute (see `run --allow-code`); without it, only code the trust file allows runs.
+    #[arg(long)]
+    allow_code: bool,
+}
+
+/// A number of seconds as a duration: positive, and at most a day.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn seconds(flag: &str, secs: f64) -> Result<std::time::Duration, Unusable> {
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(coded("INVALID_DURATION", format!("--{flag} {secs}: give a number of seconds from 0 to 86400")));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(not(feature = "postgres"))]
+pub async fn cmd(_db: Option<&str>, _args: WorkerArgs) -> Result<u8, Unusable> {
+    Err(coded(
+        "POSTGRES_NOT_BUILT",
+        "this switchyard was built without PostgreSQL support (the `postgres` feature), which workers need",
+    ))
+}
+
+#[cfg(feature = "postgres")]
+pub async fn cmd(db: Option<&str>, args: WorkerArgs) -> Result<u8, Unusable> {
+    use std::sync::Arc;
+
+    use switchyard_engine::worker::{self, Options, Report};
+
+    use crate::out::errln;
+
+    let Some(db) = db else {
+        return Err(coded(
+            "WORKER_NEEDS_POSTGRES",
+            "a worker takes runs from a PostgreSQL run store: pass --db postgres://… (or set SWITCHYARD_DB)",
+        ));
+    };
+    let lease = seconds("lease", args.lease)?;
+    let options = Options {
+        jobs: args.jobs,
+        poll: match args.poll {
+            Some(secs) => seconds("poll", secs)?,
+            None => Options::poll_for(lease),
+        },
+        grace: seconds("grace", args.grace)?,
+        allow_code: args.allow_code,
+    };
+    // Opening connects and migrates: blocking work, before the loop starts.
+    let store = worker::open(db, lease).map_err(|e| coded(e.code(), e.to_string()))?;
+    errln!(
+        "worker {} takes runs from {} ({} at a time, lease {} s)",
+        store.owner(),
+        store.database(),
+        options.jobs,
+        lease.as_secs_f64()
+    );
+    let report = Arc::new(|report: Report| match report {
+        Report::Claimed { run } => errln!("claimed {run}"),
+        Report::Ended { run, status, log_error } => {
+            errln!("{run} {}", status.as_str());
+            if let Some(e) = log_error {
+                errln!("warning: {run}: {e}");
+            }
+        }
+        Report::Parked { run, pending } => errln!("{run} paused: waits for {}; parked", pending.join(", ")),
+        Report::Lost { run } => {
+            errln!("{run} lost: taken over by another worker, or its log could not be written; stopped here")
+        }
+        Report::Abandoned { run, code, message } => {
+            errln!("{run} left for its lease to run out: [{code}] {message}")
+        }
+        Report::Released { run } => errln!("{run} given up: ready for another worker"),
+        Report::Unavailable { code, message } => errln!("warning: [{code}] {message}; trying again"),
+        Report::Idle => errln!("waiting for runs"),
+        Report::Stopping { running } => errln!("stopping: taking nothing more; {running} run(s) going on"),
+    });
+    let summary =
+        worker::work(store, options, report, stop_signal()).await.map_err(|e| coded(e.code(), e.to_string()))?;
+    errln!("worker stopped: took {} run(s); {} stale write(s) refused", summary.claimed, summary.stale_writes);
+    Ok(0)
+}
+
+/// Completes at SIGTERM or Ctrl-C.
+#[cfg(feature = "postgres")]
+async fn stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
