@@ -140,6 +140,30 @@ impl EventKind {
     }
 }
 
+/// An event's payload as a replay must tell it again: a node's duration is measured anew.
+pub fn comparable(kind: &EventKind) -> EventKind {
+    let mut kind = kind.clone();
+    if let EventKind::NodeExit { duration_ms, .. } = &mut kind {
+        *duration_ms = 0;
+    }
+    kind
+}
+
+impl EventKind {
+    /// Whether a node task can emit it (streamed text, tool calls and results, warnings, logs), rather than only
+    /// the run's state: such events may fall anywhere between the state's.
+    pub fn is_task_event(&self) -> bool {
+        matches!(
+            self,
+            EventKind::NodeProgress { .. }
+                | EventKind::ToolCall { .. }
+                | EventKind::ToolResult { .. }
+                | EventKind::NodeWarning { .. }
+                | EventKind::Log { .. }
+        )
+    }
+}
+
 /// Where a replay first told a different story from the recording: the position, and what each side had there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Divergence {
@@ -152,13 +176,7 @@ pub struct Divergence {
 /// Compares a recorded run's events with those its replay produced, leaving out what a replay does not reproduce
 /// (how long quick nodes took, timestamps): `None` when they tell the same story.
 pub fn first_divergence(recorded: &[Event], replayed: &[Event]) -> Option<Divergence> {
-    let normalized = |e: &Event| {
-        let mut kind = e.kind.clone();
-        if let EventKind::NodeExit { duration_ms, .. } = &mut kind {
-            *duration_ms = 0;
-        }
-        (e.seq, kind)
-    };
+    let normalized = |e: &Event| (e.seq, comparable(&e.kind));
     let same = |a: Option<&Event>, b: Option<&Event>| match (a, b) {
         (Some(a), Some(b)) => normalized(a) == normalized(b),
         _ => false,

@@ -168,3 +168,41 @@ edges:
     assert_eq!(replayed.result.status, RunStatus::Completed);
     assert_eq!(replayed.result.results, resumed.result.results);
 }
+
+#[tokio::test]
+async fn a_replay_shows_what_a_node_task_emitted_between_the_starts_of_its_siblings_where_it_was() {
+    // A node task runs as soon as it is started, so its streamed text can be numbered before a sibling's
+    // `node:enter`, which the run's state emitted in the same step. The recording says so; the replay must too.
+    let wf = workflow(CHAIN);
+    let ran =
+        run(&wf, "nodes: {draft: {text: the draft}, left: {text: L}, right: {text: R}, merge: {text: merged}}").await;
+    let mut recording = ran.log.recording();
+    let entered = |node: &str| {
+        recording.events.iter().position(|e| matches!(&e.kind, EventKind::NodeEnter { node: n, .. } if n == node))
+    };
+    let (left, right) = (entered("left").unwrap(), entered("right").unwrap());
+    let (first, second) = if left < right { ("left", right) } else { ("right", left) };
+    // The siblings start in one step: each `node:enter` and its `step_start` log, one after the other.
+    assert_eq!(left.abs_diff(right), 2, "{:?}", recording.events);
+    // `first`'s task streams a piece of text before `second` is entered.
+    let at = recording.events[second].seq;
+    for e in recording.events.iter_mut().filter(|e| e.seq >= at) {
+        e.seq += 1;
+    }
+    for i in recording.inputs.iter_mut().filter(|i| i.seq >= at) {
+        i.seq += 1;
+    }
+    let mut streamed = recording.events[second].clone();
+    streamed.seq = at;
+    streamed.kind = EventKind::NodeProgress { node: first.into(), message: "Le".into() };
+    recording.events.insert(second, streamed);
+
+    let collector = Collector::default();
+    let mut rt = runtime(script(""), AskedModel::new(script("")), Vec::new());
+    rt.observers = vec![Arc::new(collector.clone())];
+    let options = RunOptions { run_id: Some(ran.result().run_id.clone()), ..ran.options.clone() };
+    let replayed = run::replay(Arc::new(wf), options, recording.clone(), rt).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(replayed.result.status, RunStatus::Completed);
+    let divergence = switchyard_engine::events::first_divergence(&recording.events, &collector.events());
+    assert!(divergence.is_none(), "the replay differs: {divergence:?}");
+}

@@ -290,6 +290,9 @@ pub struct RouteAsk {
     model: Option<String>,
 }
 
+/// How far a replay looks ahead for the event it derives next, past what node tasks emitted meanwhile.
+const LOOK_AHEAD: usize = 64;
+
 /// A rebuild in progress: the recorded inputs not applied yet.
 struct Replaying {
     mode: Rebuild,
@@ -465,7 +468,10 @@ impl Scheduler {
                 Effect::Emit(kind @ EventKind::WorkflowEnd { .. }) => {
                     self.ended = Some(self.shared.emitter.emit_and_return(kind))
                 }
-                Effect::Emit(kind) => self.shared.emitter.emit(kind),
+                Effect::Emit(kind) => {
+                    self.interleave(&kind);
+                    self.shared.emitter.emit(kind)
+                }
                 Effect::Status(status, pending) => {
                     if self.rebuild.is_none() {
                         self.shared.emitter.status(status, &pending);
@@ -748,6 +754,28 @@ impl Scheduler {
             }
         }
         self.shared.emitter.skip_to(seq);
+    }
+
+    /// Before a derived event in a replay: the recorded events node tasks emitted just before it are shown first. A
+    /// task runs as soon as it is started, so what it emits (streamed text, tool calls, its logs) can be numbered
+    /// between the events of the step that started it — a sibling's `node:enter` — which a replay derives in one go.
+    /// They are found by looking ahead for the event about to be derived, past task events only.
+    fn interleave(&mut self, kind: &EventKind) {
+        let Some(r) = self.rebuild.as_mut().filter(|r| r.mode == Rebuild::Replay) else { return };
+        let next = self.shared.emitter.next_seq();
+        while r.events.front().is_some_and(|e| e.seq < next) {
+            r.events.pop_front();
+        }
+        let derived = crate::events::comparable(kind);
+        let Some(at) = r.events.iter().take(LOOK_AHEAD).position(|e| crate::events::comparable(&e.kind) == derived)
+        else {
+            return;
+        };
+        if r.events.iter().take(at).all(|e| e.kind.is_task_event()) {
+            for e in r.events.drain(..at) {
+                self.shared.emitter.replay(e);
+            }
+        }
     }
 
     fn unpark(&mut self, test: impl Fn(&Parked) -> bool) -> Option<Parked> {
