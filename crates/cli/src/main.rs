@@ -767,8 +767,9 @@ fn cmd_runs(db: Option<&str>, json: bool) -> Result<u8, Unusable> {
     }
     for r in runs {
         let pending = if r.pending.is_empty() { String::new() } else { format!("  waits: {}", r.pending.join(", ")) };
+        let case = if r.eval.is_some() { "  (test case)" } else { "" };
         outln!(
-            "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}",
+            "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}{case}",
             r.id,
             r.status.as_str(),
             r.started.get(..19).unwrap_or(&r.started),
@@ -780,7 +781,7 @@ fn cmd_runs(db: Option<&str>, json: bool) -> Result<u8, Unusable> {
     Ok(0)
 }
 
-/// A run's cost in US dollars: "–" when it used no tokens, "? tokens" when a model it used has no price.
+/// A run's cost in US dollars: "–" when it used no tokens, "N tok" when a model it used has no price.
 fn format_cost(r: &switchyard_engine::store::RunRow) -> String {
     match (r.tokens, r.cost) {
         (0, _) => "–".to_string(),

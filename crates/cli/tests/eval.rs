@@ -346,6 +346,8 @@ fn each_evaluation_is_kept_with_its_cases_runs_and_a_later_one_compares_with_it_
     assert!(text(&shown.stdout).contains("publish"), "{}", text(&shown.stdout));
     let runs: Value = serde_json::from_slice(&switchyard(home.path(), &["runs", "--json"]).stdout).unwrap();
     assert!(runs.as_array().unwrap().iter().any(|r| r["id"] == run && r["eval"] == id.as_str()), "{runs}");
+    let listed = text(&switchyard(home.path(), &["runs"]).stdout);
+    assert!(listed.lines().any(|l| l.starts_with(run) && l.ends_with("(test case)")), "{listed}");
     // The text lines say where a failing case's run is.
     let out = switchyard(home.path(), &["eval", &file]);
     assert!(text(&out.stdout).contains("its run: `switchyard show "), "{}", text(&out.stdout));
