@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 #[path = "../../engine/tests/support/http.rs"]
 mod http;
+mod support;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -40,18 +41,11 @@ impl Cli {
     }
 
     fn json(&self, args: &[&str]) -> (i32, Value) {
-        let out = self.run(args);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-            panic!("{args:?}: stdout is not JSON ({e}): {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr))
-        });
-        (out.status.code().unwrap(), value)
+        support::json_output(args, self.run(args))
     }
 
     fn write(&self, name: &str, text: &str) -> String {
-        let path = self.home.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path.to_string_lossy().into_owned()
+        support::write_file(self.home.path(), name, text)
     }
 }
 

@@ -6,6 +6,7 @@
 
 #[path = "../../engine/tests/support/pg_cluster.rs"]
 mod pg_cluster;
+mod support;
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -48,18 +49,11 @@ impl Team {
     }
 
     fn json(&self, args: &[&str]) -> (i32, Value) {
-        let out = self.run(args);
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-            panic!("{args:?}: stdout is not JSON ({e}): {stdout}\nstderr: {}", String::from_utf8_lossy(&out.stderr))
-        });
-        (out.status.code().unwrap(), value)
+        support::json_output(args, self.run(args))
     }
 
     fn write(&self, name: &str, text: &str) -> String {
-        let path = self.home.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path.to_string_lossy().into_owned()
+        support::write_file(self.home.path(), name, text)
     }
 
     /// The example fan-out (plan, then cost, security and speed at once, then synthesize), submitted for workers with
