@@ -4,6 +4,7 @@
 mod eval;
 mod live;
 mod out;
+mod serve;
 mod worker;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ use switchyard_engine::log::{Observer, RunLog};
 use switchyard_engine::providers::{self, DefaultSource, Providers, Settings};
 use switchyard_engine::run::{self, Outcome};
 use switchyard_engine::session::{self, RunRequest, SessionError, Sinks, WorkflowRef};
-use switchyard_engine::store::{Claim, Lost, RunRow, RunStore, Store, StoredStatus};
+use switchyard_engine::store::{Claim, RunRow, RunStore, Signal, Store, StoredStatus};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::RunStatus;
 
@@ -29,7 +30,7 @@ use switchyard_engine::RunStatus;
 struct Cli {
     /// The run store: an SQLite file (a path, or sqlite:PATH; the default is runs.sqlite in the data folder) or a
     /// PostgreSQL database (postgres://user@host:port/db) that workers share. Also $SWITCHYARD_DB. Used by run, runs,
-    /// show, resume, replay and worker.
+    /// show, resume, replay, worker, serve and token.
     #[arg(long, global = true, value_name = "URL")]
     db: Option<String>,
     #[command(subcommand)]
@@ -160,6 +161,12 @@ enum Command {
     /// Take runs from a PostgreSQL run store (--db postgres://…) and run them, several at a time, until SIGTERM or
     /// Ctrl-C: then take nothing more, let its runs finish for --grace seconds, and give up the rest to other workers.
     Worker(worker::WorkerArgs),
+    /// Serve the HTTP API for a PostgreSQL run store (--db postgres://…): start runs of the workflows in a folder
+    /// (through the API, webhooks and schedules), follow their events, decide approvals, cancel. Workers run them.
+    Serve(serve::ServeArgs),
+    /// Create, revoke and list the server's API tokens (kept hashed in the PostgreSQL run store).
+    #[command(subcommand)]
+    Token(serve::TokenCommand),
     /// Run an evaluation file's cases and check what each expects (docs/evals.md). Exit 0: the pass rate meets
     /// --min-pass-rate; 1: it does not; 2: the file cannot be used. `eval add RUN_ID` makes a case of a stored run.
     Eval(eval::EvalCli),
@@ -285,6 +292,8 @@ fn main() -> ExitCode {
             runtime.block_on(cmd_resume(db.as_deref(), &run_id, &decisions, json, events, allow_code))
         }
         Command::Worker(args) => runtime.block_on(worker::cmd(db.as_deref(), args)),
+        Command::Serve(args) => runtime.block_on(serve::cmd_serve(db.as_deref(), args)),
+        Command::Token(command) => serve::cmd_token(db.as_deref(), command),
         Command::Trust { file, format, forget } => cmd_trust(&file, format, forget),
         Command::Runs { json } => cmd_runs(db.as_deref(), json),
         Command::Show { run_id, json } => cmd_show(db.as_deref(), &run_id, json),
@@ -568,7 +577,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
 
 /// The run's outcome, or none when its claim was lost first (another process took it over, or its log could not be
 /// written): it stops here, at once.
-async fn unless_lost<T>(lost: Lost, run: impl std::future::Future<Output = T>) -> Option<T> {
+async fn unless_lost<T>(lost: Signal, run: impl std::future::Future<Output = T>) -> Option<T> {
     tokio::select! {
         done = run => Some(done),
         _ = lost.wait() => None,

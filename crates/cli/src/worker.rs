@@ -105,7 +105,7 @@ pub async fn cmd(db: Option<&str>, args: WorkerArgs) -> Result<u8, Unusable> {
 
 /// Completes at SIGTERM or Ctrl-C.
 #[cfg(feature = "postgres")]
-async fn stop_signal() {
+pub async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {

@@ -94,3 +94,14 @@ pub struct Recording {
     pub inputs: Vec<Recorded>,
     pub events: Vec<Event>,
 }
+
+/// How many times `node`'s approval was settled (decided, or timed out) in these inputs: the round a decision sent
+/// now is for. A decision kept for a worker names its round, so that the same decision sent twice, or kept after
+/// its worker died having applied it, is applied once.
+pub fn settled(inputs: &[Recorded], node: &str) -> u32 {
+    let settles = |r: &&Recorded| match &r.input {
+        Input::Decided { node: n, .. } | Input::TimedOut { node: n } => n == node,
+        _ => false,
+    };
+    inputs.iter().filter(settles).count() as u32
+}

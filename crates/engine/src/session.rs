@@ -617,19 +617,40 @@ pub async fn resume(
 }
 
 /// Carries a claimed run on to its end or its next pause (a worker's): from the start when nothing of it was recorded
-/// (it was submitted, or its process died before its first event), else rebuilt from its log as `resume` does, with
-/// no decision. The run stays claimed until it returns. A run whose log cannot be rebuilt is abandoned rather than
-/// given up (`Claim::abandon`): another worker tries it only once its lease has run out, not at once in a loop.
-pub async fn carry_on(resuming: Resuming, sinks: Sinks) -> Result<Outcome, SessionError> {
-    let (stored, claim, runtime) = resuming.into_run(sinks);
+/// (it was submitted, or its process died before its first event), else rebuilt from its log as `resume` does, then
+/// `decisions` (kept for it by the store; the caller passes only those not applied yet). With `cancel`, or when the
+/// claim hears that cancellation was asked for while it works, the run is cancelled. The run stays claimed until it
+/// returns; a paused run's claim says when its first approval times out, so that a worker takes it again then. A
+/// run whose log cannot be rebuilt is abandoned rather than given up (`Claim::abandon`): another worker tries it
+/// only once its lease has run out, not at once in a loop.
+pub async fn carry_on(
+    resuming: Resuming,
+    decisions: Vec<(String, Value)>,
+    cancel: bool,
+    sinks: Sinks,
+) -> Result<Outcome, SessionError> {
+    let (stored, mut claim, runtime) = resuming.into_run(sinks);
     let (workflow, recording) = (Arc::new(stored.workflow), stored.recording);
-    if recording.events.is_empty() && recording.inputs.is_empty() {
-        let outcome = run::run(workflow, stored.options, runtime).await;
-        drop(claim);
-        return Ok(outcome);
+    let (controller, commands) = run::RunController::channel();
+    if cancel {
+        controller.cancel();
     }
-    match run::resume(workflow, stored.options, recording, Vec::new(), runtime).await {
+    let asked = claim.cancel_requested();
+    let watching = tokio::spawn(async move {
+        asked.wait().await;
+        controller.cancel();
+    });
+    let outcome = if recording.events.is_empty() && recording.inputs.is_empty() {
+        Ok(run::run_controlled(workflow, stored.options, runtime, Some(commands)).await)
+    } else {
+        run::resume_controlled(workflow, stored.options, recording, decisions, runtime, Some(commands)).await
+    };
+    watching.abort();
+    match outcome {
         Ok(outcome) => {
+            if let Some(at) = outcome.wake_at_ms {
+                claim.wake_at(at);
+            }
             drop(claim);
             Ok(outcome)
         }

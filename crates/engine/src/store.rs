@@ -215,7 +215,9 @@ pub struct Claim {
     /// The log the claimed run must be written to, when it is not the store itself (PostgreSQL: fenced by the
     /// claim's epoch).
     log: Option<Arc<dyn RunLog>>,
-    lost: Lost,
+    lost: Signal,
+    /// Said when someone asked, through the store, that the run be cancelled (PostgreSQL: seen at a heartbeat).
+    cancel: Signal,
 }
 
 enum Held {
@@ -229,14 +231,30 @@ enum Held {
 pub(crate) trait Lease: Send + Sync {
     /// Stops keeping the lease alive without giving it up: it runs out by itself.
     fn abandon(&mut self);
+    /// When the run is given up paused: the time (Unix milliseconds) at which a worker must take it again, for an
+    /// approval that times out then.
+    fn wake_at(&mut self, at_ms: i64);
 }
 
 impl Claim {
     /// A claim that is a lease: `guard` keeps it and gives it up when dropped; every write goes to `log`; `lost`
     /// says when another process took the run over.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn lease(guard: Box<dyn Lease>, log: Arc<dyn RunLog>, lost: Lost) -> Claim {
-        Claim { held: Held::Lease(guard), log: Some(log), lost }
+    pub(crate) fn lease(guard: Box<dyn Lease>, log: Arc<dyn RunLog>, lost: Signal, cancel: Signal) -> Claim {
+        Claim { held: Held::Lease(guard), log: Some(log), lost, cancel }
+    }
+
+    /// Says, before the claim is given up, that the paused run must be taken again at `at_ms` (Unix milliseconds):
+    /// its first approval deadline. Nothing for a lock file: the process that holds it keeps the timer.
+    pub fn wake_at(&mut self, at_ms: i64) {
+        if let Held::Lease(lease) = &mut self.held {
+            lease.wake_at(at_ms);
+        }
+    }
+
+    /// Completes when someone asked, through the store, that the run be cancelled; never for a lock file.
+    pub fn cancel_requested(&self) -> Signal {
+        self.cancel.clone()
     }
 
     /// Lets go of the run without giving it up: a lease runs out by itself, so whoever claims the run next does so
@@ -256,7 +274,7 @@ impl Claim {
 
     /// Completes when the run is no longer this process's: another took it over, or its log could not be written
     /// (the run must stop: the log is what it goes on from). Never, for a run held by a lock file.
-    pub fn lost(&self) -> Lost {
+    pub fn lost(&self) -> Signal {
         self.lost.clone()
     }
 }
@@ -269,22 +287,23 @@ impl Drop for Claim {
     }
 }
 
-/// Completes when a claim is lost (see [`Claim::lost`]).
+/// Completes when something happens to a claim: it is lost ([`Claim::lost`]), or its run's cancellation was asked
+/// for ([`Claim::cancel_requested`]).
 #[derive(Clone, Default)]
-pub struct Lost(Option<tokio::sync::watch::Receiver<bool>>);
+pub struct Signal(Option<tokio::sync::watch::Receiver<bool>>);
 
-impl Lost {
+impl Signal {
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn watching(lost: tokio::sync::watch::Receiver<bool>) -> Lost {
-        Lost(Some(lost))
+    pub(crate) fn watching(lost: tokio::sync::watch::Receiver<bool>) -> Signal {
+        Signal(Some(lost))
     }
 
-    /// Whether it is lost already.
-    pub fn is_lost(&self) -> bool {
+    /// Whether it happened already.
+    pub fn happened(&self) -> bool {
         self.0.as_ref().is_some_and(|l| *l.borrow())
     }
 
-    /// Waits until it is lost (forever, if it never is).
+    /// Waits until it happens (forever, if it never does).
     pub async fn wait(self) {
         match self.0 {
             Some(mut lost) => {
@@ -459,7 +478,12 @@ impl RunStore {
         std::fs::create_dir_all(path.parent().expect("a lock file has a folder")).map_err(io)?;
         let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io)?;
         match file.try_lock() {
-            Ok(()) => Ok(Claim { held: Held::File { _lock: file, path }, log: None, lost: Lost::default() }),
+            Ok(()) => Ok(Claim {
+                held: Held::File { _lock: file, path },
+                log: None,
+                lost: Signal::default(),
+                cancel: Signal::default(),
+            }),
             Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse { id: id.to_string() }),
             Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
         }

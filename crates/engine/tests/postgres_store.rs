@@ -15,7 +15,7 @@ use serde_json::json;
 use support::*;
 use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::log::{Collector, Emitter, LogItem, RunLog};
-use switchyard_engine::postgres::{PgError, PgRunRow, PgStatus, PgStore, CHANNEL};
+use switchyard_engine::postgres::{Beat, PgError, PgRunRow, PgStatus, PgStore, CHANNEL};
 use switchyard_engine::record::{Input, Recorded};
 use switchyard_engine::result::{NodeResult, RunStatus, Usage};
 use switchyard_engine::run::{self, RunOptions};
@@ -199,8 +199,8 @@ fn a_stale_epoch_cannot_append_after_its_expired_lease_is_reclaimed() {
     let error = log.append(&event("r", 3)).unwrap_err();
     assert!(error.0.starts_with("[RUN_EPOCH_STALE]"), "{error}");
     assert!(log.lost());
-    assert!(!old.heartbeat("r", first, MINUTE).unwrap(), "a stale epoch cannot extend the lease");
-    assert!(!old.release("r", first).unwrap(), "nor give the run up");
+    assert_eq!(old.heartbeat("r", first, MINUTE).unwrap(), Beat::Lost, "a stale epoch cannot extend the lease");
+    assert!(!old.release("r", first, None).unwrap(), "nor give the run up");
 
     // Nothing of the stale writes is kept; the new owner goes on from where the log stands.
     let row = new.get("r").unwrap();
@@ -218,14 +218,18 @@ fn a_heartbeat_extends_the_lease_so_nobody_else_can_claim_it() {
     create(&holder, "r");
     let (_, epoch) = holder.claim_ready("holder", Duration::from_secs(1)).unwrap().unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(holder.heartbeat("r", epoch, Duration::from_secs(4)).unwrap());
+    assert_eq!(holder.heartbeat("r", epoch, Duration::from_secs(4)).unwrap(), Beat::Held { cancel_requested: false });
     std::thread::sleep(Duration::from_millis(1000)); // past the first lease
     assert_eq!(other.claim_ready("other", MINUTE).unwrap(), None, "the extended lease still holds");
     let lease = other.lease("r").unwrap();
     assert_eq!((lease.owner.as_deref(), lease.epoch), (Some("holder"), epoch));
     let left = lease.expires_in_ms.unwrap();
     assert!((2_000..=3_000).contains(&left), "the lease runs 4 s from the heartbeat: {left} ms left");
-    assert!(!holder.heartbeat("r", epoch + 1, MINUTE).unwrap(), "an epoch that was never claimed holds nothing");
+    assert_eq!(
+        holder.heartbeat("r", epoch + 1, MINUTE).unwrap(),
+        Beat::Lost,
+        "an epoch that was never claimed holds nothing"
+    );
     assert_eq!(holder.heartbeat("r", epoch, Duration::ZERO).unwrap_err().code(), "PG_BAD_LEASE");
 }
 
@@ -324,7 +328,7 @@ edges:
     assert_eq!(loaded.row.status, PgStatus::Completed);
     assert_eq!(loaded.recording.events, collector.events(), "the log holds every event observers saw, in order");
     assert!(!loaded.recording.inputs.is_empty());
-    assert!(store.release("wf", epoch).unwrap());
+    assert!(store.release("wf", epoch, None).unwrap());
     let row = store.get("wf").unwrap();
     assert_eq!((row.status, row.lease.owner), (PgStatus::Completed, None), "an ended run stays ended");
     assert_eq!(store.claim_ready("w", MINUTE).unwrap(), None);
@@ -350,7 +354,7 @@ fn a_run_given_up_while_running_is_ready_for_another_worker_at_once() {
     let store = store("release");
     create(&store, "r");
     let (_, epoch) = store.claim_ready("first", MINUTE).unwrap().unwrap();
-    assert!(store.release("r", epoch).unwrap());
+    assert!(store.release("r", epoch, None).unwrap());
     assert_eq!(store.get("r").unwrap().status, PgStatus::Ready);
     let err = store.write_batch("r", epoch, &events("r", 1..=1)).unwrap_err();
     assert_eq!(err.code(), "RUN_EPOCH_STALE", "a released claim writes nothing more");
@@ -390,7 +394,7 @@ fn the_store_connects_again_after_the_server_restarts() {
     // The first call after the restart may fail on the broken connection (it is not retried); the next reconnects.
     let _ = store.heartbeat("r", epoch, MINUTE);
     let _ = store.get("r");
-    assert!(store.heartbeat("r", epoch, MINUTE).unwrap());
+    assert_eq!(store.heartbeat("r", epoch, MINUTE).unwrap(), Beat::Held { cancel_requested: false });
     store.write_batch("r", epoch, &events("r", 3..=3)).unwrap();
     assert_eq!(store.events("r").unwrap().len(), 3, "committed batches survive a crash of the server");
     drop(stop);
@@ -469,13 +473,13 @@ fn a_claim_keeps_its_run_past_its_lease_by_heartbeats_and_says_when_it_is_lost()
     // Three leases long: without its heartbeats, the run would be anyone's by now.
     std::thread::sleep(Duration::from_millis(900));
     assert_eq!(other.claim_ready("other", MINUTE).unwrap(), None, "the heartbeats kept the lease");
-    assert!(!lost.is_lost());
+    assert!(!lost.happened());
 
     // The holder stops beating (as if it hung); once its lease runs out another takes the run, and the holder hears.
     sql(&url, "UPDATE runs SET lease_until = now() - interval '1 second'");
     let (_, epoch) = other.claim_ready("other", MINUTE).unwrap().unwrap();
     assert_eq!(epoch, 2);
-    until("the holder's claim to say it is lost", || lost.is_lost());
+    until("the holder's claim to say it is lost", || lost.happened());
     drop(claim);
     let row = other.get("r").unwrap();
     assert_eq!((row.lease.owner.as_deref(), row.lease.epoch), (Some("other"), 2), "the lost claim gave nothing up");

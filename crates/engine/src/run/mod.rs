@@ -9,6 +9,7 @@ mod reuse;
 mod state;
 
 pub use crate::record::{Input, Recorded, Recording};
+use crate::result::RunStatus;
 pub use crate::result::{Decision, Verdict};
 pub use input::Rebuild;
 pub use reuse::{Reuse, ReusedResult};
@@ -93,6 +94,8 @@ pub struct Outcome {
     pub result: RunResult,
     /// The first run-log write failure, if any.
     pub log_error: Option<String>,
+    /// A paused run's earliest approval deadline, in Unix milliseconds: when it must be woken to time out.
+    pub wake_at_ms: Option<i64>,
 }
 
 pub enum Command {
@@ -126,7 +129,16 @@ impl RunController {
     pub fn cancel(&self) {
         let _ = self.commands.send(Command::Cancel);
     }
+
+    /// A controller and the commands it sends, for a run started with them (`resume_controlled`).
+    pub fn channel() -> (RunController, Commands) {
+        let (commands, rx) = mpsc::unbounded_channel();
+        (RunController { commands }, Commands(rx))
+    }
 }
+
+/// What a [`RunController`] sends, for the run it controls.
+pub struct Commands(mpsc::UnboundedReceiver<Command>);
 
 impl RunHandle {
     pub fn controller(&self) -> RunController {
@@ -206,8 +218,19 @@ pub fn new_run_id() -> String {
 
 /// Runs a workflow until it completes, fails, is cancelled, or pauses on approvals nobody scripted.
 pub async fn run(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> Outcome {
+    run_controlled(workflow, options, runtime, None).await
+}
+
+/// `run`, with `commands` taken while the run works (a worker cancels it through them); it still returns at the
+/// first pause.
+pub async fn run_controlled(
+    workflow: Arc<Workflow>,
+    options: RunOptions,
+    runtime: Runtime,
+    commands: Option<Commands>,
+) -> Outcome {
     let scheduler = Scheduler::new(workflow, options, runtime);
-    scheduler.drive(None).await
+    scheduler.drive(commands.map(|c| c.0), Until::Pause).await
 }
 
 /// Continues a recorded run — paused, or interrupted when its process died — as `run` does: its recorded inputs are
@@ -220,13 +243,35 @@ pub async fn resume(
     decisions: Vec<(String, Value)>,
     runtime: Runtime,
 ) -> Result<Outcome, ResumeError> {
+    resume_controlled(workflow, options, recording, decisions, runtime, None).await
+}
+
+/// `resume`, with `commands` taken while the run works (a worker cancels it through them); it still returns at the
+/// next pause.
+pub async fn resume_controlled(
+    workflow: Arc<Workflow>,
+    options: RunOptions,
+    recording: Recording,
+    decisions: Vec<(String, Value)>,
+    runtime: Runtime,
+    commands: Option<Commands>,
+) -> Result<Outcome, ResumeError> {
     let mut scheduler = Scheduler::rebuilt(workflow, options, recording, runtime).map_err(RebuildError)?;
     for (node, decision) in decisions {
         let decision = Decision::normalize(&decision);
         let taken = scheduler.input(Input::Decided { node, decision, immediate: false });
         taken.map_err(|e| DecisionError(e.to_string()))?;
     }
-    Ok(scheduler.drive(None).await)
+    Ok(scheduler.drive(commands.map(|c| c.0), Until::Pause).await)
+}
+
+/// How long `drive` drives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// The run's first pause (or its end).
+    Pause,
+    /// Its end: while paused it waits for decisions on its commands.
+    End,
 }
 
 /// Plays a recorded run again from its recorded inputs, with no model call, no tool call and no task: the same
@@ -266,7 +311,7 @@ pub fn resume_live(
 fn handle(scheduler: Scheduler) -> RunHandle {
     let run_id = scheduler.run_id.clone();
     let (tx, rx) = mpsc::unbounded_channel();
-    let join = tokio::spawn(scheduler.drive(Some(rx)));
+    let join = tokio::spawn(scheduler.drive(Some(rx), Until::End));
     RunHandle { run_id, commands: tx, join }
 }
 
@@ -534,8 +579,8 @@ impl Scheduler {
         stand(self, |s| &s.state, |s, step| s.apply(step))
     }
 
-    /// The main loop. With `commands`, it waits for decisions while paused; without, it returns at a pause.
-    async fn drive(mut self, mut commands: Option<mpsc::UnboundedReceiver<Command>>) -> Outcome {
+    /// The main loop. Until its end, it waits for decisions on `commands` while paused; else it returns at a pause.
+    async fn drive(mut self, mut commands: Option<mpsc::UnboundedReceiver<Command>>, until: Until) -> Outcome {
         self.begin_once();
         loop {
             if self.state.is_live() {
@@ -545,6 +590,16 @@ impl Scheduler {
                 Standing::Over => break,
                 Standing::Working => {}
                 Standing::Paused => {
+                    // Returning at a pause, a command already sent (a cancellation) is taken first.
+                    if until == Until::Pause {
+                        match commands.as_mut().map(|rx| rx.try_recv()) {
+                            Some(Ok(cmd)) => {
+                                self.command(cmd);
+                                continue;
+                            }
+                            _ => break,
+                        }
+                    }
                     let Some(rx) = commands.as_mut() else { break };
                     let deadline = self.state.next_deadline();
                     tokio::select! {
@@ -588,9 +643,10 @@ impl Scheduler {
             pending: st.pending(),
             error: st.error().map(str::to_string),
         };
+        let wake_at_ms = if result.status == RunStatus::Paused { st.next_deadline() } else { None };
         // The run is over when everything it emitted is in the log and with the observers.
         self.shared.emitter.flush();
-        Outcome { result, log_error: self.shared.emitter.log_error() }
+        Outcome { result, log_error: self.shared.emitter.log_error(), wake_at_ms }
     }
 
     fn command(&mut self, cmd: Command) {

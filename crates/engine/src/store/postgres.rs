@@ -58,8 +58,11 @@ use crate::events::Event;
 use crate::log::{LogError, LogItem, RunLog};
 use crate::result::{RunStatus, Usage};
 use crate::run::{Recorded, Recording, RunOptions};
-use crate::store::{Claim, Lease as Leased, Lost, NewRun, RunRow, Store, StoreError, StoredRun, StoredStatus};
+use crate::store::{Claim, Lease as Leased, NewRun, RunRow, Signal, Store, StoreError, StoredRun, StoredStatus};
 use crate::Workflow;
+
+#[path = "team.rs"]
+pub mod team;
 
 /// The channel each committed batch is announced on (payload: the run id).
 pub const CHANNEL: &str = "switchyard_runs";
@@ -118,6 +121,8 @@ pub enum PgError {
     BadLease { ms: u128 },
     #[error("the run store's connection task ended without an answer: {detail}")]
     Internal { detail: String },
+    #[error("a token named `{name}` exists already (tokens are never reused; pick another name)")]
+    TokenExists { name: String },
 }
 
 impl PgError {
@@ -140,6 +145,7 @@ impl PgError {
             PgError::Unreadable { .. } => "STORE_UNREADABLE",
             PgError::BadLease { .. } => "PG_BAD_LEASE",
             PgError::Internal { .. } => "PG_INTERNAL",
+            PgError::TokenExists { .. } => "TOKEN_EXISTS",
         }
     }
 }
@@ -372,6 +378,49 @@ const MIGRATIONS: &[&str] = &[
          report text NOT NULL
      );
      CREATE INDEX evals_file ON evals (file, started_at);",
+    // 3: what a team server keeps (`postgres::team`): decisions and cancellations waiting for a worker (`wake` says a
+    // worker must look at the run again; `wake_at` when a parked run's approval times out), API tokens (hashed),
+    // webhook deliveries by idempotency key, schedule firings, and every version of the workflows it serves.
+    "ALTER TABLE runs ADD COLUMN wake boolean NOT NULL DEFAULT false;
+     ALTER TABLE runs ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;
+     ALTER TABLE runs ADD COLUMN wake_at timestamptz;
+     CREATE INDEX runs_waking ON runs (wake_at) WHERE status = 'paused' AND wake_at IS NOT NULL;
+     CREATE TABLE decisions (
+         run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+         node text NOT NULL,
+         round integer NOT NULL,
+         decision json NOT NULL,
+         received_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (run_id, node, round)
+     );
+     CREATE TABLE tokens (
+         name text PRIMARY KEY,
+         hash text NOT NULL UNIQUE,
+         created_at timestamptz NOT NULL DEFAULT now(),
+         revoked_at timestamptz
+     );
+     CREATE TABLE deliveries (
+         hook text NOT NULL,
+         key text NOT NULL,
+         run_id text NOT NULL,
+         received_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (hook, key)
+     );
+     CREATE TABLE fires (
+         schedule text NOT NULL,
+         due timestamptz NOT NULL,
+         run_id text NOT NULL,
+         PRIMARY KEY (schedule, due)
+     );
+     CREATE TABLE workflows (
+         name text NOT NULL,
+         version integer NOT NULL,
+         hash text NOT NULL,
+         path text NOT NULL,
+         document json NOT NULL,
+         registered_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (name, version)
+     );",
 ];
 
 /// The schema version this build writes.
@@ -409,14 +458,15 @@ const INPUTS: &str = "SELECT input::text FROM inputs WHERE run_id = $1 ORDER BY 
 /// holds. Concurrent claims queue on the row's lock, and each re-checks the condition on the row as the one before
 /// left it, so only the first gets it.
 const CLAIM_RUN: &str = "UPDATE runs SET status = 'running', owner = $2, epoch = epoch + 1, updated_at = now(),
-       lease_until = now() + $3::int8 * interval '1 millisecond'
+       wake = false, wake_at = NULL, lease_until = now() + $3::int8 * interval '1 millisecond'
      WHERE id = $1 AND status IN ('ready', 'paused', 'running') AND (owner IS NULL OR lease_until <= now())
      RETURNING epoch";
 
 const CLAIM_READY: &str = "UPDATE runs SET status = 'running', owner = $1, epoch = epoch + 1, updated_at = now(),
-       lease_until = now() + $2::int8 * interval '1 millisecond'
+       wake = false, wake_at = NULL, lease_until = now() + $2::int8 * interval '1 millisecond'
      WHERE id = (SELECT id FROM runs
                  WHERE status = 'ready' OR (status = 'running' AND (lease_until IS NULL OR lease_until <= now()))
+                    OR (status = 'paused' AND wake_at <= now() AND owner IS NULL)
                  ORDER BY started_at, id
                  LIMIT 1
                  FOR UPDATE SKIP LOCKED)
@@ -435,6 +485,30 @@ const INSERT_EVENTS: &str = "INSERT INTO events (run_id, seq, event)
 /// Inputs keep their order: identities are given in the order the rows are produced.
 const INSERT_INPUTS: &str = "INSERT INTO inputs (run_id, input)
      SELECT $1, input::json FROM unnest($2::text[]) WITH ORDINALITY AS t (input, n) ORDER BY n";
+
+/// Inserts a run: `ready` and announced on [`READY_CHANNEL`] when no lease is given ($8), else `running`, held by
+/// $9 at epoch 1. One statement, so one transaction: the run and its announcement commit together.
+const INSERT_RUN: &str = "WITH new AS (
+       INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
+                         eval_id, owner, epoch, lease_until)
+       VALUES ($1, $2, $3, CASE WHEN $8::int8 IS NULL THEN 'ready' ELSE 'running' END, $4,
+               $5::text::json, $6::text::json, $7,
+               CASE WHEN $8::int8 IS NULL THEN NULL ELSE $9 END,
+               CASE WHEN $8::int8 IS NULL THEN 0 ELSE 1 END,
+               now() + $8::int8 * interval '1 millisecond')
+       RETURNING id, status, epoch)
+     SELECT epoch, CASE WHEN status = 'ready' THEN pg_notify($10, id) END IS NULL FROM new";
+
+/// A run's row as it is inserted (`INSERT_RUN`).
+struct NewRow {
+    id: String,
+    workflow_ref: String,
+    answers_path: Option<String>,
+    name: String,
+    document: String,
+    options: String,
+    eval_id: Option<String>,
+}
 
 /// `host:pid`: who claims runs, as `runs` and other workers see it.
 fn default_owner() -> String {
@@ -563,57 +637,29 @@ impl PgStore {
 
     /// Inserts the run: `ready` and announced, or, given a lease, `running` and held by this store's owner. Its epoch.
     fn insert(&self, run: &NewRun, lease: Option<i64>) -> Result<i64, PgError> {
+        let row = self.new_row(run)?;
+        let owner = self.owner.to_string();
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let insert = session.statement(INSERT_RUN).await.map_err(|e| s.query_error(e))?;
+            s.insert_run(&session.client, &insert, &row, lease, &owner).await
+        })
+    }
+
+    /// A run's row as it is inserted, written on the caller's thread.
+    fn new_row(&self, run: &NewRun) -> Result<NewRow, PgError> {
         let unwritable = |what: &str, e: serde_json::Error| PgError::Query {
             db: self.shared.db.clone(),
             detail: format!("cannot write the {what} of run `{}`: {e}", run.id),
         };
-        let document = serde_json::to_string(run.workflow).map_err(|e| unwritable("workflow", e))?;
-        let options = serde_json::to_string(run.options).map_err(|e| unwritable("options", e))?;
-        let (id, workflow_ref, answers_path, name, eval_id) = (
-            run.id.to_string(),
-            run.workflow_ref.unwrap_or("").to_string(),
-            run.answers_path.map(str::to_string),
-            run.workflow.name.clone(),
-            run.eval_id.map(str::to_string),
-        );
-        let owner = self.owner.to_string();
-        self.block(|s| async move {
-            let mut session = s.main.session(&s.db).await?;
-            // One statement, so one transaction: the run and its announcement commit together.
-            let insert = session
-                .statement(
-                    "WITH new AS (
-                       INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
-                                         eval_id, owner, epoch, lease_until)
-                       VALUES ($1, $2, $3, CASE WHEN $8::int8 IS NULL THEN 'ready' ELSE 'running' END, $4,
-                               $5::text::json, $6::text::json, $7,
-                               CASE WHEN $8::int8 IS NULL THEN NULL ELSE $9 END,
-                               CASE WHEN $8::int8 IS NULL THEN 0 ELSE 1 END,
-                               now() + $8::int8 * interval '1 millisecond')
-                       RETURNING id, status, epoch)
-                     SELECT epoch, CASE WHEN status = 'ready' THEN pg_notify($10, id) END IS NULL FROM new",
-                )
-                .await
-                .map_err(|e| s.query_error(e))?;
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
-                &id,
-                &workflow_ref,
-                &answers_path,
-                &name,
-                &document,
-                &options,
-                &eval_id,
-                &lease,
-                &owner,
-                &READY_CHANNEL,
-            ];
-            match session.client.query_one(&insert, &params).await {
-                Ok(row) => Ok(row.get::<_, i64>(0)),
-                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    Err(PgError::RunExists { db: s.db.clone(), id })
-                }
-                Err(e) => Err(s.query_error(e)),
-            }
+        Ok(NewRow {
+            id: run.id.to_string(),
+            workflow_ref: run.workflow_ref.unwrap_or("").to_string(),
+            answers_path: run.answers_path.map(str::to_string),
+            name: run.workflow.name.clone(),
+            document: serde_json::to_string(run.workflow).map_err(|e| unwritable("workflow", e))?,
+            options: serde_json::to_string(run.options).map_err(|e| unwritable("options", e))?,
+            eval_id: run.eval_id.map(str::to_string),
         })
     }
 
@@ -747,6 +793,7 @@ impl PgStore {
     /// dropped, which gives the run up; its log is fenced by `epoch`.
     fn hold(&self, run: &str, epoch: i64) -> Claim {
         let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
+        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
         let lost_tx = Arc::new(lost_tx);
         let log = PgRunLog { signal: Some(lost_tx.clone()), ..self.run_log(run, epoch) };
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
@@ -757,8 +804,12 @@ impl PgStore {
                 // Ends when the claim is dropped (its sender goes), or once the lease is lost.
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 3) {
                     match store.heartbeat(&id, epoch, lease) {
-                        Ok(true) => {}
-                        Ok(false) => {
+                        Ok(Beat::Held { cancel_requested }) => {
+                            if cancel_requested {
+                                cancel_tx.send_replace(true);
+                            }
+                        }
+                        Ok(Beat::Lost) => {
                             lost_tx.send_replace(true);
                             return;
                         }
@@ -768,9 +819,16 @@ impl PgStore {
                 }
             })
             .ok();
-        let guard =
-            LeaseGuard { store: self.clone(), run: run.to_string(), epoch, stop: Some(stop), beat, abandoned: false };
-        Claim::lease(Box::new(guard), Arc::new(log), Lost::watching(lost_rx))
+        let guard = LeaseGuard {
+            store: self.clone(),
+            run: run.to_string(),
+            epoch,
+            stop: Some(stop),
+            beat,
+            abandoned: false,
+            wake_at_ms: None,
+        };
+        Claim::lease(Box::new(guard), Arc::new(log), Signal::watching(lost_rx), Signal::watching(cancel_rx))
     }
 
     /// Listens for runs that become ready ([`READY_CHANNEL`]) on a connection of its own, connecting again when it
@@ -779,34 +837,60 @@ impl PgStore {
         let woken = Arc::new(tokio::sync::Notify::new());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let wake = woken.clone();
+        let heard: Heard = Arc::new(move |_: Option<&str>| wake.notify_one());
         self.block(|s| async move {
-            let first = listening(&s).await?;
-            tokio::spawn(keep_listening(s, first, wake, stopped));
+            let first = listening(&s, READY_CHANNEL, heard.clone()).await?;
+            tokio::spawn(keep_listening(s, READY_CHANNEL, first, heard, stopped));
             Ok(())
         })?;
         Ok(Listener { woken, _stop: stop })
     }
 
-    /// Extends the lease to `lease` from now, while `epoch` holds; false when another claim ended it.
-    pub fn heartbeat(&self, run: &str, epoch: i64, lease: Duration) -> Result<bool, PgError> {
+    /// Follows every run's committed batches ([`CHANNEL`]) on a connection of its own: each announcement's run id,
+    /// and `None` after the connection broke and came back (anything may have been committed meanwhile). Lagging
+    /// receivers lose announcements (and are told so by the channel), so followers read from the log, not from this.
+    pub fn follow(&self) -> Result<Follower, PgError> {
+        let (tx, _) = tokio::sync::broadcast::channel(4096);
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let sender = tx.clone();
+        let heard: Heard = Arc::new(move |run: Option<&str>| {
+            let _ = sender.send(run.map(str::to_string));
+        });
+        self.block(|s| async move {
+            let first = listening(&s, CHANNEL, heard.clone()).await?;
+            tokio::spawn(keep_listening(s, CHANNEL, first, heard, stopped));
+            Ok(())
+        })?;
+        Ok(Follower { tx, _stop: Arc::new(stop) })
+    }
+
+    /// Extends the lease to `lease` from now, while `epoch` holds, and says whether the run's cancellation was asked
+    /// for meanwhile; lost when another claim ended the epoch.
+    pub fn heartbeat(&self, run: &str, epoch: i64, lease: Duration) -> Result<Beat, PgError> {
         let (run, lease) = (run.to_string(), lease_ms(lease)?);
         self.block(|s| async move {
             let mut session = s.leases.session(&s.db).await?;
             let beat = session
                 .statement(
                     "UPDATE runs SET lease_until = now() + $3::int8 * interval '1 millisecond'
-                     WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL",
+                     WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL
+                     RETURNING cancel_requested",
                 )
                 .await
                 .map_err(|e| s.query_error(e))?;
-            let changed = session.client.execute(&beat, &[&run, &epoch, &lease]).await.map_err(|e| s.query_error(e))?;
-            Ok(changed == 1)
+            let row = session.client.query_opt(&beat, &[&run, &epoch, &lease]).await.map_err(|e| s.query_error(e))?;
+            Ok(match row {
+                Some(row) => Beat::Held { cancel_requested: row.get(0) },
+                None => Beat::Lost,
+            })
         })
     }
 
     /// Gives the run up, while `epoch` holds: no owner, no lease. A run still `running` becomes `ready`, for another
-    /// worker to take at once; one that paused or ended stays so. False when another claim had ended the epoch.
-    pub fn release(&self, run: &str, epoch: i64) -> Result<bool, PgError> {
+    /// worker to take at once; so does one that paused while a decision or a cancellation came for it (`wake`). One
+    /// that paused otherwise stays so, to be taken again at `wake_at_ms` (an approval's deadline) if given; one that
+    /// ended stays so. False when another claim had ended the epoch.
+    pub fn release(&self, run: &str, epoch: i64, wake_at_ms: Option<i64>) -> Result<bool, PgError> {
         let run = run.to_string();
         self.block(|s| async move {
             let mut session = s.leases.session(&s.db).await?;
@@ -814,14 +898,17 @@ impl PgStore {
                 .statement(
                     "WITH given AS (
                        UPDATE runs SET owner = NULL, lease_until = NULL, updated_at = now(),
-                         status = CASE WHEN status = 'running' THEN 'ready' ELSE status END
+                         status = CASE WHEN status = 'running' OR (status = 'paused' AND wake) THEN 'ready'
+                                       ELSE status END,
+                         wake_at = CASE WHEN status = 'paused' AND $4::int8 IS NOT NULL
+                                        THEN to_timestamp($4::int8 / 1000.0) END
                        WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL
                        RETURNING id, status)
                      SELECT CASE WHEN status = 'ready' THEN pg_notify($3, id) END IS NULL FROM given",
                 )
                 .await
                 .map_err(|e| s.query_error(e))?;
-            let given = session.client.query(&release, &[&run, &epoch, &READY_CHANNEL]).await;
+            let given = session.client.query(&release, &[&run, &epoch, &READY_CHANNEL, &wake_at_ms]).await;
             Ok(given.map_err(|e| s.query_error(e))?.len() == 1)
         })
     }
@@ -893,55 +980,78 @@ impl Listener {
     }
 }
 
-/// A connection that listens on [`READY_CHANNEL`]: the client (which must be kept: dropping it closes the
-/// connection) and the task that drives the connection, which ends when it breaks.
-async fn listening(s: &Shared) -> Result<(Client, tokio::task::JoinHandle<()>, Arc<tokio::sync::Notify>), PgError> {
+/// Who hears a channel's announcements: the payload, or `None` when the connection came back after breaking.
+type Heard = Arc<dyn Fn(Option<&str>) + Send + Sync>;
+
+/// Follows committed batches ([`PgStore::follow`]); clones share the connection, which closes when the last goes.
+#[derive(Clone)]
+pub struct Follower {
+    tx: tokio::sync::broadcast::Sender<Option<String>>,
+    _stop: Arc<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Follower {
+    /// Announcements from now on.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Option<String>> {
+        self.tx.subscribe()
+    }
+}
+
+/// A connection that listens on `channel`: the client (which must be kept: dropping it closes the connection) and
+/// the task that drives the connection and passes announcements to `heard`, which ends when it breaks.
+async fn listening(
+    s: &Shared,
+    channel: &'static str,
+    heard: Heard,
+) -> Result<(Client, tokio::task::JoinHandle<()>), PgError> {
     let (client, mut connection) = s
         .main
         .config
         .connect(NoTls)
         .await
         .map_err(|e| PgError::Connect { db: s.db.clone(), detail: error_text(&e) })?;
-    let heard = Arc::new(tokio::sync::Notify::new());
-    let tell = heard.clone();
     // Polling the connection for messages is also what drives it: the LISTEN below goes through this task.
     let driver = tokio::spawn(async move {
         while let Some(Ok(message)) = futures::future::poll_fn(|cx| connection.poll_message(cx)).await {
-            if let tokio_postgres::AsyncMessage::Notification(_) = message {
-                tell.notify_one();
+            if let tokio_postgres::AsyncMessage::Notification(n) = message {
+                heard(Some(n.payload()));
             }
         }
     });
-    client.batch_execute(&format!("LISTEN {READY_CHANNEL}")).await.map_err(|e| s.query_error(e))?;
-    Ok((client, driver, heard))
+    client.batch_execute(&format!("LISTEN {channel}")).await.map_err(|e| s.query_error(e))?;
+    Ok((client, driver))
 }
 
-/// Passes announcements on to `woken` until `stopped`; reconnects (once a second) when the connection breaks.
+/// Keeps listening on `channel` until `stopped`; reconnects (once a second) when the connection breaks, and tells
+/// `heard` then, since something may have been announced while it was down.
 async fn keep_listening(
     s: Arc<Shared>,
-    first: (Client, tokio::task::JoinHandle<()>, Arc<tokio::sync::Notify>),
-    woken: Arc<tokio::sync::Notify>,
+    channel: &'static str,
+    first: (Client, tokio::task::JoinHandle<()>),
+    heard: Heard,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let mut current = Some(first);
     loop {
         match current.take() {
-            Some((client, mut driver, heard)) => loop {
+            Some((client, mut driver)) => {
                 tokio::select! {
                     _ = &mut stopped => return,
-                    _ = heard.notified() => woken.notify_one(),
                     _ = &mut driver => {
                         drop(client);
-                        // Something may have been announced while the connection was down.
-                        woken.notify_one();
-                        break;
+                        heard(None);
                     }
                 }
-            },
+            }
             None => {
                 tokio::select! {
                     _ = &mut stopped => return,
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => current = listening(&s).await.ok(),
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                        current = listening(&s, channel, heard.clone()).await.ok();
+                        if current.is_some() {
+                            heard(None);
+                        }
+                    }
                 }
             }
         }
@@ -956,6 +1066,16 @@ struct LeaseGuard {
     stop: Option<std::sync::mpsc::Sender<()>>,
     beat: Option<std::thread::JoinHandle<()>>,
     abandoned: bool,
+    wake_at_ms: Option<i64>,
+}
+
+/// What a heartbeat found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beat {
+    /// The claim holds; someone may have asked that the run be cancelled.
+    Held { cancel_requested: bool },
+    /// Another claim ended its epoch.
+    Lost,
 }
 
 impl LeaseGuard {
@@ -972,6 +1092,10 @@ impl Leased for LeaseGuard {
         self.stop_beating();
         self.abandoned = true;
     }
+
+    fn wake_at(&mut self, at_ms: i64) {
+        self.wake_at_ms = Some(at_ms);
+    }
 }
 
 impl Drop for LeaseGuard {
@@ -981,7 +1105,7 @@ impl Drop for LeaseGuard {
         // Refused (false) when another claim ended the epoch: the run is someone else's, nothing to give up. Failed
         // (the database is away): the lease runs out by itself.
         if !self.abandoned {
-            let _ = self.store.release(&self.run, self.epoch);
+            let _ = self.store.release(&self.run, self.epoch, self.wake_at_ms);
         }
     }
 }
@@ -1143,6 +1267,37 @@ impl Shared {
             eval: r.try_get(16).map_err(get)?,
             id,
         })
+    }
+
+    /// Inserts `row` with `insert` (`INSERT_RUN`) on `client` (a connection, or a transaction that also does
+    /// something else): its epoch.
+    async fn insert_run(
+        &self,
+        client: &impl tokio_postgres::GenericClient,
+        insert: &Statement,
+        row: &NewRow,
+        lease: Option<i64>,
+        owner: &str,
+    ) -> Result<i64, PgError> {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
+            &row.id,
+            &row.workflow_ref,
+            &row.answers_path,
+            &row.name,
+            &row.document,
+            &row.options,
+            &row.eval_id,
+            &lease,
+            &owner,
+            &READY_CHANNEL,
+        ];
+        match client.query_one(insert, &params).await {
+            Ok(r) => Ok(r.get::<_, i64>(0)),
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                Err(PgError::RunExists { db: self.db.clone(), id: row.id.clone() })
+            }
+            Err(e) => Err(self.query_error(e)),
+        }
     }
 
     /// The JSON column of `statement`'s rows for `run`, read back.

@@ -1,0 +1,350 @@
+//! The API under `/api/`: workflows, runs, their events as Server-Sent Events, decisions and cancellation. Each
+//! handler is a thin shell over the store (`postgres::team`) and the session.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::Json;
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use switchyard_engine::postgres::team::Kept;
+use switchyard_engine::record;
+use switchyard_engine::session;
+use switchyard_engine::store::NewRun;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{blocking, ApiError};
+use crate::AppState;
+
+/// A served workflow.
+#[derive(Serialize, ToSchema)]
+pub struct WorkflowInfo {
+    pub name: String,
+    pub version: i32,
+    /// The file it is read from, on the server.
+    pub path: String,
+    /// `POST /hooks/NAME` starts a run of it.
+    pub webhooks: Vec<String>,
+    /// Schedules and their cron expressions (UTC).
+    pub schedules: Vec<(String, String)>,
+}
+
+/// The workflows the server serves, and the files it could not serve.
+#[derive(Serialize, ToSchema)]
+pub struct Workflows {
+    pub workflows: Vec<WorkflowInfo>,
+    /// (file, problem): fix the file and the server reads it again.
+    pub problems: Vec<(String, String)>,
+}
+
+#[utoipa::path(get, path = "/api/workflows", tag = "workflows", security(("token" = [])),
+    responses((status = 200, body = Workflows), (status = 401, body = ApiError)))]
+pub async fn workflows(State(state): State<AppState>) -> Json<Workflows> {
+    let catalog = state.registry.catalog.read().expect("not poisoned");
+    let workflows = catalog
+        .workflows
+        .iter()
+        .map(|(name, s)| WorkflowInfo {
+            name: name.clone(),
+            version: s.version,
+            path: s.path.display().to_string(),
+            webhooks: s.workflow.triggers.iter().filter_map(|t| t.webhook.clone()).collect(),
+            schedules: s
+                .workflow
+                .triggers
+                .iter()
+                .filter_map(|t| Some((t.schedule.clone()?, t.cron.clone().unwrap_or_default())))
+                .collect(),
+        })
+        .collect();
+    let problems = catalog.problems.iter().map(|(p, why)| (p.display().to_string(), why.clone())).collect();
+    Json(Workflows { workflows, problems })
+}
+
+/// Starts a run of a served workflow.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartRun {
+    /// The workflow's name.
+    pub workflow: String,
+    /// The run's input (checked against the workflow's `input_schema`).
+    #[serde(default)]
+    pub input: Option<Value>,
+}
+
+/// A run that was started (or found, for a redelivered webhook).
+#[derive(Serialize, ToSchema)]
+pub struct Started {
+    pub id: String,
+    pub workflow: String,
+    pub version: i32,
+    /// False when a delivery with the same idempotency key started it before.
+    pub new: bool,
+}
+
+#[utoipa::path(post, path = "/api/runs", tag = "runs", security(("token" = [])), request_body = StartRun,
+    responses((status = 201, body = Started), (status = 404, body = ApiError), (status = 422, body = ApiError)))]
+pub async fn start_run(
+    State(state): State<AppState>,
+    Json(start): Json<StartRun>,
+) -> Result<(StatusCode, Json<Started>), ApiError> {
+    let started = state.start(&start.workflow, start.input, Start::Now).await?;
+    Ok((StatusCode::CREATED, Json(started)))
+}
+
+/// How a run is started.
+pub enum Start {
+    /// Through the API.
+    Now,
+    /// By a webhook delivery with this idempotency key.
+    Delivery { hook: String, key: String },
+}
+
+impl AppState {
+    /// Starts a run of `workflow` (by name) with `input`, `ready` for a worker.
+    pub async fn start(&self, workflow: &str, input: Option<Value>, how: Start) -> Result<Started, ApiError> {
+        let served = self.registry.catalog.read().expect("not poisoned").workflows.get(workflow).cloned();
+        let Some(served) = served else {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "NO_SUCH_WORKFLOW",
+                format!("no workflow `{workflow}` is served here: GET /api/workflows lists them"),
+            ));
+        };
+        session::check_input(&served.workflow, input.as_ref())?;
+        let (store, answers) = (self.store.clone(), self.answers.clone());
+        let (name, version) = (served.workflow.name.clone(), served.version);
+        blocking(move || {
+            let options = switchyard_engine::run::RunOptions {
+                input,
+                run_id: Some(switchyard_engine::run::new_run_id()),
+                ..Default::default()
+            };
+            let id = options.run_id.clone().expect("given above");
+            let path = served.path.display().to_string();
+            let answers = answers.map(|a| a.display().to_string());
+            let run = NewRun {
+                id: &id,
+                workflow: &served.workflow,
+                workflow_ref: Some(&path),
+                answers_path: answers.as_deref(),
+                options: &options,
+                eval_id: None,
+            };
+            let (id, new) = match how {
+                Start::Now => {
+                    store.create(&run)?;
+                    (id, true)
+                }
+                Start::Delivery { hook, key } => {
+                    let delivered = store.deliver(&hook, &key, &run)?;
+                    (delivered.run, delivered.new)
+                }
+            };
+            Ok(Started { id, workflow: name, version, new })
+        })
+        .await
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct ListQuery {
+    /// At most this many, newest first (default 100).
+    pub limit: Option<usize>,
+}
+
+/// Runs, newest first (the rows `switchyard runs --json` prints).
+#[utoipa::path(get, path = "/api/runs", tag = "runs", security(("token" = [])), params(ListQuery),
+    responses((status = 200, body = Vec<Object>), (status = 401, body = ApiError)))]
+pub async fn list_runs(
+    State(state): State<AppState>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<Vec<switchyard_engine::store::RunRow>>, ApiError> {
+    let store = state.store.clone();
+    let limit = query.limit.unwrap_or(100);
+    let rows = blocking(move || Ok(session::runs(&store)?)).await?;
+    Ok(Json(rows.into_iter().take(limit).collect()))
+}
+
+/// A run as `switchyard show --json` gives it: its row and its result, rebuilt from its log.
+#[utoipa::path(get, path = "/api/runs/{id}", tag = "runs", security(("token" = [])),
+    params(("id" = String, Path, description = "The run's id")),
+    responses((status = 200, body = Object), (status = 404, body = ApiError)))]
+pub async fn show_run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    let store = state.store.clone();
+    let (row, result) = blocking(move || Ok(session::show(&store, &id)?)).await?;
+    Ok(Json(serde_json::json!({ "run": row, "result": result })))
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct FollowQuery {
+    /// Events numbered after this one (as `Last-Event-ID` says on a reconnection, which wins).
+    pub after: Option<u64>,
+}
+
+/// A run's events as Server-Sent Events: each event's `id` is its number, its `event` its kind, its `data` the
+/// event as the run log keeps it. A client that reconnects with `Last-Event-ID` gets every event after that one,
+/// with no gap and none twice. The stream ends with an `end` event once the run has ended and everything is sent;
+/// while the run waits for a person it stays open.
+#[utoipa::path(get, path = "/api/runs/{id}/events", tag = "runs", security(("token" = [])),
+    params(("id" = String, Path, description = "The run's id"), FollowQuery),
+    responses((status = 200, content_type = "text/event-stream", body = String), (status = 404, body = ApiError)))]
+pub async fn follow_run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<FollowQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .or(query.after)
+        .unwrap_or(0);
+    let store = state.store.clone();
+    let check = id.clone();
+    // Unknown runs are refused before the stream starts.
+    blocking(move || Ok(store.get(&check).map(|_| ())?)).await?;
+    let mut heard = state.follower.subscribe();
+    let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(256);
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        let mut last = last;
+        loop {
+            let (s, run) = (store.clone(), id.clone());
+            let page = tokio::task::spawn_blocking(move || {
+                let events = s.events_after(&run, last, 500)?;
+                let ended = events.is_empty() && {
+                    use switchyard_engine::postgres::PgStatus;
+                    matches!(s.get(&run)?.status, PgStatus::Completed | PgStatus::Failed | PgStatus::Cancelled)
+                };
+                Ok::<_, switchyard_engine::postgres::PgError>((events, ended))
+            })
+            .await;
+            let Ok(Ok((events, ended))) = page else {
+                // The database is away: try again shortly (the client keeps its place either way).
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            };
+            if ended {
+                let _ = tx.send(SseEvent::default().event("end").data("{}")).await;
+                return;
+            }
+            let full = events.len() == 500;
+            for event in events {
+                last = event.seq;
+                let value = serde_json::to_value(&event).unwrap_or_default();
+                let kind = value.get("type").and_then(Value::as_str).unwrap_or("event").to_string();
+                let sse = SseEvent::default().id(event.seq.to_string()).event(kind).data(value.to_string());
+                if tx.send(sse).await.is_err() {
+                    return; // the client went away
+                }
+            }
+            if full {
+                continue;
+            }
+            // Wait for this run's next batch, a reconnection of the listener (anything may have been missed), a lag,
+            // or, in any case, a few seconds: announcements can be lost.
+            let wait = async {
+                loop {
+                    match heard.recv().await {
+                        Ok(Some(run)) if run != id => continue,
+                        _ => return,
+                    }
+                }
+            };
+            tokio::select! {
+                _ = wait => {}
+                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                _ = tx.closed() => return,
+            }
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok(e), rx)) });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// A person's decision on a pending approval.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decide {
+    /// The approval node (or the agent whose tool call waits).
+    pub node: String,
+    /// `approve` or `reject`.
+    pub decision: String,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// What happened to a decision.
+#[derive(Serialize, ToSchema)]
+pub struct Decided {
+    /// False when the same approval was decided before (a decision sent twice is applied once).
+    pub kept: bool,
+}
+
+#[utoipa::path(post, path = "/api/runs/{id}/decisions", tag = "runs", security(("token" = [])), request_body = Decide,
+    params(("id" = String, Path, description = "The run's id")),
+    responses((status = 202, body = Decided), (status = 404, body = ApiError), (status = 409, body = ApiError),
+        (status = 422, body = ApiError)))]
+pub async fn decide(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Json(decide): Json<Decide>,
+) -> Result<(StatusCode, Json<Decided>), ApiError> {
+    if !matches!(decide.decision.as_str(), "approve" | "reject") {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "INVALID_DECISION",
+            format!("decision `{}`: write approve or reject", decide.decision),
+        ));
+    }
+    let store = state.store.clone();
+    let kept = blocking(move || {
+        let row = store.get(&id)?;
+        let inputs = store.inputs(&id)?;
+        let round = record::settled(&inputs, &decide.node);
+        if !row.pending.contains(&decide.node) {
+            // Decided before: a decision sent twice, after the first was applied, lands here.
+            if round > 0 {
+                return Ok(Kept::Already);
+            }
+            let waiting = if row.pending.is_empty() { "nothing".to_string() } else { row.pending.join(", ") };
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "NOT_PENDING",
+                format!("run `{id}` does not wait for `{}`; it waits for {waiting}", decide.node),
+            ));
+        }
+        let mut decision = serde_json::json!({ "decision": decide.decision });
+        if let Some(note) = decide.note {
+            decision["note"] = Value::String(note);
+        }
+        Ok(store.keep_decision(&id, &decide.node, round, &decision)?)
+    })
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(Decided { kept: kept == Kept::New })))
+}
+
+/// What happened to a cancellation.
+#[derive(Serialize, ToSchema)]
+pub struct Cancelled {
+    /// False when the run had ended already.
+    pub asked: bool,
+}
+
+#[utoipa::path(post, path = "/api/runs/{id}/cancel", tag = "runs", security(("token" = [])),
+    params(("id" = String, Path, description = "The run's id")),
+    responses((status = 202, body = Cancelled), (status = 404, body = ApiError)))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, Json<Cancelled>), ApiError> {
+    let store = state.store.clone();
+    let asked = blocking(move || Ok(store.request_cancel(&id)?)).await?;
+    Ok((StatusCode::ACCEPTED, Json(Cancelled { asked })))
+}

@@ -1,0 +1,165 @@
+//! `switchyard serve`: an HTTP API over a PostgreSQL run store that workers share (`switchyard worker`). It starts
+//! runs (through the API, webhooks and schedules) by recording them `ready`; it runs nothing itself. Workers take the
+//! runs, and keep the log the API reads back.
+//!
+//! Invariants:
+//! - The server knows nothing of executing a run: it writes runs, decisions and cancellations to the store and reads
+//!   runs and events from it (`postgres::team`), so any number of instances can serve the same database, and a
+//!   restart loses nothing (a follower reconnects with `Last-Event-ID`).
+//! - Every route but `/openapi.json` and `/healthz` needs a token (`auth.rs`), or, for a signed webhook, its
+//!   signature (`hooks.rs`). Tokens are kept hashed.
+//! - Every failure is `{code, message}` (`error.rs`), with the engine's codes.
+//! - The OpenAPI document is generated from the handlers (`openapi.rs`), never written by hand.
+
+pub mod api;
+pub mod auth;
+pub mod error;
+pub mod hooks;
+pub mod openapi;
+pub mod registry;
+pub mod schedules;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::routing::{get, post};
+use axum::Router;
+use switchyard_engine::postgres::{Follower, PgStore};
+
+use crate::registry::Registry;
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: PgStore,
+    pub registry: Arc<Registry>,
+    pub follower: Follower,
+    /// Runs started here are answered by this answers file (`serve --answers`): offline, for demos and tests.
+    pub answers: Option<Arc<PathBuf>>,
+}
+
+/// How a server serves.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub listen: SocketAddr,
+    /// The folder of workflow files it serves.
+    pub workflows: PathBuf,
+    pub answers: Option<PathBuf>,
+    /// The built web app (`ui/dist`), served at `/` when given.
+    pub ui: Option<PathBuf>,
+}
+
+/// Why a server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {addr}: {detail} (is another server on that port? pick one with --listen)")]
+    Listen { addr: SocketAddr, detail: String },
+    #[error("{0}")]
+    Workflows(String),
+    #[error(transparent)]
+    Store(#[from] switchyard_engine::postgres::PgError),
+}
+
+impl ServeError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ServeError::Listen { .. } => "SERVE_LISTEN",
+            ServeError::Workflows(_) => "SERVE_WORKFLOWS",
+            ServeError::Store(e) => e.code(),
+        }
+    }
+}
+
+/// The routes, over `state`.
+pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
+    let api = Router::new()
+        .route("/workflows", get(api::workflows))
+        .route("/runs", get(api::list_runs).post(api::start_run))
+        .route("/runs/{id}", get(api::show_run))
+        .route("/runs/{id}/events", get(api::follow_run))
+        .route("/runs/{id}/decisions", post(api::decide))
+        .route("/runs/{id}/cancel", post(api::cancel))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token));
+    let router = Router::new()
+        .route("/openapi.json", get(openapi::document))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/hooks/{name}", post(hooks::deliver))
+        .nest("/api", api)
+        .with_state(state);
+    match ui {
+        Some(dir) => {
+            let index = dir.join("index.html");
+            router.fallback_service(
+                tower_http::services::ServeDir::new(dir).fallback(tower_http::services::ServeFile::new(index)),
+            )
+        }
+        None => router,
+    }
+}
+
+/// Serves until `shutdown` completes: reads the workflows folder (and again every `rescan`), fires schedules, and
+/// answers requests. `report` hears what happens, one line at a time.
+pub async fn serve(
+    store: PgStore,
+    options: Options,
+    report: Arc<dyn Fn(String) + Send + Sync>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    let registry = Arc::new(Registry::new(&options.workflows));
+    let first = {
+        let (registry, store) = (registry.clone(), store.clone());
+        tokio::task::spawn_blocking(move || registry.scan(&store)).await.expect("scanning does not panic")
+    }
+    .map_err(ServeError::Workflows)?;
+    tell(&report, first);
+    let follower = {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || store.follow()).await.expect("following does not panic")?
+    };
+    let state =
+        AppState { store: store.clone(), registry: registry.clone(), follower, answers: options.answers.map(Arc::new) };
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| ServeError::Listen { addr: options.listen, detail: e.to_string() })?;
+    let addr = listener.local_addr().unwrap_or(options.listen);
+    report(format!(
+        "serving {} workflow(s) from {} on http://{addr}",
+        registry.catalog.read().expect("not poisoned").workflows.len(),
+        registry.folder().display()
+    ));
+    let rescan = {
+        let (registry, store, report) = (registry.clone(), store.clone(), report.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let (registry, store) = (registry.clone(), store.clone());
+                match tokio::task::spawn_blocking(move || registry.scan(&store)).await {
+                    Ok(Ok(scanned)) => tell(&report, scanned),
+                    Ok(Err(e)) => report(format!("warning: {e}")),
+                    Err(_) => {}
+                }
+            }
+        })
+    };
+    let firing = {
+        let (state, report) = (state.clone(), report.clone());
+        tokio::spawn(schedules::keep_firing(state, move |line| report(line)))
+    };
+    let app = router(state, options.ui);
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    rescan.abort();
+    firing.abort();
+    served.map_err(|e| ServeError::Listen { addr, detail: e.to_string() })
+}
+
+/// Says what a scan found.
+fn tell(report: &Arc<dyn Fn(String) + Send + Sync>, scanned: registry::Scanned) {
+    for (name, version) in scanned.registered {
+        report(format!("workflow {name} version {version}"));
+    }
+    for (path, problem) in scanned.problems {
+        report(format!("warning: {} is not served: {problem}", path.display()));
+    }
+}

@@ -1,0 +1,186 @@
+//! The workflows a server serves: the workflow files of one folder, read again when they change, each version kept
+//! in the store (`team::register_workflow`). Runs start from the version current when they start; a run keeps its
+//! own copy of the document, so a new version never changes a run under way.
+//!
+//! Invariants:
+//! - A file that does not load or validate is reported (file and first problem) and leaves what was served from it
+//!   as it was: a typo never takes a workflow away.
+//! - A webhook name is served by one workflow: when two files declare it, the one whose file name sorts first keeps
+//!   it and the other is reported.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use switchyard_engine::document::Trigger;
+use switchyard_engine::format;
+use switchyard_engine::postgres::PgStore;
+use switchyard_engine::validate;
+use switchyard_engine::Workflow;
+
+/// One served workflow, at its current version.
+#[derive(Clone)]
+pub struct Served {
+    pub workflow: Arc<Workflow>,
+    pub version: i32,
+    /// The file it was read from (absolute).
+    pub path: PathBuf,
+}
+
+/// What the folder held at the last scan.
+#[derive(Default)]
+pub struct Catalog {
+    /// By workflow name.
+    pub workflows: BTreeMap<String, Served>,
+    /// Webhook name → (workflow name, trigger).
+    pub hooks: BTreeMap<String, (String, Trigger)>,
+    /// What the last scan could not serve, by file.
+    pub problems: BTreeMap<PathBuf, String>,
+}
+
+impl Catalog {
+    /// The schedules served: (workflow, trigger), in name order.
+    pub fn schedules(&self) -> Vec<(String, Trigger)> {
+        let mut found = Vec::new();
+        for (name, served) in &self.workflows {
+            for t in served.workflow.triggers.iter().filter(|t| t.schedule.is_some()) {
+                found.push((name.clone(), t.clone()));
+            }
+        }
+        found
+    }
+}
+
+/// The folder's workflows, shared by the API, webhooks and schedules.
+pub struct Registry {
+    folder: PathBuf,
+    pub catalog: RwLock<Catalog>,
+    /// Each file's modification time and length at the last scan: what a scan compares.
+    seen: RwLock<BTreeMap<PathBuf, (Option<SystemTime>, u64)>>,
+}
+
+/// What one scan did, for the log.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// (workflow, version) newly registered.
+    pub registered: Vec<(String, i32)>,
+    /// (file, problem) newly found.
+    pub problems: Vec<(PathBuf, String)>,
+}
+
+impl Registry {
+    pub fn new(folder: &Path) -> Registry {
+        Registry {
+            folder: std::fs::canonicalize(folder).unwrap_or_else(|_| folder.to_path_buf()),
+            catalog: RwLock::new(Catalog::default()),
+            seen: RwLock::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    /// The workflow files in the folder (not its subfolders, not evaluation files), in name order.
+    fn files(&self) -> std::io::Result<Vec<PathBuf>> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.folder)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file())
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let workflow_like = [".yaml", ".yml", ".json"].iter().any(|ext| name.ends_with(ext));
+                let other = name.contains(".evals.") || name.contains(".answers.") || name.starts_with('.');
+                workflow_like && !other
+            })
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    /// Reads the folder again when a file was added, changed or removed since the last scan, registering new
+    /// versions in `store`. Blocking.
+    pub fn scan(&self, store: &PgStore) -> Result<Scanned, String> {
+        let files =
+            self.files().map_err(|e| format!("cannot read the workflows folder {}: {e}", self.folder.display()))?;
+        let now: BTreeMap<PathBuf, (Option<SystemTime>, u64)> = files
+            .iter()
+            .map(|p| {
+                let meta = std::fs::metadata(p).ok();
+                (p.clone(), (meta.as_ref().and_then(|m| m.modified().ok()), meta.map_or(0, |m| m.len())))
+            })
+            .collect();
+        if *self.seen.read().expect("not poisoned") == now {
+            return Ok(Scanned::default());
+        }
+        let mut scanned = Scanned::default();
+        let previous = self.catalog.read().expect("not poisoned");
+        let mut next = Catalog::default();
+        for path in &files {
+            match load(path) {
+                Ok(workflow) => {
+                    if let Some(other) = next.workflows.get(&workflow.name) {
+                        let problem = format!(
+                            "workflow `{}` is served from {} already; rename one of them",
+                            workflow.name,
+                            other.path.display()
+                        );
+                        note(&mut next, &mut scanned, &previous, path, problem);
+                        continue;
+                    }
+                    let version =
+                        store.register_workflow(&path.display().to_string(), &workflow).map_err(|e| e.to_string())?;
+                    if previous.workflows.get(&workflow.name).is_none_or(|p| p.version != version) {
+                        scanned.registered.push((workflow.name.clone(), version));
+                    }
+                    next.workflows.insert(
+                        workflow.name.clone(),
+                        Served { workflow: Arc::new(workflow), version, path: path.clone() },
+                    );
+                }
+                Err(problem) => {
+                    // What was served from this file stays served.
+                    if let Some((name, kept)) = previous.workflows.iter().find(|(_, s)| s.path == *path) {
+                        next.workflows.insert(name.clone(), kept.clone());
+                    }
+                    note(&mut next, &mut scanned, &previous, path, problem);
+                }
+            }
+        }
+        for (name, served) in next.workflows.clone() {
+            for t in served.workflow.triggers.iter() {
+                let Some(hook) = &t.webhook else { continue };
+                if let Some((other, _)) = next.hooks.get(hook) {
+                    let problem =
+                        format!("webhook `{hook}` is served by workflow `{other}` already; rename one of them");
+                    note(&mut next, &mut scanned, &previous, &served.path, problem);
+                    continue;
+                }
+                next.hooks.insert(hook.clone(), (name.clone(), t.clone()));
+            }
+        }
+        drop(previous);
+        *self.catalog.write().expect("not poisoned") = next;
+        *self.seen.write().expect("not poisoned") = now;
+        Ok(scanned)
+    }
+}
+
+/// Records a file's problem, and says it (in `scanned`) when it is new.
+fn note(next: &mut Catalog, scanned: &mut Scanned, previous: &Catalog, path: &Path, problem: String) {
+    if previous.problems.get(path) != Some(&problem) {
+        scanned.problems.push((path.to_path_buf(), problem.clone()));
+    }
+    next.problems.insert(path.to_path_buf(), problem);
+}
+
+/// A workflow file, loaded and validated as a server runs it (providers are the workers' to check).
+fn load(path: &Path) -> Result<Workflow, String> {
+    let loaded = format::load_file(path, None).map_err(|e| e.to_string())?;
+    let options = validate::Options { purpose: validate::Purpose::Run, ..Default::default() };
+    let report = validate::validate(&loaded.workflow, &options);
+    match report.errors.first() {
+        None => Ok(loaded.workflow),
+        Some(first) => Err(format!("{} problem(s); the first: {}", report.errors.len(), first.message)),
+    }
+}

@@ -1,0 +1,92 @@
+//! Schedules: each served schedule trigger starts a run at every time its cron expression names (UTC).
+//!
+//! Invariants:
+//! - A firing is keyed by its schedule (`workflow/schedule`) and its due time, and starts its run in the same
+//!   transaction as its key (`team::fire`): every `serve` instance fires every schedule, and each due time starts
+//!   exactly one run.
+//! - A schedule fires for due times from when this server first saw it on; times that passed while no server ran are
+//!   not made up for (a nightly job missed during an outage runs the next night, not twice in the morning).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use switchyard_engine::store::NewRun;
+use switchyard_engine::validate::triggers::parse_cron;
+
+use crate::AppState;
+
+/// Fires due schedules until the server stops. `report` hears each run started and each failure.
+pub async fn keep_firing(state: AppState, report: impl Fn(String) + Send + Sync + 'static) {
+    // Next due time per schedule key.
+    let mut next: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
+    loop {
+        let now = Utc::now();
+        let schedules = state.registry.catalog.read().expect("not poisoned").schedules();
+        let mut live = Vec::new();
+        for (workflow, trigger) in schedules {
+            let (Some(name), Some(cron)) = (&trigger.schedule, &trigger.cron) else { continue };
+            let Ok(cron) = parse_cron(cron) else { continue };
+            let key = format!("{workflow}/{name}");
+            live.push(key.clone());
+            let due = match next.get(&key) {
+                Some(due) => *due,
+                None => match cron.find_next_occurrence(&now, false) {
+                    Ok(due) => {
+                        next.insert(key.clone(), due);
+                        due
+                    }
+                    Err(_) => continue,
+                },
+            };
+            if due > now {
+                continue;
+            }
+            match fire(&state, &workflow, &key, due, trigger.input.clone()).await {
+                Ok(Some(run)) => report(format!("schedule {key} fired for {due}: run {run}")),
+                Ok(None) => {} // another server fired it
+                Err(e) => report(format!("warning: schedule {key} could not fire for {due}: {e}")),
+            }
+            if let Ok(after) = cron.find_next_occurrence(&due, false) {
+                next.insert(key, after);
+            }
+        }
+        next.retain(|k, _| live.contains(k));
+        // Wake at the next whole second: cron's resolution is a minute, so a firing is at most a second late.
+        let ms = 1000 - i64::from(Utc::now().timestamp_subsec_millis());
+        tokio::time::sleep(Duration::from_millis(ms.clamp(1, 1000) as u64)).await;
+    }
+}
+
+/// Starts the run for `key`'s firing at `due`, unless another server did: the run started here.
+async fn fire(
+    state: &AppState,
+    workflow: &str,
+    key: &str,
+    due: DateTime<Utc>,
+    input: Option<serde_json::Value>,
+) -> Result<Option<String>, String> {
+    let served = state.registry.catalog.read().expect("not poisoned").workflows.get(workflow).cloned();
+    let Some(served) = served else { return Ok(None) };
+    let (store, answers, key) = (state.store.clone(), state.answers.clone(), key.to_string());
+    tokio::task::spawn_blocking(move || {
+        let options = switchyard_engine::run::RunOptions {
+            input,
+            run_id: Some(switchyard_engine::run::new_run_id()),
+            ..Default::default()
+        };
+        let id = options.run_id.clone().expect("given above");
+        let (path, answers) = (served.path.display().to_string(), answers.map(|a| a.display().to_string()));
+        let run = NewRun {
+            id: &id,
+            workflow: &served.workflow,
+            workflow_ref: Some(&path),
+            answers_path: answers.as_deref(),
+            options: &options,
+            eval_id: None,
+        };
+        store.fire(&key, due.timestamp_millis(), &run).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
