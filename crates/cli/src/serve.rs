@@ -19,7 +19,7 @@ pub struct ServeArgs {
     /// Answer every run this server starts from this answers file, calling no model (demos, tests).
     #[arg(long, value_name = "FILE")]
     answers: Option<PathBuf>,
-    /// Serve the web app built in DIR (`npm run build:web` makes ui/dist) at /.
+    /// Serve the web app built in DIR (`npm run build` makes dist/) at /.
     #[arg(long, value_name = "DIR")]
     ui: Option<PathBuf>,
 }
@@ -93,7 +93,10 @@ pub async fn cmd_serve(db: Option<&str>, args: ServeArgs) -> Result<u8, Unusable
         if !ui.join("index.html").is_file() {
             return Err(coded(
                 "SERVE_UI",
-                format!("--ui {}: no index.html there; build the web app first (npm run build:web)", ui.display()),
+                format!(
+                    "--ui {}: no index.html there; build the web app first (npm run build makes dist/)",
+                    ui.display()
+                ),
             ));
         }
     }

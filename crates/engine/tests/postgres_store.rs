@@ -415,15 +415,6 @@ fn scopeguard(cluster: &Cluster) -> impl Drop + '_ {
 
 // ---- the store as the session uses it ------------------------------------------------------------------------
 
-/// Waits for `done` to hold, for at most 30 s.
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(std::time::Instant::now() < deadline, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions, eval: Option<&'a str>) -> NewRun<'a> {
     NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), answers_path: None, options, eval_id: eval }
 }

@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -90,8 +91,9 @@ pub struct Started {
     responses((status = 201, body = Started), (status = 404, body = ApiError), (status = 422, body = ApiError)))]
 pub async fn start_run(
     State(state): State<AppState>,
-    Json(start): Json<StartRun>,
+    start: Result<Json<StartRun>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
+    let Json(start) = start.map_err(body_error)?;
     let started = state.start(&start.workflow, start.input, Start::Now).await?;
     Ok((StatusCode::CREATED, Json(started)))
 }
@@ -162,8 +164,9 @@ pub struct ListQuery {
     responses((status = 200, body = Vec<Object>), (status = 401, body = ApiError)))]
 pub async fn list_runs(
     State(state): State<AppState>,
-    Query(query): Query<ListQuery>,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Vec<switchyard_engine::store::RunRow>>, ApiError> {
+    let Query(query) = query.map_err(query_error)?;
     let store = state.store.clone();
     let limit = query.limit.unwrap_or(100);
     let rows = blocking(move || Ok(session::runs(&store)?)).await?;
@@ -196,9 +199,10 @@ pub struct FollowQuery {
 pub async fn follow_run(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<FollowQuery>,
+    query: Result<Query<FollowQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
+    let Query(query) = query.map_err(query_error)?;
     let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -210,6 +214,7 @@ pub async fn follow_run(
     // Unknown runs are refused before the stream starts.
     blocking(move || Ok(store.get(&check).map(|_| ())?)).await?;
     let mut heard = state.follower.subscribe();
+    let mut stopping = state.stopping.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(256);
     let store = state.store.clone();
     tokio::spawn(async move {
@@ -217,15 +222,15 @@ pub async fn follow_run(
         loop {
             let (s, run) = (store.clone(), id.clone());
             let page = tokio::task::spawn_blocking(move || {
+                use switchyard_engine::postgres::PgStatus;
+                // The status first: a run seen ended has all its events in the log, so reading them after it
+                // misses none.
+                let ended = matches!(s.get(&run)?.status, PgStatus::Completed | PgStatus::Failed | PgStatus::Cancelled);
                 let events = s.events_after(&run, last, 500)?;
-                let ended = events.is_empty() && {
-                    use switchyard_engine::postgres::PgStatus;
-                    matches!(s.get(&run)?.status, PgStatus::Completed | PgStatus::Failed | PgStatus::Cancelled)
-                };
-                Ok::<_, switchyard_engine::postgres::PgError>((events, ended))
+                Ok::<_, switchyard_engine::postgres::PgError>((events.is_empty() && ended, events))
             })
             .await;
-            let Ok(Ok((events, ended))) = page else {
+            let Ok(Ok((ended, events))) = page else {
                 // The database is away: try again shortly (the client keeps its place either way).
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 continue;
@@ -237,9 +242,8 @@ pub async fn follow_run(
             let full = events.len() == 500;
             for event in events {
                 last = event.seq;
-                let value = serde_json::to_value(&event).unwrap_or_default();
-                let kind = value.get("type").and_then(Value::as_str).unwrap_or("event").to_string();
-                let sse = SseEvent::default().id(event.seq.to_string()).event(kind).data(value.to_string());
+                let data = serde_json::to_string(&event).unwrap_or_default();
+                let sse = SseEvent::default().id(event.seq.to_string()).event(event.kind.type_name()).data(data);
                 if tx.send(sse).await.is_err() {
                     return; // the client went away
                 }
@@ -261,6 +265,9 @@ pub async fn follow_run(
                 _ = wait => {}
                 _ = tokio::time::sleep(Duration::from_secs(5)) => {}
                 _ = tx.closed() => return,
+                // The server is stopping: the stream ends, and its client reconnects (to another instance, or to
+                // this one restarted) from its last event.
+                _ = stopping.wait_for(|s| *s) => return,
             }
         }
     });
@@ -294,8 +301,9 @@ pub struct Decided {
 pub async fn decide(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Json(decide): Json<Decide>,
+    decide: Result<Json<Decide>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Decided>), ApiError> {
+    let Json(decide) = decide.map_err(body_error)?;
     if !matches!(decide.decision.as_str(), "approve" | "reject") {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -347,4 +355,16 @@ pub async fn cancel(
     let store = state.store.clone();
     let asked = blocking(move || Ok(store.request_cancel(&id)?)).await?;
     Ok((StatusCode::ACCEPTED, Json(Cancelled { asked })))
+}
+
+/// A body the handler cannot read, as `{code, message}`.
+fn body_error(e: JsonRejection) -> ApiError {
+    let status = e.status();
+    let hint = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE { " (send Content-Type: application/json)" } else { "" };
+    ApiError::new(status, "INVALID_BODY", format!("{}{hint}", e.body_text()))
+}
+
+/// Query parameters the handler cannot read, as `{code, message}`.
+fn query_error(e: QueryRejection) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", e.body_text())
 }

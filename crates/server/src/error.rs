@@ -36,7 +36,7 @@ impl ApiError {
             "INPUT_MISMATCH" | "INVALID_INPUT_SCHEMA" | "INVALID_DECISION" | "INVALID_BODY" => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
-            "NOT_RESUMABLE" | "NOT_PENDING" | "RUN_ENDED" | "RUN_EXISTS" => StatusCode::CONFLICT,
+            "NOT_RESUMABLE" | "NOT_PENDING" | "RUN_EXISTS" => StatusCode::CONFLICT,
             "PG_CONNECT" | "PG_TIMEOUT" => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }

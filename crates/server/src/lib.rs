@@ -38,6 +38,9 @@ pub struct AppState {
     pub follower: Follower,
     /// Runs started here are answered by this answers file (`serve --answers`): offline, for demos and tests.
     pub answers: Option<Arc<PathBuf>>,
+    /// Becomes true when the server starts stopping: event streams end then, so that stopping does not wait for
+    /// their clients.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 /// How a server serves.
@@ -47,7 +50,7 @@ pub struct Options {
     /// The folder of workflow files it serves.
     pub workflows: PathBuf,
     pub answers: Option<PathBuf>,
-    /// The built web app (`ui/dist`), served at `/` when given.
+    /// The built web app (`npm run build` makes `dist/`), served at `/` when given.
     pub ui: Option<PathBuf>,
 }
 
@@ -118,8 +121,14 @@ pub async fn serve(
         let store = store.clone();
         tokio::task::spawn_blocking(move || store.follow()).await.expect("following does not panic")?
     };
-    let state =
-        AppState { store: store.clone(), registry: registry.clone(), follower, answers: options.answers.map(Arc::new) };
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let state = AppState {
+        store: store.clone(),
+        registry: registry.clone(),
+        follower,
+        answers: options.answers.map(Arc::new),
+        stopping,
+    };
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .map_err(|e| ServeError::Listen { addr: options.listen, detail: e.to_string() })?;
@@ -148,6 +157,10 @@ pub async fn serve(
         tokio::spawn(schedules::keep_firing(state, move |line| report(line)))
     };
     let app = router(state, options.ui);
+    let shutdown = async move {
+        shutdown.await;
+        stop.send_replace(true);
+    };
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     rescan.abort();
     firing.abort();

@@ -5,7 +5,7 @@
 //! Invariants:
 //! - A file that does not load or validate is reported (file and first problem) and leaves what was served from it
 //!   as it was: a typo never takes a workflow away.
-//! - A webhook name is served by one workflow: when two files declare it, the one whose file name sorts first keeps
+//! - A webhook name is served by one workflow: when two workflows declare it, the one whose name sorts first keeps
 //!   it and the other is reported.
 
 use std::collections::BTreeMap;
@@ -90,7 +90,8 @@ impl Registry {
             .filter(|p| {
                 let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
                 let workflow_like = [".yaml", ".yml", ".json"].iter().any(|ext| name.ends_with(ext));
-                let other = name.contains(".evals.") || name.contains(".answers.") || name.starts_with('.');
+                let other = [".evals.", ".answers.", ".script.", ".calls."].iter().any(|part| name.contains(part))
+                    || name.starts_with('.');
                 workflow_like && !other
             })
             .collect();

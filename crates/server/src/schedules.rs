@@ -45,7 +45,11 @@ pub async fn keep_firing(state: AppState, report: impl Fn(String) + Send + Sync 
             match fire(&state, &workflow, &key, due, trigger.input.clone()).await {
                 Ok(Some(run)) => report(format!("schedule {key} fired for {due}: run {run}")),
                 Ok(None) => {} // another server fired it
-                Err(e) => report(format!("warning: schedule {key} could not fire for {due}: {e}")),
+                Err(e) => {
+                    // Tried again at the next tick: the firing's key makes a late firing start its run once.
+                    report(format!("warning: schedule {key} could not fire for {due} yet: {e}"));
+                    continue;
+                }
             }
             if let Ok(after) = cron.find_next_occurrence(&due, false) {
                 next.insert(key, after);

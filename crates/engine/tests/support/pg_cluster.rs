@@ -108,3 +108,13 @@ pub fn database(name: &str) -> String {
     sql(&format!("{base}/postgres"), &format!("CREATE DATABASE {name}"));
     format!("{base}/{name}")
 }
+
+/// Waits for `done` to hold, for at most 30 s.
+#[allow(dead_code)]
+pub fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,233 @@
+//! What a team server keeps beside the runs (`postgres::team`), against a real PostgreSQL: decisions kept once and
+//! waking their run, cancellations, webhook deliveries and schedule firings that start one run per key, hashed
+//! tokens, and workflow versions. One database per test (`support/pg_cluster.rs`).
+#![cfg(feature = "postgres")]
+
+mod support;
+
+#[path = "support/pg_cluster.rs"]
+mod pg_cluster;
+use pg_cluster::*;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::*;
+use switchyard_engine::log::LogItem;
+use switchyard_engine::postgres::team::{self, Kept};
+use switchyard_engine::postgres::{PgStatus, PgStore};
+use switchyard_engine::result::RunStatus;
+use switchyard_engine::run::RunOptions;
+use switchyard_engine::store::NewRun;
+use switchyard_engine::Workflow;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn store(name: &str) -> PgStore {
+    PgStore::open(&database(name)).unwrap()
+}
+
+fn test_workflow() -> Workflow {
+    workflow("nodes:\n  - {id: start, type: start}\n")
+}
+
+fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions) -> NewRun<'a> {
+    NewRun { id, workflow: wf, workflow_ref: None, answers_path: None, options, eval_id: None }
+}
+
+/// A run claimed by `worker` and paused on `node`, then given up: parked.
+fn parked(store: &PgStore, id: &str, node: &str) {
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    store.create(&new_run(id, &wf, &options)).unwrap();
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    let paused = LogItem::Status { status: RunStatus::Paused, pending: vec![node.to_string()] };
+    store.write_batch(id, epoch, &[paused]).unwrap();
+    assert!(store.release(id, epoch, None).unwrap());
+    assert_eq!(store.get(id).unwrap().status, PgStatus::Paused);
+}
+
+#[test]
+fn a_decision_sent_twice_is_kept_once_and_wakes_its_parked_run() {
+    let store = store("decision_twice");
+    parked(&store, "r", "review");
+    let approve = json!({"decision": "approve", "note": "ship"});
+    assert_eq!(store.keep_decision("r", "review", 0, &approve).unwrap(), Kept::New);
+    assert_eq!(store.keep_decision("r", "review", 0, &json!({"decision": "reject"})).unwrap(), Kept::Already);
+    assert_eq!(store.get("r").unwrap().status, PgStatus::Ready, "a decision makes a parked run ready");
+    let requests = store.requests("r").unwrap();
+    assert_eq!(requests.decisions.len(), 1);
+    assert_eq!((requests.decisions[0].round, &requests.decisions[0].decision), (0, &approve), "the first one stands");
+    assert!(!requests.cancel);
+    assert_eq!(store.keep_decision("nope", "review", 0, &approve).unwrap_err().code(), "NO_SUCH_RUN");
+}
+
+#[test]
+fn a_decision_that_comes_while_a_worker_holds_the_run_wakes_it_when_the_worker_parks_it() {
+    let store = store("decision_while_held");
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    store.create(&new_run("r", &wf, &options)).unwrap();
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    // The worker is about to park it when the decision comes.
+    store.keep_decision("r", "review", 0, &json!({"decision": "approve"})).unwrap();
+    assert_eq!(store.get("r").unwrap().status, PgStatus::Running, "the worker still holds it");
+    let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+    store.write_batch("r", epoch, &[paused]).unwrap();
+    store.release("r", epoch, None).unwrap();
+    assert_eq!(store.get("r").unwrap().status, PgStatus::Ready, "given up paused with a decision waiting: ready");
+    let (run, next) = store.claim_ready("w2", MINUTE).unwrap().unwrap();
+    assert_eq!((run.as_str(), next), ("r", epoch + 1));
+    // The claim cleared the wake: parked again with nothing new, it stays parked.
+    let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+    store.write_batch("r", next, &[paused]).unwrap();
+    store.release("r", next, None).unwrap();
+    assert_eq!(store.get("r").unwrap().status, PgStatus::Paused);
+}
+
+#[test]
+fn a_cancellation_wakes_a_parked_run_and_reaches_a_held_one_at_its_heartbeat() {
+    let store = store("cancel");
+    parked(&store, "parked", "review");
+    assert!(store.request_cancel("parked").unwrap());
+    assert_eq!(store.get("parked").unwrap().status, PgStatus::Ready);
+    assert!(store.requests("parked").unwrap().cancel);
+
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    store.create(&new_run("held", &wf, &options)).unwrap();
+    let (run, epoch) = loop {
+        let (run, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+        if run == "held" {
+            break (run, epoch);
+        }
+    };
+    assert_eq!(
+        store.heartbeat(&run, epoch, MINUTE).unwrap(),
+        switchyard_engine::postgres::Beat::Held { cancel_requested: false }
+    );
+    assert!(store.request_cancel("held").unwrap());
+    assert_eq!(
+        store.heartbeat(&run, epoch, MINUTE).unwrap(),
+        switchyard_engine::postgres::Beat::Held { cancel_requested: true }
+    );
+    let ended = LogItem::Status { status: RunStatus::Cancelled, pending: vec![] };
+    store.write_batch(&run, epoch, &[ended]).unwrap();
+    assert!(!store.request_cancel("held").unwrap(), "an ended run cannot be cancelled");
+    assert_eq!(store.request_cancel("nope").unwrap_err().code(), "NO_SUCH_RUN");
+}
+
+#[test]
+fn a_parked_run_is_taken_again_when_its_approval_times_out() {
+    let store = store("wake_at");
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    store.create(&new_run("r", &wf, &options)).unwrap();
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+    store.write_batch("r", epoch, &[paused]).unwrap();
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    store.release("r", epoch, Some(now_ms + 400)).unwrap();
+    assert_eq!(store.claim_ready("w2", MINUTE).unwrap(), None, "not before its deadline");
+    until("the deadline to pass", || store.claim_ready("w2", MINUTE).unwrap().is_some());
+}
+
+#[test]
+fn a_webhook_delivered_twice_with_one_key_starts_one_run() {
+    let store = store("deliveries");
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    let first = store.deliver("hook", "key-1", &new_run("a", &wf, &options)).unwrap();
+    let again = store.deliver("hook", "key-1", &new_run("b", &wf, &options)).unwrap();
+    let other_hook = store.deliver("other", "key-1", &new_run("c", &wf, &options)).unwrap();
+    assert_eq!((first.run.as_str(), first.new), ("a", true));
+    assert_eq!((again.run.as_str(), again.new), ("a", false), "the redelivery finds the first run");
+    assert_eq!((other_hook.run.as_str(), other_hook.new), ("c", true), "keys are per hook");
+    let ids: Vec<String> = store.list().unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), 2, "no run `b`: {ids:?}");
+}
+
+#[test]
+fn deliveries_racing_on_one_key_start_one_run() {
+    let url = database("delivery_race");
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let store = PgStore::open(&url).unwrap();
+                let (wf, options) = (test_workflow(), RunOptions::default());
+                store.deliver("hook", "same", &new_run(&format!("r{i}"), &wf, &options)).unwrap()
+            })
+        })
+        .collect();
+    let delivered: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(delivered.iter().filter(|d| d.new).count(), 1);
+    assert!(delivered.iter().all(|d| d.run == delivered[0].run), "{delivered:?}");
+    assert_eq!(PgStore::open(&url).unwrap().list().unwrap().len(), 1);
+}
+
+#[test]
+fn a_schedule_firing_starts_one_run_whichever_server_fires_it() {
+    let url = database("fires");
+    let (one, two) = (PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap());
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    let due = 1_800_000_000_000;
+    assert_eq!(one.fire("wf/nightly", due, &new_run("a", &wf, &options)).unwrap().as_deref(), Some("a"));
+    assert_eq!(two.fire("wf/nightly", due, &new_run("b", &wf, &options)).unwrap(), None, "fired already");
+    assert_eq!(two.fire("wf/nightly", due + 60_000, &new_run("c", &wf, &options)).unwrap().as_deref(), Some("c"));
+    assert_eq!(one.list().unwrap().len(), 2);
+}
+
+#[test]
+fn tokens_are_kept_as_hashes_and_a_revoked_one_names_nobody() {
+    let store = store("tokens");
+    let (token, hash) = team::new_token();
+    assert!(token.starts_with("sy_") && token.len() > 60, "{token}");
+    assert_eq!(hash, team::token_hash(&token));
+    store.create_token("ci", &hash).unwrap();
+    assert_eq!(store.create_token("ci", &team::new_token().1).unwrap_err().code(), "TOKEN_EXISTS");
+    assert_eq!(store.token_named(&team::token_hash(&token)).unwrap().as_deref(), Some("ci"));
+    assert_eq!(store.token_named(&team::token_hash("sy_guess")).unwrap(), None);
+    assert!(store.revoke_token("ci").unwrap());
+    assert!(!store.revoke_token("nobody").unwrap());
+    assert_eq!(store.token_named(&hash).unwrap(), None, "revoked");
+    let listed = store.tokens().unwrap();
+    assert_eq!((listed[0].name.as_str(), listed[0].revoked), ("ci", true));
+    assert!(!format!("{listed:?}").contains(&token));
+    assert!(!team::valid_token_name("") && !team::valid_token_name("a b") && team::valid_token_name("ci-1.bot"));
+}
+
+#[test]
+fn a_workflow_is_kept_as_a_new_version_only_when_it_changed() {
+    let store = store("versions");
+    let first = test_workflow();
+    assert_eq!(store.register_workflow("/w/a.yaml", &first).unwrap(), 1);
+    assert_eq!(store.register_workflow("/w/a.yaml", &first).unwrap(), 1, "unchanged: the same version");
+    let mut changed = first.clone();
+    changed.description = Some("now with a description".into());
+    assert_eq!(store.register_workflow("/w/a.yaml", &changed).unwrap(), 2);
+    let versions = store.workflow_versions().unwrap();
+    assert_eq!(versions.iter().map(|v| v.version).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(versions[1].workflow, changed);
+}
+
+#[test]
+fn events_after_a_number_are_those_a_follower_has_not_seen() {
+    let store = store("events_after");
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    store.create(&new_run("r", &wf, &options)).unwrap();
+    let (_, epoch) = store.claim_ready("w", MINUTE).unwrap().unwrap();
+    let events: Vec<LogItem> = (1..=5)
+        .map(|seq| {
+            let kind =
+                switchyard_engine::events::EventKind::NodeProgress { node: "start".into(), message: format!("{seq}") };
+            LogItem::Event(switchyard_engine::events::Event {
+                seq,
+                run: "r".into(),
+                ts: "2026-01-01T00:00:00.000Z".into(),
+                kind,
+            })
+        })
+        .collect();
+    store.write_batch("r", epoch, &events).unwrap();
+    let seqs = |after, limit| store.events_after("r", after, limit).unwrap().iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(0, 500), [1, 2, 3, 4, 5]);
+    assert_eq!(seqs(3, 500), [4, 5]);
+    assert_eq!(seqs(1, 2), [2, 3]);
+    assert!(seqs(5, 500).is_empty());
+}
