@@ -834,6 +834,13 @@ fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8, Unusable> 
             let text: String = text.chars().take(100).collect();
             outln!("  {node:<20} {:<9} {}", result.status.word(), text.replace('\n', " "));
         }
+        for p in &result.pending {
+            outln!("  waits for `{}`: {}", p.node, p.message);
+        }
+        if !result.pending.is_empty() {
+            let decide: Vec<String> = result.pending.iter().map(|p| format!("--decide {}=approve", p.node)).collect();
+            outln!("  decide with `switchyard resume {run_id} {}` (or reject)", decide.join(" "));
+        }
     }
     Ok(0)
 }

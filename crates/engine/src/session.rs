@@ -695,7 +695,15 @@ pub fn replay(store: &dyn Store, run_id: &str, mut sinks: Sinks) -> Result<Repla
 
 /// A stored run's row (priced) and its result, rebuilt from its recording without a model call.
 pub fn show(store: &dyn Store, run_id: &str) -> Result<(RunRow, RunResult), SessionError> {
-    let (row, result) = rebuild(store.load(run_id)?, Sinks::default())?;
+    let stored = store.load(run_id)?;
+    let untouched = stored.recording.events.is_empty() && stored.recording.inputs.is_empty();
+    let (row, mut result) = rebuild(stored, Sinks::default())?;
+    // A run nobody has started yet (waiting for a worker) has no results: a rebuild would start its start node.
+    if untouched {
+        result.results.clear();
+        result.trace = Default::default();
+        result.state.clear();
+    }
     Ok((priced(row, &prices()), result))
 }
 

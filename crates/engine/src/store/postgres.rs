@@ -526,6 +526,12 @@ impl PgStore {
     pub fn open(url: &str) -> Result<PgStore, PgError> {
         let mut config = Config::from_str(url).map_err(|e| PgError::Url { detail: e.to_string() })?;
         let db = describe(&config);
+        // As libpq does: a URL without a password takes $PGPASSWORD, else the matching line of the password file.
+        if config.get_password().is_none() {
+            if let Some(password) = password_for(&config) {
+                config.password(password);
+            }
+        }
         config.application_name("switchyard");
         config.connect_timeout(Duration::from_secs(10));
         // A worker stopped inside a transaction would otherwise keep its rows locked; ours last milliseconds.
@@ -1459,6 +1465,64 @@ fn describe(config: &Config) -> String {
 fn error_text(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => db.to_string(),
+        None if e.to_string().contains("password missing") => "the server asks for a password and none was given: put \
+             it in the URL (postgres://user:PASSWORD@host/db), in $PGPASSWORD, or in ~/.pgpass (or the file \
+             $PGPASSFILE names)"
+            .to_string(),
         None => e.to_string(),
+    }
+}
+
+/// The password libpq would use for `config` when its URL gives none: `$PGPASSWORD`, else the first matching line
+/// (`host:port:database:user:password`, `*` matching anything) of `$PGPASSFILE` or `~/.pgpass`.
+fn password_for(config: &Config) -> Option<String> {
+    if let Ok(password) = std::env::var("PGPASSWORD") {
+        return Some(password);
+    }
+    let file = std::env::var_os("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".pgpass")))?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        _ => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = config.get_user().map(str::to_string).or_else(|| std::env::var("USER").ok()).unwrap_or_default();
+    let database = config.get_dbname().map_or_else(|| user.clone(), str::to_string);
+    pgpass_match(&text, [&host, &port, &database, &user])
+}
+
+/// The password of the first line of a password file matching host, port, database and user.
+fn pgpass_match(text: &str, wanted: [&str; 4]) -> Option<String> {
+    text.lines().filter(|l| !l.trim_start().starts_with('#')).find_map(|line| {
+        // Fields are split on `:` not preceded by `\`, and `\:`/`\\` stand for `:`/`\`.
+        let mut fields = vec![String::new()];
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => fields.last_mut().expect("one at least").extend(chars.next()),
+                ':' if fields.len() < 5 => fields.push(String::new()),
+                c => fields.last_mut().expect("one at least").push(c),
+            }
+        }
+        if fields.len() != 5 {
+            return None;
+        }
+        let matches = fields[..4].iter().zip(wanted).all(|(field, want)| field == "*" || field == want);
+        matches.then(|| fields[4].clone())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pgpass_match;
+
+    #[test]
+    fn a_password_file_line_matches_with_wildcards_and_escapes() {
+        let text = "# comment\nother:5432:db:me:nope\n127.0.0.1:*:switchyard:me:s3\\:cret\n*:*:*:*:fallback\n";
+        assert_eq!(pgpass_match(text, ["127.0.0.1", "5433", "switchyard", "me"]).as_deref(), Some("s3:cret"));
+        assert_eq!(pgpass_match(text, ["db.example", "5432", "x", "y"]).as_deref(), Some("fallback"));
+        assert_eq!(pgpass_match("h:1:d:u\n", ["h", "1", "d", "u"]), None, "four fields is no line");
     }
 }
