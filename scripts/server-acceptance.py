@@ -461,10 +461,11 @@ def acceptance(args):
     # Followers: the first 50 runs that wait for an approval, which is decided only after `serve` restarted, so that
     # every follower is following across the restart.
     followers, followed, restarted = [], set(), threading.Event()
-    while len(followers) < 50:
+    to_follow = min(50, sum(1 for _, kind, _ in plan if kind == "gate"))
+    while len(followers) < to_follow:
         with lock:
             runs = [r for (r, kind, _) in started.values() if kind == "gate"][:50]
-        for run in runs[len(followers):]:
+        for run in runs[len(followers):to_follow]:
             f = Follower(port, token, run)
             f.start()
             followers.append(f)
@@ -639,12 +640,13 @@ def acceptance(args):
     check(stale > 0, f"stale writes were refused and counted ({stale})")
     finite = [r for r in reclaims if r != float("inf")]
     p99 = percentile(reclaims, 99)
-    check(p99 <= LEASE + 5, f"kill-to-reclaim p99 {p99:.2f} s <= lease {LEASE:.0f} s + 5 s "
+    # With a full load, killed workers always hold runs: none reclaimed would mean nothing was measured.
+    check(p99 <= LEASE + 5 and (reclaims or args.runs < 500), f"kill-to-reclaim p99 {p99:.2f} s <= lease {LEASE:.0f} s + 5 s "
                             f"({len(reclaims)} runs reclaimed after kills; median {statistics.median(finite) if finite else 0:.2f} s)")
     gapped = [f.run_id for f in followers if not f.ended or f.ids != list(range(f.ids[0], f.ids[0] + len(f.ids)))
               or (f.ids and f.ids[0] != 1)]
     reconnected = sum(f.reconnects for f in followers)
-    check(not gapped, f"50 SSE followers saw every event once, in order, to the end ({reconnected} reconnections; "
+    check(not gapped, f"{len(followers)} SSE followers saw every event once, in order, to the end ({reconnected} reconnections; "
                       f"{len(gapped)} with a gap)")
     secrets = cluster.sql(
         f"SELECT (SELECT count(*) FROM events WHERE event::text LIKE '%{SECRET}%') + "

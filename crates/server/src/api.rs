@@ -15,10 +15,10 @@ use serde_json::Value;
 use switchyard_engine::postgres::team::Kept;
 use switchyard_engine::record;
 use switchyard_engine::session;
-use switchyard_engine::store::NewRun;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{blocking, ApiError};
+use crate::registry::Submission;
 use crate::AppState;
 
 /// A served workflow.
@@ -121,26 +121,12 @@ impl AppState {
         let (store, answers) = (self.store.clone(), self.answers.clone());
         let (name, version) = (served.workflow.name.clone(), served.version);
         blocking(move || {
-            let options = switchyard_engine::run::RunOptions {
-                input,
-                run_id: Some(switchyard_engine::run::new_run_id()),
-                ..Default::default()
-            };
-            let id = options.run_id.clone().expect("given above");
-            let path = served.path.display().to_string();
-            let answers = answers.map(|a| a.display().to_string());
-            let run = NewRun {
-                id: &id,
-                workflow: &served.workflow,
-                workflow_ref: Some(&path),
-                answers_path: answers.as_deref(),
-                options: &options,
-                eval_id: None,
-            };
+            let submission = Submission::new(served, input, answers.as_deref().map(|a| a.as_path()));
+            let run = submission.new_run();
             let (id, new) = match how {
                 Start::Now => {
                     store.create(&run)?;
-                    (id, true)
+                    (submission.id.clone(), true)
                 }
                 Start::Delivery { hook, key } => {
                     let delivered = store.deliver(&hook, &key, &run)?;

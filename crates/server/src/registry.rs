@@ -28,6 +28,37 @@ pub struct Served {
     pub path: PathBuf,
 }
 
+/// A run of a served workflow about to be recorded: what its `NewRun` borrows.
+pub struct Submission {
+    pub id: String,
+    served: Served,
+    options: switchyard_engine::run::RunOptions,
+    path: String,
+    answers: Option<String>,
+}
+
+impl Submission {
+    /// A new run of `served` with `input`, answered by the server's answers file when it has one.
+    pub fn new(served: Served, input: Option<serde_json::Value>, answers: Option<&Path>) -> Submission {
+        let id = switchyard_engine::run::new_run_id();
+        let options = switchyard_engine::run::RunOptions { input, run_id: Some(id.clone()), ..Default::default() };
+        let (path, answers) = (served.path.display().to_string(), answers.map(|a| a.display().to_string()));
+        Submission { id, served, options, path, answers }
+    }
+
+    /// The run as the store records it.
+    pub fn new_run(&self) -> switchyard_engine::store::NewRun<'_> {
+        switchyard_engine::store::NewRun {
+            id: &self.id,
+            workflow: &self.served.workflow,
+            workflow_ref: Some(&self.path),
+            answers_path: self.answers.as_deref(),
+            options: &self.options,
+            eval_id: None,
+        }
+    }
+}
+
 /// What the folder held at the last scan.
 #[derive(Default)]
 pub struct Catalog {

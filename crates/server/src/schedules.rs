@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::registry::Submission;
 use chrono::{DateTime, Utc};
-use switchyard_engine::store::NewRun;
 use switchyard_engine::validate::triggers::parse_cron;
 
 use crate::AppState;
@@ -74,21 +74,8 @@ async fn fire(
     let Some(served) = served else { return Ok(None) };
     let (store, answers, key) = (state.store.clone(), state.answers.clone(), key.to_string());
     tokio::task::spawn_blocking(move || {
-        let options = switchyard_engine::run::RunOptions {
-            input,
-            run_id: Some(switchyard_engine::run::new_run_id()),
-            ..Default::default()
-        };
-        let id = options.run_id.clone().expect("given above");
-        let (path, answers) = (served.path.display().to_string(), answers.map(|a| a.display().to_string()));
-        let run = NewRun {
-            id: &id,
-            workflow: &served.workflow,
-            workflow_ref: Some(&path),
-            answers_path: answers.as_deref(),
-            options: &options,
-            eval_id: None,
-        };
+        let submission = Submission::new(served, input, answers.as_deref().map(|a| a.as_path()));
+        let run = submission.new_run();
         store.fire(&key, due.timestamp_millis(), &run).map_err(|e| e.to_string())
     })
     .await
