@@ -561,15 +561,20 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         return Ok(0);
     }
     // The run's row is written before its first event, and this process holds the run while it lives.
-    let claim = match &store {
+    let mut claim = match &store {
         Some(store) => Some(session::begin(&**store, &prepared)?),
         None => None,
     };
     let log = store.as_ref().zip(claim.as_ref()).map(|(store, claim)| session::run_log(store, claim));
     let run_id = prepared.options.run_id.clone().expect("prepare sets the run id");
-    let run = session::run(prepared, sinks(log, &args.events, args.json)?);
+    let sinks = sinks(log, &args.events, args.json)?;
     let lost = claim.as_ref().map(Claim::lost).unwrap_or_default();
-    let Some(outcome) = unless_lost(lost, run).await else {
+    let outcome = match claim.as_mut() {
+        // A run the store holds hears cancellations sent through it (a server's API).
+        Some(claim) => unless_lost(lost, session::run_held(prepared, sinks, claim)).await,
+        None => Some(session::run(prepared, sinks).await),
+    };
+    let Some(outcome) = outcome else {
         return Ok(claim_lost(&run_id, args.json));
     };
     finish(outcome, store.as_deref(), args.json)

@@ -372,3 +372,58 @@ fn a_database_that_cannot_be_used_is_named_with_a_code_and_no_password() {
         assert!(stderr.contains("[WORKER_NEEDS_POSTGRES]"), "{stderr}");
     }
 }
+
+/// Submits the approval example for workers with its answers (the approval is left to a person): its id.
+fn submit_approval(team: &Team) -> String {
+    let (code, out) = team.json(&[
+        "run",
+        "examples/approval-flow.yaml",
+        "--answers",
+        "examples/approval-flow.script.yaml",
+        "--detach",
+        "--json",
+    ]);
+    assert_eq!((code, out["status"].as_str()), (0, Some("ready")), "{out}");
+    out["runId"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_decision_kept_in_the_database_wakes_a_parked_run_and_a_worker_applies_it_once() {
+    let team = Team::new("kept_decision");
+    let mut worker = team.worker("w", &["--lease", "2"]);
+    let id = submit_approval(&team);
+    worker.wait_for(&format!("{id} paused: waits for review; parked"));
+    let store = team.store();
+    let decision = serde_json::json!({"decision": "reject", "note": "say when"});
+    store.keep_decision(&id, "review", 0, &decision).unwrap();
+    // Sent again, as a client that retries does: kept once.
+    store.keep_decision(&id, "review", 0, &decision).unwrap();
+    until("the run to complete", || team.status(&id) == "completed");
+    let events = store.events(&id).unwrap();
+    let received = events.iter().filter(|e| matches!(e.kind, EventKind::ApprovalReceived { .. })).count();
+    assert_eq!(received, 1, "one decision applied");
+    assert!(has(&events, "node:exit", "revise") && !has(&events, "node:enter", "publish"), "the reject branch ran");
+    let (code, log) = worker.stop();
+    assert_eq!(code, 0, "{log}");
+    assert!(log.contains(&format!("{id} completed")), "{log}");
+}
+
+#[test]
+fn a_cancellation_sent_through_the_database_ends_a_parked_run_and_a_running_one() {
+    let team = Team::new("cancelled");
+    let mut worker = team.worker("w", &["--lease", "1", "--jobs", "2"]);
+    let parked = submit_approval(&team);
+    worker.wait_for(&format!("{parked} paused: waits for review; parked"));
+    let slow = FAST.replace("{text: Isolate jobs., delay_ms: 10}", "{text: Isolate jobs., delay_ms: 60000}");
+    let running = team.submit(&slow);
+    worker.wait_for(&format!("claimed {running}"));
+    let store = team.store();
+    until("the slow researcher to start", || has(&store.events(&running).unwrap(), "node:enter", "security"));
+    assert!(store.request_cancel(&parked).unwrap());
+    assert!(store.request_cancel(&running).unwrap());
+    // The running one hears it at its worker's next heartbeat (a third of the 1 s lease), not after the 60 s node.
+    until("both runs to be cancelled", || team.status(&parked) == "cancelled" && team.status(&running) == "cancelled");
+    assert!(!store.request_cancel(&running).unwrap(), "an ended run is not cancelled again");
+    let (code, log) = worker.stop();
+    assert_eq!(code, 0, "{log}");
+}

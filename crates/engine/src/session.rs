@@ -607,13 +607,49 @@ pub async fn resume(
     decisions: Vec<(String, Value)>,
     sinks: Sinks,
 ) -> Result<Outcome, SessionError> {
-    let (stored, _claim, runtime) = resuming.into_run(sinks);
-    run::resume(Arc::new(stored.workflow), stored.options, stored.recording, decisions, runtime).await.map_err(|e| {
-        match e {
-            run::ResumeError::Rebuild(e) => SessionError::Rebuild(e),
-            run::ResumeError::Decision(e) => SessionError::Decision(e),
-        }
-    })
+    let (stored, mut claim, runtime) = resuming.into_run(sinks);
+    let (commands, watching) = cancelled_through(&claim);
+    let workflow = Arc::new(stored.workflow);
+    let resumed =
+        run::resume_controlled(workflow, stored.options, stored.recording, decisions, runtime, Some(commands)).await;
+    watching.abort();
+    let outcome = resumed.map_err(|e| match e {
+        run::ResumeError::Rebuild(e) => SessionError::Rebuild(e),
+        run::ResumeError::Decision(e) => SessionError::Decision(e),
+    })?;
+    parked(&mut claim, &outcome);
+    Ok(outcome)
+}
+
+/// Runs a prepared run that this process holds with `claim` (`begin`) to its end or its first pause, as `run` does;
+/// a cancellation asked for through the store (a server's API) cancels it, and a pause that has an approval deadline
+/// says so on the claim, so that a worker takes the run again then.
+pub async fn run_held(prepared: Prepared, sinks: Sinks, claim: &mut Claim) -> Outcome {
+    let (commands, watching) = cancelled_through(claim);
+    let (workflow, options, runtime) = prepared.into_run(sinks);
+    let outcome = run::run_controlled(workflow, options, runtime, Some(commands)).await;
+    watching.abort();
+    parked(claim, &outcome);
+    outcome
+}
+
+/// The commands of a run that a cancellation asked for through `claim`'s store cancels, and the task that watches
+/// for it (to abort when the run returns).
+fn cancelled_through(claim: &Claim) -> (run::Commands, tokio::task::JoinHandle<()>) {
+    let (controller, commands) = run::RunController::channel();
+    let asked = claim.cancel_requested();
+    let watching = tokio::spawn(async move {
+        asked.wait().await;
+        controller.cancel();
+    });
+    (commands, watching)
+}
+
+/// A paused run's first approval deadline, on its claim: when it is given up, a worker takes it again then.
+fn parked(claim: &mut Claim, outcome: &Outcome) {
+    if let Some(at) = outcome.wake_at_ms {
+        claim.wake_at(at);
+    }
 }
 
 /// Carries a claimed run on to its end or its next pause (a worker's): from the start when nothing of it was recorded
@@ -631,15 +667,13 @@ pub async fn carry_on(
 ) -> Result<Outcome, SessionError> {
     let (stored, mut claim, runtime) = resuming.into_run(sinks);
     let (workflow, recording) = (Arc::new(stored.workflow), stored.recording);
-    let (controller, commands) = run::RunController::channel();
-    if cancel {
+    let (commands, watching) = if cancel {
+        let (controller, commands) = run::RunController::channel();
         controller.cancel();
-    }
-    let asked = claim.cancel_requested();
-    let watching = tokio::spawn(async move {
-        asked.wait().await;
-        controller.cancel();
-    });
+        (commands, tokio::spawn(async {}))
+    } else {
+        cancelled_through(&claim)
+    };
     let outcome = if recording.events.is_empty() && recording.inputs.is_empty() {
         Ok(run::run_controlled(workflow, stored.options, runtime, Some(commands)).await)
     } else {
@@ -648,9 +682,7 @@ pub async fn carry_on(
     watching.abort();
     match outcome {
         Ok(outcome) => {
-            if let Some(at) = outcome.wake_at_ms {
-                claim.wake_at(at);
-            }
+            parked(&mut claim, &outcome);
             drop(claim);
             Ok(outcome)
         }
