@@ -427,3 +427,43 @@ fn a_cancellation_sent_through_the_database_ends_a_parked_run_and_a_running_one(
     let (code, log) = worker.stop();
     assert_eq!(code, 0, "{log}");
 }
+
+#[test]
+fn an_approval_that_waits_while_another_branch_works_is_decided_through_the_database_without_a_pause() {
+    let team = Team::new("decided_while_running");
+    let wf = team.write(
+        "branches.yaml",
+        "switchyard: 1
+name: branches
+nodes:
+  - {id: start, type: start}
+  - {id: slow, type: agent, user_prompt: Research}
+  - {id: quick, type: agent, user_prompt: Draft}
+  - {id: check, type: approval, message: Go on?}
+  - {id: polish, type: agent, user_prompt: 'Polish {{ quick.text }}'}
+edges:
+  - {from: start, to: slow}
+  - {from: start, to: quick}
+  - {from: quick, to: check}
+  - {from: check, to: polish, handle: approve}
+",
+    );
+    let answers =
+        team.write("answers.yaml", "nodes: {slow: {text: S, delay_ms: 4000}, quick: {text: Q}, polish: {text: P}}\n");
+    let (code, out) = team.json(&["run", &wf, "--answers", &answers, "--detach", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    let id = out["runId"].as_str().unwrap().to_string();
+    let _worker = team.worker("w", &["--lease", "1"]);
+    let store = team.store();
+    // The approval waits while `slow` works: the database says so before the run pauses.
+    until("the approval to be listed as pending", || store.get(&id).unwrap().pending == ["check"]);
+    assert_eq!(store.get(&id).unwrap().status, PgStatus::Running);
+    store.keep_decision(&id, "check", 0, &serde_json::json!({"decision": "approve"})).unwrap();
+    until("the decision to be applied", || has(&store.events(&id).unwrap(), "approval:received", "check"));
+    let events = store.events(&id).unwrap();
+    assert!(!has(&events, "node:exit", "slow"), "applied while `slow` still worked");
+    until("the run to complete", || team.status(&id) == "completed");
+    let events = store.events(&id).unwrap();
+    assert!(events.iter().all(|e| !matches!(e.kind, EventKind::WorkflowPaused { .. })), "it never paused");
+    assert!(has(&events, "node:exit", "polish"));
+}

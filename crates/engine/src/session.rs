@@ -653,33 +653,69 @@ fn parked(claim: &mut Claim, outcome: &Outcome) {
 }
 
 /// Carries a claimed run on to its end or its next pause (a worker's): from the start when nothing of it was recorded
-/// (it was submitted, or its process died before its first event), else rebuilt from its log as `resume` does, then
-/// `decisions` (kept for it by the store; the caller passes only those not applied yet). With `cancel`, or when the
-/// claim hears that cancellation was asked for while it works, the run is cancelled. The run stays claimed until it
-/// returns; a paused run's claim says when its first approval times out, so that a worker takes it again then. A
-/// run whose log cannot be rebuilt is abandoned rather than given up (`Claim::abandon`): another worker tries it
-/// only once its lease has run out, not at once in a loop.
-pub async fn carry_on(
-    resuming: Resuming,
-    decisions: Vec<(String, Value)>,
-    cancel: bool,
-    sinks: Sinks,
-) -> Result<Outcome, SessionError> {
+/// (it was submitted, or its process died before its first event), else rebuilt from its log as `resume` does. What
+/// people asked of it through `store` is carried out: decisions kept for it are applied (each for its node's current
+/// round, once; those that come while it works, when the claim is nudged), and it is cancelled when that was asked
+/// for, before or while it works. The run stays claimed until it returns; a paused run's claim says when its first
+/// approval times out, so that a worker takes it again then. A run whose log cannot be rebuilt, or whose requests
+/// cannot be read, is abandoned rather than given up (`Claim::abandon`): another worker tries it only once its lease
+/// has run out, not at once in a loop.
+pub async fn carry_on(resuming: Resuming, store: Arc<dyn Store>, sinks: Sinks) -> Result<Outcome, SessionError> {
+    let run_id = resuming.stored.row.id.clone();
+    // Read after the claim, which cleared the run's `wake`: nothing asked since is missed.
+    let requests = {
+        let (store, id) = (store.clone(), run_id.clone());
+        tokio::task::spawn_blocking(move || store.requests(&id)).await.expect("reading requests does not panic")
+    };
+    let requests = match requests {
+        Ok(requests) => requests,
+        Err(e) => {
+            resuming.claim.abandon();
+            return Err(e.into());
+        }
+    };
     let (stored, mut claim, runtime) = resuming.into_run(sinks);
     let (workflow, recording) = (Arc::new(stored.workflow), stored.recording);
-    let (commands, watching) = if cancel {
-        let (controller, commands) = run::RunController::channel();
+    let mut kept = KeptRounds::new(&recording.inputs);
+    let decisions = kept.due(requests.decisions);
+    let (controller, commands) = run::RunController::channel();
+    if requests.cancel {
         controller.cancel();
-        (commands, tokio::spawn(async {}))
-    } else {
-        cancelled_through(&claim)
+    }
+    let (asked, nudged) = (claim.cancel_requested(), claim.nudged());
+    let fresh = recording.events.is_empty() && recording.inputs.is_empty();
+    let going = async move {
+        if fresh {
+            Ok(run::run_controlled(workflow, stored.options, runtime, Some(commands)).await)
+        } else {
+            run::resume_controlled(workflow, stored.options, recording, decisions, runtime, Some(commands)).await
+        }
     };
-    let outcome = if recording.events.is_empty() && recording.inputs.is_empty() {
-        Ok(run::run_controlled(workflow, stored.options, runtime, Some(commands)).await)
-    } else {
-        run::resume_controlled(workflow, stored.options, recording, decisions, runtime, Some(commands)).await
+    tokio::pin!(going);
+    let mut asked = std::pin::pin!(asked.wait());
+    let mut nudged = std::pin::pin!(nudged);
+    let mut cancel_sent = false;
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut going => break outcome,
+            _ = &mut asked, if !cancel_sent => {
+                controller.cancel();
+                cancel_sent = true;
+            }
+            _ = &mut nudged => {
+                nudged.set(claim.nudged());
+                let (store, id) = (store.clone(), run_id.clone());
+                let read = tokio::task::spawn_blocking(move || store.requests(&id)).await;
+                if let Ok(Ok(requests)) = read {
+                    for (node, decision) in kept.due(requests.decisions) {
+                        // Not awaited: this loop drives the run. Refused when the node no longer waits (it timed
+                        // out meanwhile): nothing to apply.
+                        controller.send_decision(&node, decision);
+                    }
+                }
+            }
+        }
     };
-    watching.abort();
     match outcome {
         Ok(outcome) => {
             parked(&mut claim, &outcome);
@@ -693,6 +729,34 @@ pub async fn carry_on(
                 run::ResumeError::Decision(e) => SessionError::Decision(e),
             })
         }
+    }
+}
+
+/// Which kept decisions a run takes: each for its node's current round (`record::settled`), once. Those of earlier
+/// rounds were applied already (perhaps by a worker that died afterwards).
+struct KeptRounds {
+    /// Per node, the round its approval was at when the run was claimed.
+    at_claim: BTreeMap<String, u32>,
+    inputs: Vec<crate::record::Recorded>,
+    applied: std::collections::BTreeSet<(String, u32)>,
+}
+
+impl KeptRounds {
+    fn new(inputs: &[crate::record::Recorded]) -> KeptRounds {
+        KeptRounds { at_claim: BTreeMap::new(), inputs: inputs.to_vec(), applied: Default::default() }
+    }
+
+    fn due(&mut self, kept: Vec<crate::store::KeptDecision>) -> Vec<(String, Value)> {
+        let mut due: Vec<(String, Value)> = Vec::new();
+        for k in kept {
+            let inputs = &self.inputs;
+            let round = *self.at_claim.entry(k.node.clone()).or_insert_with(|| crate::record::settled(inputs, &k.node));
+            let first_for_node = !due.iter().any(|(node, _)| *node == k.node);
+            if k.round >= round && first_for_node && self.applied.insert((k.node.clone(), k.round)) {
+                due.push((k.node, k.decision));
+            }
+        }
+        due
     }
 }
 

@@ -189,6 +189,23 @@ pub struct StoredEval {
     pub report: String,
 }
 
+/// A decision kept in the store for whoever works the run (a server's API took it; `postgres::team`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeptDecision {
+    pub node: String,
+    /// The round of the node's approval it settles (`record::settled` when it was sent).
+    pub round: u32,
+    /// `{decision, note}`, as `resume --decide` gives it.
+    pub decision: serde_json::Value,
+}
+
+/// What people asked of a run, through the store, that whoever works it must carry out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Requests {
+    pub cancel: bool,
+    pub decisions: Vec<KeptDecision>,
+}
+
 /// What is kept of a run when it starts.
 pub struct NewRun<'a> {
     pub id: &'a str,
@@ -218,6 +235,8 @@ pub struct Claim {
     lost: Signal,
     /// Said when someone asked, through the store, that the run be cancelled (PostgreSQL: seen at a heartbeat).
     cancel: Signal,
+    /// Moves on each time the store says that something was asked of the run (a decision) while it is held.
+    nudges: Option<tokio::sync::watch::Receiver<u64>>,
 }
 
 enum Held {
@@ -240,8 +259,30 @@ impl Claim {
     /// A claim that is a lease: `guard` keeps it and gives it up when dropped; every write goes to `log`; `lost`
     /// says when another process took the run over.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn lease(guard: Box<dyn Lease>, log: Arc<dyn RunLog>, lost: Signal, cancel: Signal) -> Claim {
-        Claim { held: Held::Lease(guard), log: Some(log), lost, cancel }
+    pub(crate) fn lease(
+        guard: Box<dyn Lease>,
+        log: Arc<dyn RunLog>,
+        lost: Signal,
+        cancel: Signal,
+        nudges: tokio::sync::watch::Receiver<u64>,
+    ) -> Claim {
+        Claim { held: Held::Lease(guard), log: Some(log), lost, cancel, nudges: Some(nudges) }
+    }
+
+    /// Completes the next time the store says that something was asked of the run while this claim holds it (never,
+    /// for a lock file): whoever works it then reads `Store::requests`.
+    pub fn nudged(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let nudges = self.nudges.clone();
+        async move {
+            match nudges {
+                Some(mut nudges) => {
+                    if nudges.changed().await.is_err() {
+                        std::future::pending::<()>().await
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        }
     }
 
     /// Says, before the claim is given up, that the paused run must be taken again at `at_ms` (Unix milliseconds):
@@ -338,6 +379,10 @@ pub trait Store: Send + Sync {
     fn events(&self, id: &str) -> Result<Vec<Event>, StoreError>;
     /// The log a run claimed by `claim` is written to.
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog>;
+    /// What people asked of a run through the store; nothing, for a store nobody else asks through.
+    fn requests(&self, _id: &str) -> Result<Requests, StoreError> {
+        Ok(Requests::default())
+    }
 }
 
 /// A shared store is a store (the shells and evaluations keep theirs in an `Arc`).
@@ -368,6 +413,9 @@ impl<T: Store + ?Sized> Store for Arc<T> {
     }
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
         Arc::clone(&*self).run_log(claim)
+    }
+    fn requests(&self, id: &str) -> Result<Requests, StoreError> {
+        (**self).requests(id)
     }
 }
 
@@ -483,6 +531,7 @@ impl RunStore {
                 log: None,
                 lost: Signal::default(),
                 cancel: Signal::default(),
+                nudges: None,
             }),
             Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse { id: id.to_string() }),
             Err(std::fs::TryLockError::Error(e)) => Err(io(e)),

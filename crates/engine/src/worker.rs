@@ -20,7 +20,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::postgres::team::KeptDecision;
 use crate::postgres::PgStore;
 use crate::result::RunStatus;
 use crate::session::{self, SessionError, Sinks};
@@ -147,13 +146,7 @@ pub async fn work(
                 summary.claimed += 1;
                 idle = false;
                 report(Report::Claimed { run: run.clone() });
-                let job = Job {
-                    store: shared.clone(),
-                    pg: store.clone(),
-                    run,
-                    report: report.clone(),
-                    allow_code: options.allow_code,
-                };
+                let job = Job { store: shared.clone(), run, report: report.clone(), allow_code: options.allow_code };
                 let stopping = stopping.clone();
                 runs.spawn(async move {
                     job.work(claim, stopping).await;
@@ -190,8 +183,6 @@ pub async fn work(
 /// One claimed run.
 struct Job {
     store: Arc<dyn Store>,
-    /// The same store, for what people asked of the run (`team::Requests`).
-    pg: PgStore,
     run: String,
     report: Arc<dyn Fn(Report) + Send + Sync>,
     allow_code: bool,
@@ -200,30 +191,18 @@ struct Job {
 impl Job {
     async fn work(self, claim: crate::store::Claim, mut stopping: tokio::sync::watch::Receiver<bool>) {
         let lost = claim.lost();
-        let (store, pg, run, allow_code) = (self.store.clone(), self.pg.clone(), self.run.clone(), self.allow_code);
-        // Opening reads the run, what was asked of it and the settings: blocking work, off the runtime's threads.
-        // The requests are read after the claim, which cleared the run's `wake`: none asked since is missed.
-        let opened = tokio::task::spawn_blocking(move || {
-            let requests = pg.requests(&run);
-            let resuming = session::open_claimed(&*store, &run, claim, allow_code)?;
-            match requests {
-                Ok(requests) => Ok((resuming, requests)),
-                Err(e) => {
-                    resuming.claim.abandon();
-                    Err(SessionError::Store(e.into()))
-                }
-            }
-        })
-        .await
-        .expect("opening a run does not panic");
-        let (resuming, requests) = match opened {
-            Ok(opened) => opened,
+        let (store, run, allow_code) = (self.store.clone(), self.run.clone(), self.allow_code);
+        // Opening reads the run and the settings: blocking work, off the runtime's threads.
+        let opened = tokio::task::spawn_blocking(move || session::open_claimed(&*store, &run, claim, allow_code))
+            .await
+            .expect("opening a run does not panic");
+        let resuming = match opened {
+            Ok(resuming) => resuming,
             Err(e) => return self.abandoned(&e),
         };
-        let decisions = due(&resuming.stored.recording.inputs, requests.decisions);
         let log = session::run_log(&self.store, &resuming.claim);
         let sinks = Sinks { log: Some(log), observers: Vec::new() };
-        let carried = session::carry_on(resuming, decisions, requests.cancel, sinks);
+        let carried = session::carry_on(resuming, self.store.clone(), sinks);
         let run = self.run.clone();
         // Dropping the run (lost, or stopped) drops its claim: given up, or refused when it is someone else's now.
         tokio::select! {
@@ -248,17 +227,4 @@ impl Job {
     fn abandoned(&self, e: &SessionError) {
         (self.report)(Report::Abandoned { run: self.run.clone(), code: e.code(), message: e.to_string() });
     }
-}
-
-/// The kept decisions a run takes now: each for its node's current round (`record::settled`), one per node. Those
-/// of earlier rounds were applied already (perhaps by a worker that died afterwards); a later round cannot be sent
-/// before its approval is reached.
-fn due(inputs: &[crate::record::Recorded], kept: Vec<KeptDecision>) -> Vec<(String, serde_json::Value)> {
-    let mut due: Vec<(String, serde_json::Value)> = Vec::new();
-    for k in kept {
-        if k.round == crate::record::settled(inputs, &k.node) && !due.iter().any(|(node, _)| *node == k.node) {
-            due.push((k.node, k.decision));
-        }
-    }
-    due
 }

@@ -101,12 +101,12 @@ fn a_cancellation_wakes_a_parked_run_and_reaches_a_held_one_at_its_heartbeat() {
     };
     assert_eq!(
         store.heartbeat(&run, epoch, MINUTE).unwrap(),
-        switchyard_engine::postgres::Beat::Held { cancel_requested: false }
+        switchyard_engine::postgres::Beat::Held { cancel_requested: false, woken: false }
     );
     assert!(store.request_cancel("held").unwrap());
     assert_eq!(
         store.heartbeat(&run, epoch, MINUTE).unwrap(),
-        switchyard_engine::postgres::Beat::Held { cancel_requested: true }
+        switchyard_engine::postgres::Beat::Held { cancel_requested: true, woken: true }
     );
     let ended = LogItem::Status { status: RunStatus::Cancelled, pending: vec![] };
     store.write_batch(&run, epoch, &[ended]).unwrap();

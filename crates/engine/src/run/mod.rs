@@ -130,6 +130,13 @@ impl RunController {
         let _ = self.commands.send(Command::Cancel);
     }
 
+    /// Sends a decision without waiting for the run to take it: for whoever drives the run's future itself (a
+    /// worker), which would otherwise wait on itself. Refused quietly when that node does not wait.
+    pub fn send_decision(&self, node: &str, decision: Value) {
+        let (reply, _) = oneshot::channel();
+        let _ = self.commands.send(Command::Decide { node: node.to_string(), decision, reply });
+    }
+
     /// A controller and the commands it sends, for a run started with them (`resume_controlled`).
     pub fn channel() -> (RunController, Commands) {
         let (commands, rx) = mpsc::unbounded_channel();

@@ -800,6 +800,7 @@ impl PgStore {
     fn hold(&self, run: &str, epoch: i64) -> Claim {
         let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        let (nudge_tx, nudge_rx) = tokio::sync::watch::channel(0u64);
         let lost_tx = Arc::new(lost_tx);
         let log = PgRunLog { signal: Some(lost_tx.clone()), ..self.run_log(run, epoch) };
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
@@ -810,9 +811,12 @@ impl PgStore {
                 // Ends when the claim is dropped (its sender goes), or once the lease is lost.
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 3) {
                     match store.heartbeat(&id, epoch, lease) {
-                        Ok(Beat::Held { cancel_requested }) => {
+                        Ok(Beat::Held { cancel_requested, woken }) => {
                             if cancel_requested {
                                 cancel_tx.send_replace(true);
+                            }
+                            if woken {
+                                nudge_tx.send_modify(|n| *n += 1);
                             }
                         }
                         Ok(Beat::Lost) => {
@@ -834,7 +838,7 @@ impl PgStore {
             abandoned: false,
             wake_at_ms: None,
         };
-        Claim::lease(Box::new(guard), Arc::new(log), Signal::watching(lost_rx), Signal::watching(cancel_rx))
+        Claim::lease(Box::new(guard), Arc::new(log), Signal::watching(lost_rx), Signal::watching(cancel_rx), nudge_rx)
     }
 
     /// Listens for runs that become ready ([`READY_CHANNEL`]) on a connection of its own, connecting again when it
@@ -880,13 +884,13 @@ impl PgStore {
                 .statement(
                     "UPDATE runs SET lease_until = now() + $3::int8 * interval '1 millisecond'
                      WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL
-                     RETURNING cancel_requested",
+                     RETURNING cancel_requested, wake",
                 )
                 .await
                 .map_err(|e| s.query_error(e))?;
             let row = session.client.query_opt(&beat, &[&run, &epoch, &lease]).await.map_err(|e| s.query_error(e))?;
             Ok(match row {
-                Some(row) => Beat::Held { cancel_requested: row.get(0) },
+                Some(row) => Beat::Held { cancel_requested: row.get(0), woken: row.get(1) },
                 None => Beat::Lost,
             })
         })
@@ -1078,8 +1082,9 @@ struct LeaseGuard {
 /// What a heartbeat found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Beat {
-    /// The claim holds; someone may have asked that the run be cancelled.
-    Held { cancel_requested: bool },
+    /// The claim holds; someone may have asked that the run be cancelled, or asked something else of it since it
+    /// was claimed (`woken`: a decision; `team::Requests`).
+    Held { cancel_requested: bool, woken: bool },
     /// Another claim ended its epoch.
     Lost,
 }
@@ -1146,6 +1151,9 @@ impl Store for PgStore {
     /// its writes are refused rather than written around the fence.
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
         claim.log().unwrap_or_else(|| Arc::new(Unclaimed))
+    }
+    fn requests(&self, id: &str) -> Result<crate::store::Requests, StoreError> {
+        Ok(PgStore::requests(self, id)?)
     }
 }
 

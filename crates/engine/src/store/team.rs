@@ -23,22 +23,7 @@ use crate::events::Event;
 use crate::store::NewRun;
 use crate::Workflow;
 
-/// A decision kept for a worker to apply.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeptDecision {
-    pub node: String,
-    /// The round of the node's approval it settles.
-    pub round: u32,
-    /// `{decision, note}`, as `resume --decide` gives it.
-    pub decision: Value,
-}
-
-/// What people asked of a run that its worker must carry out.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Requests {
-    pub cancel: bool,
-    pub decisions: Vec<KeptDecision>,
-}
+pub use crate::store::{KeptDecision, Requests};
 
 /// Whether a decision was kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -163,6 +163,8 @@ impl Outstanding {
 }
 
 pub(crate) struct RunState {
+    /// The approvals the last status told of (`Effect::Status`).
+    told_pending: Vec<String>,
     pub workflow: Arc<Workflow>,
     pub topo: Arc<Topology>,
     pub default_model: Option<String>,
@@ -231,6 +233,7 @@ impl RunState {
             now_ms: 0,
             route_usage: None,
             effects: Vec::new(),
+            told_pending: Vec::new(),
             workflow,
             topo,
         }
@@ -289,7 +292,27 @@ impl RunState {
             Step::Interrupted => self.interrupted(),
             Step::Finish => self.finish(),
         }
+        self.tell_pending();
         std::mem::take(&mut self.effects)
+    }
+
+    /// While the run works, approvals that wait (while other branches go on) are told with its status whenever they
+    /// change, so that whoever can decide them elsewhere (a server's API, from the run store) sees them before the
+    /// run pauses as a whole.
+    fn tell_pending(&mut self) {
+        if let Some(told) = self.effects.iter().rev().find_map(|e| match e {
+            Effect::Status(_, pending) => Some(pending.clone()),
+            _ => None,
+        }) {
+            self.told_pending = told;
+        }
+        if self.status == RunStatus::Running {
+            let pending = self.pending_nodes();
+            if pending != self.told_pending {
+                self.told_pending = pending.clone();
+                self.effects.push(Effect::Status(RunStatus::Running, pending));
+            }
+        }
     }
 
     fn input(&mut self, input: Input) {
