@@ -2,8 +2,8 @@
 
 use std::sync::OnceLock;
 
-/// Installs rustls' crypto provider (ring) once, before any HTTP client is built.
-pub(crate) fn install_crypto() {
+/// Installs rustls' crypto provider (ring) once, before any HTTP client is built (also a shell's or a test's own).
+pub fn install_crypto() {
     static CRYPTO: OnceLock<()> = OnceLock::new();
     CRYPTO.get_or_init(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

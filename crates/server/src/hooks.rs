@@ -37,6 +37,8 @@ pub async fn deliver(
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
     let found = state.registry.catalog.read().expect("not poisoned").hooks.get(&name).cloned();
     let Some((workflow, trigger)) = found else {
+        // Only someone with a token learns which hooks exist.
+        crate::auth::check(&state, &headers).await?;
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "NO_SUCH_HOOK",

@@ -1,0 +1,187 @@
+//! The HTTP API's refusals and answers against a real PostgreSQL (`pg_cluster.rs`: a throwaway cluster for this test
+//! binary, one database per test) and a real listening server: every error path a client can hit answers
+//! `{code, message}` with its status. The whole server under load and faults is `scripts/server-acceptance.py`.
+
+#[path = "../../engine/tests/support/pg_cluster.rs"]
+mod pg_cluster;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use switchyard_engine::log::LogItem;
+use switchyard_engine::postgres::team::new_token;
+use switchyard_engine::postgres::PgStore;
+use switchyard_engine::result::RunStatus;
+
+const GATE: &str = "switchyard: 1
+name: gate
+triggers:
+  - {webhook: open}
+  - {webhook: signed, secret_env: SWITCHYARD_TEST_UNSET_SECRET}
+input_schema: {type: object, required: [n]}
+nodes:
+  - {id: start, type: start}
+  - {id: review, type: approval}
+edges: [{from: start, to: review}]
+";
+
+struct Server {
+    url: String,
+    token: String,
+    store: PgStore,
+    _folder: tempfile::TempDir,
+    client: reqwest::Client,
+}
+
+impl Server {
+    async fn start(name: &str) -> Server {
+        let db = pg_cluster::database(name);
+        let store = tokio::task::spawn_blocking(move || PgStore::open(&db).unwrap()).await.unwrap();
+        let folder = tempfile::tempdir().unwrap();
+        std::fs::write(folder.path().join("gate.yaml"), GATE).unwrap();
+        std::fs::write(folder.path().join("broken.yaml"), "switchyard: 1\nname: broken\nnodes: []\n").unwrap();
+        let (token, hash) = new_token();
+        let s = store.clone();
+        tokio::task::spawn_blocking(move || s.create_token("test", &hash).unwrap()).await.unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let options = switchyard_server::Options {
+            listen: addr,
+            workflows: folder.path().to_path_buf(),
+            answers: None,
+            ui: None,
+        };
+        tokio::spawn(switchyard_server::serve(store.clone(), options, Arc::new(|_| {}), std::future::pending()));
+        let url = format!("http://{addr}");
+        switchyard_engine::net::install_crypto();
+        let client = reqwest::Client::new();
+        for _ in 0..200 {
+            if client.get(format!("{url}/healthz")).send().await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        Server { url, token, store, _folder: folder, client }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>, token: bool) -> (u16, Value) {
+        let mut request = self.client.request(method, format!("{}{path}", self.url));
+        if token {
+            request = request.bearer_auth(&self.token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, None, true).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(reqwest::Method::POST, path, Some(body), true).await
+    }
+}
+
+fn code(answer: &Value) -> &str {
+    answer["code"].as_str().unwrap_or_else(|| panic!("no code in {answer}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code() {
+    let server = Server::start("api_refusals").await;
+
+    let (status, openapi) = server.call(reqwest::Method::GET, "/openapi.json", None, false).await;
+    assert_eq!(status, 200);
+    for path in ["/api/runs", "/api/runs/{id}/events", "/api/runs/{id}/decisions", "/hooks/{name}"] {
+        assert!(openapi["paths"][path].is_object(), "{path} is documented");
+    }
+    let (status, answer) = server.call(reqwest::Method::GET, "/api/runs", None, false).await;
+    assert_eq!((status, code(&answer)), (401, "UNAUTHORIZED"));
+
+    let (status, served) = server.get("/api/workflows").await;
+    assert_eq!(status, 200);
+    assert_eq!(served["workflows"][0]["name"], "gate");
+    assert_eq!(served["workflows"][0]["webhooks"], json!(["open", "signed"]));
+    assert!(served["problems"][0][0].as_str().unwrap().ends_with("broken.yaml"), "{served}");
+
+    let (status, answer) = server.post("/api/runs", json!({"workflow": "nope"})).await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"));
+    let (status, answer) = server.post("/api/runs", json!({"workflow": "gate", "input": {"m": 1}})).await;
+    assert_eq!((status, code(&answer)), (422, "INPUT_MISMATCH"), "{answer}");
+    let (status, answer) = server.post("/api/runs", json!({"workflow": "gate", "extra": 1})).await;
+    assert_eq!((status, code(&answer)), (422, "INVALID_BODY"), "{answer}");
+    let raw = server.client.post(format!("{}/api/runs", server.url)).bearer_auth(&server.token).body("{}");
+    let response = raw.send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 415);
+    assert_eq!(response.json::<Value>().await.unwrap()["code"], "INVALID_BODY");
+    let (status, answer) = server.get("/api/runs?limit=many").await;
+    assert_eq!((status, code(&answer)), (400, "INVALID_QUERY"));
+    let (status, answer) = server.get("/api/runs/nope").await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_RUN"));
+    let (status, answer) = server.get("/api/runs/nope/events").await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_RUN"));
+
+    // A run parked at its approval (as a worker leaves it): decisions are checked, kept once.
+    let (status, started) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1}})).await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["id"].as_str().unwrap().to_string();
+    let store = server.store.clone();
+    let run = id.clone();
+    tokio::task::spawn_blocking(move || {
+        let (_, epoch) = store.claim_ready("w", std::time::Duration::from_secs(60)).unwrap().unwrap();
+        let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+        store.write_batch(&run, epoch, &[paused]).unwrap();
+        store.release(&run, epoch, None).unwrap();
+    })
+    .await
+    .unwrap();
+    let decide = |node: &str, decision: &str| json!({"node": node, "decision": decision});
+    let (status, answer) = server.post(&format!("/api/runs/{id}/decisions"), decide("review", "maybe")).await;
+    assert_eq!((status, code(&answer)), (422, "INVALID_DECISION"));
+    let (status, answer) = server.post(&format!("/api/runs/{id}/decisions"), decide("start", "approve")).await;
+    assert_eq!((status, code(&answer)), (409, "NOT_PENDING"));
+    assert!(answer["message"].as_str().unwrap().contains("it waits for review"), "{answer}");
+    let (status, answer) = server.post(&format!("/api/runs/{id}/decisions"), decide("review", "approve")).await;
+    assert_eq!((status, &answer["kept"]), (202, &json!(true)));
+    let (status, answer) = server.post(&format!("/api/runs/{id}/decisions"), decide("review", "reject")).await;
+    assert_eq!((status, &answer["kept"]), (202, &json!(false)), "decided once");
+    let (status, answer) = server.post(&format!("/api/runs/{id}/cancel"), json!({})).await;
+    assert_eq!((status, &answer["asked"]), (202, &json!(true)));
+    let (status, answer) = server.post("/api/runs/nope/cancel", json!({})).await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_RUN"));
+
+    // Webhooks: an unknown one is named only to a token holder; a signed one whose secret the server lacks says so.
+    let hook = |name: &str, token: bool| {
+        let request = server.client.post(format!("{}/hooks/{name}", server.url)).body("{\"n\": 2}");
+        if token {
+            request.bearer_auth(&server.token)
+        } else {
+            request
+        }
+    };
+    let answer = hook("nope", false).send().await.unwrap();
+    assert_eq!(answer.status().as_u16(), 401);
+    let answer = hook("nope", true).send().await.unwrap();
+    assert_eq!(
+        (answer.status().as_u16(), answer.json::<Value>().await.unwrap()["code"].clone()),
+        (404, json!("NO_SUCH_HOOK"))
+    );
+    let answer = hook("signed", true).send().await.unwrap();
+    assert_eq!(answer.status().as_u16(), 500);
+    assert_eq!(answer.json::<Value>().await.unwrap()["code"], "HOOK_SECRET_MISSING");
+    let answer = hook("open", false).send().await.unwrap();
+    assert_eq!(answer.status().as_u16(), 401, "an unsigned hook needs a token");
+    let first = hook("open", true).header("Idempotency-Key", "k").send().await.unwrap();
+    assert_eq!(first.status().as_u16(), 202);
+    let first: Value = first.json().await.unwrap();
+    let again: Value = hook("open", true).header("Idempotency-Key", "k").send().await.unwrap().json().await.unwrap();
+    assert_eq!((&again["id"], &again["new"], &first["new"]), (&first["id"], &json!(false), &json!(true)));
+    let bad = server.client.post(format!("{}/hooks/open", server.url)).bearer_auth(&server.token).body("not json");
+    let bad = bad.send().await.unwrap();
+    assert_eq!(bad.status().as_u16(), 422);
+}
