@@ -130,7 +130,8 @@ fn a_parked_run_is_taken_again_when_its_approval_times_out() {
 
 #[test]
 fn a_webhook_delivered_twice_with_one_key_starts_one_run() {
-    let store = store("deliveries");
+    let url = database("deliveries");
+    let store = PgStore::open(&url).unwrap();
     let (wf, options) = (test_workflow(), RunOptions::default());
     let first = store.deliver("hook", "key-1", &new_run("a", &wf, &options)).unwrap();
     let again = store.deliver("hook", "key-1", &new_run("b", &wf, &options)).unwrap();
@@ -140,6 +141,10 @@ fn a_webhook_delivered_twice_with_one_key_starts_one_run() {
     assert_eq!((other_hook.run.as_str(), other_hook.new), ("c", true), "keys are per hook");
     let ids: Vec<String> = store.list().unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(ids.len(), 2, "no run `b`: {ids:?}");
+    // Its key goes with the run: once the run is deleted (retention), the key starts a run again.
+    sql(&url, "DELETE FROM runs WHERE id = 'a'");
+    let after = store.deliver("hook", "key-1", &new_run("d", &wf, &options)).unwrap();
+    assert_eq!((after.run.as_str(), after.new), ("d", true));
 }
 
 #[test]

@@ -211,8 +211,14 @@ fn load(path: &Path) -> Result<Workflow, String> {
     let loaded = format::load_file(path, None).map_err(|e| e.to_string())?;
     let options = validate::Options { purpose: validate::Purpose::Run, ..Default::default() };
     let report = validate::validate(&loaded.workflow, &options);
-    match report.errors.first() {
-        None => Ok(loaded.workflow),
-        Some(first) => Err(format!("{} problem(s); the first: {}", report.errors.len(), first.message)),
+    if let Some(first) = report.errors.first() {
+        return Err(format!("{} problem(s); the first: {}", report.errors.len(), first.message));
     }
+    // A schedule's runs start with its `input`: it must be one the workflow takes.
+    for t in loaded.workflow.triggers.iter().filter(|t| t.schedule.is_some()) {
+        if let Err(e) = switchyard_engine::session::check_input(&loaded.workflow, t.input.as_ref()) {
+            return Err(format!("schedule `{}`: its input does not fit the workflow: {e}", t.name()));
+        }
+    }
+    Ok(loaded.workflow)
 }

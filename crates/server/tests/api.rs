@@ -40,6 +40,11 @@ impl Server {
         let folder = tempfile::tempdir().unwrap();
         std::fs::write(folder.path().join("gate.yaml"), GATE).unwrap();
         std::fs::write(folder.path().join("broken.yaml"), "switchyard: 1\nname: broken\nnodes: []\n").unwrap();
+        let unfit = GATE.replace("name: gate", "name: nightly").replace(
+            "  - {webhook: open}\n  - {webhook: signed, secret_env: SWITCHYARD_TEST_UNSET_SECRET}",
+            "  - {schedule: nightly, cron: '0 3 * * *', input: {m: 1}}",
+        );
+        std::fs::write(folder.path().join("nightly.yaml"), unfit).unwrap();
         let (token, hash) = new_token();
         let s = store.clone();
         tokio::task::spawn_blocking(move || s.create_token("test", &hash).unwrap()).await.unwrap();
@@ -107,7 +112,11 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     assert_eq!(status, 200);
     assert_eq!(served["workflows"][0]["name"], "gate");
     assert_eq!(served["workflows"][0]["webhooks"], json!(["open", "signed"]));
-    assert!(served["problems"][0][0].as_str().unwrap().ends_with("broken.yaml"), "{served}");
+    let problems = served["problems"].as_array().unwrap();
+    assert!(problems[0][0].as_str().unwrap().ends_with("broken.yaml"), "{served}");
+    assert!(problems[1][0].as_str().unwrap().ends_with("nightly.yaml"), "{served}");
+    assert!(problems[1][1].as_str().unwrap().contains("schedule `nightly`: its input does not fit"), "{served}");
+    assert_eq!(served["workflows"].as_array().unwrap().len(), 1, "{served}");
 
     let (status, answer) = server.post("/api/runs", json!({"workflow": "nope"})).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"));

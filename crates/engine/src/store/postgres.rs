@@ -380,7 +380,9 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX evals_file ON evals (file, started_at);",
     // 3: what a team server keeps (`postgres::team`): decisions and cancellations waiting for a worker (`wake` says a
     // worker must look at the run again; `wake_at` when a parked run's approval times out), API tokens (hashed),
-    // webhook deliveries by idempotency key, schedule firings, and every version of the workflows it serves.
+    // webhook deliveries by idempotency key, schedule firings, and every version of the workflows it serves. A
+    // delivery's or a firing's key is inserted before its run, in the same transaction (the foreign key is checked
+    // at commit), and goes with the run when it is deleted.
     "ALTER TABLE runs ADD COLUMN wake boolean NOT NULL DEFAULT false;
      ALTER TABLE runs ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;
      ALTER TABLE runs ADD COLUMN wake_at timestamptz;
@@ -402,14 +404,14 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE deliveries (
          hook text NOT NULL,
          key text NOT NULL,
-         run_id text NOT NULL,
+         run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
          received_at timestamptz NOT NULL DEFAULT now(),
          PRIMARY KEY (hook, key)
      );
      CREATE TABLE fires (
          schedule text NOT NULL,
          due timestamptz NOT NULL,
-         run_id text NOT NULL,
+         run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
          PRIMARY KEY (schedule, due)
      );
      CREATE TABLE workflows (
