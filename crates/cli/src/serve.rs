@@ -73,7 +73,10 @@ pub async fn cmd_serve(db: Option<&str>, args: ServeArgs) -> Result<u8, Unusable
 
     let url = postgres_url(db, "serve")?;
     let listen = args.listen.parse().map_err(|_| {
-        coded("INVALID_LISTEN", format!("--listen {}: write ADDR:PORT, e.g. 127.0.0.1:8080", args.listen))
+        coded(
+            "INVALID_LISTEN",
+            format!("--listen {}: write an IP address and a port, e.g. 127.0.0.1:8080 (not a host name)", args.listen),
+        )
     })?;
     if !args.workflows.is_dir() {
         return Err(coded(

@@ -236,3 +236,24 @@ fn events_after_a_number_are_those_a_follower_has_not_seen() {
     assert_eq!(seqs(1, 2), [2, 3]);
     assert!(seqs(5, 500).is_empty());
 }
+
+#[test]
+fn a_paused_run_whose_worker_died_before_giving_it_up_is_taken_when_a_decision_comes() {
+    let store = store("died_paused");
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    store.create(&new_run("r", &wf, &options)).unwrap();
+    let (_, epoch) = store.claim_ready("w", Duration::from_millis(300)).unwrap().unwrap();
+    let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+    store.write_batch("r", epoch, &[paused]).unwrap();
+    // Killed here: never given up. A decision comes; once the dead worker's lease is over, the run is taken.
+    store.keep_decision("r", "review", 0, &json!({"decision": "approve"})).unwrap();
+    until("the run to be taken again", || store.claim_ready("w2", MINUTE).unwrap().is_some());
+    assert_eq!(store.get("r").unwrap().lease.epoch, epoch + 1);
+    // A paused run with nothing asked of it is left alone, whoever held it.
+    store.create(&new_run("quiet", &wf, &options)).unwrap();
+    let (_, epoch) = store.claim_ready("w", Duration::from_millis(100)).unwrap().unwrap();
+    let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+    store.write_batch("quiet", epoch, &[paused]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(store.claim_ready("w2", MINUTE).unwrap(), None);
+}

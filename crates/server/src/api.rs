@@ -346,8 +346,7 @@ pub async fn cancel(
 /// A body the handler cannot read, as `{code, message}`.
 fn body_error(e: JsonRejection) -> ApiError {
     let status = e.status();
-    let hint = if status == StatusCode::UNSUPPORTED_MEDIA_TYPE { " (send Content-Type: application/json)" } else { "" };
-    ApiError::new(status, "INVALID_BODY", format!("{}{hint}", e.body_text()))
+    ApiError::new(status, "INVALID_BODY", e.body_text())
 }
 
 /// Query parameters the handler cannot read, as `{code, message}`.

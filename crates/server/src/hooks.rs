@@ -83,8 +83,7 @@ fn verify(secret: &str, headers: &HeaderMap, body: &[u8]) -> Result<(), ApiError
         .iter()
         .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
         .ok_or_else(|| ApiError::unauthorized("this webhook is signed: send X-Switchyard-Signature: sha256=HEX"))?;
-    let hex = given.trim().strip_prefix("sha256=").unwrap_or(given.trim());
-    let Some(bytes) = unhex(hex) else {
+    let Some(bytes) = given.trim().strip_prefix("sha256=").and_then(unhex) else {
         return Err(ApiError::unauthorized("the signature is not sha256=HEX"));
     };
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");

@@ -90,7 +90,21 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/hooks/{name}", post(hooks::deliver))
         .nest("/api", api)
+        .method_not_allowed_fallback(|| async {
+            error::ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+                "this route does not take that method: /openapi.json says which it takes",
+            )
+        })
         .with_state(state);
+    let no_route = || async {
+        error::ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            "NO_SUCH_ROUTE",
+            "there is no such route: /openapi.json lists them",
+        )
+    };
     match ui {
         Some(dir) => {
             let index = dir.join("index.html");
@@ -98,7 +112,7 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
                 tower_http::services::ServeDir::new(dir).fallback(tower_http::services::ServeFile::new(index)),
             )
         }
-        None => router,
+        None => router.fallback(no_route),
     }
 }
 
@@ -110,6 +124,10 @@ pub async fn serve(
     report: Arc<dyn Fn(String) + Send + Sync>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    // Listening first: a port in use is said before anything is written to the database.
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| ServeError::Listen { addr: options.listen, detail: e.to_string() })?;
     let registry = Arc::new(Registry::new(&options.workflows));
     let first = {
         let (registry, store) = (registry.clone(), store.clone());
@@ -117,6 +135,7 @@ pub async fn serve(
     }
     .map_err(ServeError::Workflows)?;
     tell(&report, first);
+    check_secrets(&registry, &report);
     let follower = {
         let store = store.clone();
         tokio::task::spawn_blocking(move || store.follow()).await.expect("following does not panic")?
@@ -129,9 +148,6 @@ pub async fn serve(
         answers: options.answers.map(Arc::new),
         stopping,
     };
-    let listener = tokio::net::TcpListener::bind(options.listen)
-        .await
-        .map_err(|e| ServeError::Listen { addr: options.listen, detail: e.to_string() })?;
     let addr = listener.local_addr().unwrap_or(options.listen);
     report(format!(
         "serving {} workflow(s) from {} on http://{addr}",
@@ -173,6 +189,19 @@ fn tell(report: &Arc<dyn Fn(String) + Send + Sync>, scanned: registry::Scanned) 
         report(format!("workflow {name} version {version}"));
     }
     for (path, problem) in scanned.problems {
-        report(format!("warning: {} is not served: {problem}", path.display()));
+        report(format!("warning: {}: {problem}", path.display()));
+    }
+}
+
+/// Warns of signed webhooks whose secret is not in this server's environment: their deliveries would be refused.
+fn check_secrets(registry: &Registry, report: &Arc<dyn Fn(String) + Send + Sync>) {
+    let catalog = registry.catalog.read().expect("not poisoned");
+    for (hook, (_, trigger)) in &catalog.hooks {
+        if let Some(var) = trigger.secret_env.as_deref().filter(|v| std::env::var_os(v).is_none()) {
+            report(format!(
+                "warning: webhook `{hook}` is signed with the secret in ${var}, which is not set here: its deliveries \
+                 are refused (HOOK_SECRET_MISSING) until it is"
+            ));
+        }
     }
 }

@@ -170,9 +170,10 @@ impl Registry {
                         Served { workflow: Arc::new(workflow), version, path: path.clone() },
                     );
                 }
-                Err(problem) => {
+                Err(mut problem) => {
                     // What was served from this file stays served.
                     if let Some((name, kept)) = previous.workflows.iter().find(|(_, s)| s.path == *path) {
+                        problem = format!("{problem}; version {} of `{name}` stays served", kept.version);
                         next.workflows.insert(name.clone(), kept.clone());
                     }
                     note(&mut next, &mut scanned, &previous, path, problem);
@@ -208,16 +209,16 @@ fn note(next: &mut Catalog, scanned: &mut Scanned, previous: &Catalog, path: &Pa
 
 /// A workflow file, loaded and validated as a server runs it (providers are the workers' to check).
 fn load(path: &Path) -> Result<Workflow, String> {
-    let loaded = format::load_file(path, None).map_err(|e| e.to_string())?;
+    let loaded = format::load_file(path, None).map_err(|e| format!("not served: {e}"))?;
     let options = validate::Options { purpose: validate::Purpose::Run, ..Default::default() };
     let report = validate::validate(&loaded.workflow, &options);
     if let Some(first) = report.errors.first() {
-        return Err(format!("{} problem(s); the first: {}", report.errors.len(), first.message));
+        return Err(format!("not served: {} problem(s); the first: {}", report.errors.len(), first.message));
     }
     // A schedule's runs start with its `input`: it must be one the workflow takes.
     for t in loaded.workflow.triggers.iter().filter(|t| t.schedule.is_some()) {
         if let Err(e) = switchyard_engine::session::check_input(&loaded.workflow, t.input.as_ref()) {
-            return Err(format!("schedule `{}`: its input does not fit the workflow: {e}", t.name()));
+            return Err(format!("not served: schedule `{}`: its input does not fit the workflow: {e}", t.name()));
         }
     }
     Ok(loaded.workflow)

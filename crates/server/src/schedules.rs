@@ -31,12 +31,12 @@ pub async fn keep_firing(state: AppState, report: impl Fn(String) + Send + Sync 
             live.push(key.clone());
             let due = match next.get(&key) {
                 Some(due) => *due,
-                None => match cron.find_next_occurrence(&now, false) {
-                    Ok(due) => {
+                None => match next_due(&cron, now) {
+                    Some(due) => {
                         next.insert(key.clone(), due);
                         due
                     }
-                    Err(_) => continue,
+                    None => continue,
                 },
             };
             if due > now {
@@ -51,7 +51,7 @@ pub async fn keep_firing(state: AppState, report: impl Fn(String) + Send + Sync 
                     continue;
                 }
             }
-            if let Ok(after) = cron.find_next_occurrence(&due, false) {
+            if let Some(after) = next_due(&cron, due) {
                 next.insert(key, after);
             }
         }
@@ -60,6 +60,13 @@ pub async fn keep_firing(state: AppState, report: impl Fn(String) + Send + Sync 
         let ms = 1000 - i64::from(Utc::now().timestamp_subsec_millis());
         tokio::time::sleep(Duration::from_millis(ms.clamp(1, 1000) as u64)).await;
     }
+}
+
+/// The first due time of `cron` after `after`, in whole seconds: every instance computes the same one, whenever it
+/// looks (the firing's key is its due time).
+fn next_due(cron: &croner::Cron, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    use chrono::SubsecRound;
+    cron.find_next_occurrence(&after.trunc_subsecs(0), false).ok().map(|due| due.trunc_subsecs(0))
 }
 
 /// Starts the run for `key`'s firing at `due`, unless another server did: the run started here.
@@ -80,4 +87,20 @@ async fn fire(
     })
     .await
     .map_err(|e| e.to_string())?
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+
+    #[test]
+    fn instances_that_look_at_different_moments_compute_the_same_due_time() {
+        let cron = switchyard_engine::validate::triggers::parse_cron("* * * * *").unwrap();
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        let one = super::next_due(&cron, at("2026-11-25T07:52:10.112345Z")).unwrap();
+        let two = super::next_due(&cron, at("2026-11-25T07:52:41.987654Z")).unwrap();
+        assert_eq!(one, two);
+        assert_eq!(one, at("2026-11-25T07:53:00Z"));
+        assert_eq!(super::next_due(&cron, one).unwrap(), at("2026-11-25T07:54:00Z"));
+    }
 }

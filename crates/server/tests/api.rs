@@ -18,6 +18,7 @@ name: gate
 triggers:
   - {webhook: open}
   - {webhook: signed, secret_env: SWITCHYARD_TEST_UNSET_SECRET}
+  - {webhook: keyed, secret_env: SWITCHYARD_TEST_SET_SECRET}
 input_schema: {type: object, required: [n]}
 nodes:
   - {id: start, type: start}
@@ -35,6 +36,7 @@ struct Server {
 
 impl Server {
     async fn start(name: &str) -> Server {
+        std::env::set_var("SWITCHYARD_TEST_SET_SECRET", "s3cret");
         let db = pg_cluster::database(name);
         let store = tokio::task::spawn_blocking(move || PgStore::open(&db).unwrap()).await.unwrap();
         let folder = tempfile::tempdir().unwrap();
@@ -111,7 +113,7 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     let (status, served) = server.get("/api/workflows").await;
     assert_eq!(status, 200);
     assert_eq!(served["workflows"][0]["name"], "gate");
-    assert_eq!(served["workflows"][0]["webhooks"], json!(["open", "signed"]));
+    assert_eq!(served["workflows"][0]["webhooks"], json!(["open", "signed", "keyed"]));
     let problems = served["problems"].as_array().unwrap();
     assert!(problems[0][0].as_str().unwrap().ends_with("broken.yaml"), "{served}");
     assert!(problems[1][0].as_str().unwrap().ends_with("nightly.yaml"), "{served}");
@@ -193,4 +195,23 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     let bad = server.client.post(format!("{}/hooks/open", server.url)).bearer_auth(&server.token).body("not json");
     let bad = bad.send().await.unwrap();
     assert_eq!(bad.status().as_u16(), 422);
+
+    // A signed hook takes `sha256=HEX` of the exact body, and nothing else.
+    let body = "{\"n\": 3}";
+    let signature = switchyard_server::hooks::sign("s3cret", body.as_bytes());
+    let signed = |value: &str| {
+        let request = server.client.post(format!("{}/hooks/keyed", server.url)).body(body);
+        request.header("X-Switchyard-Signature", value.to_string()).send()
+    };
+    assert_eq!(signed(&signature).await.unwrap().status().as_u16(), 202);
+    let bare = signature.trim_start_matches("sha256=");
+    assert_eq!(signed(bare).await.unwrap().status().as_u16(), 401, "no prefix, no delivery");
+    let wrong = switchyard_server::hooks::sign("guess", body.as_bytes());
+    assert_eq!(signed(&wrong).await.unwrap().status().as_u16(), 401);
+
+    // Routes that do not exist, and methods a route does not take, answer with a code too.
+    let (status, answer) = server.get("/api/nothing-here").await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_ROUTE"));
+    let (status, answer) = server.call(reqwest::Method::DELETE, "/api/runs", None, true).await;
+    assert_eq!((status, code(&answer)), (405, "METHOD_NOT_ALLOWED"));
 }

@@ -7,8 +7,10 @@
 //! - The schema is versioned in `switchyard_schema`, one row per migration applied; migrations run in one transaction
 //!   under an advisory lock, so workers that start together apply each once, and a database written by a newer
 //!   Switchyard is refused before anything is written to it.
-//! - A claim (`claim_ready`) is one statement: it takes a run that is `ready`, or `running` with an expired lease,
-//!   skipping rows another transaction holds, sets its owner and lease and increases its epoch. So two claimers never
+//! - A claim (`claim_ready`) is one statement: it takes a run that is `ready`, or `running` with an expired lease, or
+//!   `paused` and woken (a decision or cancellation came, or an approval's deadline passed) and held by nobody (or
+//!   by a worker whose lease expired: it died between pausing the run and giving it up), skipping rows another
+//!   transaction holds, sets its owner and lease and increases its epoch. So two claimers never
 //!   get the same run, and each claim of a run has an epoch higher than every earlier one.
 //! - Every write names the epoch it was claimed with and commits only while the run still has it: a batch locks the
 //!   run's row first (the conditional `UPDATE`), so a claim that bumps the epoch comes entirely before or after it. A
@@ -387,6 +389,7 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE runs ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;
      ALTER TABLE runs ADD COLUMN wake_at timestamptz;
      CREATE INDEX runs_waking ON runs (wake_at) WHERE status = 'paused' AND wake_at IS NOT NULL;
+     CREATE INDEX runs_woken ON runs (started_at) WHERE status = 'paused' AND wake;
      CREATE TABLE decisions (
          run_id text NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
          node text NOT NULL,
@@ -468,7 +471,8 @@ const CLAIM_READY: &str = "UPDATE runs SET status = 'running', owner = $1, epoch
        wake = false, wake_at = NULL, lease_until = now() + $2::int8 * interval '1 millisecond'
      WHERE id = (SELECT id FROM runs
                  WHERE status = 'ready' OR (status = 'running' AND (lease_until IS NULL OR lease_until <= now()))
-                    OR (status = 'paused' AND wake_at <= now() AND owner IS NULL)
+                    OR (status = 'paused' AND (wake OR wake_at <= now())
+                        AND (owner IS NULL OR lease_until <= now()))
                  ORDER BY started_at, id
                  LIMIT 1
                  FOR UPDATE SKIP LOCKED)
