@@ -30,7 +30,7 @@ use switchyard_engine::RunStatus;
 struct Cli {
     /// The run store: an SQLite file (a path, or sqlite:PATH; the default is runs.sqlite in the data folder) or a
     /// PostgreSQL database (postgres://user@host:port/db) that workers share. Also $SWITCHYARD_DB. Used by run, runs,
-    /// show, resume, replay, worker, serve and token.
+    /// show, resume and replay; worker, serve and token need a PostgreSQL one.
     #[arg(long, global = true, value_name = "URL")]
     db: Option<String>,
     #[command(subcommand)]

@@ -19,7 +19,8 @@ pub struct ServeArgs {
     /// Answer every run this server starts from this answers file, calling no model (demos, tests).
     #[arg(long, value_name = "FILE")]
     answers: Option<PathBuf>,
-    /// Serve the web app built in DIR (`npm run build` makes dist/) at /.
+    /// Also serve the static files of DIR at / (the built web app: `npm run build` makes dist/). The web app does
+    /// not use the API yet (docs/server.md, "Not yet").
     #[arg(long, value_name = "DIR")]
     ui: Option<PathBuf>,
 }
