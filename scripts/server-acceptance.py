@@ -688,7 +688,7 @@ def acceptance(args):
         f"1 connection terminated, 1 serve restart, 1 PostgreSQL restart; {len(reclaims)} reclaims, p50 "
         f"{percentile(reclaims, 50):.2f} s, p99 {p99:.2f} s, max {max(reclaims) if reclaims else 0:.2f} s; "
         f"{stale} stale writes refused; {len(gate_runs)} approvals ({sent_twice} decided twice); "
-        f"{Model.calls} model calls, {Model.failures} failed with 503 and were retried")
+        f"{Model.calls} model calls, {Model.failures} of them answered with a 503 and retried")
     cluster.stop()
     # Counted by scripts/test.sh with the other suites.
     print(f"server acceptance: {len(checks) - len(failures)} passed, {len(failures)} failed", flush=True)
