@@ -454,24 +454,6 @@ fn a_corrupt_run_store_is_named_and_commands_that_need_no_store_still_work() {
     assert_eq!(unstored.status.code(), Some(0), "{}", stderr(&unstored));
 }
 
-const BRANCHES: &str = "switchyard: 1
-name: branches
-nodes:
-  - {id: start, type: start}
-  - {id: slow, type: agent, user_prompt: Research}
-  - {id: quick, type: agent, user_prompt: Draft}
-  - {id: check, type: approval, message: Go on?}
-  - {id: polish, type: agent, user_prompt: 'Polish {{ quick.text }}'}
-  - {id: merge, type: agent, user_prompt: '{{ slow.text }} / {{ polish.text }}'}
-edges:
-  - {from: start, to: slow}
-  - {from: start, to: quick}
-  - {from: quick, to: check}
-  - {from: check, to: polish, handle: approve}
-  - {from: slow, to: merge}
-  - {from: polish, to: merge}
-";
-
 /// Starts `switchyard ARGS --events FILE`, waits until FILE holds `marker`, kills the process with SIGKILL.
 fn kill_when(cli: &Cli, args: &[&str], events: &Path, marker: &str) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
@@ -516,7 +498,7 @@ fn a_run_killed_at_any_point_resumes_in_a_new_process_and_every_node_runs_once_i
     ];
     let reference = {
         let cli = Cli::new();
-        let wf = cli.write("branches.yaml", BRANCHES);
+        let wf = cli.write("branches.yaml", support::BRANCHES);
         let fast = cli
             .write("answers.yaml", "nodes: {slow: {text: S}, quick: {text: Q}, polish: {text: P}, merge: {text: M}}\n");
         let (_, paused) = cli.json(&["run", &wf, "--answers", &fast, "--json"]);
@@ -525,7 +507,7 @@ fn a_run_killed_at_any_point_resumes_in_a_new_process_and_every_node_runs_once_i
     };
     for (marker, point) in points {
         let cli = Cli::new();
-        let wf = cli.write("branches.yaml", BRANCHES);
+        let wf = cli.write("branches.yaml", support::BRANCHES);
         let slow = "nodes: {slow: {text: S, delay_ms: 60000}, quick: {text: Q}, polish: {text: P}, merge: {text: M}}\n";
         let answers = cli.write("answers.yaml", slow);
         let first = cli.home.path().join("first.jsonl");
@@ -555,7 +537,7 @@ fn a_run_killed_at_any_point_resumes_in_a_new_process_and_every_node_runs_once_i
 #[test]
 fn a_paused_run_resumed_by_one_process_while_another_lists_runs() {
     let cli = Cli::new();
-    let wf = cli.write("branches.yaml", BRANCHES);
+    let wf = cli.write("branches.yaml", support::BRANCHES);
     let answers = cli.write(
         "answers.yaml",
         "nodes: {slow: {text: S}, quick: {text: Q}, polish: {text: P, delay_ms: 1500}, merge: {text: M}}\n",

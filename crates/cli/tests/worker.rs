@@ -431,25 +431,11 @@ fn a_cancellation_sent_through_the_database_ends_a_parked_run_and_a_running_one(
 #[test]
 fn an_approval_that_waits_while_another_branch_works_is_decided_through_the_database_without_a_pause() {
     let team = Team::new("decided_while_running");
-    let wf = team.write(
-        "branches.yaml",
-        "switchyard: 1
-name: branches
-nodes:
-  - {id: start, type: start}
-  - {id: slow, type: agent, user_prompt: Research}
-  - {id: quick, type: agent, user_prompt: Draft}
-  - {id: check, type: approval, message: Go on?}
-  - {id: polish, type: agent, user_prompt: 'Polish {{ quick.text }}'}
-edges:
-  - {from: start, to: slow}
-  - {from: start, to: quick}
-  - {from: quick, to: check}
-  - {from: check, to: polish, handle: approve}
-",
+    let wf = team.write("branches.yaml", support::BRANCHES);
+    let answers = team.write(
+        "answers.yaml",
+        "nodes: {slow: {text: S, delay_ms: 4000}, quick: {text: Q}, polish: {text: P}, merge: {text: M}}\n",
     );
-    let answers =
-        team.write("answers.yaml", "nodes: {slow: {text: S, delay_ms: 4000}, quick: {text: Q}, polish: {text: P}}\n");
     let (code, out) = team.json(&["run", &wf, "--answers", &answers, "--detach", "--json"]);
     assert_eq!(code, 0, "{out}");
     let id = out["runId"].as_str().unwrap().to_string();

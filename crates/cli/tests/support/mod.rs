@@ -1,4 +1,5 @@
-//! What the CLI's test binaries share: reading a command's `--json` output, and writing a file for it.
+//! What the CLI's test binaries share: reading a command's `--json` output, writing a file for it, and a workflow
+//! whose approval waits while another branch works.
 
 use std::path::Path;
 use std::process::Output;
@@ -21,3 +22,24 @@ pub fn write_file(dir: &Path, name: &str, text: &str) -> String {
     std::fs::write(&path, text).unwrap();
     path.to_string_lossy().into_owned()
 }
+
+/// Two branches: `slow`, and `quick` into the approval `check` and then `polish`; `merge` joins them. The approval
+/// waits while `slow` works.
+#[allow(dead_code)]
+pub const BRANCHES: &str = "switchyard: 1
+name: branches
+nodes:
+  - {id: start, type: start}
+  - {id: slow, type: agent, user_prompt: Research}
+  - {id: quick, type: agent, user_prompt: Draft}
+  - {id: check, type: approval, message: Go on?}
+  - {id: polish, type: agent, user_prompt: 'Polish {{ quick.text }}'}
+  - {id: merge, type: agent, user_prompt: '{{ slow.text }} / {{ polish.text }}'}
+edges:
+  - {from: start, to: slow}
+  - {from: start, to: quick}
+  - {from: quick, to: check}
+  - {from: check, to: polish, handle: approve}
+  - {from: slow, to: merge}
+  - {from: polish, to: merge}
+";
