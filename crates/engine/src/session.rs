@@ -809,6 +809,12 @@ pub fn runs(store: &dyn Store) -> Result<Vec<RunRow>, SessionError> {
     Ok(store.list()?.into_iter().map(|row| priced(row, &prices)).collect())
 }
 
+/// The newest `limit` runs of the store, newest first, each priced at the settings' prices.
+pub fn recent_runs(store: &dyn Store, limit: usize) -> Result<Vec<RunRow>, SessionError> {
+    let prices = prices();
+    Ok(store.recent(limit)?.into_iter().map(|row| priced(row, &prices)).collect())
+}
+
 /// One run of the store, priced at the settings' prices.
 pub fn row(store: &dyn Store, run_id: &str) -> Result<RunRow, SessionError> {
     Ok(priced(store.get(run_id)?, &prices()))

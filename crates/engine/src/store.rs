@@ -373,6 +373,10 @@ pub trait Store: Send + Sync {
     fn claim(&self, id: &str) -> Result<Claim, StoreError>;
     /// Runs, newest first.
     fn list(&self) -> Result<Vec<RunRow>, StoreError>;
+    /// The newest `limit` runs, newest first (a store with many runs reads no more).
+    fn recent(&self, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        Ok(self.list()?.into_iter().take(limit).collect())
+    }
     fn get(&self, id: &str) -> Result<RunRow, StoreError>;
     /// Everything needed to continue, replay or reuse a run.
     fn load(&self, id: &str) -> Result<StoredRun, StoreError>;
@@ -401,6 +405,9 @@ impl<T: Store + ?Sized> Store for Arc<T> {
     }
     fn list(&self) -> Result<Vec<RunRow>, StoreError> {
         (**self).list()
+    }
+    fn recent(&self, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        (**self).recent(limit)
     }
     fn get(&self, id: &str) -> Result<RunRow, StoreError> {
         (**self).get(id)

@@ -155,8 +155,8 @@ pub async fn list_runs(
     let Query(query) = query.map_err(query_error)?;
     let store = state.store.clone();
     let limit = query.limit.unwrap_or(100);
-    let rows = blocking(move || Ok(session::runs(&store)?)).await?;
-    Ok(Json(rows.into_iter().take(limit).collect()))
+    let rows = blocking(move || Ok(session::recent_runs(&store, limit)?)).await?;
+    Ok(Json(rows))
 }
 
 /// A run as `switchyard show --json` gives it: its row and its result, rebuilt from its log.

@@ -161,6 +161,9 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     assert_eq!((status, &answer["kept"]), (202, &json!(true)));
     let (status, answer) = server.post(&format!("/api/runs/{id}/decisions"), decide("review", "reject")).await;
     assert_eq!((status, &answer["kept"]), (202, &json!(false)), "decided once");
+    let (status, listed) = server.get("/api/runs?limit=1").await;
+    assert_eq!((status, listed.as_array().unwrap().len(), &listed[0]["id"]), (200, 1, &json!(id)), "{listed}");
+    assert_eq!(listed[0]["pending"], json!(["review"]));
     let (status, answer) = server.post(&format!("/api/runs/{id}/cancel"), json!({})).await;
     assert_eq!((status, &answer["asked"]), (202, &json!(true)));
     let (status, answer) = server.post("/api/runs/nope/cancel", json!({})).await;

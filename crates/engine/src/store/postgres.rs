@@ -455,6 +455,7 @@ macro_rules! row_select {
 }
 
 const LIST: &str = concat!(row_select!(), " ORDER BY started_at DESC, id DESC");
+const RECENT: &str = concat!(row_select!(), " ORDER BY started_at DESC, id DESC LIMIT $1");
 const GET: &str = concat!(row_select!(), " WHERE id = $1");
 const EVENTS: &str = "SELECT event::text FROM events WHERE run_id = $1 ORDER BY seq";
 const INPUTS: &str = "SELECT input::text FROM inputs WHERE run_id = $1 ORDER BY id";
@@ -681,6 +682,17 @@ impl PgStore {
             let mut session = s.main.session(&s.db).await?;
             let list = session.statement(LIST).await.map_err(|e| s.query_error(e))?;
             let rows = session.client.query(&list, &[]).await.map_err(|e| s.query_error(e))?;
+            rows.iter().map(|r| s.row(r)).collect()
+        })
+    }
+
+    /// The newest `limit` runs, newest first.
+    pub fn recent(&self, limit: usize) -> Result<Vec<PgRunRow>, PgError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let recent = session.statement(RECENT).await.map_err(|e| s.query_error(e))?;
+            let rows = session.client.query(&recent, &[&limit]).await.map_err(|e| s.query_error(e))?;
             rows.iter().map(|r| s.row(r)).collect()
         })
     }
@@ -1142,6 +1154,9 @@ impl Store for PgStore {
     }
     fn list(&self) -> Result<Vec<RunRow>, StoreError> {
         Ok(PgStore::list(self)?.into_iter().map(PgRunRow::into_row).collect())
+    }
+    fn recent(&self, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        Ok(PgStore::recent(self, limit)?.into_iter().map(PgRunRow::into_row).collect())
     }
     fn get(&self, id: &str) -> Result<RunRow, StoreError> {
         Ok(PgStore::get(self, id)?.into_row())
