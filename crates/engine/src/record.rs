@@ -99,9 +99,15 @@ pub struct Recording {
 /// now is for. A decision kept for a worker names its round, so that the same decision sent twice, or kept after
 /// its worker died having applied it, is applied once.
 pub fn settled(inputs: &[Recorded], node: &str) -> u32 {
-    let settles = |r: &&Recorded| match &r.input {
-        Input::Decided { node: n, .. } | Input::TimedOut { node: n } => n == node,
-        _ => false,
-    };
-    inputs.iter().filter(settles).count() as u32
+    inputs.iter().filter(|r| r.input.settled_node() == Some(node)).count() as u32
+}
+
+impl Input {
+    /// The node whose approval this input settles (a decision, or a timeout), if any.
+    pub fn settled_node(&self) -> Option<&str> {
+        match self {
+            Input::Decided { node, .. } | Input::TimedOut { node } => Some(node),
+            _ => None,
+        }
+    }
 }

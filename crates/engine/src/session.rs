@@ -97,6 +97,15 @@ pub enum SessionError {
     Trust(#[from] crate::code::consent::TrustError),
 }
 
+impl From<run::ResumeError> for SessionError {
+    fn from(e: run::ResumeError) -> SessionError {
+        match e {
+            run::ResumeError::Rebuild(e) => SessionError::Rebuild(e),
+            run::ResumeError::Decision(e) => SessionError::Decision(e),
+        }
+    }
+}
+
 impl SessionError {
     /// A stable code for the window and scripts.
     pub fn code(&self) -> &'static str {
@@ -613,10 +622,7 @@ pub async fn resume(
     let resumed =
         run::resume_controlled(workflow, stored.options, stored.recording, decisions, runtime, Some(commands)).await;
     watching.abort();
-    let outcome = resumed.map_err(|e| match e {
-        run::ResumeError::Rebuild(e) => SessionError::Rebuild(e),
-        run::ResumeError::Decision(e) => SessionError::Decision(e),
-    })?;
+    let outcome = resumed?;
     parked(&mut claim, &outcome);
     Ok(outcome)
 }
@@ -724,10 +730,7 @@ pub async fn carry_on(resuming: Resuming, store: Arc<dyn Store>, sinks: Sinks) -
         }
         Err(e) => {
             claim.abandon();
-            Err(match e {
-                run::ResumeError::Rebuild(e) => SessionError::Rebuild(e),
-                run::ResumeError::Decision(e) => SessionError::Decision(e),
-            })
+            Err(e.into())
         }
     }
 }
@@ -735,22 +738,24 @@ pub async fn carry_on(resuming: Resuming, store: Arc<dyn Store>, sinks: Sinks) -
 /// Which kept decisions a run takes: each for its node's current round (`record::settled`), once. Those of earlier
 /// rounds were applied already (perhaps by a worker that died afterwards).
 struct KeptRounds {
-    /// Per node, the round its approval was at when the run was claimed.
+    /// Per node, the round its approval was at when the run was claimed (nodes never settled are absent: round 0).
     at_claim: BTreeMap<String, u32>,
-    inputs: Vec<crate::record::Recorded>,
     applied: std::collections::BTreeSet<(String, u32)>,
 }
 
 impl KeptRounds {
     fn new(inputs: &[crate::record::Recorded]) -> KeptRounds {
-        KeptRounds { at_claim: BTreeMap::new(), inputs: inputs.to_vec(), applied: Default::default() }
+        let mut at_claim = BTreeMap::new();
+        for node in inputs.iter().filter_map(|r| r.input.settled_node()) {
+            *at_claim.entry(node.to_string()).or_insert(0) += 1;
+        }
+        KeptRounds { at_claim, applied: Default::default() }
     }
 
     fn due(&mut self, kept: Vec<crate::store::KeptDecision>) -> Vec<(String, Value)> {
         let mut due: Vec<(String, Value)> = Vec::new();
         for k in kept {
-            let inputs = &self.inputs;
-            let round = *self.at_claim.entry(k.node.clone()).or_insert_with(|| crate::record::settled(inputs, &k.node));
+            let round = self.at_claim.get(&k.node).copied().unwrap_or(0);
             let first_for_node = !due.iter().any(|(node, _)| *node == k.node);
             if k.round >= round && first_for_node && self.applied.insert((k.node.clone(), k.round)) {
                 due.push((k.node, k.decision));

@@ -109,8 +109,7 @@ pub enum Start {
 impl AppState {
     /// Starts a run of `workflow` (by name) with `input`, `ready` for a worker.
     pub async fn start(&self, workflow: &str, input: Option<Value>, how: Start) -> Result<Started, ApiError> {
-        let served = self.registry.catalog.read().expect("not poisoned").workflows.get(workflow).cloned();
-        let Some(served) = served else {
+        let Some(served) = self.registry.served(workflow) else {
             return Err(ApiError::new(
                 StatusCode::NOT_FOUND,
                 "NO_SUCH_WORKFLOW",
@@ -208,10 +207,9 @@ pub async fn follow_run(
         loop {
             let (s, run) = (store.clone(), id.clone());
             let page = tokio::task::spawn_blocking(move || {
-                use switchyard_engine::postgres::PgStatus;
                 // The status first: a run seen ended has all its events in the log, so reading them after it
                 // misses none.
-                let ended = matches!(s.get(&run)?.status, PgStatus::Completed | PgStatus::Failed | PgStatus::Cancelled);
+                let ended = s.get(&run)?.status.ended();
                 let events = s.events_after(&run, last, 500)?;
                 Ok::<_, switchyard_engine::postgres::PgError>((events.is_empty() && ended, events))
             })

@@ -109,6 +109,11 @@ impl Registry {
         }
     }
 
+    /// The workflow served under `name` now, at its current version.
+    pub fn served(&self, name: &str) -> Option<Served> {
+        self.catalog.read().expect("not poisoned").workflows.get(name).cloned()
+    }
+
     pub fn folder(&self) -> &Path {
         &self.folder
     }

@@ -77,8 +77,7 @@ async fn fire(
     due: DateTime<Utc>,
     input: Option<serde_json::Value>,
 ) -> Result<Option<String>, String> {
-    let served = state.registry.catalog.read().expect("not poisoned").workflows.get(workflow).cloned();
-    let Some(served) = served else { return Ok(None) };
+    let Some(served) = state.registry.served(workflow) else { return Ok(None) };
     let (store, answers, key) = (state.store.clone(), state.answers.clone(), key.to_string());
     tokio::task::spawn_blocking(move || {
         let submission = Submission::new(served, input, answers.as_deref().map(|a| a.as_path()));

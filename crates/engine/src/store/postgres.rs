@@ -179,6 +179,11 @@ impl PgStatus {
         }
     }
 
+    /// Whether the run has ended (completed, failed or cancelled): nothing more is written to it.
+    pub fn ended(self) -> bool {
+        matches!(self, PgStatus::Completed | PgStatus::Failed | PgStatus::Cancelled)
+    }
+
     /// As the history shows it.
     pub fn stored(self) -> StoredStatus {
         match self {
@@ -454,7 +459,6 @@ macro_rules! row_select {
     };
 }
 
-const LIST: &str = concat!(row_select!(), " ORDER BY started_at DESC, id DESC");
 const RECENT: &str = concat!(row_select!(), " ORDER BY started_at DESC, id DESC LIMIT $1");
 const GET: &str = concat!(row_select!(), " WHERE id = $1");
 const EVENTS: &str = "SELECT event::text FROM events WHERE run_id = $1 ORDER BY seq";
@@ -678,12 +682,7 @@ impl PgStore {
 
     /// Runs, newest first.
     pub fn list(&self) -> Result<Vec<PgRunRow>, PgError> {
-        self.block(|s| async move {
-            let mut session = s.main.session(&s.db).await?;
-            let list = session.statement(LIST).await.map_err(|e| s.query_error(e))?;
-            let rows = session.client.query(&list, &[]).await.map_err(|e| s.query_error(e))?;
-            rows.iter().map(|r| s.row(r)).collect()
-        })
+        self.recent(usize::MAX)
     }
 
     /// The newest `limit` runs, newest first.
@@ -789,15 +788,14 @@ impl PgStore {
             Some(epoch) => Ok(self.hold(id, epoch)),
             None => {
                 let row = self.get(id)?;
-                Err(match row.status {
-                    PgStatus::Completed | PgStatus::Failed | PgStatus::Cancelled => {
-                        PgError::Ended { id: id.to_string(), status: row.status.stored().as_str() }
-                    }
+                Err(if row.status.ended() {
+                    PgError::Ended { id: id.to_string(), status: row.status.stored().as_str() }
+                } else {
                     // Another process claimed it first.
-                    _ => PgError::Held {
+                    PgError::Held {
                         id: id.to_string(),
                         owner: row.lease.owner.unwrap_or_else(|| "another process".into()),
-                    },
+                    }
                 })
             }
         }
