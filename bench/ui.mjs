@@ -1,25 +1,13 @@
 // `npm run bench:ui`: the built UI in headless Chromium with IPC mocked (ui/bench.html). Prints JSON lines:
 // open_2000_ms (open a 2,000-node workflow until painted), pan_fps (frames per second while panning it),
 // events_per_s and lost_final_statuses (10,000 run events per second through the app's per-frame batching).
-import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { extname, join, resolve } from "node:path";
 import { chromium } from "playwright-core";
+import { chromiumPath, HEADLESS } from "../scripts/chromium.mjs";
 
-// The browser: CHROMIUM, else Debian's chromium, installed here (apt, with sudo when not root) when it is missing.
-const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
-if (!existsSync(executablePath)) {
-  if (process.env.CHROMIUM) throw new Error(`CHROMIUM=${executablePath} does not exist`);
-  console.error("bench:ui: /usr/bin/chromium is missing; installing the chromium package");
-  const asRoot = (cmd) => (process.getuid?.() === 0 ? ["env", ...cmd] : ["sudo", "env", ...cmd]);
-  for (const cmd of [["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]]) {
-    const [bin, ...args] = asRoot(["DEBIAN_FRONTEND=noninteractive", ...cmd]);
-    execFileSync(bin, args, { stdio: ["ignore", 2, 2] }); // stdout stays JSON lines only
-  }
-  if (!existsSync(executablePath)) throw new Error(`installing chromium did not provide ${executablePath}`);
-}
+const executablePath = chromiumPath();
 
 const dist = resolve(import.meta.dirname, "../dist");
 const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml" };
@@ -38,7 +26,7 @@ const base = `http://127.0.0.1:${server.address().port}`;
 
 const browser = await chromium.launch({
   executablePath,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  args: HEADLESS,
 });
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

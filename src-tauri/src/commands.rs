@@ -18,8 +18,9 @@ use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{self, DefaultModel, Settings};
 use switchyard_engine::run::{RunController, RunHandle};
 use switchyard_engine::session::{self, Sinks, WorkflowRef};
-use switchyard_engine::store::{self, Claim, RunRow, RunStore};
+use switchyard_engine::store::{self, Claim, RunStore};
 use switchyard_engine::validate::{self, Report};
+use switchyard_engine::views::{Opened, OpenedRun, Resumed, RunSummary};
 use switchyard_engine::Workflow;
 use tauri::ipc::Channel;
 use tauri::State;
@@ -38,6 +39,8 @@ pub struct AppState {
     /// The default model as `default_model` last found it; `None` until it is asked (validation then does not warn
     /// about nodes that name no model), and forgotten when the settings are saved.
     default_model: Mutex<Option<DefaultModel>>,
+    /// The run the window follows (`follow_run`), counted: a follower whose count is no longer this one stops.
+    following: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl AppState {
@@ -47,6 +50,7 @@ impl AppState {
             store: RunStore::open(&store::default_path()).map(Arc::new).map_err(CommandError::from),
             mcp_tools: Mutex::default(),
             default_model: Mutex::default(),
+            following: Arc::default(),
         }
     }
 
@@ -64,23 +68,11 @@ impl AppState {
     }
 }
 
-/// A document as the window receives it.
-#[derive(Serialize, Type)]
-#[serde(rename_all = "camelCase")]
-pub struct Opened {
-    pub workflow: Workflow,
-    /// The format it was read as: switchyard, agentflow, sweny, …
-    pub format: String,
-    /// What an importer approximated.
-    pub notes: Vec<String>,
-    pub path: Option<String>,
-}
-
 #[tauri::command]
 #[specta::specta]
 pub fn open_file(path: String) -> Result<Opened, CommandError> {
     let loaded = format::load_file(Path::new(&path), None)?;
-    Ok(Opened { workflow: loaded.workflow, format: loaded.format.name().into(), notes: loaded.notes, path: Some(path) })
+    Ok(Opened::loaded(loaded, Some(path)))
 }
 
 /// Reads pasted or dropped text; `format` forces one (`switchyard`, `agentflow`, `sweny`).
@@ -94,8 +86,7 @@ pub fn parse_document(text: String, format: Option<String>) -> Result<Opened, Co
         ),
         None => None,
     };
-    let loaded = format::load_str(&text, forced, None)?;
-    Ok(Opened { workflow: loaded.workflow, format: loaded.format.name().into(), notes: loaded.notes, path: None })
+    Ok(Opened::loaded(format::load_str(&text, forced, None)?, None))
 }
 
 /// Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half a file.
@@ -244,13 +235,6 @@ pub async fn start_run(
     Ok(track(&state, handle, forwarder, claim))
 }
 
-#[derive(Serialize, Type)]
-#[serde(rename_all = "camelCase")]
-pub struct Resumed {
-    pub run_id: String,
-    pub document: Opened,
-}
-
 /// Continues a paused run stored by an earlier session (or this one), streaming its events like `start_run`.
 #[tauri::command]
 #[specta::specta]
@@ -265,27 +249,18 @@ pub async fn resume_run(
     let store = state.store()?.clone();
     let resuming = session::open_to_resume(&store, &run_id, false)?;
     // The run goes on with the document it started with; the window shows that document.
-    let document = stored_document(&resuming.stored);
+    let document = Opened::stored(&resuming.stored);
     let forwarder = Forwarder::spawn(on_events);
     let (handle, claim) = session::resume_live(resuming, window_sinks(Some(store), &forwarder))?;
     let run_id = track(&state, handle, forwarder, Some(claim));
     Ok(Resumed { run_id, document })
 }
 
-/// A stored run as the window shows it: the document it ran and its events.
-#[derive(Serialize, Type)]
-pub struct OpenedRun {
-    pub document: Opened,
-    pub events: Vec<Event>,
-    pub row: RunRow,
-}
-
 /// Opens a stored run: the document it started with (not the file as it is now) and what happened.
 #[tauri::command]
 #[specta::specta]
 pub fn open_run(state: State<'_, AppState>, run_id: String) -> Result<OpenedRun, CommandError> {
-    let stored = state.store()?.load(&run_id)?;
-    Ok(OpenedRun { document: stored_document(&stored), events: stored.recording.events, row: stored.row })
+    Ok(OpenedRun::new(state.store()?.load(&run_id)?))
 }
 
 /// Plays a stored run again through the engine from its recorded inputs — no model or tool call — streaming its
@@ -298,7 +273,7 @@ pub fn replay_run(
     on_events: Channel<Vec<Event>>,
 ) -> Result<Resumed, CommandError> {
     let store = state.store()?;
-    let document = stored_document(&store.load(&run_id)?);
+    let document = Opened::stored(&store.load(&run_id)?);
     let forwarder = Forwarder::spawn(on_events);
     let replayed = session::replay(store, &run_id, window_sinks(None, &forwarder));
     forwarder.close();
@@ -428,18 +403,6 @@ fn window_sinks(log: Option<Arc<dyn RunLog>>, forwarder: &Forwarder) -> Sinks {
     Sinks { log, observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>] }
 }
 
-/// The document a stored run started with, named by the file it came from.
-fn stored_document(stored: &store::StoredRun) -> Opened {
-    let (path, format) = match &stored.row.workflow_ref {
-        Some(r) => match r.rsplit_once('#') {
-            Some((p, f)) if Format::from_name(f).is_some() => (Some(p.to_string()), f.to_string()),
-            _ => (Some(r.clone()), "switchyard".to_string()),
-        },
-        None => (None, "switchyard".to_string()),
-    };
-    Opened { workflow: stored.workflow.clone(), format, notes: Vec::new(), path }
-}
-
 /// Keeps the run's controller (and this process's claim on it) while it lives; the run log records how it ends.
 fn track(state: &State<'_, AppState>, handle: RunHandle, forwarder: Forwarder, claim: Option<Claim>) -> String {
     let run_id = handle.run_id.clone();
@@ -478,15 +441,6 @@ pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), Comm
     Ok(())
 }
 
-#[derive(Serialize, Type)]
-#[serde(rename_all = "camelCase")]
-pub struct RunSummary {
-    #[serde(flatten)]
-    pub row: RunRow,
-    /// This window runs it now.
-    pub live: bool,
-}
-
 /// Stored runs, newest first; paused and interrupted ones can go on.
 #[tauri::command]
 #[specta::specta]
@@ -494,6 +448,43 @@ pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, CommandE
     let live = state.runs.lock().unwrap().keys().cloned().collect::<Vec<_>>();
     let rows = session::runs(state.store()?)?;
     Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row }).collect())
+}
+
+/// Follows a run that another process runs (a `switchyard run` in a terminal, on the same store): sends its events
+/// numbered after `after` as they are written, until it ends. The window follows one run at a time: following
+/// another stops this one.
+#[tauri::command]
+#[specta::specta]
+pub fn follow_run(
+    state: State<'_, AppState>,
+    run_id: String,
+    after: u32,
+    on_events: Channel<Vec<Event>>,
+) -> Result<(), CommandError> {
+    let store = state.store()?.clone();
+    store.get(&run_id)?;
+    let following = state.following.clone();
+    let me = following.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    tauri::async_runtime::spawn(async move {
+        let mut last = u64::from(after);
+        while following.load(std::sync::atomic::Ordering::SeqCst) == me {
+            // The status first: a run seen ended has all its events written, so reading them after it misses none.
+            let Ok(row) = store.get(&run_id) else { return };
+            let Ok(events) = store.events(&run_id) else { return };
+            let new: Vec<Event> = events.into_iter().filter(|e| e.seq > last).collect();
+            if let Some(e) = new.last() {
+                last = e.seq;
+                if on_events.send(new).is_err() {
+                    return;
+                }
+            }
+            if row.status.ended() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    });
+    Ok(())
 }
 
 #[tauri::command]
@@ -642,6 +633,7 @@ mod tests {
             store: Err(CommandError::new("STORE_UNAVAILABLE", "no store in this test")),
             mcp_tools: Mutex::default(),
             default_model: Mutex::default(),
+            following: Arc::default(),
         };
         let text = "switchyard: 1\nname: t\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\nedges:\n  - {from: start, to: a}\n";
         let workflow = format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow;

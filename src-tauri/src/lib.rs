@@ -31,6 +31,7 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::cancel_run,
         commands::list_runs,
         commands::run_events,
+        commands::follow_run,
         commands::open_run,
         commands::replay_run,
         commands::save_test_case,

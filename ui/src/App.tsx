@@ -25,6 +25,7 @@ import { usePrefs } from "./store/prefs";
 import { runBlocked, useRunControl } from "./store/runControl";
 import { startUp } from "./store/startup";
 import { useValidation, validateOnEdit } from "./store/validation";
+import { appWindow } from "./transport";
 
 // Opened on demand: the first window paints without them.
 const SettingsDialog = lazy(() => import("./components/SettingsDialog").then((m) => ({ default: m.SettingsDialog })));
@@ -68,7 +69,7 @@ function useWindowTitle() {
   useEffect(() => {
     const title = `${dirty ? "• " : ""}${name || "Untitled"} — ${path ? baseName(path) : "not saved yet"} — Switchyard`;
     document.title = title;
-    if (!("__TAURI_INTERNALS__" in window)) return;
+    if (!appWindow()) return;
     void import("@tauri-apps/api/window").then(({ getCurrentWindow }) => getCurrentWindow().setTitle(title)).catch(() => undefined);
   }, [name, path, dirty]);
 }
@@ -76,7 +77,7 @@ function useWindowTitle() {
 /** The close button asks first when there are unsaved changes (Save / Don't save / Cancel), then closes. */
 function useCloseGuard() {
   useEffect(() => {
-    if (!("__TAURI_INTERNALS__" in window)) return;
+    if (!appWindow()) return;
     let unlisten: (() => void) | undefined;
     let gone = false;
     void import("@tauri-apps/api/window").then(({ getCurrentWindow }) =>

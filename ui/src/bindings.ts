@@ -38,6 +38,12 @@ export const commands = {
 	/**  Stored runs, newest first; paused and interrupted ones can go on. */
 	listRuns: () => typedError<RunSummary_Serialize[], CommandError>(__TAURI_INVOKE("list_runs")),
 	runEvents: (runId: string) => typedError<Event_Serialize[], CommandError>(__TAURI_INVOKE("run_events", { runId })),
+	/**
+	 *  Follows a run that another process runs (a `switchyard run` in a terminal, on the same store): sends its events
+	 *  numbered after `after` as they are written, until it ends. The window follows one run at a time: following
+	 *  another stops this one.
+	 */
+	followRun: (runId: string, after: number, onEvents: Channel<Event_Deserialize[]>) => typedError<null, CommandError>(__TAURI_INVOKE("follow_run", { runId, after, onEvents })),
 	/**  Opens a stored run: the document it started with (not the file as it is now) and what happened. */
 	openRun: (runId: string) => typedError<OpenedRun_Serialize, CommandError>(__TAURI_INVOKE("open_run", { runId })),
 	/**
@@ -1181,13 +1187,16 @@ export type Report_Serialize = {
 	warnings: Finding_Serialize[],
 };
 
+/**  A run that goes on, and the document it goes on with. */
 export type Resumed = Resumed_Serialize | Resumed_Deserialize;
 
+/**  A run that goes on, and the document it goes on with. */
 export type Resumed_Deserialize = {
 	runId: string,
 	document: Opened_Deserialize,
 };
 
+/**  A run that goes on, and the document it goes on with. */
 export type Resumed_Serialize = {
 	runId: string,
 	document: Opened_Serialize,
@@ -1308,15 +1317,18 @@ export type RunRow_Serialize = {
 
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";
 
+/**  A run in History. */
 export type RunSummary = RunSummary_Serialize | RunSummary_Deserialize;
 
+/**  A run in History. */
 export type RunSummary_Deserialize = {
-	/**  This window runs it now. */
+	/**  The window that lists it runs it now (a server's runs are run by its workers: never). */
 	live: boolean,
 } & RunRow_Deserialize;
 
+/**  A run in History. */
 export type RunSummary_Serialize = {
-	/**  This window runs it now. */
+	/**  The window that lists it runs it now (a server's runs are run by its workers: never). */
 	live: boolean,
 } & RunRow_Serialize;
 
@@ -1449,7 +1461,9 @@ export type StdioServer_Serialize = {
 };
 
 /**  A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died. */
-export type StoredStatus = "running" | "paused" | "interrupted" | "completed" | "failed" | "cancelled";
+export type StoredStatus = 
+/**  Waits for a worker to take it (a store workers share: PostgreSQL). */
+"ready" | "running" | "paused" | "interrupted" | "completed" | "failed" | "cancelled";
 
 /**  How structured output is requested. */
 export type StructuredMode = 

@@ -66,6 +66,7 @@ pub mod store;
 pub mod template;
 pub mod usage;
 pub mod validate;
+pub mod views;
 #[cfg(feature = "postgres")]
 pub mod worker;
 

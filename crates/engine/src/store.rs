@@ -89,15 +89,11 @@ impl StoreError {
 }
 
 /// A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died.
-// And `ready` for a run waiting for a worker to take it (PostgreSQL only). (A plain comment: the doc comment is copied
-// into the app's bindings, which stay as they are while the app opens only SQLite; see the variant.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum StoredStatus {
-    // Left out of the app's bindings while the app opens only its SQLite store, where no run is ever ready: when it
-    // opens PostgreSQL, drop the skip and give the window a word for it (`STATUS_WORDS`).
-    #[cfg_attr(feature = "specta", specta(skip))]
+    /// Waits for a worker to take it (a store workers share: PostgreSQL).
     Ready,
     Running,
     Paused,
@@ -135,6 +131,11 @@ impl StoredStatus {
     /// resumes it first takes it).
     pub fn resumable(self) -> bool {
         matches!(self, StoredStatus::Paused | StoredStatus::Interrupted | StoredStatus::Ready)
+    }
+
+    /// Whether the run has ended: nothing more happens to it.
+    pub fn ended(self) -> bool {
+        matches!(self, StoredStatus::Completed | StoredStatus::Failed | StoredStatus::Cancelled)
     }
 }
 

@@ -288,38 +288,46 @@ pub async fn decide(
     decide: Result<Json<Decide>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Decided>), ApiError> {
     let Json(decide) = decide.map_err(body_error)?;
-    if !matches!(decide.decision.as_str(), "approve" | "reject") {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "INVALID_DECISION",
-            format!("decision `{}`: write approve or reject", decide.decision),
-        ));
-    }
-    let store = state.store.clone();
-    let kept = blocking(move || {
-        let row = store.get(&id)?;
-        let inputs = store.inputs(&id)?;
-        let round = record::settled(&inputs, &decide.node);
-        if !row.pending.contains(&decide.node) {
-            // Decided before: a decision sent twice, after the first was applied, lands here.
-            if round > 0 {
-                return Ok(Kept::Already);
-            }
-            let waiting = if row.pending.is_empty() { "nothing".to_string() } else { row.pending.join(", ") };
+    let kept = state.decide(&id, &decide.node, &decide.decision, decide.note).await?;
+    Ok((StatusCode::ACCEPTED, Json(Decided { kept: kept == Kept::New })))
+}
+
+impl AppState {
+    /// Keeps a person's decision on a pending approval of run `id`: once, however often it is sent.
+    pub async fn decide(&self, id: &str, node: &str, decision: &str, note: Option<String>) -> Result<Kept, ApiError> {
+        if !matches!(decision, "approve" | "reject") {
             return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "NOT_PENDING",
-                format!("run `{id}` does not wait for `{}`; it waits for {waiting}", decide.node),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "INVALID_DECISION",
+                format!("decision `{decision}`: write approve or reject"),
             ));
         }
-        let mut decision = serde_json::json!({ "decision": decide.decision });
-        if let Some(note) = decide.note {
-            decision["note"] = Value::String(note);
-        }
-        Ok(store.keep_decision(&id, &decide.node, round, &decision)?)
-    })
-    .await?;
-    Ok((StatusCode::ACCEPTED, Json(Decided { kept: kept == Kept::New })))
+        let (store, id, node) = (self.store.clone(), id.to_string(), node.to_string());
+        let decision_word = decision.to_string();
+        blocking(move || {
+            let row = store.get(&id)?;
+            let inputs = store.inputs(&id)?;
+            let round = record::settled(&inputs, &node);
+            if !row.pending.contains(&node) {
+                // Decided before: a decision sent twice, after the first was applied, lands here.
+                if round > 0 {
+                    return Ok(Kept::Already);
+                }
+                let waiting = if row.pending.is_empty() { "nothing".to_string() } else { row.pending.join(", ") };
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "NOT_PENDING",
+                    format!("run `{id}` does not wait for `{node}`; it waits for {waiting}"),
+                ));
+            }
+            let mut decision = serde_json::json!({ "decision": decision_word });
+            if let Some(note) = note {
+                decision["note"] = Value::String(note);
+            }
+            Ok(store.keep_decision(&id, &node, round, &decision)?)
+        })
+        .await
+    }
 }
 
 /// What happened to a cancellation.

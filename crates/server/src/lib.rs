@@ -13,6 +13,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod commands;
 pub mod error;
 pub mod hooks;
 pub mod openapi;
@@ -84,6 +85,7 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
         .route("/runs/{id}/events", get(api::follow_run))
         .route("/runs/{id}/decisions", post(api::decide))
         .route("/runs/{id}/cancel", post(api::cancel))
+        .route("/commands/{name}", post(commands::call))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token));
     let router = Router::new()
         .route("/openapi.json", get(openapi::document))

@@ -4,13 +4,13 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::{api, error, hooks};
+use crate::{api, commands, error, hooks};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Switchyard", description = "Start, follow, decide and cancel workflow runs that workers run."),
     paths(api::workflows, api::start_run, api::list_runs, api::show_run, api::follow_run, api::decide, api::cancel,
-        hooks::deliver),
+        hooks::deliver, commands::call),
     components(schemas(error::ApiError, api::Workflows, api::WorkflowInfo, api::StartRun, api::Started, api::Decide,
         api::Decided, api::Cancelled)),
     modifiers(&Token)

@@ -18,6 +18,7 @@ import { NodeIcon } from "./NodeIcon";
 import { EvalsTab } from "./Evals";
 import { formatCost, useEvals } from "../store/evals";
 import { inAppWords } from "../model/words";
+import { onServer } from "../transport";
 
 
 /** Selects a node and brings it into view. */
@@ -188,6 +189,12 @@ function History() {
   const [all, setAll] = useState(false);
   const stored = useHistory.getState();
   const runControl = useRunControl.getState();
+  // A server's runs are started by others too (webhooks, schedules, teammates): the list is read again while shown.
+  useEffect(() => {
+    if (!onServer()) return;
+    const timer = setInterval(() => void useHistory.getState().refresh(), 3000);
+    return () => clearInterval(timer);
+  }, []);
   // This workflow's runs, and every run that waits for the person (paused, or interrupted when its process died).
   const waits = (r: (typeof history)[number]) => (r.status === "paused" || r.status === "interrupted") && !r.live;
   const runs = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r));
@@ -222,9 +229,13 @@ function History() {
                 <td>{r.pending.join(", ")}</td>
                 <td className="actions">
                   <button onClick={() => stored.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
-                  <button onClick={() => stored.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
-                  <button onClick={() => stored.saveTestCase(r.id)} disabled={r.status === "running" || r.status === "interrupted"} title="Add this run to the workflow's evaluation file as a test case: its input, answers and decisions, and what each node did" data-testid={`history-save-case-${r.id}`}>Save as test case</button>
-                  {(r.status === "paused" || r.status === "interrupted") && !r.live && (
+                  {!onServer() && (
+                    <>
+                      <button onClick={() => stored.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
+                      <button onClick={() => stored.saveTestCase(r.id)} disabled={r.status === "running" || r.status === "interrupted"} title="Add this run to the workflow's evaluation file as a test case: its input, answers and decisions, and what each node did" data-testid={`history-save-case-${r.id}`}>Save as test case</button>
+                    </>
+                  )}
+                  {!onServer() && (r.status === "paused" || r.status === "interrupted") && !r.live && (
                     <button className="primary" onClick={() => runControl.resumeRun(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-resume-${r.id}`}>Resume</button>
                   )}
                 </td>

@@ -3,7 +3,7 @@
 import { useMemo, type ReactNode } from "react";
 import * as Menu from "@radix-ui/react-dropdown-menu";
 import * as Tooltip from "@radix-ui/react-tooltip";
-import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, LayoutDashboard, Moon, Play, Redo2, Save, Scan, Search, Settings, Share, Square, Sun, Undo2, X } from "lucide-react";
+import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, LayoutDashboard, Moon, Play, Redo2, Save, Scan, Search, Server, Settings, Share, Square, Sun, Undo2, X } from "lucide-react";
 import { useDocument } from "../store/document";
 import { useReplay } from "../store/replay";
 import { useRun } from "../store/run";
@@ -15,6 +15,7 @@ import { usePrefs } from "../store/prefs";
 import { runBlocked, useRunControl } from "../store/runControl";
 import { useView } from "../store/view";
 import { useValidation } from "../store/validation";
+import { onServer } from "../transport";
 
 /** A button with a tooltip: its name, and its shortcut when it has one. */
 export function Tip({ label, keys, children }: { label: string; keys?: string; children: ReactNode }) {
@@ -184,18 +185,24 @@ export function Toolbar() {
   // A replay shows a run's states on the canvas; there is nothing to cancel, and Run starts a new run.
   const running = (runStatus === "running" || runStatus === "paused") && !replaying;
   const blocked = runBlocked(errors, mode, answersPath);
+  const server = onServer();
   return (
     <Tooltip.Provider delayDuration={400}>
       <header className="toolbar">
-        <IconButton label="New workflow" keys="Ctrl+N" onClick={() => void files.newWorkflow()} testId="new"><FilePlus2 size={16} aria-hidden /></IconButton>
-        <IconButton label="Open…" keys="Ctrl+O" onClick={() => void files.openPicked()} testId="open"><FolderOpen size={16} aria-hidden /></IconButton>
-        <RecentFiles />
-        <IconButton label={dirty ? "Save (unsaved changes)" : "Save"} keys="Ctrl+S" onClick={() => void files.save()} testId="save">
-          <Save size={16} aria-hidden />
-          <span className={`dirty-dot ${dirty ? "on" : ""}`} aria-hidden />
-        </IconButton>
-        <IconButton label="Export canonical YAML (the open file stays as it is)" keys="Ctrl+Shift+E" onClick={() => void files.exportYaml()} testId="export"><Share size={16} aria-hidden /></IconButton>
-        <span className="sep" />
+        {/* A server's workflows are the files in its folder: a browser opens them, it does not write files. */}
+        {!server && (
+          <>
+            <IconButton label="New workflow" keys="Ctrl+N" onClick={() => void files.newWorkflow()} testId="new"><FilePlus2 size={16} aria-hidden /></IconButton>
+            <IconButton label="Open…" keys="Ctrl+O" onClick={() => void files.openPicked()} testId="open"><FolderOpen size={16} aria-hidden /></IconButton>
+            <RecentFiles />
+            <IconButton label={dirty ? "Save (unsaved changes)" : "Save"} keys="Ctrl+S" onClick={() => void files.save()} testId="save">
+              <Save size={16} aria-hidden />
+              <span className={`dirty-dot ${dirty ? "on" : ""}`} aria-hidden />
+            </IconButton>
+            <IconButton label="Export canonical YAML (the open file stays as it is)" keys="Ctrl+Shift+E" onClick={() => void files.exportYaml()} testId="export"><Share size={16} aria-hidden /></IconButton>
+            <span className="sep" />
+          </>
+        )}
         <IconButton label="Undo" keys="Ctrl+Z" onClick={() => useDocument.getState().undo()} testId="undo"><Undo2 size={16} aria-hidden /></IconButton>
         <IconButton label="Redo" keys="Ctrl+Shift+Z" onClick={() => useDocument.getState().redo()} testId="redo"><Redo2 size={16} aria-hidden /></IconButton>
         <span className="sep" />
@@ -207,8 +214,16 @@ export function Toolbar() {
           <span className="doc-file">{path ? baseName(path) : "not saved yet"}</span>
           <span className={`dirty-mark ${dirty && path ? "on" : ""}`} aria-label={dirty ? "unsaved changes" : undefined}>{dirty && path ? "• unsaved" : ""}</span>
         </div>
-        <ContinueRuns />
-        <RunSource />
+        {server ? (
+          <span className="run-source" data-testid="run-on-server" title="The server's workers run it, with their own models and settings; History lists the server's runs">
+            <Server size={15} aria-hidden /> <span className="run-source-text">Runs on {location.host}</span>
+          </span>
+        ) : (
+          <>
+            <ContinueRuns />
+            <RunSource />
+          </>
+        )}
         {running ? (
           <button className="danger run-button" onClick={() => runControl.cancel()} data-testid="cancel">
             <Square size={14} aria-hidden /> Cancel
@@ -224,9 +239,11 @@ export function Toolbar() {
           </Tip>
         )}
         <span className="sep" />
-        <IconButton label={settingsProblem ? `Settings: ${settingsProblem.message}` : "Settings: model providers, MCP servers, limits"} onClick={() => dialogs.setDialog("settings", true)} testId="settings-button">
-          <Settings size={16} aria-hidden className={settingsProblem ? "warn" : ""} />
-        </IconButton>
+        {!server && (
+          <IconButton label={settingsProblem ? `Settings: ${settingsProblem.message}` : "Settings: model providers, MCP servers, limits"} onClick={() => dialogs.setDialog("settings", true)} testId="settings-button">
+            <Settings size={16} aria-hidden className={settingsProblem ? "warn" : ""} />
+          </IconButton>
+        )}
         <IconButton label={theme === "light" ? "Dark theme" : "Light theme"} onClick={() => usePrefs.getState().setTheme(theme === "light" ? "dark" : "light")} testId="theme">
           {theme === "light" ? <Moon size={16} aria-hidden /> : <Sun size={16} aria-hidden />}
         </IconButton>

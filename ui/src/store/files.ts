@@ -13,6 +13,7 @@ import { usePrefs } from "./prefs";
 import { freshRunView } from "./replay";
 import { useRunControl } from "./runControl";
 import { useView } from "./view";
+import { appWindow } from "../transport";
 
 const POSITIONLESS_FORMATS = new Set(["sweny", "tea", "openexpertise"]);
 
@@ -131,7 +132,7 @@ export const useFiles = create<FilesState>((_set, get) => ({
       if (useDocument.getState().dirty) return; // not saved (the person cancelled the file picker, or it failed)
     }
     closeDialog();
-    if (!("__TAURI_INTERNALS__" in window)) return;
+    if (!appWindow()) return;
     const { getCurrentWindow } = await import("@tauri-apps/api/window");
     await getCurrentWindow().destroy();
   },

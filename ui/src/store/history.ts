@@ -12,7 +12,7 @@ import { useLayoutPrefs } from "./layoutPrefs";
 import { baseName } from "../model/paths";
 import { failWith, useMessages } from "./messages";
 import { freshRunView, useReplay } from "./replay";
-import { useRun } from "./run";
+import { frameBatcher, STATUS_WORDS, useRun } from "./run";
 import { useView } from "./view";
 
 export type { RunSummary_Serialize as RunSummary } from "../bindings";
@@ -48,6 +48,18 @@ function runShown() {
   useLayoutPrefs.getState().setPanel("run");
 }
 
+const ENDED: string[] = ["completed", "failed", "cancelled"];
+
+/** A followed run's events, applied once per frame while the canvas still shows that run. */
+function followChannel(id: string): Channel<Event_Deserialize[]> {
+  const channel = new Channel<Event_Deserialize[]>();
+  const batch = frameBatcher((events) => {
+    if (useRun.getState().runId === id) useRun.getState().apply(events);
+  });
+  channel.onmessage = (events) => batch(events as unknown as Event[]);
+  return channel;
+}
+
 export const useHistory = create<HistoryState>((set) => ({
   runs: [],
 
@@ -60,11 +72,15 @@ export const useHistory = create<HistoryState>((set) => ({
     if (!(await confirmDiscard())) return;
     try {
       const opened = await showStoredRun(id);
-      useRun.getState().apply(opened.events as unknown as Event[]);
+      const events = opened.events as unknown as Event[];
+      useRun.getState().apply(events);
       // A run whose process died shows as it was left.
-      if (opened.row.status === "interrupted") useRun.setState({ status: "failed", error: "interrupted: History → Continue runs it on" });
+      if (opened.row.status === "interrupted") useRun.setState({ status: "failed", error: "interrupted: History → Resume runs it on" });
       runShown();
-      useMessages.getState().info(`Run ${id.slice(0, 8)} (${opened.row.status}) as it ran`);
+      // A run that goes on elsewhere (a server's workers, a `switchyard run` in a terminal) is followed live.
+      const elsewhere = !ENDED.includes(opened.row.status) && opened.row.status !== "interrupted";
+      if (elsewhere) await unwrap(commands.followRun(id, events.at(-1)?.seq ?? 0, followChannel(id)));
+      useMessages.getState().info(`Run ${id.slice(0, 8)} (${STATUS_WORDS[opened.row.status] ?? opened.row.status})${elsewhere ? ": following it live" : " as it ran"}`);
       useView.getState().requestView("open");
     } catch (e) {
       failWith(`Could not open run ${id.slice(0, 8)}`, e);

@@ -8,7 +8,7 @@ import { inAppWords } from "../model/words";
 export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting";
 
 /** Node, run and stored-run statuses in the person's words (cards, the run list, History). */
-export const STATUS_WORDS: Record<string, string> = { pending: "waiting to run", running: "running", succeeded: "succeeded", failed: "failed", skipped: "skipped", waiting: "waits for you", paused: "waits for you", completed: "completed", cancelled: "cancelled", interrupted: "interrupted" };
+export const STATUS_WORDS: Record<string, string> = { pending: "waiting to run", running: "running", succeeded: "succeeded", failed: "failed", skipped: "skipped", waiting: "waits for you", paused: "waits for you", completed: "completed", cancelled: "cancelled", interrupted: "interrupted", ready: "waits for a worker" };
 
 export type Iteration = { iteration: number; instruction: string; result: NodeResult | null; durationMs: number | null; tokens: number | null };
 

@@ -29,6 +29,6 @@ export async function startUp(): Promise<void> {
   const interrupted = useHistory.getState().runs.filter((r) => r.status === "interrupted");
   if (interrupted.length) {
     useLayoutPrefs.getState().setPanel("history");
-    useMessages.getState().error(`${interrupted.length} run${interrupted.length > 1 ? "s were" : " was"} interrupted when Switchyard stopped: History → Continue runs it on; nodes that completed do not run again.`);
+    useMessages.getState().error(`${interrupted.length} run${interrupted.length > 1 ? "s were" : " was"} interrupted when Switchyard stopped: History → Resume runs it on; nodes that completed do not run again.`);
   }
 }

@@ -1,0 +1,169 @@
+// How the generated client (`bindings.ts`) reaches a shell. In the desktop app: Tauri's IPC. In a browser, against
+// `switchyard serve`: the server's HTTP API — `POST /api/commands/NAME` for each command, a run's events as
+// Server-Sent Events for each channel. The generated commands call Tauri's `invoke`, which calls
+// `window.__TAURI_INTERNALS__`; in a browser `installServerTransport` puts the HTTP transport there before the app
+// starts (the seam Tauri's own mocks use), so every store calls the same commands in both places.
+//
+// Invariants: nothing else in the UI knows which transport it has, except through `onServer` and `appWindow` (what only
+// the desktop app can do: its window, its files, resuming runs itself); the token never reaches a URL, a log or the server's
+// storage (it is kept in this browser's local storage and sent as a bearer header).
+import { createParser } from "eventsource-parser";
+
+let server = false;
+/** The app reaches a server over HTTP: it is in a browser, served by `switchyard serve`. */
+export const onServer = (): boolean => server;
+/** The desktop app's window is there, to title and to close (not in a browser, nor in unit tests). */
+export const appWindow = (): boolean => !server && "__TAURI_INTERNALS__" in window;
+
+const TOKEN_KEY = "switchyard.token";
+const PREFS_KEY = "switchyard.prefs";
+
+/** Why the server refused this browser: no token, or one it does not know. The sign-in form listens. */
+type SignInListener = (why: string) => void;
+const signInListeners = new Set<SignInListener>();
+export function onSignInNeeded(listener: SignInListener): () => void {
+  signInListeners.add(listener);
+  return () => signInListeners.delete(listener);
+}
+
+export function storedToken(): string | null {
+  return localStorage.getItem(TOKEN_KEY);
+}
+
+/** Keeps a token for this browser (a link's `#token=…` is taken once and removed from the address bar). */
+export function keepToken(token: string | null): void {
+  if (token) localStorage.setItem(TOKEN_KEY, token);
+  else localStorage.removeItem(TOKEN_KEY);
+}
+
+export function tokenFromAddress(): void {
+  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+  if (!m) return;
+  keepToken(decodeURIComponent(m[1]));
+  history.replaceState(null, "", location.pathname + location.search);
+}
+
+type Failure = { code: string; message: string };
+type Callback = (payload: unknown) => void;
+
+/** The server at `base` (this page's origin when served by `switchyard serve`). */
+export function installServerTransport(base = ""): void {
+  server = true;
+  const callbacks = new Map<number, Callback>();
+  let nextId = 1;
+  const transport = new ServerTransport(base, callbacks);
+  (window as unknown as { __TAURI_INTERNALS__: unknown }).__TAURI_INTERNALS__ = {
+    transformCallback: (callback: Callback, once = false) => {
+      const id = nextId++;
+      callbacks.set(id, once ? (p) => (callbacks.delete(id), callback(p)) : callback);
+      return id;
+    },
+    unregisterCallback: (id: number) => callbacks.delete(id),
+    invoke: (cmd: string, args: Record<string, unknown> = {}) => transport.invoke(cmd, args),
+    metadata: { currentWindow: { label: "main" }, currentWebview: { windowLabel: "main", label: "main" } },
+  };
+}
+
+/** A channel as the generated client passes it: Tauri's `Channel`, delivered to through its callback id. */
+type ChannelLike = { id: number; toJSON: () => string };
+const isChannel = (v: unknown): v is ChannelLike => typeof v === "object" && v !== null && "id" in v && typeof (v as { toJSON?: unknown }).toJSON === "function" && String((v as ChannelLike).toJSON()).startsWith("__CHANNEL__");
+
+class ServerTransport {
+  /** The run followed now; following another stops it (as the desktop app follows one run at a time). */
+  private following: AbortController | null = null;
+
+  constructor(
+    private base: string,
+    private callbacks: Map<number, Callback>,
+  ) {}
+
+  async invoke(cmd: string, args: Record<string, unknown>): Promise<unknown> {
+    switch (cmd) {
+      // This browser's own: the desktop app keeps these in its data folder.
+      case "load_prefs":
+        return { recentFiles: [], theme: "light", ...JSON.parse(localStorage.getItem(PREFS_KEY) ?? "{}") };
+      case "save_prefs":
+        localStorage.setItem(PREFS_KEY, JSON.stringify(args.prefs));
+        return null;
+      case "startup_file":
+        return this.call(cmd, { workflow: new URLSearchParams(location.search).get("workflow") });
+      case "plugin:dialog|message":
+        // `ask`: the browser's own confirmation.
+        return window.confirm(String(args.message)) ? "Yes" : "No";
+      case "plugin:dialog|open":
+      case "plugin:dialog|save":
+        throw { code: "NOT_ON_SERVER", message: "In a browser, the canvas opens the server's workflows: add ?workflow=NAME to the address, or open a run from History." } satisfies Failure;
+      case "follow_run":
+        this.follow(String(args.runId), Number(args.after ?? 0), args.onEvents as ChannelLike);
+        return null;
+    }
+    const channels = Object.entries(args).filter(([, v]) => isChannel(v));
+    const plain = Object.fromEntries(Object.entries(args).filter(([, v]) => !isChannel(v)));
+    const value = await this.call(cmd, plain);
+    // A started run's events come as the run's event stream, from its first.
+    if (cmd === "start_run" && channels.length) this.follow(String(value), 0, channels[0][1] as ChannelLike);
+    return value;
+  }
+
+  private headers(): Record<string, string> {
+    const token = storedToken();
+    return { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) };
+  }
+
+  /** One command: its value, or its `{code, message}` thrown (the generated client turns it into an error result). */
+  private async call(cmd: string, args: Record<string, unknown>): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.base}/api/commands/${cmd}`, { method: "POST", headers: this.headers(), body: JSON.stringify(args) });
+    } catch (e) {
+      throw { code: "SERVER_UNREACHABLE", message: `The server does not answer (${String(e)}): is switchyard serve running?` } satisfies Failure;
+    }
+    const body: unknown = await response.json().catch(() => null);
+    if (response.ok) return body;
+    const failure = (body as Failure | null) ?? { code: "SERVER_ERROR", message: `The server answered ${response.status}` };
+    if (response.status === 401) signInListeners.forEach((l) => l(failure.message));
+    throw failure;
+  }
+
+  /** Sends a run's events numbered after `after` to `channel` as the server writes them, reconnecting from the last
+   * one received (the server restarted, the network dropped) until the run ends or another run is followed. */
+  private follow(runId: string, after: number, channel: ChannelLike): void {
+    this.following?.abort();
+    const abort = new AbortController();
+    this.following = abort;
+    let index = 0;
+    let last = after;
+    const deliver = (events: unknown[]) => this.callbacks.get(channel.id)?.({ index: index++, message: events });
+    void (async () => {
+      let ended = false;
+      while (!ended && !abort.signal.aborted) {
+        try {
+          const response = await fetch(`${this.base}/api/runs/${encodeURIComponent(runId)}/events?after=${last}`, { headers: this.headers(), signal: abort.signal });
+          if (response.status === 401 || response.status === 404) return;
+          if (!response.ok || !response.body) throw new Error(String(response.status));
+          const batch: unknown[] = [];
+          const parser = createParser({
+            onEvent: (e) => {
+              if (e.event === "end") ended = true;
+              else if (e.id) {
+                last = Number(e.id);
+                batch.push(JSON.parse(e.data));
+              }
+            },
+          });
+          const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            parser.feed(value);
+            // What one read brought is one batch: the run view applies it in one frame.
+            if (batch.length) deliver(batch.splice(0));
+          }
+        } catch {
+          if (abort.signal.aborted) return;
+        }
+        if (!ended) await new Promise((r) => setTimeout(r, 1000));
+      }
+    })();
+  }
+}
