@@ -61,6 +61,10 @@ kill "$server" 2>/dev/null || true
 step "the server, acceptance: serve and four workers on PostgreSQL, 1,000 webhook runs under faults"
 python3 scripts/server-acceptance.py 2>&1 | tee -a "$out"
 
+step "the canvas in a browser: serve, a worker and headless Chromium (sign in, follow live, approve, Run)"
+node --test --test-reporter=spec e2e/browser/ 2>&1 | tee target/browser-output.txt
+grep -Eo '^ℹ (pass|fail) [0-9]+' target/browser-output.txt | awk '{print $3, ($2 == "pass" ? "passed" : "failed")}' >> "$out"
+
 step "the desktop app, end to end (tauri-driver + WebKitWebDriver under Xvfb)"
 SWITCHYARD_SETUP_DONE=1 SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" bash scripts/e2e.sh 2>&1 | tee target/e2e-output.txt
 grep -Eo '^ℹ (pass|fail) [0-9]+' target/e2e-output.txt | awk '{print $3, ($2 == "pass" ? "passed" : "failed")}' >> "$out"

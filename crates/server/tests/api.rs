@@ -89,6 +89,11 @@ impl Server {
         self.call(reqwest::Method::GET, path, None, true).await
     }
 
+    /// The app's command `name`, as the browser calls it.
+    async fn command(&self, name: &str, args: Value) -> (u16, Value) {
+        self.post(&format!("/api/commands/{name}"), args).await
+    }
+
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         self.call(reqwest::Method::POST, path, Some(body), true).await
     }
@@ -217,4 +222,84 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_ROUTE"));
     let (status, answer) = server.call(reqwest::Method::DELETE, "/api/runs", None, true).await;
     assert_eq!((status, code(&answer)), (405, "METHOD_NOT_ALLOWED"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse_what_belongs_to_a_desktop() {
+    let server = Server::start("api_commands").await;
+
+    let (status, answer) = server.call(reqwest::Method::POST, "/api/commands/list_runs", Some(json!({})), false).await;
+    assert_eq!((status, code(&answer)), (401, "UNAUTHORIZED"), "commands need a token as every route does");
+
+    let (status, specs) = server.command("node_types", json!({})).await;
+    assert_eq!(status, 200);
+    assert!(specs.as_array().unwrap().iter().any(|s| s["type"] == "approval"), "{specs}");
+
+    // The served workflow, opened by name and then by its file, as the window opens a file.
+    let (status, opened) = server.command("startup_file", json!({ "workflow": "gate" })).await;
+    assert_eq!(status, 200, "{opened}");
+    let path = opened["path"].as_str().unwrap().to_string();
+    assert!(path.ends_with("gate.yaml"), "{opened}");
+    let (status, document) = server.command("open_file", json!({ "path": path })).await;
+    assert_eq!(
+        (status, &document["workflow"]["name"], &document["format"]),
+        (200, &json!("gate"), &json!("switchyard"))
+    );
+    let (status, answer) = server.command("open_file", json!({ "path": "/etc/passwd" })).await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "only served workflows are opened");
+
+    // Run: the served document starts a run; a changed canvas is refused, never run as if saved.
+    let workflow = document["workflow"].clone();
+    let request =
+        |workflow: &Value| json!({ "request": { "workflow": workflow, "workflowPath": path, "input": {"n": 1} } });
+    let mut changed = workflow.clone();
+    changed["nodes"][1]["id"] = json!("check");
+    changed["edges"][0]["to"] = json!("check");
+    let (status, answer) = server.command("start_run", request(&changed)).await;
+    assert_eq!((status, code(&answer)), (409, "CHANGED_HERE"), "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("undo them"), "{answer}");
+    let (status, id) = server.command("start_run", request(&workflow)).await;
+    assert_eq!(status, 200, "{id}");
+    let id = id.as_str().unwrap().to_string();
+
+    let (status, runs) = server.command("list_runs", json!({})).await;
+    assert_eq!(
+        (status, &runs[0]["id"], &runs[0]["status"], &runs[0]["live"]),
+        (200, &json!(id), &json!("ready"), &json!(false))
+    );
+    let (status, run) = server.command("open_run", json!({ "runId": id })).await;
+    assert_eq!((status, &run["row"]["id"], &run["document"]["workflow"]["name"]), (200, &json!(id), &json!("gate")));
+    let (status, answer) = server.command("open_run", json!({ "runId": "nope" })).await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_RUN"));
+    let (status, answer) = server.command("open_run", json!({ "run": id })).await;
+    assert_eq!((status, code(&answer)), (422, "INVALID_BODY"), "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("open_run"), "{answer}");
+
+    // A decision through the command is the decision the route keeps: checked the same way.
+    let (status, answer) =
+        server.command("decide", json!({ "runId": id, "node": "review", "decision": "approve", "note": "" })).await;
+    assert_eq!((status, code(&answer)), (409, "NOT_PENDING"), "the run has not reached its approval: {answer}");
+    let (status, answer) =
+        server.command("decide", json!({ "runId": id, "node": "review", "decision": "maybe", "note": "" })).await;
+    assert_eq!((status, code(&answer)), (422, "INVALID_DECISION"));
+    let (status, answer) = server.command("cancel_run", json!({ "runId": id })).await;
+    assert_eq!((status, answer), (200, Value::Null));
+    let row = {
+        let (store, id) = (server.store.clone(), id.clone());
+        tokio::task::spawn_blocking(move || store.requests(&id).unwrap()).await.unwrap()
+    };
+    assert!(row.cancel, "the cancellation was kept for the worker");
+
+    // What belongs to a person's own machine is refused, saying where to do it.
+    for (name, hint) in [
+        ("save_file", "edit them there"),
+        ("save_settings", "their own settings file"),
+        ("resume_run", "open the run to follow it"),
+        ("run_evals", "switchyard eval"),
+        ("no_such_command", "the desktop app"),
+    ] {
+        let (status, answer) = server.command(name, json!({})).await;
+        assert_eq!((status, code(&answer)), (404, "NOT_ON_SERVER"), "{name}");
+        assert!(answer["message"].as_str().unwrap().contains(hint), "{name}: {answer}");
+    }
 }
