@@ -1,0 +1,93 @@
+// The HTTP transport under the generated client, against a stand-in for the server's HTTP answers: the request each
+// command makes, every way a request can fail, and a followed run's event stream across a dropped connection. The
+// real server and browser are driven end to end by e2e/browser/serve.test.mjs.
+import { beforeEach, describe, expect, test, vi } from "vitest";
+import { Channel, invoke } from "@tauri-apps/api/core";
+import { commands } from "../bindings";
+import { installServerTransport, keepToken, onServer, onSignInNeeded } from "./index";
+
+type Sent = { url: string; init: RequestInit };
+let sent: Sent[] = [];
+let answer: (url: string, init: RequestInit) => Promise<Response>;
+
+const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+/** A Server-Sent Events body that ends (the connection drops) after `text`. */
+const sse = (text: string) => new Response(new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(text)), c.close()) }), { status: 200, headers: { "content-type": "text/event-stream" } });
+const event = (seq: number) => `id: ${seq}\nevent: node:enter\ndata: ${JSON.stringify({ seq, run: "r1", ts: "", type: "node:enter", node: "a" })}\n\n`;
+
+beforeEach(() => {
+  sent = [];
+  localStorage.clear();
+  keepToken("sy_test");
+  vi.stubGlobal("fetch", (url: string, init: RequestInit = {}) => {
+    sent.push({ url, init });
+    return answer(url, init);
+  });
+  installServerTransport("http://server");
+});
+
+describe("the server transport", () => {
+  test("a command is POST /api/commands/NAME with its arguments and the token, and answers with the server's value", async () => {
+    answer = async () => json(200, [{ id: "r1", status: "paused", live: false }]);
+    const r = await commands.listRuns();
+    expect(onServer()).toBe(true);
+    expect(r).toEqual({ status: "ok", data: [{ id: "r1", status: "paused", live: false }] });
+    expect(sent[0].url).toBe("http://server/api/commands/list_runs");
+    expect(sent[0].init.method).toBe("POST");
+    expect((sent[0].init.headers as Record<string, string>).authorization).toBe("Bearer sy_test");
+    answer = async () => json(200, null);
+    await commands.decide("r1", "review", "approve", "fine");
+    expect(JSON.parse(String(sent[1].init.body))).toEqual({ runId: "r1", node: "review", decision: "approve", note: "fine" });
+  });
+
+  test("a refusal reaches the caller as the server's {code, message}", async () => {
+    answer = async () => json(409, { code: "CHANGED_HERE", message: "this canvas has changes" });
+    const r = await commands.cancelRun("r1");
+    expect(r).toEqual({ status: "error", error: { code: "CHANGED_HERE", message: "this canvas has changes" } });
+  });
+
+  test("a server that does not answer is SERVER_UNREACHABLE, saying what to check", async () => {
+    answer = async () => {
+      throw new TypeError("Failed to fetch");
+    };
+    const r = await commands.listRuns();
+    expect(r.status).toBe("error");
+    expect(r.status === "error" && r.error.code).toBe("SERVER_UNREACHABLE");
+    expect(r.status === "error" && r.error.message).toMatch(/switchyard serve running/);
+  });
+
+  test("a refused token asks the person to sign in again", async () => {
+    const heard: string[] = [];
+    const stop = onSignInNeeded((why) => heard.push(why));
+    answer = async () => json(401, { code: "UNAUTHORIZED", message: "this token is not valid: it was revoked" });
+    const r = await commands.listRuns();
+    stop();
+    expect(r.status === "error" && r.error.code).toBe("UNAUTHORIZED");
+    expect(heard).toEqual(["this token is not valid: it was revoked"]);
+  });
+
+  test("opening a file of this computer is refused with where to open workflows instead, before any request", async () => {
+    await expect(invoke("plugin:dialog|open", { options: {} })).rejects.toMatchObject({ code: "NOT_ON_SERVER", message: expect.stringMatching(/\?workflow=NAME/) });
+    expect(sent).toEqual([]);
+  });
+
+  test("preferences are this browser's own: kept in its storage, never sent to the server", async () => {
+    const r = await commands.loadPrefs();
+    expect(r).toEqual({ recentFiles: [], theme: "light" });
+    await commands.savePrefs({ recentFiles: [], theme: "dark" });
+    expect(await commands.loadPrefs()).toEqual({ recentFiles: [], theme: "dark" });
+    expect(sent).toEqual([]);
+  });
+
+  test("a followed run's events arrive in order, and a dropped stream is taken up after the last event received", async () => {
+    const streams = [sse(event(4) + event(5)), sse(event(6) + "event: end\ndata: {}\n\n")];
+    answer = async () => streams.shift() ?? json(500, {});
+    const got: number[][] = [];
+    const channel = new Channel<unknown[]>();
+    channel.onmessage = (events) => got.push(events.map((e) => (e as { seq: number }).seq));
+    const r = await commands.followRun("r1", 3, channel as never);
+    expect(r.status).toBe("ok");
+    await vi.waitFor(() => expect(got.flat()).toEqual([4, 5, 6]), { timeout: 5000 });
+    expect(sent.map((s) => s.url)).toEqual(["http://server/api/runs/r1/events?after=3", "http://server/api/runs/r1/events?after=5"]);
+  });
+});
