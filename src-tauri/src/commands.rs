@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use specta::Type;
 use switchyard_engine::answers::Answers;
 use switchyard_engine::code::consent::{Consent, TrustStore};
@@ -28,6 +29,7 @@ use tauri::State;
 use crate::error::CommandError;
 use crate::forward::Forwarder;
 use crate::prefs::{self, Prefs};
+use crate::remote::{self, Remotes};
 
 /// Live runs by id, and the durable run store.
 pub struct AppState {
@@ -41,6 +43,8 @@ pub struct AppState {
     default_model: Mutex<Option<DefaultModel>>,
     /// The run the window follows (`follow_run`), counted: a follower whose count is no longer this one stops.
     following: Arc<std::sync::atomic::AtomicU64>,
+    /// The runs listed from a server (`server_runs`): commands about them go to it.
+    remotes: Remotes,
 }
 
 impl AppState {
@@ -51,6 +55,7 @@ impl AppState {
             mcp_tools: Mutex::default(),
             default_model: Mutex::default(),
             following: Arc::default(),
+            remotes: Remotes::default(),
         }
     }
 
@@ -259,7 +264,10 @@ pub async fn resume_run(
 /// Opens a stored run: the document it started with (not the file as it is now) and what happened.
 #[tauri::command]
 #[specta::specta]
-pub fn open_run(state: State<'_, AppState>, run_id: String) -> Result<OpenedRun, CommandError> {
+pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<OpenedRun, CommandError> {
+    if let Some(remote) = state.remotes.of(&run_id) {
+        return Ok(remote.call("open_run", json!({ "runId": run_id })).await?);
+    }
     Ok(OpenedRun::new(state.store()?.load(&run_id)?))
 }
 
@@ -427,6 +435,10 @@ pub async fn decide(
     decision: String,
     note: String,
 ) -> Result<(), CommandError> {
+    if let Some(remote) = state.remotes.of(&run_id) {
+        let args = json!({ "runId": run_id, "node": node, "decision": decision, "note": note });
+        return Ok(remote.call("decide", args).await?);
+    }
     let controller = state.controller(&run_id)?;
     controller
         .decide(&node, serde_json::json!({ "decision": decision, "note": note }))
@@ -436,7 +448,10 @@ pub async fn decide(
 
 #[tauri::command]
 #[specta::specta]
-pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), CommandError> {
+pub async fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), CommandError> {
+    if let Some(remote) = state.remotes.of(&run_id) {
+        return Ok(remote.call("cancel_run", json!({ "runId": run_id })).await?);
+    }
     state.controller(&run_id)?.cancel();
     Ok(())
 }
@@ -447,7 +462,21 @@ pub fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), Comm
 pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, CommandError> {
     let live = state.runs.lock().unwrap().keys().cloned().collect::<Vec<_>>();
     let rows = session::runs(state.store()?)?;
-    Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row }).collect())
+    Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row, server: None }).collect())
+}
+
+/// The runs of the server the settings name (`server:`), newest first, each marked with the server's `HOST:PORT`;
+/// none when no server is named. Opening, following, deciding and cancelling them then goes to that server.
+#[tauri::command]
+#[specta::specta]
+pub async fn server_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, CommandError> {
+    let Some(remote) = remote::configured()? else { return Ok(Vec::new()) };
+    let mut runs: Vec<RunSummary> = remote.call("list_runs", json!({})).await?;
+    state.remotes.listed(&remote, runs.iter().map(|r| r.row.id.as_str()));
+    for run in &mut runs {
+        run.server = Some(remote.host().to_string());
+    }
+    Ok(runs)
 }
 
 /// Follows a run that another process runs (a `switchyard run` in a terminal, on the same store): sends its events
@@ -461,13 +490,21 @@ pub fn follow_run(
     after: u32,
     on_events: Channel<Vec<Event>>,
 ) -> Result<(), CommandError> {
-    let store = state.store()?.clone();
-    store.get(&run_id)?;
     let following = state.following.clone();
     let me = following.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    let current = move || following.load(std::sync::atomic::Ordering::SeqCst) == me;
+    if let Some(remote) = state.remotes.of(&run_id) {
+        tauri::async_runtime::spawn(async move {
+            let send = |events: Vec<Event>| on_events.send(events).is_ok();
+            remote.follow(&run_id, u64::from(after), send, || !current()).await;
+        });
+        return Ok(());
+    }
+    let store = state.store()?.clone();
+    store.get(&run_id)?;
     tauri::async_runtime::spawn(async move {
         let mut last = u64::from(after);
-        while following.load(std::sync::atomic::Ordering::SeqCst) == me {
+        while current() {
             // The status first: a run seen ended has all its events written, so reading them after it misses none.
             let Ok(row) = store.get(&run_id) else { return };
             let Ok(events) = store.events(&run_id) else { return };
@@ -489,7 +526,10 @@ pub fn follow_run(
 
 #[tauri::command]
 #[specta::specta]
-pub fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Event>, CommandError> {
+pub async fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Event>, CommandError> {
+    if let Some(remote) = state.remotes.of(&run_id) {
+        return Ok(remote.call("run_events", json!({ "runId": run_id })).await?);
+    }
     Ok(state.store()?.events(&run_id)?)
 }
 
@@ -634,6 +674,7 @@ mod tests {
             mcp_tools: Mutex::default(),
             default_model: Mutex::default(),
             following: Arc::default(),
+            remotes: Remotes::default(),
         };
         let text = "switchyard: 1\nname: t\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\nedges:\n  - {from: start, to: a}\n";
         let workflow = format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow;

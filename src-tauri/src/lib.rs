@@ -6,6 +6,7 @@ mod commands;
 mod error;
 mod forward;
 mod prefs;
+mod remote;
 #[cfg(test)]
 mod test_support;
 
@@ -32,6 +33,7 @@ pub fn specta_builder() -> Builder<tauri::Wry> {
         commands::list_runs,
         commands::run_events,
         commands::follow_run,
+        commands::server_runs,
         commands::open_run,
         commands::replay_run,
         commands::save_test_case,

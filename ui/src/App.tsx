@@ -25,7 +25,7 @@ import { usePrefs } from "./store/prefs";
 import { runBlocked, useRunControl } from "./store/runControl";
 import { startUp } from "./store/startup";
 import { useValidation, validateOnEdit } from "./store/validation";
-import { appWindow } from "./transport";
+import { appWindow, onServer } from "./transport";
 
 // Opened on demand: the first window paints without them.
 const SettingsDialog = lazy(() => import("./components/SettingsDialog").then((m) => ({ default: m.SettingsDialog })));
@@ -242,7 +242,7 @@ function Workbench() {
       <CloseDialog />
       <Suspense fallback={null}>
         {dialogs.find && <CommandPalette />}
-        {dialogs.settings && settings && <SettingsDialog onClose={() => useDialogs.getState().setDialog("settings", false)} />}
+        {dialogs.settings && settings && !onServer() && <SettingsDialog onClose={() => useDialogs.getState().setDialog("settings", false)} />}
       </Suspense>
       {dialogs.help && <HelpPanel onClose={() => useDialogs.getState().setDialog("help", false)} />}
     </div>

@@ -44,6 +44,11 @@ export const commands = {
 	 *  another stops this one.
 	 */
 	followRun: (runId: string, after: number, onEvents: Channel<Event_Deserialize[]>) => typedError<null, CommandError>(__TAURI_INVOKE("follow_run", { runId, after, onEvents })),
+	/**
+	 *  The runs of the server the settings name (`server:`), newest first, each marked with the server's `HOST:PORT`;
+	 *  none when no server is named. Opening, following, deciding and cancelling them then goes to that server.
+	 */
+	serverRuns: () => typedError<RunSummary_Serialize[], CommandError>(__TAURI_INVOKE("server_runs")),
 	/**  Opens a stored run: the document it started with (not the file as it is now) and what happened. */
 	openRun: (runId: string) => typedError<OpenedRun_Serialize, CommandError>(__TAURI_INVOKE("open_run", { runId })),
 	/**
@@ -1324,12 +1329,22 @@ export type RunSummary = RunSummary_Serialize | RunSummary_Deserialize;
 export type RunSummary_Deserialize = {
 	/**  The window that lists it runs it now (a server's runs are run by its workers: never). */
 	live: boolean,
+	/**
+	 *  The server it is on (`HOST:PORT`), when the desktop app lists a server's runs beside its own; none for the
+	 *  runs of the store the shell itself reads.
+	 */
+	server?: string | null,
 } & RunRow_Deserialize;
 
 /**  A run in History. */
 export type RunSummary_Serialize = {
 	/**  The window that lists it runs it now (a server's runs are run by its workers: never). */
 	live: boolean,
+	/**
+	 *  The server it is on (`HOST:PORT`), when the desktop app lists a server's runs beside its own; none for the
+	 *  runs of the store the shell itself reads.
+	 */
+	server: string | null,
 } & RunRow_Serialize;
 
 /**
@@ -1340,6 +1355,17 @@ export type SavedCase = {
 	path: string,
 	caseId: string,
 	expectations: number,
+};
+
+/**
+ *  A Switchyard server to connect to: its address, and the environment variable that holds a token for it (the
+ *  token itself is never written to the settings, as no key is).
+ */
+export type ServerConfig = {
+	/**  `http://HOST:PORT`, as `switchyard serve --listen` (or a proxy in front of it) answers. */
+	url: string,
+	/**  The variable holding a token made with `switchyard token create NAME`, e.g. `SWITCHYARD_TOKEN`. */
+	token_env: string,
 };
 
 /**  The user's settings: providers, the default model, and call limits. */
@@ -1390,6 +1416,11 @@ export type Settings_Deserialize = {
 	 *  the cost of each case from it (docs/evals.md).
 	 */
 	prices?: { [key in string]: Price_Deserialize },
+	/**
+	 *  A Switchyard server (`switchyard serve`) whose runs the app lists, follows and decides beside this computer's
+	 *  (docs/server.md).
+	 */
+	server?: ServerConfig | null,
 } & ({
 	/**
 	 *  MCP servers agents may use, by name: `{command, args, env, cwd}` or `{url, headers}` — the `mcpServers` shape
@@ -1420,6 +1451,11 @@ export type Settings_Serialize = {
 	 *  the cost of each case from it (docs/evals.md).
 	 */
 	prices?: { [key in string]: Price_Serialize },
+	/**
+	 *  A Switchyard server (`switchyard serve`) whose runs the app lists, follows and decides beside this computer's
+	 *  (docs/server.md).
+	 */
+	server?: ServerConfig,
 };
 
 export type Startup = Startup_Serialize | Startup_Deserialize;

@@ -424,6 +424,13 @@ fn a_cancellation_sent_through_the_database_ends_a_parked_run_and_a_running_one(
     // The running one hears it at its worker's next heartbeat (a third of the 1 s lease), not after the 60 s node.
     until("both runs to be cancelled", || team.status(&parked) == "cancelled" && team.status(&running) == "cancelled");
     assert!(!store.request_cancel(&running).unwrap(), "an ended run is not cancelled again");
+    for run in [&parked, &running] {
+        let events = store.events(run).unwrap();
+        // A pause closes its stretch of the log with an end that says `paused`; the run itself ends once.
+        let ended =
+            |e: &&Event| matches!(&e.kind, EventKind::WorkflowEnd { status, .. } if *status != RunStatus::Paused);
+        assert_eq!(events.iter().filter(ended).count(), 1, "one end, once: {events:?}");
+    }
     let (code, log) = worker.stop();
     assert_eq!(code, 0, "{log}");
 }

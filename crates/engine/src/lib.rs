@@ -58,6 +58,7 @@ pub mod postgres;
 pub mod providers;
 pub mod record;
 pub mod recorded;
+pub mod remote;
 pub mod result;
 pub mod run;
 pub mod schema;

@@ -89,7 +89,7 @@ impl StoreError {
 }
 
 /// A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "lowercase")]
 pub enum StoredStatus {
@@ -140,7 +140,7 @@ impl StoredStatus {
 }
 
 /// One run of the history.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "camelCase")]
 pub struct RunRow {

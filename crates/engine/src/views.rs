@@ -4,7 +4,7 @@
 //!
 //! Invariant: these are views built from the document model and the run store; nothing here runs or writes.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::events::Event;
 use crate::format::{Format, Loaded};
@@ -12,7 +12,7 @@ use crate::store::{RunRow, StoredRun};
 use crate::Workflow;
 
 /// A document as the window receives it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "camelCase")]
 pub struct Opened {
@@ -44,7 +44,7 @@ impl Opened {
 }
 
 /// A stored run as the window shows it: the document it ran and its events.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct OpenedRun {
     pub document: Opened,
@@ -59,7 +59,7 @@ impl OpenedRun {
 }
 
 /// A run in History.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
@@ -67,10 +67,14 @@ pub struct RunSummary {
     pub row: RunRow,
     /// The window that lists it runs it now (a server's runs are run by its workers: never).
     pub live: bool,
+    /// The server it is on (`HOST:PORT`), when the desktop app lists a server's runs beside its own; none for the
+    /// runs of the store the shell itself reads.
+    #[serde(default)]
+    pub server: Option<String>,
 }
 
 /// A run that goes on, and the document it goes on with.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "camelCase")]
 pub struct Resumed {

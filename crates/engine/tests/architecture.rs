@@ -159,10 +159,17 @@ fn the_layers_know_nothing_of_the_layers_above_them() {
         assert!(!uses("worker").contains(above), "`worker` uses `{above}`");
     }
     assert!(uses("worker").contains("session"), "`worker` runs its runs through the session");
-    // Only the session puts the pieces together; evaluations keep their reports beside the runs, and workers take
-    // their claims from the store.
+    // Only the session puts the pieces together; evaluations keep their reports beside the runs, workers take their
+    // claims from the store, and the views every shell returns show its rows (they open nothing).
     let users_of_store: Vec<&String> = graph.iter().filter(|(_, u)| u.contains("store")).map(|(m, _)| m).collect();
-    assert_eq!(users_of_store, ["eval", "session", "worker"], "only the session opens runs in the store");
+    assert_eq!(users_of_store, ["eval", "session", "views", "worker"], "only the session opens runs in the store");
+    for above in ["run", "session", "providers", "mcp", "worker", "eval", "remote"] {
+        assert!(!uses("views").contains(above), "`views` uses `{above}`");
+    }
+    // The client of a server knows its routes and the events it streams, nothing of running or keeping runs.
+    for above in ["run", "session", "store", "worker", "eval"] {
+        assert!(!uses("remote").contains(above), "`remote` uses `{above}`");
+    }
 }
 
 #[test]

@@ -18,7 +18,7 @@ use switchyard_engine::session;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{blocking, ApiError};
-use crate::registry::Submission;
+use crate::registry::{Served, Submission};
 use crate::AppState;
 
 /// A served workflow.
@@ -116,6 +116,11 @@ impl AppState {
                 format!("no workflow `{workflow}` is served here: GET /api/workflows lists them"),
             ));
         };
+        self.start_served(served, input, how).await
+    }
+
+    /// Starts a run of this version of a served workflow (the one a caller checked, even if the file changed since).
+    pub async fn start_served(&self, served: Served, input: Option<Value>, how: Start) -> Result<Started, ApiError> {
         session::check_input(&served.workflow, input.as_ref())?;
         let (store, answers) = (self.store.clone(), self.answers.clone());
         let (name, version) = (served.workflow.name.clone(), served.version);
@@ -211,7 +216,7 @@ pub async fn follow_run(
                 // misses none.
                 let ended = s.get(&run)?.status.ended();
                 let events = s.events_after(&run, last, 500)?;
-                Ok::<_, switchyard_engine::postgres::PgError>((events.is_empty() && ended, events))
+                Ok::<_, switchyard_engine::postgres::PgError>((ended, events))
             })
             .await;
             let Ok(Ok((ended, events))) = page else {
@@ -219,10 +224,6 @@ pub async fn follow_run(
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 continue;
             };
-            if ended {
-                let _ = tx.send(SseEvent::default().event("end").data("{}")).await;
-                return;
-            }
             let full = events.len() == 500;
             for event in events {
                 last = event.seq;
@@ -234,6 +235,11 @@ pub async fn follow_run(
             }
             if full {
                 continue;
+            }
+            if ended {
+                // Seen ended before its events were read: those were the last.
+                let _ = tx.send(SseEvent::default().event("end").data("{}")).await;
+                return;
             }
             // Wait for this run's next batch, a reconnection of the listener (anything may have been missed), a lag,
             // or, in any case, a few seconds: announcements can be lost.
@@ -313,7 +319,7 @@ impl AppState {
                 if round > 0 {
                     return Ok(Kept::Already);
                 }
-                let waiting = if row.pending.is_empty() { "nothing".to_string() } else { row.pending.join(", ") };
+                let waiting = if row.pending.is_empty() { "no decision".to_string() } else { row.pending.join(", ") };
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
                     "NOT_PENDING",

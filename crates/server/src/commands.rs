@@ -18,7 +18,7 @@ use axum::Json;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use switchyard_engine::code::consent::{code_steps, Consent};
+use switchyard_engine::code::consent::Consent;
 use switchyard_engine::format::{self, Format};
 use switchyard_engine::node_types;
 use switchyard_engine::providers::{DefaultModel, DefaultSource, Settings};
@@ -43,15 +43,26 @@ const HISTORY: usize = 200;
 pub async fn call(
     State(state): State<AppState>,
     Path(name): Path<String>,
-    body: Option<Json<Value>>,
+    body: axum::body::Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let args = body.map(|Json(v)| v).unwrap_or(Value::Null);
+    // Read here, not by an extractor: a body that is not JSON is `INVALID_BODY` as `{code, message}`.
+    let args: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_BODY",
+                format!("the arguments of `{name}` are not JSON: {e}"),
+            )
+        })?
+    };
     let value = match name.as_str() {
         "node_types" => to_value(node_types::specs()),
         "list_runs" => {
             let store = state.store.clone();
             let rows = blocking(move || Ok(session::recent_runs(&store, HISTORY)?)).await?;
-            to_value(rows.into_iter().map(|row| RunSummary { row, live: false }).collect::<Vec<_>>())
+            to_value(rows.into_iter().map(|row| RunSummary { row, live: false, server: None }).collect::<Vec<_>>())
         }
         "open_run" => {
             let RunId { run_id } = parse(&name, args)?;
@@ -76,6 +87,13 @@ pub async fn call(
         }
         "start_run" => {
             let StartArgs { request } = parse(&name, args)?;
+            if request.from_node.is_some() {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "NOT_ON_SERVER",
+                    "Running from a node is not available in a browser: Run runs the whole workflow on the server",
+                ));
+            }
             let served = state.served_for(request.workflow_path.as_deref(), &request.workflow.name)?;
             if !same_document(&served.workflow, &request.workflow) {
                 return Err(ApiError::new(
@@ -83,12 +101,13 @@ pub async fn call(
                     "CHANGED_HERE",
                     format!(
                         "this canvas has changes that {} on the server does not have, and the server runs its workflows \
-                         as they are served: undo them (Ctrl+Z), or save them to that file on the server, then Run",
+                         as they are served: undo them (Ctrl+Z), or edit that file in the server's workflows folder \
+                         (the server reads it again within 2 s), then Run",
                         served.path.display()
                     ),
                 ));
             }
-            let started = state.start(&served.workflow.name, request.input, Start::Now).await?;
+            let started = state.start_served(served, request.input, Start::Now).await?;
             Value::String(started.id)
         }
         "open_file" => {
@@ -101,7 +120,13 @@ pub async fn call(
             let Startup { workflow } = parse(&name, args).unwrap_or(Startup { workflow: None });
             let catalog = state.registry.catalog.read().expect("not poisoned");
             let served = match workflow {
-                Some(w) => catalog.workflows.get(&w),
+                Some(w) => Some(catalog.workflows.get(&w).ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::NOT_FOUND,
+                        "NO_SUCH_WORKFLOW",
+                        format!("the server serves no workflow `{w}`: check the name in the address (?workflow=NAME)"),
+                    )
+                })?),
                 None => catalog.workflows.values().next(),
             };
             served.map_or(Value::Null, |s| json!({ "path": s.path.display().to_string(), "answersPath": null }))
@@ -112,10 +137,10 @@ pub async fn call(
             to_value(validate::validate(&workflow, &session::validation_options(None, true)))
         }
         "code_consent" => {
-            // The workers decide whether code runs (`switchyard worker --allow-code`): a browser asks nothing.
-            let Validate { workflow } = parse(&name, args)?;
-            let dir = state.registry.folder().to_path_buf();
-            to_value(Consent { steps: code_steps(&workflow, &dir), fingerprint: None, trusted: true })
+            // The workers decide whether code runs (`switchyard worker --allow-code`): a browser asks nothing, and
+            // is shown no code (a step's module is a file path: reading it here would read any file for a caller).
+            let Validate { .. } = parse(&name, args)?;
+            to_value(Consent { steps: Vec::new(), fingerprint: None, trusted: true })
         }
         // Settings are each worker's own (its settings file): a browser sees the defaults and cannot save them.
         "get_settings" => json!({ "settings": Settings::default(), "problem": null }),
@@ -170,23 +195,37 @@ fn served_document(served: &Served) -> Opened {
     }
 }
 
-/// Whether the canvas's document is the served one (compared as the files would be written).
+/// Whether the canvas's document is the served one, compared as the files would be written, without where the
+/// nodes are drawn (the canvas lays out a file that gives no positions, and a person may move a card).
 fn same_document(served: &Workflow, canvas: &Workflow) -> bool {
-    format::to_yaml(served) == format::to_yaml(canvas)
+    let unplaced = |w: &Workflow| {
+        let mut w = w.clone();
+        w.nodes.iter_mut().for_each(|n| n.position = None);
+        format::to_yaml(&w)
+    };
+    unplaced(served) == unplaced(canvas)
 }
 
 /// Why a command is not answered here, and where to do it instead.
 fn not_here(name: &str) -> ApiError {
-    let where_ = match name {
+    let (what, where_) = match name {
         "save_file" | "script_beside" | "trust_code" => {
-            "the server's workflows are files in its folder: edit them there"
+            ("Saving", "the server's workflows are files in its folder: edit them there")
         }
-        "save_settings" | "probe_mcp" => "the server's workers read their own settings file",
-        "resume_run" | "replay_run" => "the server's workers carry runs on by themselves: open the run to follow it",
-        "eval_suite" | "run_evals" | "save_test_case" => "evaluations run with `switchyard eval` or the desktop app",
-        _ => "the desktop app has it",
+        "save_settings" | "probe_mcp" => ("Settings", "the server's workers read their own settings file"),
+        "resume_run" | "replay_run" => {
+            ("Resuming and replaying", "the server's workers carry runs on by themselves: open the run to follow it")
+        }
+        "eval_suite" | "run_evals" | "save_test_case" => {
+            ("Evaluations", "run them with `switchyard eval` or in the desktop app")
+        }
+        _ => ("This", "the desktop app has it"),
     };
-    ApiError::new(StatusCode::NOT_FOUND, "NOT_ON_SERVER", format!("`{name}` is not available in a browser: {where_}"))
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "NOT_ON_SERVER",
+        format!("{what} is not available in a browser (`{name}`): {where_}"),
+    )
 }
 
 fn parse<T: DeserializeOwned>(name: &str, args: Value) -> Result<T, ApiError> {
@@ -228,6 +267,9 @@ struct RunRequestArgs {
     workflow_path: Option<String>,
     #[serde(default)]
     input: Option<Value>,
+    /// Running from a node (with an earlier run's results upstream) is the desktop app's.
+    #[serde(default)]
+    from_node: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -247,6 +247,18 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
     );
     let (status, answer) = server.command("open_file", json!({ "path": "/etc/passwd" })).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "only served workflows are opened");
+    let (status, answer) = server.command("startup_file", json!({ "workflow": "nope" })).await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "an unknown name in the address is said so");
+    let raw = server.client.post(format!("{}/api/commands/list_runs", server.url)).bearer_auth(&server.token);
+    let answer: Value = raw.body("{not json").send().await.unwrap().json().await.unwrap();
+    assert_eq!(code(&answer), "INVALID_BODY", "{answer}");
+    // A browser is shown no code: a step's module is a path, and the server reads no file for a caller.
+    let script = json!({"switchyard": 1, "name": "s", "nodes": [{"id": "start", "type": "start"},
+        {"id": "x", "type": "script", "language": "python", "module": "/etc/passwd"}],
+        "edges": [{"from": "start", "to": "x"}]});
+    let (status, consent) = server.command("code_consent", json!({ "workflow": script, "workflowPath": null })).await;
+    assert_eq!((status, &consent["steps"], &consent["trusted"]), (200, &json!([]), &json!(true)), "{consent}");
+    assert!(!consent.to_string().contains("root:"), "{consent}");
 
     // Run: the served document starts a run; a changed canvas is refused, never run as if saved.
     let workflow = document["workflow"].clone();
@@ -258,7 +270,14 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
     let (status, answer) = server.command("start_run", request(&changed)).await;
     assert_eq!((status, code(&answer)), (409, "CHANGED_HERE"), "{answer}");
     assert!(answer["message"].as_str().unwrap().contains("undo them"), "{answer}");
-    let (status, id) = server.command("start_run", request(&workflow)).await;
+    let mut from_node = request(&workflow);
+    from_node["request"]["fromNode"] = json!("review");
+    let (status, answer) = server.command("start_run", from_node).await;
+    assert_eq!((status, code(&answer)), (404, "NOT_ON_SERVER"), "{answer}");
+    // Where the cards are drawn is no change: a canvas lays out a file without positions, and people move cards.
+    let mut moved = workflow.clone();
+    moved["nodes"][0]["position"] = json!({"x": 999.0, "y": -5.0});
+    let (status, id) = server.command("start_run", request(&moved)).await;
     assert_eq!(status, 200, "{id}");
     let id = id.as_str().unwrap().to_string();
 
@@ -296,7 +315,7 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
         ("save_settings", "their own settings file"),
         ("resume_run", "open the run to follow it"),
         ("run_evals", "switchyard eval"),
-        ("no_such_command", "the desktop app"),
+        ("no_such_command", "the desktop app has it"),
     ] {
         let (status, answer) = server.command(name, json!({})).await;
         assert_eq!((status, code(&answer)), (404, "NOT_ON_SERVER"), "{name}");

@@ -12,13 +12,14 @@ import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
 import * as Dialog from "@radix-ui/react-dialog";
 import * as Tabs from "@radix-ui/react-tabs";
-import { FlaskConical, Hand, PanelBottom } from "lucide-react";
+import { FlaskConical, Hand, PanelBottom, Server } from "lucide-react";
 import { useLayoutPrefs, type PanelTab } from "../store/layoutPrefs";
 import { NodeIcon } from "./NodeIcon";
 import { EvalsTab } from "./Evals";
 import { formatCost, useEvals } from "../store/evals";
 import { inAppWords } from "../model/words";
 import { onServer } from "../transport";
+import { usePrefs } from "../store/prefs";
 
 
 /** Selects a node and brings it into view. */
@@ -68,9 +69,11 @@ export function BottomPanel() {
           <Tabs.Trigger value="history" className="tab" data-testid="tab-history" onClick={() => pick("history")}>
             History {interrupted ? <b className="count error">{interrupted}</b> : null}
           </Tabs.Trigger>
-          <Tabs.Trigger value="evals" className="tab" data-testid="tab-evals" onClick={() => pick("evals")} title="The workflow's test cases: run them, and compare with the evaluation before">
+          {!onServer() && (
+            <Tabs.Trigger value="evals" className="tab" data-testid="tab-evals" onClick={() => pick("evals")} title="The workflow's test cases: run them, and compare with the evaluation before">
             Evals {evalRegressed ? <b className="count error" title={`${evalRegressed} regressed`}>{evalRegressed}</b> : null}
           </Tabs.Trigger>
+          )}
           {notes.length > 0 && <Tabs.Trigger value="notes" className="tab" onClick={() => pick("notes")}>Import notes ({notes.length})</Tabs.Trigger>}
         </Tabs.List>
         {pending.map((p) => (
@@ -189,20 +192,27 @@ function History() {
   const [all, setAll] = useState(false);
   const stored = useHistory.getState();
   const runControl = useRunControl.getState();
+  const serverProblem = useHistory((s) => s.serverProblem);
+  const server = usePrefs((p) => p.settings?.server?.url);
   // A server's runs are started by others too (webhooks, schedules, teammates): the list is read again while shown.
   useEffect(() => {
-    if (!onServer()) return;
+    if (!onServer() && !server) return;
     const timer = setInterval(() => void useHistory.getState().refresh(), 3000);
     return () => clearInterval(timer);
-  }, []);
+  }, [server]);
   // This workflow's runs, and every run that waits for the person (paused, or interrupted when its process died).
-  const waits = (r: (typeof history)[number]) => (r.status === "paused" || r.status === "interrupted") && !r.live;
+  const waits = (r: (typeof history)[number]) => (r.status === "paused" || r.status === "interrupted" || (r.server != null && r.status === "ready")) && !r.live;
   const runs = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r));
   return (
     <div data-testid="history">
       <label className="muted small">
         <input type="checkbox" checked={all || !path} disabled={!path} onChange={(e) => setAll(e.target.checked)} /> Show every workflow&apos;s runs
       </label>
+      {serverProblem && (
+        <p className="banner error" data-testid="server-problem">
+          The runs of {server} are not shown: {serverProblem}
+        </p>
+      )}
       {!runs.length ? (
         <p className="muted">No stored run{path && !all ? " of this workflow" : ""} yet.</p>
       ) : (
@@ -213,7 +223,15 @@ function History() {
           <tbody>
             {runs.slice(0, MAX_ROWS).map((r) => (
               <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status}>
-                <td className={`status ${r.status}`}>{STATUS_WORDS[r.status] ?? r.status}{r.live ? " (in this window)" : ""}</td>
+                <td className={`status ${r.status}`}>
+                  {STATUS_WORDS[r.status] ?? r.status}
+                  {r.live ? " (in this window)" : ""}
+                  {r.server && (
+                    <span className="server-tag" title={`Run by the workers of ${r.server}`} data-testid={`history-server-${r.id}`}>
+                      <Server size={11} aria-hidden /> {r.server}
+                    </span>
+                  )}
+                </td>
                 <td title={r.workflowRef ?? ""}>
                   {r.workflow}
                   {r.eval && (
@@ -229,13 +247,13 @@ function History() {
                 <td>{r.pending.join(", ")}</td>
                 <td className="actions">
                   <button onClick={() => stored.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
-                  {!onServer() && (
+                  {!onServer() && !r.server && (
                     <>
                       <button onClick={() => stored.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
                       <button onClick={() => stored.saveTestCase(r.id)} disabled={r.status === "running" || r.status === "interrupted"} title="Add this run to the workflow's evaluation file as a test case: its input, answers and decisions, and what each node did" data-testid={`history-save-case-${r.id}`}>Save as test case</button>
                     </>
                   )}
-                  {!onServer() && (r.status === "paused" || r.status === "interrupted") && !r.live && (
+                  {!onServer() && !r.server && (r.status === "paused" || r.status === "interrupted") && !r.live && (
                     <button className="primary" onClick={() => runControl.resumeRun(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-resume-${r.id}`}>Resume</button>
                   )}
                 </td>

@@ -8,6 +8,7 @@ import type { McpServerConfig_Deserialize as McpServerConfig } from "../bindings
 import { commands } from "../api";
 import { errorText } from "../store/messages";
 import { usePrefs, type CommandError, type SettingsProblem } from "../store/prefs";
+import { useHistory } from "../store/history";
 
 type Provider = Settings["providers"][number];
 
@@ -19,6 +20,8 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
   const [providers, setProviders] = useState<Provider[]>(initial.providers ?? []);
   const [defaultModel, setDefaultModel] = useState(initial.default_model ?? "");
   const [limits, setLimits] = useState(initial.limits);
+  const [serverUrl, setServerUrl] = useState(initial.server?.url ?? "");
+  const [tokenEnv, setTokenEnv] = useState(initial.server?.token_env ?? "SWITCHYARD_TOKEN");
   const [problems, setProblems] = useState<SettingsProblem[]>([]);
   // MCP servers as the widely used `mcpServers` JSON, so a list from another tool can be pasted.
   const [mcpText, setMcpText] = useState(() => JSON.stringify(initial.mcp_servers ?? {}, null, 2));
@@ -63,6 +66,9 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
       return;
     }
     const settings = {
+      // What this dialog does not edit (prices) is kept as it was.
+      ...initial,
+      server: serverUrl.trim() ? { url: serverUrl.trim(), token_env: tokenEnv.trim() } : undefined,
       mcp_servers,
       providers: providers.map((p) => ({ ...p, id: p.id.trim(), base_url: clean(p.base_url), api_key_env: clean(p.api_key_env), default_model: clean(p.default_model) })),
       default_model: clean(defaultModel),
@@ -77,6 +83,7 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
         return;
       }
       usePrefs.getState().setSettings(settings);
+      void useHistory.getState().refresh(); // a server named or changed: its runs
       onClose();
     } catch (e) {
       setError(errorText(e));
@@ -85,7 +92,7 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
 
   const found = usePrefs((s) => s.defaultModel);
   const limitWarnings = implausibleLimits(limits);
-  const unplaced = problems.filter((p) => !/^providers\[\d+\]\.|^default_model$/.test(p.field));
+  const unplaced = problems.filter((p) => !/^providers\[\d+\]\.|^default_model$|^server\./.test(p.field));
   return (
     // Radix Dialog: Escape or a click outside closes it without saving; focus stays inside while it is open.
     <Dialog.Root open onOpenChange={(open) => !open && onClose()}>
@@ -177,6 +184,22 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
             ))}
           </ul>
         )}
+        <h4>Server</h4>
+        <p className="muted small">
+          A Switchyard server (<code>switchyard serve</code>) whose runs History lists beside this computer&apos;s: open one to follow it live and to approve or reject its steps. The token is read from an environment variable, as keys are (make one on the server with <code>switchyard token create NAME</code>).
+        </p>
+        <div className="limits">
+          <label className="field">
+            <span>address</span>
+            <input value={serverUrl} placeholder="http://127.0.0.1:8080" onChange={(e) => setServerUrl(e.target.value)} data-testid="settings-server-url" {...cell("server.url")} />
+            {problemAt("server.url") && <div className="field-error" data-testid="problem-server.url">{problemAt("server.url")}</div>}
+          </label>
+          <label className="field">
+            <span>token variable</span>
+            <input value={tokenEnv} placeholder="SWITCHYARD_TOKEN" onChange={(e) => setTokenEnv(e.target.value)} data-testid="settings-server-token-env" {...cell("server.token_env")} />
+            {problemAt("server.token_env") && <div className="field-error" data-testid="problem-server.token_env">{problemAt("server.token_env")}</div>}
+          </label>
+        </div>
         {unplaced.map((p) => <div key={p.field} className="field-error">{p.field}: {p.message}</div>)}
         {error && <div className="field-error" data-testid="settings-error">{error}</div>}
         <div className="actions">

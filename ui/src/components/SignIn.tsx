@@ -4,17 +4,24 @@ import { useEffect, useState, type ReactNode } from "react";
 import { keepToken, onSignInNeeded, storedToken } from "../transport";
 
 export function SignInGate({ children }: { children: ReactNode }) {
-  // null: signed in; "": no token yet; else why the server refused the one kept.
-  const [why, setWhy] = useState<string | null>(storedToken() ? null : "");
-  const [started, setStarted] = useState(why === null);
+  // null: signed in; "": no token yet; else why the server refused the one kept. undefined: checking the kept one.
+  const [why, setWhy] = useState<string | null | undefined>(storedToken() ? undefined : "");
+  const [started, setStarted] = useState(false);
   useEffect(() => onSignInNeeded((message) => setWhy(message)), []);
+  useEffect(() => {
+    // The kept token is checked before the app starts: one revoked since shows this form, not the app's errors.
+    if (why !== undefined) return;
+    void fetch("/api/runs?limit=1", { headers: { authorization: `Bearer ${storedToken()}` } })
+      .then((r) => setWhy(r.status === 401 ? "The server no longer knows the token this browser kept: it was revoked. Paste a new one." : null))
+      .catch(() => setWhy(null));
+  }, [why]);
   useEffect(() => {
     if (why === null) setStarted(true);
   }, [why]);
   return (
     <>
       {started && children}
-      {why !== null && <SignIn why={why} onSignedIn={() => (started ? location.reload() : setWhy(null))} />}
+      {why != null && <SignIn why={why} onSignedIn={() => (started ? location.reload() : setWhy(null))} />}
     </>
   );
 }
@@ -29,6 +36,7 @@ function SignIn({ why, onSignedIn }: { why: string; onSignedIn: () => void }) {
     setBusy(false);
     if (!r) return setProblem("The server does not answer: is switchyard serve running?");
     if (r.status === 401) return setProblem("The server does not know this token: make one with switchyard token create NAME on the server.");
+    if (!r.ok) return setProblem(`The server could not check the token now (it answered ${r.status}): try again in a moment.`);
     keepToken(token.trim());
     onSignedIn();
   };

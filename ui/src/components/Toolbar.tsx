@@ -156,7 +156,8 @@ function RecentFiles() {
 /** Paused and interrupted runs, to resume one. */
 function ContinueRuns() {
   const history = useHistory((s) => s.runs);
-  const waiting = history.filter((r) => (r.status === "paused" || r.status === "interrupted") && !r.live);
+  // A server's runs go on by its workers: they are opened from History, not resumed here.
+  const waiting = history.filter((r) => (r.status === "paused" || r.status === "interrupted") && !r.live && !r.server);
   if (!waiting.length) return null;
   return (
     <select className="resume" value="" onChange={(e) => e.target.value && useRunControl.getState().resumeRun(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">

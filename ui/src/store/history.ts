@@ -14,13 +14,16 @@ import { failWith, useMessages } from "./messages";
 import { freshRunView, useReplay } from "./replay";
 import { frameBatcher, STATUS_WORDS, useRun } from "./run";
 import { useView } from "./view";
+import { onServer } from "../transport";
 
 export type { RunSummary_Serialize as RunSummary } from "../bindings";
 import type { RunSummary_Serialize as RunSummary } from "../bindings";
 
 type HistoryState = {
-  /** Stored runs, newest first. */
+  /** Stored runs, newest first: this computer's, and the runs of the server the settings name (`server` set). */
   runs: RunSummary[];
+  /** Why the server the settings name could not be read, if it could not (its runs are then left out). */
+  serverProblem: string | null;
   refresh: () => Promise<void>;
   /** Shows a stored run on the canvas: the document it ran, its statuses, outputs and trace. */
   openRun: (id: string) => Promise<void>;
@@ -48,7 +51,7 @@ function runShown() {
   useLayoutPrefs.getState().setPanel("run");
 }
 
-const ENDED: string[] = ["completed", "failed", "cancelled"];
+const ENDED: string[] = ["completed", "failed", "cancelled", "interrupted"];
 
 /** A followed run's events, applied once per frame while the canvas still shows that run. */
 function followChannel(id: string): Channel<Event_Deserialize[]> {
@@ -62,10 +65,16 @@ function followChannel(id: string): Channel<Event_Deserialize[]> {
 
 export const useHistory = create<HistoryState>((set) => ({
   runs: [],
+  serverProblem: null,
 
   refresh: async () => {
-    const runs = await commands.listRuns().catch(() => null);
-    if (runs?.status === "ok") set({ runs: runs.data });
+    // In a browser, this computer's runs are the server's: there is no other server to ask.
+    const [local, server] = await Promise.all([commands.listRuns().catch(() => null), onServer() ? null : commands.serverRuns().catch(() => null)]);
+    const runs = local?.status === "ok" ? local.data : null;
+    const remote = server?.status === "ok" ? server.data : [];
+    if (runs === null && !remote.length) return;
+    const merged = [...(runs ?? []), ...remote].sort((a, b) => b.started.localeCompare(a.started));
+    set({ runs: merged, serverProblem: server?.status === "error" ? server.error.message : null });
   },
 
   openRun: async (id) => {
@@ -77,8 +86,12 @@ export const useHistory = create<HistoryState>((set) => ({
       // A run whose process died shows as it was left.
       if (opened.row.status === "interrupted") useRun.setState({ status: "failed", error: "interrupted: History → Resume runs it on" });
       runShown();
-      // A run that goes on elsewhere (a server's workers, a `switchyard run` in a terminal) is followed live.
-      const elsewhere = !ENDED.includes(opened.row.status) && opened.row.status !== "interrupted";
+      // A run that goes on elsewhere is followed live: a server's run until it ends (its workers carry it on when
+      // someone decides), a run of this computer's store while another process runs it (`switchyard run`).
+      const listed = useHistory.getState().runs.find((r) => r.id === id);
+      const status = opened.row.status;
+      const onAServer = onServer() || Boolean(listed?.server);
+      const elsewhere = !listed?.live && (onAServer ? !ENDED.includes(status) : status === "running" || status === "ready");
       if (elsewhere) await unwrap(commands.followRun(id, events.at(-1)?.seq ?? 0, followChannel(id)));
       useMessages.getState().info(`Run ${id.slice(0, 8)} (${STATUS_WORDS[opened.row.status] ?? opened.row.status})${elsewhere ? ": following it live" : " as it ran"}`);
       useView.getState().requestView("open");

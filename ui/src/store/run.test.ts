@@ -48,6 +48,23 @@ describe("run events", () => {
     expect([s.status, s.error]).toEqual(["failed", "boom"]);
   });
 
+  it("a run cancelled while it waits for a person no longer shows anything waiting", () => {
+    const waiting = reduce(empty, [
+      ev(1, { type: "workflow:start", workflow: "w", input: null }),
+      ev(2, { type: "node:enter", node: "review", iteration: 1, instruction: "" }),
+      ev(3, { type: "approval:requested", node: "review", message: "Publish?", previousOutput: "" }),
+      ev(4, { type: "workflow:paused", pending: ["review"] }),
+      ev(5, { type: "workflow:end", status: "paused", results: {} }),
+    ]);
+    expect([waiting.status, waiting.pending.length, waiting.nodes.review.status]).toEqual(["paused", 1, "waiting"]);
+    const cancelled = reduce(waiting, [ev(6, { type: "workflow:end", status: "cancelled", results: {}, error: "cancelled" })]);
+    expect(cancelled.status).toBe("cancelled");
+    expect(cancelled.pending).toEqual([]);
+    expect(cancelled.nodes.review.status).toBe("cancelled");
+    expect(cancelled.executions.map((r) => [r.node, r.status])).toEqual([["review", "cancelled"]]);
+    expect(waiting.executions.map((r) => r.status)).toEqual(["waiting"]);
+  });
+
   it("an agent waits while its tool call is decided, then runs on", () => {
     let s = reduce(
       { status: "running", error: null, nodes: {}, followed: {}, pending: [] },

@@ -5,7 +5,7 @@ import type { Event, NodeResult } from "../types";
 import type { PendingApproval_Serialize as PendingApproval } from "../bindings";
 import { inAppWords } from "../model/words";
 
-export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting";
+export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting" | "cancelled";
 
 /** Node, run and stored-run statuses in the person's words (cards, the run list, History). */
 export const STATUS_WORDS: Record<string, string> = { pending: "waiting to run", running: "running", succeeded: "succeeded", failed: "failed", skipped: "skipped", waiting: "waits for you", paused: "waits for you", completed: "completed", cancelled: "cancelled", interrupted: "interrupted", ready: "waits for a worker" };
@@ -187,6 +187,14 @@ export function reduce(state: Pick<RunView, "status" | "error" | "nodes" | "foll
       case "workflow:end":
         status = e.status === "running" ? "running" : e.status;
         error = e.error ?? null;
+        if (status !== "paused" && status !== "running") {
+          // The run is over: nothing waits for a person any more, and what was cut short by a cancel says so.
+          pending = [];
+          for (const id of Object.keys(nodes)) {
+            if (nodes[id].status === "waiting" || nodes[id].status === "running") node(id).status = status === "cancelled" ? "cancelled" : "pending";
+          }
+          executions = executions.map((r) => (r.status === "waiting" || r.status === "running" ? { ...r, status: status === "cancelled" ? "cancelled" : r.status } : r));
+        }
         break;
     }
   }

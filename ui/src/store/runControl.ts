@@ -177,7 +177,12 @@ export const useRunControl = create<RunControlState>((set, get) => ({
 function runEventChannel(): Channel<Event_Deserialize[]> {
   // The generated channel type names the deserialize side; what arrives is what Rust serialized (`Event`).
   const channel = new Channel<Event_Deserialize[]>();
-  const batch = frameBatcher((events) => useRun.getState().apply(events));
+  const batch = frameBatcher((events) => {
+    // Only while the canvas shows this run: another run opened meanwhile keeps its own view.
+    const shown = useRun.getState().runId;
+    const its = shown ? events.filter((e) => e.run === shown) : events;
+    if (its.length) useRun.getState().apply(its);
+  });
   channel.onmessage = (events) => batch(events as unknown as Event[]);
   return channel;
 }

@@ -91,8 +91,12 @@ class ServerTransport {
         // `ask`: the browser's own confirmation.
         return window.confirm(String(args.message)) ? "Yes" : "No";
       case "plugin:dialog|open":
-      case "plugin:dialog|save":
         throw { code: "NOT_ON_SERVER", message: "In a browser, the canvas opens the server's workflows: add ?workflow=NAME to the address, or open a run from History." } satisfies Failure;
+      case "plugin:dialog|save":
+        throw { code: "NOT_ON_SERVER", message: "Saving is not available in a browser: the server's workflows are files in its folder; edit them there." } satisfies Failure;
+      case "script_beside":
+        // The server's runs take their answers from the server (`serve --answers`), not from a file beside this one.
+        return null;
       case "follow_run":
         this.follow(String(args.runId), Number(args.after ?? 0), args.onEvents as ChannelLike);
         return null;
@@ -133,14 +137,24 @@ class ServerTransport {
     this.following = abort;
     let index = 0;
     let last = after;
-    const deliver = (events: unknown[]) => this.callbacks.get(channel.id)?.({ index: index++, message: events });
+    const deliver = (events: unknown[]) => {
+      if (!abort.signal.aborted) this.callbacks.get(channel.id)?.({ index: index++, message: events });
+    };
     void (async () => {
       let ended = false;
+      let wait = 1000;
       while (!ended && !abort.signal.aborted) {
         try {
           const response = await fetch(`${this.base}/api/runs/${encodeURIComponent(runId)}/events?after=${last}`, { headers: this.headers(), signal: abort.signal });
-          if (response.status === 401 || response.status === 404) return;
+          if (response.status === 401) {
+            const failure = (await response.json().catch(() => null)) as Failure | null;
+            signInListeners.forEach((l) => l(failure?.message ?? "The server does not know this token"));
+            return;
+          }
+          // A refusal is final (no such run, a bad request); a server that is away or restarting is asked again.
+          if (response.status < 500 && !response.ok) return;
           if (!response.ok || !response.body) throw new Error(String(response.status));
+          wait = 1000;
           const batch: unknown[] = [];
           const parser = createParser({
             onEvent: (e) => {
@@ -162,7 +176,8 @@ class ServerTransport {
         } catch {
           if (abort.signal.aborted) return;
         }
-        if (!ended) await new Promise((r) => setTimeout(r, 1000));
+        if (!ended) await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(wait * 2, 10000);
       }
     })();
   }

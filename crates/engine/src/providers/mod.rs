@@ -19,7 +19,7 @@ use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, Route
 pub use anthropic::Anthropic;
 pub use http::Limits;
 pub use openai::{OpenAi, StructuredMode};
-pub use settings::{Price, ProviderConfig, ProviderKind, Settings, SettingsError, SettingsProblem};
+pub use settings::{Price, ProviderConfig, ProviderKind, ServerConfig, Settings, SettingsError, SettingsProblem};
 
 /// The id of the provider that exists with no settings at all: an OpenAI-compatible server on this machine.
 pub const LOCAL: &str = "local";

@@ -67,6 +67,29 @@ pub struct Settings {
     /// the cost of each case from it (docs/evals.md).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub prices: std::collections::BTreeMap<String, Price>,
+    /// A Switchyard server (`switchyard serve`) whose runs the app lists, follows and decides beside this computer's
+    /// (docs/server.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerConfig>,
+}
+
+/// A Switchyard server to connect to: its address, and the environment variable that holds a token for it (the
+/// token itself is never written to the settings, as no key is).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// `http://HOST:PORT`, as `switchyard serve --listen` (or a proxy in front of it) answers.
+    pub url: String,
+    /// The variable holding a token made with `switchyard token create NAME`, e.g. `SWITCHYARD_TOKEN`.
+    pub token_env: String,
+}
+
+impl ServerConfig {
+    /// The token, from the environment.
+    pub fn token(&self) -> Option<String> {
+        std::env::var(&self.token_env).ok().filter(|t| !t.trim().is_empty())
+    }
 }
 
 /// A model's price: US dollars per million tokens.
@@ -279,6 +302,22 @@ impl Settings {
                     field("max_tokens"),
                     "INVALID_LIMIT",
                     "max_tokens must be at least 1",
+                ));
+            }
+        }
+        if let Some(server) = &self.server {
+            if let Err(why) = check_url(&server.url) {
+                problems.push(SettingsProblem::new(
+                    "server.url",
+                    "INVALID_SERVER_URL",
+                    format!("url `{}` {why}; write the server's address, e.g. `http://127.0.0.1:8080`", server.url),
+                ));
+            }
+            if !is_env_name(&server.token_env) {
+                problems.push(SettingsProblem::new(
+                    "server.token_env",
+                    "INVALID_TOKEN_ENV",
+                    format!("token_env `{}` is not an environment variable name (letters, digits and `_`, not starting with a digit), e.g. `SWITCHYARD_TOKEN`; it names the variable holding the token, never the token", server.token_env),
                 ));
             }
         }
@@ -577,6 +616,21 @@ mod tests {
         let settings = Settings { default_model: Some("local/smollm2-135m".into()), ..with(vec![openai, lm]) };
         assert_eq!(settings.check(), vec![]);
         assert_eq!(Settings::default().check(), vec![]);
+    }
+
+    #[test]
+    fn a_server_needs_an_http_url_and_the_name_of_the_variable_holding_its_token() {
+        let server = |url: &str, token_env: &str| Settings {
+            server: Some(ServerConfig { url: url.into(), token_env: token_env.into() }),
+            ..Settings::default()
+        };
+        assert_eq!(found(&server("http://127.0.0.1:8080", "SWITCHYARD_TOKEN")), vec![]);
+        assert_eq!(found(&server("127.0.0.1:8080", "SWITCHYARD_TOKEN")), one("server.url", "INVALID_SERVER_URL"));
+        let pasted = server("https://sy.example.com", "sy_4f1c0a");
+        assert_eq!(found(&pasted), vec![], "a name that could be a variable is taken as one");
+        let token = server("https://sy.example.com", "sy_4f1c-0a");
+        assert_eq!(found(&token), one("server.token_env", "INVALID_TOKEN_ENV"));
+        assert!(token.check()[0].message.contains("never the token"));
     }
 
     #[test]
