@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::postgres::{PgStatus, PgStore};
+use switchyard_engine::RunStatus;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
