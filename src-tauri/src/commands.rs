@@ -21,7 +21,7 @@ use switchyard_engine::run::{RunController, RunHandle};
 use switchyard_engine::session::{self, Sinks, WorkflowRef};
 use switchyard_engine::store::{self, Claim, RunStore};
 use switchyard_engine::validate::{self, Report};
-use switchyard_engine::views::{Opened, OpenedRun, Resumed, RunSummary};
+use switchyard_engine::views::{Opened, OpenedRun, Resumed, RunSummary, Startup};
 use switchyard_engine::Workflow;
 use tauri::ipc::Channel;
 use tauri::State;
@@ -563,14 +563,6 @@ pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> Result<(
     // The default model may have changed with them: it is found again when next asked.
     *state.default_model.lock().unwrap() = None;
     Ok(())
-}
-
-#[derive(Serialize, Type)]
-#[serde(rename_all = "camelCase")]
-pub struct Startup {
-    pub path: String,
-    /// The example's answers file, so it runs offline with no account.
-    pub answers_path: Option<String>,
 }
 
 /// What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the bundled alert-triage example.

@@ -1458,17 +1458,26 @@ export type Settings_Serialize = {
 	server?: ServerConfig,
 };
 
+/**  What the window opens when it starts: a file, and the answers file beside it. */
 export type Startup = Startup_Serialize | Startup_Deserialize;
 
+/**  What the window opens when it starts: a file, and the answers file beside it. */
 export type Startup_Deserialize = {
 	path: string,
-	/**  The example's answers file, so it runs offline with no account. */
+	/**
+	 *  The example's answers file, so it runs offline with no account (none on a server: its runs take the
+	 *  server's).
+	 */
 	answersPath?: string | null,
 };
 
+/**  What the window opens when it starts: a file, and the answers file beside it. */
 export type Startup_Serialize = {
 	path: string,
-	/**  The example's answers file, so it runs offline with no account. */
+	/**
+	 *  The example's answers file, so it runs offline with no account (none on a server: its runs take the
+	 *  server's).
+	 */
 	answersPath: string | null,
 };
 

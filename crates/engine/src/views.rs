@@ -81,3 +81,14 @@ pub struct Resumed {
     pub run_id: String,
     pub document: Opened,
 }
+
+/// What the window opens when it starts: a file, and the answers file beside it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase")]
+pub struct Startup {
+    pub path: String,
+    /// The example's answers file, so it runs offline with no account (none on a server: its runs take the
+    /// server's).
+    pub answers_path: Option<String>,
+}

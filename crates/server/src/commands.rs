@@ -25,7 +25,7 @@ use switchyard_engine::providers::{DefaultModel, DefaultSource, Settings};
 use switchyard_engine::session;
 use switchyard_engine::store::Store;
 use switchyard_engine::validate;
-use switchyard_engine::views::{Opened, OpenedRun, RunSummary};
+use switchyard_engine::views::{Opened, OpenedRun, RunSummary, Startup};
 use switchyard_engine::Workflow;
 
 use crate::api::Start;
@@ -117,7 +117,7 @@ pub async fn call(
         }
         "startup_file" => {
             // The workflow `?workflow=NAME` names, else the first served one.
-            let Startup { workflow } = parse(&name, args).unwrap_or(Startup { workflow: None });
+            let StartupArgs { workflow } = parse(&name, args).unwrap_or(StartupArgs { workflow: None });
             let catalog = state.registry.catalog.read().expect("not poisoned");
             let served = match workflow {
                 Some(w) => Some(catalog.workflows.get(&w).ok_or_else(|| {
@@ -129,7 +129,7 @@ pub async fn call(
                 })?),
                 None => catalog.workflows.values().next(),
             };
-            served.map_or(Value::Null, |s| json!({ "path": s.path.display().to_string(), "answersPath": null }))
+            to_value(served.map(|s| Startup { path: s.path.display().to_string(), answers_path: None }))
         }
         "validate" => {
             // Providers are the workers' (their settings): the server checks the document, as for a scripted run.
@@ -278,7 +278,7 @@ struct OpenFile {
 }
 
 #[derive(Deserialize)]
-struct Startup {
+struct StartupArgs {
     #[serde(default)]
     workflow: Option<String>,
 }
