@@ -57,6 +57,7 @@ test("a run waiting on the server is listed in History, followed live, and appro
 
   await click(browser, await pointOf(browser, `[data-testid="history-open-${waiting}"]`));
   await waitStatus(browser, "draft", "succeeded");
+  assert.match(await (await browser.$('[data-testid="doc-title"]')).getText(), /not saved yet/, "the server's file is not this computer's to save");
   const dialog = await browser.$('[data-testid="approval-dialog"]');
   await dialog.waitForDisplayed({ timeout: 15000 });
   await click(browser, await pointOf(browser, '[data-testid="approval-approve"]'));

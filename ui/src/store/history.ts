@@ -40,7 +40,9 @@ type HistoryState = {
 async function showStoredRun(id: string) {
   const opened = await unwrap(commands.openRun(id));
   const doc = opened.document;
-  useDocument.getState().load(doc.workflow, doc.format === "switchyard" ? doc.path : null, doc.format, doc.notes);
+  // A server's run names a file on the server: here it opens as not saved yet, so Save never writes to that path.
+  const fromServer = Boolean(useHistory.getState().runs.find((r) => r.id === id)?.server);
+  useDocument.getState().load(doc.workflow, doc.format === "switchyard" && !fromServer ? doc.path : null, doc.format, doc.notes);
   freshRunView(id, doc.workflow.nodes.map((n) => n.id));
   return opened;
 }
