@@ -39,3 +39,31 @@ describe("save as test case", () => {
     expect(shown.text).toMatch(/^Could not save run 1a2b3c4d as a test case: run 1a2b3c4d-5e6f has not ended; resume it to let it end first\. Its Resume button in History continues it\.$/);
   });
 });
+
+describe("a server's runs in History", () => {
+  const row = (id: string, started: string) => ({ id, workflow: "w", workflowRef: null, answersPath: null, status: "paused", started, durationMs: 0, pending: [], usage: {}, tokens: 0, cost: null, eval: null, live: false });
+
+  it("lists this computer's runs and the server's together, newest first, the server's marked", async () => {
+    mockIPC((cmd) => {
+      if (cmd === "list_runs") return [row("local-old", "2026-11-01T10:00:00Z"), row("local-new", "2026-11-03T10:00:00Z")];
+      if (cmd === "server_runs") return [{ ...row("remote", "2026-11-02T10:00:00Z"), server: "sy.example.com:8080" }];
+      return null;
+    });
+    await useHistory.getState().refresh();
+    const { runs, serverProblem } = useHistory.getState();
+    expect(runs.map((r) => [r.id, r.server ?? null])).toEqual([["local-new", null], ["remote", "sy.example.com:8080"], ["local-old", null]]);
+    expect(serverProblem).toBeNull();
+  });
+
+  it("keeps this computer's runs and says why the server's could not be read", async () => {
+    mockIPC((cmd) => {
+      if (cmd === "list_runs") return [row("local", "2026-11-01T10:00:00Z")];
+      if (cmd === "server_runs") throw { code: "SERVER_NO_TOKEN", message: "$SWITCHYARD_TOKEN is not set: it should hold a token for the server at http://sy:8080", problems: [] };
+      return null;
+    });
+    await useHistory.getState().refresh();
+    const { runs, serverProblem } = useHistory.getState();
+    expect(runs.map((r) => r.id)).toEqual(["local"]);
+    expect(serverProblem).toMatch(/SWITCHYARD_TOKEN is not set/);
+  });
+});

@@ -72,8 +72,8 @@ export const useHistory = create<HistoryState>((set) => ({
   refresh: async () => {
     // In a browser, this computer's runs are the server's: there is no other server to ask.
     const [local, server] = await Promise.all([commands.listRuns().catch(() => null), onServer() ? null : commands.serverRuns().catch(() => null)]);
-    const runs = local?.status === "ok" ? local.data : null;
-    const remote = server?.status === "ok" ? server.data : [];
+    const runs = local?.status === "ok" && Array.isArray(local.data) ? local.data : null;
+    const remote = server?.status === "ok" && Array.isArray(server.data) ? server.data : [];
     if (runs === null && !remote.length) return;
     const merged = [...(runs ?? []), ...remote].sort((a, b) => b.started.localeCompare(a.started));
     set({ runs: merged, serverProblem: server?.status === "error" ? server.error.message : null });
