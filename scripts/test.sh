@@ -8,7 +8,8 @@ mkdir -p target
 out=target/test-output.txt
 : > "$out"
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step says when it began (seconds since the start), so a slow step shows in CI's log.
+step() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS"; }
 
 step "build the UI (the app crate embeds dist/)"
 npx vite build --logLevel warn
@@ -73,5 +74,5 @@ counted() { grep -v 'Test Files' "$out" | grep -Eo "[0-9]+ $1" | awk '{s+=$1} EN
 passed=$(counted passed)
 failed=$(counted failed)
 echo
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, in $SECONDS s"
 [ "$failed" -eq 0 ]
