@@ -304,7 +304,14 @@ fn main() -> ExitCode {
     match code {
         Ok(c) => ExitCode::from(c),
         Err(Unusable { message, errors }) => {
-            errln!("error: {message}");
+            // A single problem's code, for scripts and docs/errors.md, unless the message or a hint line says it.
+            let codes: Vec<&str> = errors.iter().filter_map(|e| e["code"].as_str()).collect();
+            match codes.as_slice() {
+                [code] if !message.contains(&format!("[{code}]")) && hint(code).is_none() => {
+                    errln!("error: {message} [{code}]")
+                }
+                _ => errln!("error: {message}"),
+            }
             print_hints(errors.iter().filter_map(|e| e["code"].as_str()));
             match json_errors {
                 Some(true) => outln!("{}", json!({"status": "invalid", "errors": errors})),

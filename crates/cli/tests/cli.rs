@@ -842,3 +842,16 @@ fn without_the_postgres_feature_a_postgres_store_and_a_worker_are_refused_with_a
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("[POSTGRES_NOT_BUILT]"), "{}", stderr(&out));
 }
+
+#[test]
+fn an_error_names_its_code_once_for_scripts_to_branch_on() {
+    let cli = Cli::new();
+    let serve = cli.run(&["--db", "postgres://nobody@127.0.0.1:9/none", "serve", "--listen", "localhost"]);
+    assert_eq!(serve.status.code(), Some(2), "{}", stderr(&serve));
+    let said = stderr(&serve);
+    assert!(said.contains("--listen localhost") && said.trim_end().ends_with("[INVALID_LISTEN]"), "{said}");
+    // A code a hint line already names, or one the message carries, is not said twice.
+    let missing = cli.run(&["run", "no-such-file.yaml"]);
+    let said = stderr(&missing);
+    assert_eq!(said.matches("[INVALID_FILE]").count(), 1, "{said}");
+}
