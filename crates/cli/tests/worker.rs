@@ -410,6 +410,27 @@ fn a_decision_kept_in_the_database_wakes_a_parked_run_and_a_worker_applies_it_on
 }
 
 #[test]
+fn a_kept_decision_its_run_cannot_take_is_left_out_and_the_run_goes_on() {
+    let team = Team::new("unfit_decision");
+    let mut worker = team.worker("w", &["--lease", "2"]);
+    let id = submit_approval(&team);
+    let parked = format!("{id} paused: waits for review; parked");
+    worker.wait_for(&parked);
+    let store = team.store();
+    // Kept for a node that waits for nothing (as a decision kept for a round that never came would be): it wakes
+    // the run, and the worker that takes it must not stop on it, or every worker after it would too.
+    store.keep_decision(&id, "revise", 0, &serde_json::json!({"decision": "approve"})).unwrap();
+    until("the run to be parked again", || worker.log().matches(&parked).count() == 2);
+    assert!(!worker.log().contains("left for its lease"), "{}", worker.log());
+    store.keep_decision(&id, "review", 0, &serde_json::json!({"decision": "approve"})).unwrap();
+    until("the run to complete", || team.status(&id) == "completed");
+    let events = store.events(&id).unwrap();
+    assert!(has(&events, "node:exit", "publish") && !has(&events, "node:enter", "revise"), "{events:?}");
+    let (code, log) = worker.stop();
+    assert_eq!(code, 0, "{log}");
+}
+
+#[test]
 fn a_cancellation_sent_through_the_database_ends_a_parked_run_and_a_running_one() {
     let team = Team::new("cancelled");
     let mut worker = team.worker("w", &["--lease", "1", "--jobs", "2"]);

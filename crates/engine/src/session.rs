@@ -619,8 +619,9 @@ pub async fn resume(
     let (stored, mut claim, runtime) = resuming.into_run(sinks);
     let (commands, watching) = cancelled_through(&claim);
     let workflow = Arc::new(stored.workflow);
+    let (options, recording, refused) = (stored.options, stored.recording, run::RefusedDecision::Fail);
     let resumed =
-        run::resume_controlled(workflow, stored.options, stored.recording, decisions, runtime, Some(commands)).await;
+        run::resume_controlled(workflow, options, recording, decisions, refused, runtime, Some(commands)).await;
     watching.abort();
     let outcome = resumed?;
     parked(&mut claim, &outcome);
@@ -694,7 +695,11 @@ pub async fn carry_on(resuming: Resuming, store: Arc<dyn Store>, sinks: Sinks) -
         if fresh {
             Ok(run::run_controlled(workflow, stored.options, runtime, Some(commands)).await)
         } else {
-            run::resume_controlled(workflow, stored.options, recording, decisions, runtime, Some(commands)).await
+            // A kept decision its node no longer waits for (it timed out, or the decision was kept for a round that
+            // never came) is left out: refused, it would stop the run at every claim.
+            let refused = run::RefusedDecision::Skip;
+            run::resume_controlled(workflow, stored.options, recording, decisions, refused, runtime, Some(commands))
+                .await
         }
     };
     tokio::pin!(going);

@@ -13,7 +13,6 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard_engine::postgres::team::Kept;
-use switchyard_engine::record;
 use switchyard_engine::session;
 use utoipa::{IntoParams, ToSchema};
 
@@ -311,21 +310,26 @@ impl AppState {
         let (store, id, node) = (self.store.clone(), id.to_string(), node.to_string());
         let decision_word = decision.to_string();
         blocking(move || {
-            let row = store.get(&id)?;
-            let inputs = store.inputs(&id)?;
-            let round = record::settled(&inputs, &node);
-            if !row.pending.contains(&node) {
+            // One snapshot: a decision sent twice must see the first one's settlement everywhere or nowhere.
+            let at = store.approval(&id, &node)?;
+            let Some(round) = at.waiting() else {
                 // Decided before: a decision sent twice, after the first was applied, lands here.
-                if round > 0 {
+                if at.settled > 0 {
                     return Ok(Kept::Already);
                 }
-                let waiting = if row.pending.is_empty() { "no decision".to_string() } else { row.pending.join(", ") };
+                let waiting = if at.ended {
+                    "nothing: it has ended".to_string()
+                } else if at.pending.is_empty() {
+                    "no decision".to_string()
+                } else {
+                    at.pending.join(", ")
+                };
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
                     "NOT_PENDING",
                     format!("run `{id}` does not wait for `{node}`; it waits for {waiting}"),
                 ));
-            }
+            };
             let mut decision = serde_json::json!({ "decision": decision_word });
             if let Some(note) = note {
                 decision["note"] = Value::String(note);

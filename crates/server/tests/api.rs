@@ -99,6 +99,13 @@ impl Server {
     }
 }
 
+/// The log item of a run's event asking for a decision on `node`, as a worker writes it.
+fn approval_requested(run: &str, seq: u64, node: &str) -> LogItem {
+    let event = json!({"seq": seq, "run": run, "ts": "2026-11-25T12:00:00.000Z", "type": "approval:requested",
+        "node": node, "message": "Ship it?", "previousOutput": ""});
+    LogItem::Event(serde_json::from_value(event).unwrap())
+}
+
 fn code(answer: &Value) -> &str {
     answer["code"].as_str().unwrap_or_else(|| panic!("no code in {answer}"))
 }
@@ -150,8 +157,9 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     let run = id.clone();
     tokio::task::spawn_blocking(move || {
         let (_, epoch) = store.claim_ready("w", std::time::Duration::from_secs(60)).unwrap().unwrap();
+        let asked = approval_requested(&run, 1, "review");
         let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
-        store.write_batch(&run, epoch, &[paused]).unwrap();
+        store.write_batch(&run, epoch, &[asked, paused]).unwrap();
         store.release(&run, epoch, None).unwrap();
     })
     .await
@@ -321,4 +329,45 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
         assert_eq!((status, code(&answer)), (404, "NOT_ON_SERVER"), "{name}");
         assert!(answer["message"].as_str().unwrap().contains(hint), "{name}: {answer}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_sent_again_after_its_worker_took_the_first_is_not_kept_for_a_round_no_one_asked_about() {
+    let server = Server::start("decision_again").await;
+    let (status, started) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1}})).await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["id"].as_str().unwrap().to_string();
+    let minute = std::time::Duration::from_secs(60);
+    let (store, run) = (server.store.clone(), id.clone());
+    tokio::task::spawn_blocking(move || {
+        let (_, epoch) = store.claim_ready("w", minute).unwrap().unwrap();
+        let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+        store.write_batch(&run, epoch, &[approval_requested(&run, 1, "review"), paused]).unwrap();
+        store.release(&run, epoch, None).unwrap();
+    })
+    .await
+    .unwrap();
+    let approve = json!({"node": "review", "decision": "approve"});
+    let (status, answer) = server.post(&format!("/api/runs/{id}/decisions"), approve.clone()).await;
+    assert_eq!((status, &answer["kept"]), (202, &json!(true)));
+
+    // A worker takes the woken run and applies the decision: its input is written, but the row still lists the
+    // approval as pending (the worker has not said the run's status since). This is where a second send landed
+    // in the next round, which the run never reached: every worker that took the run afterwards stopped on it.
+    let (store, run) = (server.store.clone(), id.clone());
+    tokio::task::spawn_blocking(move || {
+        let (_, epoch) = store.claim_ready("w", minute).unwrap().unwrap();
+        let decided = json!({"seq": 2, "input": "decided", "node": "review",
+            "decision": {"decision": "approve", "note": ""}, "immediate": false});
+        store.write_batch(&run, epoch, &[LogItem::Input(serde_json::from_value(decided).unwrap())]).unwrap();
+        assert_eq!(store.get(&run).unwrap().pending, vec!["review".to_string()], "the row lags behind the log");
+    })
+    .await
+    .unwrap();
+    let (status, answer) = server.post(&format!("/api/runs/{id}/decisions"), approve).await;
+    assert_eq!((status, &answer["kept"]), (202, &json!(false)), "decided once: {answer}");
+    let store = server.store.clone();
+    let kept = tokio::task::spawn_blocking(move || store.requests(&id).unwrap()).await.unwrap();
+    let rounds: Vec<_> = kept.decisions.iter().map(|k| (k.node.as_str(), k.round)).collect();
+    assert_eq!(rounds, [("review", 0)], "one decision, for the round that was asked");
 }

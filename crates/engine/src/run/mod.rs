@@ -250,16 +250,27 @@ pub async fn resume(
     decisions: Vec<(String, Value)>,
     runtime: Runtime,
 ) -> Result<Outcome, ResumeError> {
-    resume_controlled(workflow, options, recording, decisions, runtime, None).await
+    resume_controlled(workflow, options, recording, decisions, RefusedDecision::Fail, runtime, None).await
+}
+
+/// What resuming does with a decision its run cannot take (the node does not wait for one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusedDecision {
+    /// The resume fails with `DecisionError`: a person asked for it and is told (`switchyard resume --approve`).
+    Fail,
+    /// The decision is left out and the run goes on: it was kept for the run earlier (a server's), and what it
+    /// answered is no longer asked. Refusing would stop the run at every claim, for ever.
+    Skip,
 }
 
 /// `resume`, with `commands` taken while the run works (a worker cancels it through them); it still returns at the
-/// next pause.
+/// next pause. `refused` says what a decision the run cannot take does.
 pub async fn resume_controlled(
     workflow: Arc<Workflow>,
     options: RunOptions,
     recording: Recording,
     decisions: Vec<(String, Value)>,
+    refused: RefusedDecision,
     runtime: Runtime,
     commands: Option<Commands>,
 ) -> Result<Outcome, ResumeError> {
@@ -267,7 +278,9 @@ pub async fn resume_controlled(
     for (node, decision) in decisions {
         let decision = Decision::normalize(&decision);
         let taken = scheduler.input(Input::Decided { node, decision, immediate: false });
-        taken.map_err(|e| DecisionError(e.to_string()))?;
+        if refused == RefusedDecision::Fail {
+            taken.map_err(|e| DecisionError(e.to_string()))?;
+        }
     }
     Ok(scheduler.drive(commands.map(|c| c.0), Until::Pause).await)
 }

@@ -7,6 +7,9 @@
 //!   approval was settled before). `(run, node, round)` is its key, so the same decision sent twice is kept once,
 //!   and a worker applies a kept decision only while its round is the node's current one: never twice, even when
 //!   its worker died after applying it.
+//! - Whether a node waits, and for which round, is read from one snapshot of the run's log (`approval`): its
+//!   requests against its settlements. Read apart, a decision sent twice could find the first one settled in the
+//!   inputs but not yet in the run's row, and be kept for a round no one had asked about.
 //! - A decision or a cancellation sets the run's `wake`: a parked run becomes `ready` at once (and is announced); a
 //!   run a worker holds becomes `ready` when that worker gives it up paused (`release`). A claim clears `wake` before
 //!   its worker reads the requests, so none is missed between the two.
@@ -24,6 +27,26 @@ use crate::store::NewRun;
 use crate::Workflow;
 
 pub use crate::store::{KeptDecision, Requests};
+
+/// Where a run's approvals on one node stand, read in one snapshot (`PgStore::approval`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalAt {
+    /// The run has ended: it waits for nothing.
+    pub ended: bool,
+    /// The approvals it waits for, as its row says.
+    pub pending: Vec<String>,
+    /// How many approvals were asked of the node (`approval:requested` events).
+    pub requested: u32,
+    /// How many of them were settled (decided, or timed out).
+    pub settled: u32,
+}
+
+impl ApprovalAt {
+    /// The round the node waits in (its next decision's), if it waits.
+    pub fn waiting(&self) -> Option<u32> {
+        (!self.ended && self.requested > self.settled).then_some(self.settled)
+    }
+}
 
 /// Whether a decision was kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +109,47 @@ pub fn valid_token_name(name: &str) -> bool {
 }
 
 impl PgStore {
+    /// Where run `id`'s approvals on `node` stand: its row, its `approval:requested` events for the node and its
+    /// inputs, in one snapshot, so that a settlement is seen in all of them or in none. `NoSuchRun` for an unknown
+    /// run.
+    pub fn approval(&self, id: &str, node: &str) -> Result<ApprovalAt, PgError> {
+        let (id, node) = (id.to_string(), node.to_string());
+        self.block(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let q = |e| s.query_error(e);
+            let get = session.statement(super::GET).await.map_err(q)?;
+            let inputs = session.statement(super::INPUTS).await.map_err(q)?;
+            let requested = session
+                .statement(
+                    "SELECT count(*)::int8 FROM events
+                     WHERE run_id = $1 AND event->>'type' = 'approval:requested' AND event->>'node' = $2",
+                )
+                .await
+                .map_err(q)?;
+            let tx = session
+                .client
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+                .map_err(q)?;
+            let Some(raw) = tx.query_opt(&get, &[&id]).await.map_err(q)? else {
+                return Err(PgError::NoSuchRun { db: s.db.clone(), id });
+            };
+            let row = s.row(&raw)?;
+            let requested: i64 = tx.query_one(&requested, &[&id, &node]).await.map_err(q)?.get(0);
+            let inputs: Vec<crate::record::Recorded> = s.column(&tx, &inputs, &id, "input").await?;
+            tx.commit().await.map_err(q)?;
+            Ok(ApprovalAt {
+                ended: row.status.ended(),
+                pending: row.pending,
+                requested: u32::try_from(requested).unwrap_or(u32::MAX),
+                settled: crate::record::settled(&inputs, &node),
+            })
+        })
+    }
+
     /// Keeps a decision on `node`'s approval (`round`, see the module) for the worker that takes the run next, and
     /// wakes the run. `NoSuchRun` for an unknown run.
     pub fn keep_decision(&self, run: &str, node: &str, round: u32, decision: &Value) -> Result<Kept, PgError> {
