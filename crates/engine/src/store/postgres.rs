@@ -315,6 +315,11 @@ impl Session {
         self.statements.insert(sql, statement.clone());
         Ok(statement)
     }
+
+    /// A read-only transaction that sees one snapshot: what it reads agrees, whatever commits meanwhile.
+    async fn snapshot(&mut self) -> Result<tokio_postgres::Transaction<'_>, tokio_postgres::Error> {
+        self.client.build_transaction().isolation_level(IsolationLevel::RepeatableRead).read_only(true).start().await
+    }
 }
 
 impl Conn {
@@ -718,14 +723,7 @@ impl PgStore {
                 session.statement(EVENTS).await.map_err(q)?,
                 session.statement(INPUTS).await.map_err(q)?,
             );
-            let tx = session
-                .client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await
-                .map_err(q)?;
+            let tx = session.snapshot().await.map_err(q)?;
             let Some(raw) = tx.query_opt(&get, &[&id]).await.map_err(q)? else {
                 return Err(PgError::NoSuchRun { db: s.db.clone(), id });
             };

@@ -126,14 +126,7 @@ impl PgStore {
                 )
                 .await
                 .map_err(q)?;
-            let tx = session
-                .client
-                .build_transaction()
-                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await
-                .map_err(q)?;
+            let tx = session.snapshot().await.map_err(q)?;
             let Some(raw) = tx.query_opt(&get, &[&id]).await.map_err(q)? else {
                 return Err(PgError::NoSuchRun { db: s.db.clone(), id });
             };
