@@ -506,9 +506,11 @@ pub fn follow_run(
         let mut last = u64::from(after);
         while current() {
             // The status first: a run seen ended has all its events written, so reading them after it misses none.
-            let Ok(row) = store.get(&run_id) else { return };
-            let Ok(events) = store.events(&run_id) else { return };
-            let new: Vec<Event> = events.into_iter().filter(|e| e.seq > last).collect();
+            let (read, id) = (store.clone(), run_id.clone());
+            let read = tauri::async_runtime::spawn_blocking(move || {
+                Ok::<_, switchyard_engine::store::StoreError>((read.get(&id)?, read.events_after(&id, last)?))
+            });
+            let Ok(Ok((row, new))) = read.await else { return };
             if let Some(e) = new.last() {
                 last = e.seq;
                 if on_events.send(new).is_err() {

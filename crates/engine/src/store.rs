@@ -382,6 +382,8 @@ pub trait Store: Send + Sync {
     /// Everything needed to continue, replay or reuse a run.
     fn load(&self, id: &str) -> Result<StoredRun, StoreError>;
     fn events(&self, id: &str) -> Result<Vec<Event>, StoreError>;
+    /// A run's events numbered after `after`, in order: what a follower has not seen yet (it reads no more).
+    fn events_after(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError>;
     /// The log a run claimed by `claim` is written to.
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog>;
     /// What people asked of a run through the store; nothing, for a store nobody else asks through.
@@ -419,6 +421,9 @@ impl<T: Store + ?Sized> Store for Arc<T> {
     fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
         (**self).events(id)
     }
+    fn events_after(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError> {
+        (**self).events_after(id, after)
+    }
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
         Arc::clone(&*self).run_log(claim)
     }
@@ -448,6 +453,9 @@ impl Store for RunStore {
     }
     fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
         RunStore::events(self, id)
+    }
+    fn events_after(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError> {
+        RunStore::events_after(self, id, after)
     }
     /// The store itself: a file lock fences nothing, so every write goes straight to the file.
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
@@ -669,6 +677,13 @@ impl RunStore {
         self.column_of(run_id, "SELECT event FROM events WHERE run_id = ?1 ORDER BY seq", "event")
     }
 
+    /// A run's events numbered after `after`, in order.
+    pub fn events_after(&self, run_id: &str, after: u64) -> Result<Vec<Event>, StoreError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let sql = "SELECT event FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq";
+        self.column_with(run_id, sql, params![run_id, after], "event")
+    }
+
     pub fn inputs(&self, run_id: &str) -> Result<Vec<Recorded>, StoreError> {
         self.column_of(run_id, "SELECT input FROM inputs WHERE run_id = ?1 ORDER BY id", "input")
     }
@@ -711,9 +726,20 @@ impl RunStore {
         sql: &str,
         what: &str,
     ) -> Result<Vec<T>, StoreError> {
+        self.column_with(run_id, sql, params![run_id], what)
+    }
+
+    /// The JSON column `sql` selects with `params`, one value per row, for messages about run `run_id`.
+    fn column_with<T: serde::de::DeserializeOwned>(
+        &self,
+        run_id: &str,
+        sql: &str,
+        params: &[&dyn rusqlite::ToSql],
+        what: &str,
+    ) -> Result<Vec<T>, StoreError> {
         let conn = self.conn.lock().unwrap();
-        let mut stmt = conn.prepare(sql).map_err(|e| self.query_error(e))?;
-        let rows = stmt.query_map(params![run_id], |r| r.get::<_, String>(0)).map_err(|e| self.query_error(e))?;
+        let mut stmt = conn.prepare_cached(sql).map_err(|e| self.query_error(e))?;
+        let rows = stmt.query_map(params, |r| r.get::<_, String>(0)).map_err(|e| self.query_error(e))?;
         rows.map(|r| {
             let text = r.map_err(|e| self.query_error(e))?;
             serde_json::from_str(&text).map_err(|e| self.query_error(format!("unreadable {what} in run {run_id}: {e}")))
@@ -978,6 +1004,13 @@ mod tests {
         for w in 0..2 {
             assert_eq!(store.events(&format!("run-{w}")).unwrap().len(), 200);
         }
+        // A follower reads only what it has not seen, through the trait every shell uses.
+        let shared: &dyn Store = &store;
+        let after: Vec<u64> = shared.events_after("run-1", 197).unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(after, [198, 199, 200]);
+        assert!(
+            shared.events_after("run-1", 200).unwrap().is_empty() && shared.events_after("nope", 0).unwrap().is_empty()
+        );
     }
 
     #[test]

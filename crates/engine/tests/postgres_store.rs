@@ -97,6 +97,9 @@ fn a_run_written_in_batches_is_listed_and_loaded_back_equal() {
     let inputs = vec![input(2, "a"), input(4, "b"), input(6, "c")];
     assert_eq!(store.events("r1").unwrap(), written);
     assert_eq!(store.inputs("r1").unwrap(), inputs, "inputs keep their order within and across batches");
+    let shared: &dyn Store = &store;
+    assert_eq!(shared.events_after("r1", 3).unwrap(), written[3..], "a follower reads only what it has not seen");
+    assert!(shared.events_after("r1", 5).unwrap().is_empty());
 
     let rows = store.list().unwrap();
     assert_eq!(rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["r2", "r1"], "newest first");

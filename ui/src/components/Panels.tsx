@@ -194,9 +194,10 @@ function History() {
   const runControl = useRunControl.getState();
   const serverProblem = useHistory((s) => s.serverProblem);
   const server = usePrefs((p) => p.settings?.server?.url);
-  // A server's runs are started by others too (webhooks, schedules, teammates): the list is read again while shown.
+  // Runs are started elsewhere too (`switchyard run` in a terminal; on a server, webhooks, schedules, teammates): the
+  // list is read when it is shown and every 3 s while it is.
   useEffect(() => {
-    if (!onServer() && !server) return;
+    void useHistory.getState().refresh();
     const timer = setInterval(() => void useHistory.getState().refresh(), 3000);
     return () => clearInterval(timer);
   }, [server]);

@@ -1164,6 +1164,9 @@ impl Store for PgStore {
     fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
         Ok(PgStore::events(self, id)?)
     }
+    fn events_after(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError> {
+        Ok(PgStore::events_after(self, id, after, u32::MAX >> 1)?)
+    }
     /// The claim's own log, fenced by its epoch. A claim always has one here; were it given one of another store,
     /// its writes are refused rather than written around the fence.
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
