@@ -31,11 +31,12 @@ cargo test --workspace -q 2>&1 | tee -a "$out"
 
 step "MCP tools against real servers (the Python mcp package over stdio and streamable HTTP)"
 mcp_python=$(bash scripts/mcp-python.sh)
-SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q -p switchyard-engine --test mcp -- --ignored 2>&1 | tee -a "$out"
-SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q -p switchyard-cli --test cli -- --ignored 2>&1 | tee -a "$out"
+# `--workspace --test NAME`, not `-p CRATE`: the same features as `cargo test` above, so nothing is built again.
+SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q --workspace --test mcp --test cli -- --ignored 2>&1 | tee -a "$out"
 
 step "generated files are current (JSON Schema, TypeScript bindings)"
-cargo run -q -p switchyard-cli -- schema | diff -u schema/workflow.schema.json - \
+# The binary `cargo test` built for the CLI's tests.
+target/debug/switchyard schema | diff -u schema/workflow.schema.json - \
   || { echo "schema/workflow.schema.json is stale: regenerate it with 'cargo run -p switchyard-cli -- schema'"; exit 1; }
 git diff --exit-code -- ui/src/bindings.ts ui/src/generated/node-types.json \
   || { echo "ui/src/bindings.ts or ui/src/generated/node-types.json is stale: 'cargo test -p switchyard-app' regenerated it; commit it"; exit 1; }
@@ -53,7 +54,7 @@ url="http://127.0.0.1:$port/v1"
 bash scripts/local-model.sh wait "$url" target/llama-server.log
 
 step "providers against the real local model"
-SWITCHYARD_TEST_LLM_URL="$url" SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q -p switchyard-engine --test local_model -- --ignored 2>&1 | tee -a "$out"
+SWITCHYARD_TEST_LLM_URL="$url" SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q --workspace --test local_model -- --ignored 2>&1 | tee -a "$out"
 
 step "examples against the real local model (switchyard run --model local/smollm2-135m)"
 SWITCHYARD_TEST_LLM_URL="$url" bash scripts/local-examples.sh | tee -a "$out"
