@@ -189,8 +189,8 @@ impl AppState {
 fn served_document(served: &Served) -> Opened {
     Opened {
         workflow: (*served.workflow).clone(),
-        format: "switchyard".into(),
-        notes: Vec::new(),
+        format: served.format.name().into(),
+        notes: served.notes.to_vec(),
         path: Some(served.path.display().to_string()),
     }
 }

@@ -14,7 +14,7 @@ use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
 use switchyard_engine::document::Trigger;
-use switchyard_engine::format;
+use switchyard_engine::format::{self, Format, Loaded};
 use switchyard_engine::postgres::PgStore;
 use switchyard_engine::validate;
 use switchyard_engine::Workflow;
@@ -26,6 +26,9 @@ pub struct Served {
     pub version: i32,
     /// The file it was read from (absolute).
     pub path: PathBuf,
+    /// The format the file was read as, and what its importer approximated (none for a Switchyard file).
+    pub format: Format,
+    pub notes: Arc<[String]>,
 }
 
 /// A run of a served workflow about to be recorded: what its `NewRun` borrows.
@@ -155,7 +158,7 @@ impl Registry {
         let mut next = Catalog::default();
         for path in &files {
             match load(path) {
-                Ok(workflow) => {
+                Ok(Loaded { workflow, format, notes }) => {
                     if let Some(other) = next.workflows.get(&workflow.name) {
                         let problem = format!(
                             "workflow `{}` is served from {} already; rename one of them",
@@ -172,7 +175,13 @@ impl Registry {
                     }
                     next.workflows.insert(
                         workflow.name.clone(),
-                        Served { workflow: Arc::new(workflow), version, path: path.clone() },
+                        Served {
+                            workflow: Arc::new(workflow),
+                            version,
+                            path: path.clone(),
+                            format,
+                            notes: notes.into(),
+                        },
                     );
                 }
                 Err(mut problem) => {
@@ -213,7 +222,7 @@ fn note(next: &mut Catalog, scanned: &mut Scanned, previous: &Catalog, path: &Pa
 }
 
 /// A workflow file, loaded and validated as a server runs it (providers are the workers' to check).
-fn load(path: &Path) -> Result<Workflow, String> {
+fn load(path: &Path) -> Result<Loaded, String> {
     let loaded = format::load_file(path, None).map_err(|e| format!("not served: {e}"))?;
     let options = validate::Options { purpose: validate::Purpose::Run, ..Default::default() };
     let report = validate::validate(&loaded.workflow, &options);
@@ -226,5 +235,5 @@ fn load(path: &Path) -> Result<Workflow, String> {
             return Err(format!("not served: schedule `{}`: its input does not fit the workflow: {e}", t.name()));
         }
     }
-    Ok(loaded.workflow)
+    Ok(loaded)
 }

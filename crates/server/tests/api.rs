@@ -42,6 +42,10 @@ impl Server {
         let folder = tempfile::tempdir().unwrap();
         std::fs::write(folder.path().join("gate.yaml"), GATE).unwrap();
         std::fs::write(folder.path().join("broken.yaml"), "switchyard: 1\nname: broken\nnodes: []\n").unwrap();
+        // A file of another system (The Edge Agent), served as it is read.
+        let tea = "name: tea-flow\nnodes:\n  - name: tidy\n    run: |\n      return {done = true}\n\
+                   edges:\n  - {from: __start__, to: tidy}\n  - {from: tidy, to: __end__}\n";
+        std::fs::write(folder.path().join("tea-flow.yaml"), tea).unwrap();
         let unfit = GATE.replace("name: gate", "name: nightly").replace(
             "  - {webhook: open}\n  - {webhook: signed, secret_env: SWITCHYARD_TEST_UNSET_SECRET}",
             "  - {schedule: nightly, cron: '0 3 * * *', input: {m: 1}}",
@@ -130,7 +134,8 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     assert!(problems[0][0].as_str().unwrap().ends_with("broken.yaml"), "{served}");
     assert!(problems[1][0].as_str().unwrap().ends_with("nightly.yaml"), "{served}");
     assert!(problems[1][1].as_str().unwrap().contains("schedule `nightly`: its input does not fit"), "{served}");
-    assert_eq!(served["workflows"].as_array().unwrap().len(), 1, "{served}");
+    let names: Vec<_> = served["workflows"].as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["gate", "tea-flow"], "{served}");
 
     let (status, answer) = server.post("/api/runs", json!({"workflow": "nope"})).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"));
@@ -253,6 +258,9 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
         (status, &document["workflow"]["name"], &document["format"]),
         (200, &json!("gate"), &json!("switchyard"))
     );
+    let (_, tea) = server.command("startup_file", json!({ "workflow": "tea-flow" })).await;
+    let (status, tea) = server.command("open_file", json!({ "path": tea["path"] })).await;
+    assert_eq!((status, &tea["format"]), (200, &json!("tea")), "a served file says the format it was read as: {tea}");
     let (status, answer) = server.command("open_file", json!({ "path": "/etc/passwd" })).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "only served workflows are opened");
     let (status, answer) = server.command("startup_file", json!({ "workflow": "nope" })).await;
