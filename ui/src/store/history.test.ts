@@ -67,3 +67,29 @@ describe("a server's runs in History", () => {
     expect(serverProblem).toMatch(/SWITCHYARD_TOKEN is not set/);
   });
 });
+
+describe("opening a run that goes on elsewhere", () => {
+  const row = { id: "remote-1", workflow: "w", workflowRef: null, answersPath: null, status: "interrupted", started: "2026-11-02T10:00:00Z", durationMs: 0, pending: [], usage: {}, tokens: 0, cost: null, eval: null };
+  const opened = {
+    document: { workflow: { switchyard: 1, name: "w", nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } }], edges: [] }, format: "switchyard", notes: [], path: "/srv/w.yaml" },
+    events: [{ seq: 1, run: "remote-1", ts: "2026-11-02T10:00:00.000Z", type: "workflow:start", workflow: "w", input: null }],
+    row,
+  };
+
+  it("follows a server's run whose worker died, since another worker takes it on, and does not offer Resume", async () => {
+    const follows: Record<string, unknown>[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "list_runs") return [];
+      if (cmd === "server_runs") return [{ ...row, live: false, server: "sy.example.com:8080" }];
+      if (cmd === "open_run") return opened;
+      if (cmd === "follow_run") follows.push(args as Record<string, unknown>);
+      return null;
+    });
+    await useHistory.getState().refresh();
+    await useHistory.getState().openRun("remote-1");
+    expect(follows.map((f) => [f.runId, f.after])).toEqual([["remote-1", 1]]);
+    const text = useMessages.getState().messages.map((m) => m.text).join("\n");
+    expect(text).toMatch(/following it live/);
+    expect(text).not.toMatch(/Resume/);
+  });
+});

@@ -53,7 +53,8 @@ function runShown() {
   useLayoutPrefs.getState().setPanel("run");
 }
 
-const ENDED: string[] = ["completed", "failed", "cancelled", "interrupted"];
+/** Nothing more happens to a run in these (as `StoredStatus::ended` in the engine). */
+const ENDED: string[] = ["completed", "failed", "cancelled"];
 
 /** A followed run's events, applied once per frame while the canvas still shows that run. */
 function followChannel(id: string): Channel<Event_Deserialize[]> {
@@ -85,14 +86,15 @@ export const useHistory = create<HistoryState>((set) => ({
       const opened = await showStoredRun(id);
       const events = opened.events as unknown as Event[];
       useRun.getState().apply(events);
-      // A run whose process died shows as it was left.
-      if (opened.row.status === "interrupted") useRun.setState({ status: "failed", error: "interrupted: History → Resume runs it on" });
-      runShown();
-      // A run that goes on elsewhere is followed live: a server's run until it ends (its workers carry it on when
-      // someone decides), a run of this computer's store while another process runs it (`switchyard run`).
       const listed = useHistory.getState().runs.find((r) => r.id === id);
       const status = opened.row.status;
       const onAServer = onServer() || Boolean(listed?.server);
+      // A run whose process died here shows as it was left. On a server, another worker takes it on by itself.
+      if (status === "interrupted" && !onAServer) useRun.setState({ status: "failed", error: "interrupted: History → Resume runs it on" });
+      runShown();
+      // A run that goes on elsewhere is followed live: a server's run until it ends (its workers carry it on when
+      // someone decides, or when its worker died), a run of this computer's store while another process runs it
+      // (`switchyard run`).
       const elsewhere = !listed?.live && (onAServer ? !ENDED.includes(status) : status === "running" || status === "ready");
       if (elsewhere) await unwrap(commands.followRun(id, events.at(-1)?.seq ?? 0, followChannel(id)));
       useMessages.getState().info(`Run ${id.slice(0, 8)} (${STATUS_WORDS[opened.row.status] ?? opened.row.status})${elsewhere ? ": following it live" : " as it ran"}`);
