@@ -9,6 +9,8 @@
 //! - At most `jobs` runs at once. A free slot takes the oldest ready run (or one whose lease expired); with nothing to
 //!   take, the worker waits for an announcement (`PgStore::listen`) or the poll interval, whichever comes first:
 //!   announcements can be missed, and an expired lease announces nothing.
+//! - A decision or a cancellation for a run it holds is heard at once (`PgStore::listen_wakes`), or at the run's
+//!   next heartbeat when the announcement was missed.
 //! - A run goes on from its log (`session::carry_on`): nodes that completed are not run again; nodes that were in
 //!   flight when its last worker died run again.
 //! - A run that pauses (it waits for a person) is parked: its status says so and the claim is given up, so the slot
@@ -121,6 +123,12 @@ pub async fn work(
     let listener = {
         let store = store.clone();
         tokio::task::spawn_blocking(move || store.listen()).await.expect("listening does not panic")
+    }
+    .map_err(StoreError::from)?;
+    // What is asked of the runs it holds (a decision, a cancellation) reaches them at once, not at the next beat.
+    let _wakes = {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || store.listen_wakes()).await.expect("listening does not panic")
     }
     .map_err(StoreError::from)?;
     let shared: Arc<dyn Store> = Arc::new(store.clone());

@@ -83,6 +83,24 @@ fn a_decision_that_comes_while_a_worker_holds_the_run_wakes_it_when_the_worker_p
     assert_eq!(store.get("r").unwrap().status, PgStatus::Paused);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_and_a_cancellation_for_a_held_run_reach_its_holder_at_once_not_at_its_next_heartbeat() {
+    // A 60 s lease beats every 20 s: what reaches the holder within 10 s came by the announcement.
+    let store = store("wake_held").with_lease(MINUTE).unwrap();
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    store.create(&new_run("r", &wf, &options)).unwrap();
+    let (_, claim) = store.claim_next().unwrap().unwrap();
+    let _wakes = store.listen_wakes().unwrap();
+    let soon = Duration::from_secs(10);
+    let nudged = claim.nudged();
+    store.keep_decision("r", "review", 0, &json!({"decision": "approve"})).unwrap();
+    tokio::time::timeout(soon, nudged).await.expect("the decision reached the holder before its heartbeat");
+    let asked = claim.cancel_requested();
+    assert!(store.request_cancel("r").unwrap());
+    tokio::time::timeout(soon, asked.wait()).await.expect("the cancellation reached the holder before its heartbeat");
+    assert_eq!(store.get("r").unwrap().status, PgStatus::Running, "the holder keeps the run: it acts on what it heard");
+}
+
 #[test]
 fn a_cancellation_wakes_a_parked_run_and_reaches_a_held_one_at_its_heartbeat() {
     let store = store("cancel");

@@ -25,6 +25,9 @@
 //!   notification sent while nobody listens is lost, so listeners poll as well.
 //! - A run that becomes `ready` (created for workers, or given up while running) is announced on [`READY_CHANNEL`]
 //!   (payload: the run id), from the statement that makes it so: idle workers wake on it ([`PgStore::listen`]).
+//! - A decision or a cancellation for a run that someone holds is announced on [`WAKE_CHANNEL`] (payload: the run
+//!   id): a holder that listens ([`PgStore::listen_wakes`]) beats its heartbeat at once, which reads what was asked,
+//!   rather than at the next third of its lease. Announcements can be missed; the heartbeat reads it anyway.
 //! - The store is a [`Store`] as the SQLite one is: its claims ([`Claim`]) are leases, kept alive by a heartbeat on a
 //!   thread of their own (on the `leases` connection, so it never waits behind a batch) and given up when dropped;
 //!   their log is the claim's [`PgRunLog`]. A log whose write failed writes nothing more and says the claim is lost:
@@ -71,6 +74,9 @@ pub const CHANNEL: &str = "switchyard_runs";
 
 /// The channel a run that became `ready` is announced on (payload: the run id): what idle workers listen to.
 pub const READY_CHANNEL: &str = "switchyard_ready";
+
+/// Where a decision or a cancellation for a held run is announced (payload: the run id), for its holder.
+pub const WAKE_CHANNEL: &str = "switchyard_wake";
 
 /// The lease a claim takes unless told otherwise ([`PgStore::with_lease`]): how long a run whose process died waits
 /// before a worker takes it over.
@@ -281,6 +287,8 @@ struct Shared {
     /// Claims, heartbeats and releases, so that a heartbeat never waits behind a large batch or a long read.
     leases: Conn,
     stale_writes: AtomicU64,
+    /// The heartbeat of each claim this store holds, by (run, epoch): a message beats it at once.
+    held: std::sync::Mutex<FxHashMap<(String, i64), std::sync::mpsc::Sender<()>>>,
 }
 
 struct OwnRuntime(Option<tokio::runtime::Runtime>);
@@ -570,6 +578,7 @@ impl PgStore {
                 leases: conn(&config),
                 db,
                 stale_writes: AtomicU64::new(0),
+                held: Default::default(),
             }),
             runtime: Arc::new(OwnRuntime(Some(runtime))),
             owner: Arc::from(default_owner()),
@@ -817,13 +826,15 @@ impl PgStore {
         let (nudge_tx, nudge_rx) = tokio::sync::watch::channel(0u64);
         let lost_tx = Arc::new(lost_tx);
         let log = PgRunLog { signal: Some(lost_tx.clone()), ..self.run_log(run, epoch) };
+        // A message beats at once (something was asked of the run); the senders going (the claim dropped) stop it.
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        self.shared.held.lock().unwrap().insert((run.to_string(), epoch), stop.clone());
         let (store, id, lease) = (self.clone(), run.to_string(), self.lease);
         let beat = std::thread::Builder::new()
             .name("switchyard-lease".into())
             .spawn(move || {
-                // Ends when the claim is dropped (its sender goes), or once the lease is lost.
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 3) {
+                // Ends when the claim is dropped (its senders go), or once the lease is lost.
+                while !matches!(stopped.recv_timeout(lease / 3), Err(std::sync::mpsc::RecvTimeoutError::Disconnected)) {
                     match store.heartbeat(&id, epoch, lease) {
                         Ok(Beat::Held { cancel_requested, woken }) => {
                             if cancel_requested {
@@ -868,6 +879,27 @@ impl PgStore {
             Ok(())
         })?;
         Ok(Listener { woken, _stop: stop })
+    }
+
+    /// Listens for what is asked of the runs this store holds ([`WAKE_CHANNEL`]) on a connection of its own, until
+    /// the listener is dropped: the heartbeat of the run named beats at once. After the connection broke and came
+    /// back, every held run's heartbeat beats (one may have been missed).
+    pub fn listen_wakes(&self) -> Result<WakeListener, PgError> {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shared = self.shared.clone();
+        let heard: Heard = Arc::new(move |run: Option<&str>| {
+            for ((id, _), beat) in shared.held.lock().unwrap().iter() {
+                if run.is_none_or(|run| run == id) {
+                    let _ = beat.send(());
+                }
+            }
+        });
+        self.block(|s| async move {
+            let first = listening(&s, WAKE_CHANNEL, heard.clone()).await?;
+            tokio::spawn(keep_listening(s, WAKE_CHANNEL, first, heard, stopped));
+            Ok(())
+        })?;
+        Ok(WakeListener { _stop: stop })
     }
 
     /// Follows every run's committed batches ([`CHANNEL`]) on a connection of its own: each announcement's run id,
@@ -990,6 +1022,11 @@ impl PgStore {
     }
 }
 
+/// Beats the heartbeats of held runs when something is asked of them ([`PgStore::listen_wakes`]), until dropped.
+pub struct WakeListener {
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
 /// Wakes an idle worker when a run becomes ready ([`PgStore::listen`]). Notifications can be missed (none is kept
 /// for a listener that is reconnecting, and leases that expire announce nothing): workers poll as well.
 pub struct Listener {
@@ -1105,6 +1142,7 @@ pub enum Beat {
 
 impl LeaseGuard {
     fn stop_beating(&mut self) {
+        self.store.shared.held.lock().unwrap().remove(&(self.run.clone(), self.epoch));
         drop(self.stop.take());
         if let Some(beat) = self.beat.take() {
             let _ = beat.join();

@@ -21,7 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio_postgres::error::SqlState;
 
-use super::{PgError, PgStore, READY_CHANNEL};
+use super::{PgError, PgStore, READY_CHANNEL, WAKE_CHANNEL};
 use crate::events::Event;
 use crate::store::NewRun;
 use crate::Workflow;
@@ -163,13 +163,14 @@ impl PgStore {
                        RETURNING id, status)
                      SELECT (SELECT count(*) FROM kept)::int8,
                             (SELECT bool_or(CASE WHEN status = 'ready' THEN pg_notify($5, id) END IS NULL) FROM woken),
-                            EXISTS (SELECT 1 FROM runs WHERE id = $1)",
+                            EXISTS (SELECT 1 FROM runs WHERE id = $1),
+                            (SELECT bool_or(CASE WHEN status <> 'ready' THEN pg_notify($6, id) END IS NULL) FROM woken)",
                 )
                 .await
                 .map_err(|e| s.query_error(e))?;
             let row = session
                 .client
-                .query_one(&keep, &[&run, &node, &round, &decision, &READY_CHANNEL])
+                .query_one(&keep, &[&run, &node, &round, &decision, &READY_CHANNEL, &WAKE_CHANNEL])
                 .await
                 .map_err(|e| s.query_error(e))?;
             if !row.get::<_, bool>(2) {
@@ -179,8 +180,8 @@ impl PgStore {
         })
     }
 
-    /// Asks that a run be cancelled by whoever works it: at its worker's next heartbeat, or, when it is parked, by
-    /// the worker that takes it now. False when the run had ended already.
+    /// Asks that a run be cancelled by whoever works it: at once when its holder listens for wakes, else at its next
+    /// heartbeat; when it is parked, by the worker that takes it now. False when the run had ended already.
     pub fn request_cancel(&self, run: &str) -> Result<bool, PgError> {
         let run = run.to_string();
         self.block(|s| async move {
@@ -194,11 +195,16 @@ impl PgStore {
                        RETURNING id, status)
                      SELECT (SELECT count(*) FROM asked)::int8,
                             (SELECT bool_or(CASE WHEN status = 'ready' THEN pg_notify($2, id) END IS NULL) FROM asked),
-                            EXISTS (SELECT 1 FROM runs WHERE id = $1)",
+                            EXISTS (SELECT 1 FROM runs WHERE id = $1),
+                            (SELECT bool_or(CASE WHEN status <> 'ready' THEN pg_notify($3, id) END IS NULL) FROM asked)",
                 )
                 .await
                 .map_err(|e| s.query_error(e))?;
-            let row = session.client.query_one(&cancel, &[&run, &READY_CHANNEL]).await.map_err(|e| s.query_error(e))?;
+            let row = session
+                .client
+                .query_one(&cancel, &[&run, &READY_CHANNEL, &WAKE_CHANNEL])
+                .await
+                .map_err(|e| s.query_error(e))?;
             if !row.get::<_, bool>(2) {
                 return Err(PgError::NoSuchRun { db: s.db.clone(), id: run });
             }
