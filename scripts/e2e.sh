@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${SWITCHYARD_SETUP_DONE:-}" ] || bash scripts/setup.sh
 npx vite build --logLevel warn
-cargo build -q -p switchyard-cli
+# npm test has built the CLI already (with cargo test): building it again with -p would rebuild the engine.
+[ -n "${SWITCHYARD_CLI_BUILT:-}" ] || cargo build -q -p switchyard-cli
 cargo build -q -p switchyard-app --features tauri/custom-protocol
 : "${SWITCHYARD_TEST_MCP_PYTHON:=$(bash scripts/mcp-python.sh)}"
 export SWITCHYARD_TEST_MCP_PYTHON

@@ -10,7 +10,9 @@ cat > "$home/settings.yaml" <<YAML
 providers:
   - {id: local, kind: openai, base_url: "$SWITCHYARD_TEST_LLM_URL", max_tokens: 64}
 YAML
-cargo build -q -p switchyard-cli
+# The CLI that `cargo test` built (npm test runs this after it): building it here with -p would build the engine
+# again with other features.
+[ -x target/debug/switchyard ] || cargo build -q -p switchyard-cli
 mkdir -p target/local-runs
 passed=0
 failed=0

@@ -68,7 +68,7 @@ node --test --test-reporter=spec e2e/browser/ 2>&1 | tee target/browser-output.t
 grep -Eo '^ℹ (pass|fail) [0-9]+' target/browser-output.txt | awk '{print $3, ($2 == "pass" ? "passed" : "failed")}' >> "$out"
 
 step "the desktop app, end to end (tauri-driver + WebKitWebDriver under Xvfb)"
-SWITCHYARD_SETUP_DONE=1 SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" bash scripts/e2e.sh 2>&1 | tee target/e2e-output.txt
+SWITCHYARD_SETUP_DONE=1 SWITCHYARD_CLI_BUILT=1 SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" bash scripts/e2e.sh 2>&1 | tee target/e2e-output.txt
 grep -Eo '^ℹ (pass|fail) [0-9]+' target/e2e-output.txt | awk '{print $3, ($2 == "pass" ? "passed" : "failed")}' >> "$out"
 
 counted() { grep -v 'Test Files' "$out" | grep -Eo "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'; }
