@@ -362,10 +362,18 @@ pub async fn cancel(
 /// A body the handler cannot read, as `{code, message}`.
 fn body_error(e: JsonRejection) -> ApiError {
     let status = e.status();
-    ApiError::new(status, "INVALID_BODY", e.body_text())
+    ApiError::new(
+        status,
+        "INVALID_BODY",
+        format!("{}: send JSON of the shape /openapi.json gives this route", e.body_text()),
+    )
 }
 
 /// Query parameters the handler cannot read, as `{code, message}`.
 fn query_error(e: QueryRejection) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", e.body_text())
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "INVALID_QUERY",
+        format!("{}: /openapi.json gives this route's parameters", e.body_text()),
+    )
 }

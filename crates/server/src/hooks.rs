@@ -37,8 +37,13 @@ pub async fn deliver(
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
     let found = state.registry.catalog.read().expect("not poisoned").hooks.get(&name).cloned();
     let Some((workflow, trigger)) = found else {
-        // Only someone with a token learns which hooks exist.
-        crate::auth::check(&state, &headers).await?;
+        // Only someone with a token learns which hooks exist; a sender without one is told where to look.
+        if crate::auth::check(&state, &headers).await.is_err() {
+            return Err(ApiError::unauthorized(format!(
+                "no webhook takes this delivery to `{name}`: check the hook's name in the URL against the workflow's \
+                 `webhook:` trigger (whether a hook exists is said only to a request with a valid token)"
+            )));
+        }
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "NO_SUCH_HOOK",

@@ -86,7 +86,9 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
         .route("/runs/{id}/decisions", post(api::decide))
         .route("/runs/{id}/cancel", post(api::cancel))
         .route("/commands/{name}", post(commands::call))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token));
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token))
+        // Under /api/, a path that is no route is said so as JSON, never answered with the web app's page.
+        .fallback(no_route);
     let router = Router::new()
         .route("/openapi.json", get(openapi::document))
         .route("/healthz", get(|| async { "ok" }))
@@ -100,13 +102,6 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
             )
         })
         .with_state(state);
-    let no_route = || async {
-        error::ApiError::new(
-            axum::http::StatusCode::NOT_FOUND,
-            "NO_SUCH_ROUTE",
-            "there is no such route: /openapi.json lists them",
-        )
-    };
     match ui {
         Some(dir) => {
             let index = dir.join("index.html");
@@ -116,6 +111,15 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
         }
         None => router.fallback(no_route),
     }
+}
+
+/// What a path that is no route gets.
+async fn no_route() -> error::ApiError {
+    error::ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "NO_SUCH_ROUTE",
+        "there is no such route: /openapi.json lists them",
+    )
 }
 
 /// Serves until `shutdown` completes: reads the workflows folder (and again every `rescan`), fires schedules, and

@@ -31,6 +31,7 @@ struct Server {
     token: String,
     store: PgStore,
     _folder: tempfile::TempDir,
+    _ui: tempfile::TempDir,
     client: reqwest::Client,
 }
 
@@ -40,6 +41,9 @@ impl Server {
         let db = pg_cluster::database(name);
         let store = tokio::task::spawn_blocking(move || PgStore::open(&db).unwrap()).await.unwrap();
         let folder = tempfile::tempdir().unwrap();
+        // The web app, served beside the API (`serve --ui`): its page never stands in for an API route.
+        let ui = tempfile::tempdir().unwrap();
+        std::fs::write(ui.path().join("index.html"), "<html>the app</html>").unwrap();
         std::fs::write(folder.path().join("gate.yaml"), GATE).unwrap();
         std::fs::write(folder.path().join("broken.yaml"), "switchyard: 1\nname: broken\nnodes: []\n").unwrap();
         // A file of another system (The Edge Agent), served as it is read.
@@ -61,7 +65,7 @@ impl Server {
             listen: addr,
             workflows: folder.path().to_path_buf(),
             answers: None,
-            ui: None,
+            ui: Some(ui.path().to_path_buf()),
         };
         tokio::spawn(switchyard_server::serve(store.clone(), options, Arc::new(|_| {}), std::future::pending()));
         let url = format!("http://{addr}");
@@ -73,7 +77,7 @@ impl Server {
             }
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;
         }
-        Server { url, token, store, _folder: folder, client }
+        Server { url, token, store, _folder: folder, _ui: ui, client }
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>, token: bool) -> (u16, Value) {
@@ -143,12 +147,14 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     assert_eq!((status, code(&answer)), (422, "INPUT_MISMATCH"), "{answer}");
     let (status, answer) = server.post("/api/runs", json!({"workflow": "gate", "extra": 1})).await;
     assert_eq!((status, code(&answer)), (422, "INVALID_BODY"), "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("send JSON of the shape /openapi.json gives"), "{answer}");
     let raw = server.client.post(format!("{}/api/runs", server.url)).bearer_auth(&server.token).body("{}");
     let response = raw.send().await.unwrap();
     assert_eq!(response.status().as_u16(), 415);
     assert_eq!(response.json::<Value>().await.unwrap()["code"], "INVALID_BODY");
     let (status, answer) = server.get("/api/runs?limit=many").await;
     assert_eq!((status, code(&answer)), (400, "INVALID_QUERY"));
+    assert!(answer["message"].as_str().unwrap().ends_with("/openapi.json gives this route's parameters"), "{answer}");
     let (status, answer) = server.get("/api/runs/nope").await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_RUN"));
     let (status, answer) = server.get("/api/runs/nope/events").await;
@@ -198,6 +204,8 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     };
     let answer = hook("nope", false).send().await.unwrap();
     assert_eq!(answer.status().as_u16(), 401);
+    let answer: Value = answer.json().await.unwrap();
+    assert!(answer["message"].as_str().unwrap().contains("check the hook's name in the URL"), "{answer}");
     let answer = hook("nope", true).send().await.unwrap();
     assert_eq!(
         (answer.status().as_u16(), answer.json::<Value>().await.unwrap()["code"].clone()),
@@ -233,6 +241,10 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     // Routes that do not exist, and methods a route does not take, answer with a code too.
     let (status, answer) = server.get("/api/nothing-here").await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_ROUTE"));
+    let (status, answer) = server.post("/api/nothing-here", json!({})).await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_ROUTE"), "not the web app's page, nor a wrong method");
+    let page = server.client.get(format!("{}/history", server.url)).send().await.unwrap().text().await.unwrap();
+    assert_eq!(page, "<html>the app</html>", "any other path is the web app's");
     let (status, answer) = server.call(reqwest::Method::DELETE, "/api/runs", None, true).await;
     assert_eq!((status, code(&answer)), (405, "METHOD_NOT_ALLOWED"));
 }
