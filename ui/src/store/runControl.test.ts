@@ -53,6 +53,21 @@ describe("run from a node", () => {
   });
 });
 
+describe("a run refused before it begins", () => {
+  it("shows no run, failed or otherwise, and says why with the refusal's code", async () => {
+    mockIPC((cmd) => {
+      if (cmd === "code_consent") return { steps: [], fingerprint: null, trusted: true };
+      if (cmd === "start_run") throw { code: "CHANGED_HERE", message: "this canvas has changes that /srv/pets.yaml on the server does not have", problems: [] };
+      return null;
+    });
+    await useRunControl.getState().run();
+    expect(useRun.getState()).toMatchObject({ status: "idle", runId: null, error: null });
+    const [shown] = useMessages.getState().messages;
+    expect(shown).toMatchObject({ kind: "error", code: "CHANGED_HERE" });
+    expect(shown.text).toMatch(/^The run could not start: this canvas has changes/);
+  });
+});
+
 describe("an approval's decision", () => {
   it("is sent for the run on the canvas, and its dialog closes with its note gone", async () => {
     const calls = engine();

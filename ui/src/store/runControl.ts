@@ -104,7 +104,8 @@ export const useRunControl = create<RunControlState>((set, get) => ({
       useRun.setState({ runId: id });
       void useHistory.getState().refresh();
     } catch (e) {
-      useRun.setState({ status: "failed", error: errorText(e) });
+      // Refused before it began: there is no run to show as failed, only the reason.
+      useRun.getState().reset();
       failWith("The run could not start", e);
     }
   },
