@@ -8,8 +8,8 @@ import { formatCost, nodeToCompare, shownAttempt, useEvals, verdictWord, type Ca
 import { baseName } from "../model/paths";
 import { CHANGE_WORDS, inAppWords, NODE_CHANGE_WORDS } from "../model/words";
 import { outputDiff } from "../model/outputDiff";
+import { formatDuration } from "../model/duration";
 
-const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
 function VerdictMark({ report, running }: { report: CaseReport | undefined; running: boolean }) {
   if (running) return <span className="verdict running"><LoaderCircle size={13} className="spin" aria-hidden /> running…</span>;
@@ -78,7 +78,7 @@ function CaseRow({ id, description, expectations }: { id: string; description: s
         <td><ChangeChip change={change} /></td>
         <td className="num" title={`${expectations} expectation${expectations === 1 ? "" : "s"}`}>{expectations}</td>
         <td className="num">{attempt ? attempt.tokens : ""}</td>
-        <td className="num">{attempt ? duration(attempt.durationMs) : ""}</td>
+        <td className="num">{attempt ? formatDuration(attempt.durationMs) : ""}</td>
         <td className="num" title={attempt && attempt.cost == null && attempt.tokens ? "A model it used has no price in the settings" : undefined}>{attempt ? formatCost(attempt.cost, attempt.tokens) : ""}</td>
         <td className="actions" onClick={(e) => e.stopPropagation()}>
           <button onClick={() => void evals.run(id)} disabled={busy} title="Run this test case alone" data-testid={`eval-run-${id}`}>

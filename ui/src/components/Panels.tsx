@@ -20,6 +20,7 @@ import { formatCost, useEvals } from "../store/evals";
 import { inAppWords } from "../model/words";
 import { onServer } from "../transport";
 import { usePrefs } from "../store/prefs";
+import { formatDuration } from "../model/duration";
 
 
 /** Selects a node and brings it into view. */
@@ -123,7 +124,6 @@ function Problems() {
 /** The run list shows this many of the latest executions; a long run's earlier ones stay in the Events tab. */
 const MAX_ROWS = 400;
 
-const duration = (ms: number | null) => (ms == null ? "" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
 /** One execution; while it runs, its streamed text grows in place. */
 function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean; onClick: () => void }) {
@@ -141,7 +141,7 @@ function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean;
       </td>
       <td className="num">{row.iteration || ""}</td>
       <td className={`status ${row.routing ? "routing" : row.status}`}>{row.routing ? "choosing a route…" : STATUS_WORDS[row.status] ?? row.status}</td>
-      <td className="num">{duration(row.durationMs)}</td>
+      <td className="num">{formatDuration(row.durationMs)}</td>
       <td className="num" title={unreported ? "The model server reported no token usage for this step" : undefined}>{row.tokens ?? (unreported ? "—" : "")}</td>
       <td className="preview" title={preview}>{preview}</td>
     </tr>
@@ -208,6 +208,7 @@ function History() {
     <div data-testid="history">
       <label className="muted small">
         <input type="checkbox" checked={all || !path} disabled={!path} onChange={(e) => setAll(e.target.checked)} /> Show every workflow&apos;s runs
+        {path && !all && <span className="muted"> (runs that wait for someone are always shown)</span>}
       </label>
       {serverProblem && (
         <p className="banner error" data-testid="server-problem">
@@ -219,7 +220,7 @@ function History() {
       ) : (
         <table className="run-list history">
           <thead>
-            <tr><th>status</th><th>workflow</th><th>started</th><th>time</th><th className="num">tokens</th><th className="num">cost</th><th>waiting at</th><th /></tr>
+            <tr><th>status</th><th>run</th><th>workflow</th><th>started</th><th>time</th><th className="num">tokens</th><th className="num">cost</th><th>waiting at</th><th /></tr>
           </thead>
           <tbody>
             {runs.slice(0, MAX_ROWS).map((r) => (
@@ -233,6 +234,7 @@ function History() {
                     </span>
                   )}
                 </td>
+                <td className="run-id" title={`Run ${r.id}: the id switchyard runs and the API show`}>{r.id.slice(0, 8)}</td>
                 <td title={r.workflowRef ?? ""}>
                   {r.workflow}
                   {r.eval && (
@@ -242,7 +244,7 @@ function History() {
                   )}
                 </td>
                 <td>{new Date(r.started).toLocaleString()}</td>
-                <td className="num">{duration(r.durationMs)}</td>
+                <td className="num">{formatDuration(r.durationMs)}</td>
                 <td className="num">{r.tokens || ""}</td>
                 <td className="num" title={r.cost == null && r.tokens ? "A model it used has no price in the settings" : undefined} data-testid={`history-cost-${r.id}`}>{formatCost(r.cost, r.tokens)}</td>
                 <td>{r.pending.join(", ")}</td>

@@ -16,6 +16,7 @@ import { useCompareMark } from "../store/evals";
 import { NODE_CHANGE_WORDS } from "../model/words";
 import { NodeIcon } from "./NodeIcon";
 import { inAppWords } from "../model/words";
+import { formatDuration } from "../model/duration";
 
 export type CanvasNodeData = { node: WorkflowNodeData };
 
@@ -48,7 +49,6 @@ export function nodeSummary(node: WorkflowNodeData, defaultModel?: string | null
   }
 }
 
-const duration = (ms: number) => (ms < 1000 ? `${ms} ms` : ms < 60000 ? `${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)} s` : `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`);
 
 /** Below this zoom the canvas draws nodes as simple shapes (level of detail): nobody reads a card that small. */
 export const LOD_ZOOM = 0.45;
@@ -146,7 +146,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
           <StatusIcon status={status} choosing={run?.choosing} />
           <span>{run?.choosing ? "choosing a route…" : STATUS_WORDS[status]}</span>
           {run && run.iteration > 1 && <span>×{run.iteration}</span>}
-          {last?.durationMs != null && <span>{duration(last.durationMs)}</span>}
+          {last?.durationMs != null && <span>{formatDuration(last.durationMs)}</span>}
           {last?.tokens != null && <span>{last.tokens} tok</span>}
         </div>
       )}
