@@ -24,9 +24,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::events::Event;
+use crate::events::{Event, EventKind};
 use crate::log::{LogError, LogItem, RunLog};
 use crate::result::{RunStatus, Usage};
 use crate::run::{Recorded, Recording, RunOptions};
@@ -874,15 +875,29 @@ fn usage_of(conn: &Connection, run: &str) -> rusqlite::Result<Option<String>> {
 /// each node's model is the one its copy of the workflow names, else the run's (`--model`, or the default it found),
 /// else the workflow's default. The same in every store.
 pub(crate) fn usage_json(document: Option<&str>, options: Option<&str>, events: &[String]) -> String {
+    let events: Vec<Event> = events.iter().filter_map(|t| serde_json::from_str(t).ok()).collect();
+    let used_tokens = |e: &Event| match &e.kind {
+        EventKind::NodeExit { usage: Some(u), .. } | EventKind::Route { usage: Some(u), .. } => {
+            u.input_tokens + u.output_tokens > 0
+        }
+        _ => false,
+    };
+    // A run that used no tokens (answered from a file, or code only) needs no copy read: a large workflow's copy
+    // costs megabytes to parse, at every pause and end.
+    if !events.iter().any(used_tokens) {
+        return "{}".to_string();
+    }
     let parse = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
     let (document, options) = (parse(document).unwrap_or_default(), parse(options).unwrap_or_default());
     let default = options["model"].as_str().or(document["defaults"]["model"].as_str());
-    let events: Vec<Event> = events.iter().filter_map(|t| serde_json::from_str(t).ok()).collect();
-    let used = crate::usage::by_model(&events, |node| {
-        let nodes = document["nodes"].as_array();
-        let named = nodes.into_iter().flatten().find(|n| n["id"] == node).and_then(|n| n["model"].as_str());
-        named.or(default).map(str::to_string)
-    });
+    // Each node's model, looked up once per node rather than once per event.
+    let named: FxHashMap<&str, &str> = document["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| Some((n["id"].as_str()?, n["model"].as_str()?)))
+        .collect();
+    let used = crate::usage::by_model(&events, |node| named.get(node).copied().or(default).map(str::to_string));
     serde_json::to_string(&used).expect("usage serializes")
 }
 
