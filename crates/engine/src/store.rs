@@ -27,7 +27,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::events::{Event, EventKind};
+use crate::events::Event;
 use crate::log::{LogError, LogItem, RunLog};
 use crate::result::{RunStatus, Usage};
 use crate::run::{Recorded, Recording, RunOptions};
@@ -876,29 +876,28 @@ fn usage_of(conn: &Connection, run: &str) -> rusqlite::Result<Option<String>> {
 /// else the workflow's default. The same in every store.
 pub(crate) fn usage_json(document: Option<&str>, options: Option<&str>, events: &[String]) -> String {
     let events: Vec<Event> = events.iter().filter_map(|t| serde_json::from_str(t).ok()).collect();
-    let used_tokens = |e: &Event| match &e.kind {
-        EventKind::NodeExit { usage: Some(u), .. } | EventKind::Route { usage: Some(u), .. } => {
-            u.input_tokens + u.output_tokens > 0
-        }
-        _ => false,
-    };
-    // A run that used no tokens (answered from a file, or code only) needs no copy read: a large workflow's copy
-    // costs megabytes to parse, at every pause and end.
-    if !events.iter().any(used_tokens) {
-        return "{}".to_string();
-    }
+    // Parsed only when a node used tokens (`by_model` asks for its model then): a large workflow's copy costs
+    // megabytes to parse, at every pause and end.
+    let models = std::cell::OnceCell::new();
+    let used = crate::usage::by_model(&events, |node| {
+        let (named, default) = models.get_or_init(|| node_models(document, options));
+        named.get(node).or(default.as_ref()).cloned()
+    });
+    serde_json::to_string(&used).expect("usage serializes")
+}
+
+/// Each node's model as the workflow's copy names it (looked up once per node), and the run's default.
+fn node_models(document: Option<&str>, options: Option<&str>) -> (FxHashMap<String, String>, Option<String>) {
     let parse = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
     let (document, options) = (parse(document).unwrap_or_default(), parse(options).unwrap_or_default());
-    let default = options["model"].as_str().or(document["defaults"]["model"].as_str());
-    // Each node's model, looked up once per node rather than once per event.
-    let named: FxHashMap<&str, &str> = document["nodes"]
+    let default = options["model"].as_str().or(document["defaults"]["model"].as_str()).map(str::to_string);
+    let named = document["nodes"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|n| Some((n["id"].as_str()?, n["model"].as_str()?)))
+        .filter_map(|n| Some((n["id"].as_str()?.to_string(), n["model"].as_str()?.to_string())))
         .collect();
-    let used = crate::usage::by_model(&events, |node| named.get(node).copied().or(default).map(str::to_string));
-    serde_json::to_string(&used).expect("usage serializes")
+    (named, default)
 }
 
 #[cfg(test)]
