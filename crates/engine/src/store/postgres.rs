@@ -866,6 +866,21 @@ impl PgStore {
         Claim::lease(Box::new(guard), Arc::new(log), Signal::watching(lost_rx), Signal::watching(cancel_rx), nudge_rx)
     }
 
+    /// Listens on `channel` on a connection of its own (connecting first, so that a database that cannot be reached
+    /// is said now), telling `heard` of each announcement, until `stopped`: `keep_listening`.
+    fn keep_listening_on(
+        &self,
+        channel: &'static str,
+        heard: Heard,
+        stopped: tokio::sync::oneshot::Receiver<()>,
+    ) -> Result<(), PgError> {
+        self.block(|s| async move {
+            let first = listening(&s, channel, heard.clone()).await?;
+            tokio::spawn(keep_listening(s, channel, first, heard, stopped));
+            Ok(())
+        })
+    }
+
     /// Listens for runs that become ready ([`READY_CHANNEL`]) on a connection of its own, connecting again when it
     /// breaks (and waking the listener then, since it may have missed one), until the listener is dropped.
     pub fn listen(&self) -> Result<Listener, PgError> {
@@ -873,11 +888,7 @@ impl PgStore {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let wake = woken.clone();
         let heard: Heard = Arc::new(move |_: Option<&str>| wake.notify_one());
-        self.block(|s| async move {
-            let first = listening(&s, READY_CHANNEL, heard.clone()).await?;
-            tokio::spawn(keep_listening(s, READY_CHANNEL, first, heard, stopped));
-            Ok(())
-        })?;
+        self.keep_listening_on(READY_CHANNEL, heard, stopped)?;
         Ok(Listener { woken, _stop: stop })
     }
 
@@ -894,11 +905,7 @@ impl PgStore {
                 }
             }
         });
-        self.block(|s| async move {
-            let first = listening(&s, WAKE_CHANNEL, heard.clone()).await?;
-            tokio::spawn(keep_listening(s, WAKE_CHANNEL, first, heard, stopped));
-            Ok(())
-        })?;
+        self.keep_listening_on(WAKE_CHANNEL, heard, stopped)?;
         Ok(WakeListener { _stop: stop })
     }
 
@@ -912,11 +919,7 @@ impl PgStore {
         let heard: Heard = Arc::new(move |run: Option<&str>| {
             let _ = sender.send(run.map(str::to_string));
         });
-        self.block(|s| async move {
-            let first = listening(&s, CHANNEL, heard.clone()).await?;
-            tokio::spawn(keep_listening(s, CHANNEL, first, heard, stopped));
-            Ok(())
-        })?;
+        self.keep_listening_on(CHANNEL, heard, stopped)?;
         Ok(Follower { tx, _stop: Arc::new(stop) })
     }
 
