@@ -115,4 +115,29 @@ describe("the Evals tab", () => {
     expect(useDocument.getState().selection.nodes).toEqual(["review"]);
     expect(screen.getByTestId("compare-after").querySelectorAll("mark")).toHaveLength(0);
   });
+
+  it("names what failed as the canvas does: an if node's branch by its label, nodes by name (their id only where two share it)", async () => {
+    const branching = {
+      switchyard: 1,
+      name: "Triage",
+      nodes: [
+        { id: "start", type: "start" },
+        { id: "triage", type: "if", name: "Severity", conditions: [{ operator: "contains", value: "high" }] },
+        { id: "agent_3", type: "agent", name: "Page" },
+        { id: "agent_4", type: "agent", name: "Page" },
+      ],
+      edges: [{ from: "triage", to: "agent_3", handle: "condition-0" }, { from: "triage", to: "agent_4", handle: "false" }],
+    } as unknown as Workflow;
+    freshStores(branching);
+    const failures = [
+      { node: "triage", expected: 'equals {"branch":"condition-0"}', actual: '{"branch":"false"}' },
+      { node: "triage", expected: "routes to agent_3", actual: "went to agent_4" },
+    ];
+    engine(() => evalReport([caseReport("fixed-then-done", "failed", { failures })]));
+    showTab();
+    fireEvent.click(await screen.findByTestId("eval-run-fixed-then-done"));
+    await waitFor(() => expect(screen.getByTestId("eval-case-fixed-then-done").dataset.verdict).toBe("failed"));
+    const lines = [...screen.getByTestId("eval-failures-fixed-then-done").querySelectorAll("li")].map((li) => li.textContent);
+    expect(lines).toEqual(["Severity: expected equals branch “high”, got branch “else”", "Severity: expected routes to Page (agent_3), got went to Page (agent_4)"]);
+  });
 });

@@ -3,7 +3,8 @@
 // of it on the canvas, and the selected node's two outputs side by side with the differences marked.
 import { Fragment, useEffect, useMemo } from "react";
 import { ArrowDown, ArrowUp, Check, CircleAlert, Equal, ExternalLink, LoaderCircle, Play, Plus, TriangleAlert, X } from "lucide-react";
-import { nodeName, useDocument } from "../store/document";
+import { useDocument } from "../store/document";
+import { displayName, namedValue } from "../model/names";
 import { formatCost, nodeToCompare, shownAttempt, useEvals, verdictWord, type CaseChange, type CaseReport, type NodeChange } from "../store/evals";
 import { baseName } from "../model/paths";
 import { CHANGE_WORDS, inAppWords, NODE_CHANGE_WORDS } from "../model/words";
@@ -25,9 +26,10 @@ function VerdictMark({ report, running }: { report: CaseReport | undefined; runn
 const CHANGE_ICONS = { regressed: ArrowDown, improved: ArrowUp, unchanged: Equal, new: Plus } as const;
 
 function ChangeChip({ change }: { change: CaseChange | undefined }) {
+  const workflow = useDocument((s) => s.workflow);
   if (!change) return null;
   const Icon = CHANGE_ICONS[change.change];
-  const nodes = change.changedNodes.length ? `; outputs changed: ${change.changedNodes.map(nodeName).join(", ")}` : "";
+  const nodes = change.changedNodes.length ? `; outputs changed: ${change.changedNodes.map((id) => displayName(workflow, id)).join(", ")}` : "";
   return (
     <span className={`change-chip ${change.change}`} title={`${change.before ?? "(new)"} → ${change.after}${nodes}`} data-testid={`eval-change-${change.id}`}>
       <Icon size={12} aria-hidden /> {CHANGE_WORDS[change.change]}
@@ -37,6 +39,8 @@ function ChangeChip({ change }: { change: CaseChange | undefined }) {
 
 /** What did not hold in a case's shown attempt, or why it could not run. */
 function Failures({ report }: { report: CaseReport }) {
+  // Nodes and branches by the names the canvas shows (the id only where two nodes share a name).
+  const workflow = useDocument((s) => s.workflow);
   const attempt = shownAttempt(report);
   if (!attempt) return null;
   const passedOf = report.verdict === "flaky" ? `passed ${report.attempts.filter((a) => a.passed).length} of ${report.attempts.length} runs` : null;
@@ -50,7 +54,7 @@ function Failures({ report }: { report: CaseReport }) {
       )}
       {attempt.failures.map((f, i) => (
         <li key={i} data-testid="eval-failure">
-          <b title={f.node ?? undefined}>{f.node ? nodeName(f.node) : "the run"}</b>: expected <code>{f.expected}</code>, got <code className="actual">{f.actual}</code>
+          <b title={f.node ?? undefined}>{f.node ? displayName(workflow, f.node) : "the run"}</b>: expected <code>{namedValue(f.expected, workflow, f.node)}</code>, got <code className="actual">{namedValue(f.actual, workflow, f.node)}</code>
         </li>
       ))}
     </ul>
@@ -126,6 +130,8 @@ function Compare({ change }: { change: CaseChange }) {
   const picked = useEvals((s) => s.compareNode);
   const selection = useDocument((s) => (s.selection.nodes.length === 1 ? s.selection.nodes[0] : null));
   const shown: NodeChange | undefined = nodeToCompare(change, selection ?? picked);
+  const workflow = useDocument((s) => s.workflow);
+  const nodeName = (id: string) => displayName(workflow, id);
   const pick = (node: string) => {
     useEvals.getState().showNode(node);
     // Selected on the canvas too (the canvas brings it into view), so the canvas and this view show the same node.

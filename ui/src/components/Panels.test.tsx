@@ -58,6 +58,34 @@ describe("panels", () => {
     expect(useDocument.getState().selection.nodes).toEqual(["loop"]);
   });
 
+  it("names a problem's node, edge and branch as the canvas does, never by their ids", () => {
+    const workflow = {
+      ...emptyWorkflow(),
+      nodes: [
+        { id: "start", type: "start" },
+        { id: "triage", type: "if", name: "Severity", conditions: [{ operator: "contains", value: "high" }] },
+        { id: "agent_3", type: "agent", name: "Page" },
+      ],
+      edges: [{ from: "start", to: "triage" }, { from: "triage", to: "agent_3", max_iterations: 0 }],
+    } as unknown as Parameters<ReturnType<typeof useDocument.getState>["load"]>[0];
+    useDocument.getState().load(workflow, null);
+    useValidation.getState().setReport({
+      errors: [{ code: "MAX_ITERATIONS_BELOW_ONE", message: "edge triage->agent_3 has max_iterations 0; it must be at least 1 (1 means one retry)", edge: "triage->agent_3" }],
+      warnings: [
+        { code: "UNCONNECTED_BRANCH", message: "branch `condition-0` is not connected; when it matches, the branch ends here", node: "triage" },
+        { code: "UNCONNECTED_BRANCH", message: "branch `false` is not connected; when nothing matches, the branch ends here", node: "triage" },
+      ],
+    });
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-problems"));
+    const items = [...screen.getByTestId("problems").querySelectorAll("li")].map((li) => li.textContent);
+    expect(items).toEqual([
+      "Severity → Page edge Severity → Page has max_iterations 0; it must be at least 1 (1 means one retry) MAX_ITERATIONS_BELOW_ONE",
+      "Severity branch “high” is not connected; when it matches, the branch ends here UNCONNECTED_BRANCH",
+      "Severity branch “else” is not connected; when nothing matches, the branch ends here UNCONNECTED_BRANCH",
+    ]);
+  });
+
   it("the run list shows one row per execution, grows streamed text in place, and selects a node on click", () => {
     useDocument.getState().load(emptyWorkflow(), null);
     useRun.getState().begin("r", ["start", "draft"]);

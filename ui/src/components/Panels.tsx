@@ -18,6 +18,7 @@ import { NodeIcon } from "./NodeIcon";
 import { EvalsTab } from "./Evals";
 import { formatCost, useEvals } from "../store/evals";
 import { inAppWords } from "../model/words";
+import { displayName, edgeTitle, namedMessage } from "../model/names";
 import { onServer } from "../transport";
 import { usePrefs } from "../store/prefs";
 import { formatDuration } from "../model/duration";
@@ -107,6 +108,8 @@ function Problems() {
   const failure = useValidation((s) => s.failure);
   const select = useDocument((s) => s.select);
   const reveal = useReveal();
+  // Ids in the engine's words (nodes, branches, edges) are named as the canvas names them.
+  const workflow = useDocument((s) => s.workflow);
   const problems = [...report.errors.map((f) => ({ ...f, level: "error" })), ...report.warnings.map((f) => ({ ...f, level: "warning" }))];
   return (
     <ul className="problems" data-testid="problems">
@@ -114,7 +117,7 @@ function Problems() {
       {!problems.length && !failure && <li className="ok">No problems.</li>}
       {problems.map((f, i) => (
         <li key={i} className={f.level} onClick={() => (f.node ? reveal(f.node) : f.edge ? select({ nodes: [], edges: [f.edge] }) : undefined)} data-code={f.code}>
-          {f.node ? <b title={f.node}>{nodeName(f.node)}</b> : f.edge ? <b>{f.edge}</b> : null} {inAppWords(f.message, f.code)} <code className="code-chip">{f.code}</code>
+          {f.node ? <b title={f.node}>{displayName(workflow, f.node)}</b> : f.edge ? <b title={f.edge}>{edgeTitle(workflow, f.edge)}</b> : null} {inAppWords(namedMessage(f.message, workflow, f.node), f.code)} <code className="code-chip">{f.code}</code>
         </li>
       ))}
     </ul>

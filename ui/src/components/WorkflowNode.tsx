@@ -9,6 +9,7 @@ import { HANDLE_STEP, HANDLE_TOP, hasInput, sourceHandles } from "../model/handl
 import { nodeTypeSpec } from "../model/nodeTypes";
 import { outputPreview, STATUS_WORDS, useNodeRun, useRun } from "../store/run";
 import { useValidation } from "../store/validation";
+import { useDocument } from "../store/document";
 import { useDialogs } from "../store/dialogs";
 import { usePrefs } from "../store/prefs";
 import { useRunControl } from "../store/runControl";
@@ -16,6 +17,7 @@ import { useCompareMark } from "../store/evals";
 import { NODE_CHANGE_WORDS } from "../model/words";
 import { NodeIcon } from "./NodeIcon";
 import { inAppWords } from "../model/words";
+import { namedMessage } from "../model/names";
 import { formatDuration } from "../model/duration";
 
 export type CanvasNodeData = { node: WorkflowNodeData };
@@ -127,7 +129,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
       </div>
     );
   return (
-    <div className={className} {...common} title={findings?.map((f) => `${inAppWords(f.message, f.code)} (${f.code})`).join("\n")}>
+    <div className={className} {...common} title={findings?.map((f) => `${inAppWords(namedMessage(f.message, useDocument.getState().workflow, f.node), f.code)} (${f.code})`).join("\n")}>
       {hasInput(node.type) && <Handle type="target" position={Position.Left} id="input" />}
       {mark && <span className={`wf-compare cmp-${mark}`} data-testid={`node-compare-${node.id}`}>{NODE_CHANGE_WORDS[mark]}</span>}
       <div className="wf-head">

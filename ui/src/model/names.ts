@@ -1,0 +1,79 @@
+// One concept, one name: what the engine reports by id (a node's id, a branch's handle id such as `condition-0` or
+// `false`, an edge as `from->to`, an `if` node's output `{"branch": "condition-0"}`) is shown by the name the card
+// shows (the node's name, the branch's label: "high", "else"). The engine's words stay as they are; only the ids in
+// them are named. Pure functions of the message and the workflow.
+import type { Workflow } from "../types";
+import { canonicalHandle, sourceHandles } from "./handles";
+import { handleName } from "./labels";
+
+type Doc = Pick<Workflow, "nodes" | "edges">;
+
+/**
+ * The name a node is shown by: its name, else its id; with its id after it where another node is shown by the same
+ * words (two nodes named "Review"), so that the name alone never leaves a doubt. An id no node has stays as it is.
+ */
+export function displayName(workflow: Doc, id: string): string {
+  const node = workflow.nodes.find((n) => n.id === id);
+  if (!node) return id;
+  const shown = node.name || node.id;
+  const twins = workflow.nodes.some((n) => n.id !== id && ((n.name || n.id) === shown || n.id === shown));
+  return twins && shown !== id ? `${shown} (${id})` : shown;
+}
+
+/** The label the card shows for the branch `handle` of node `nodeId` (an `if`'s condition, else, approve…), or null. */
+export function branchName(workflow: Doc, nodeId: string | null | undefined, handle: string): string | null {
+  const node = nodeId ? workflow.nodes.find((n) => n.id === nodeId) : undefined;
+  if (node) {
+    const id = canonicalHandle(node, handle);
+    if (!sourceHandles(node).some((h) => h.id === id)) return null;
+  }
+  if (handle === "output") return null;
+  const name = handleName(node, handle);
+  // Without its node, only a handle the catalogue names (else, approve, reject…) is a branch: not any word.
+  return name && (node || name !== handle) ? name : null;
+}
+
+const quoted = (name: string) => `“${name}”`;
+
+/**
+ * A problem's sentence with the ids in it named: a branch of `nodeId` in backticks (`condition-0`, `false`) by the
+ * label its card shows, a node in backticks by its name, and an edge `from->to` as "From → To".
+ */
+export function namedMessage(message: string, workflow: Doc, nodeId?: string | null): string {
+  const ids = new Set(workflow.nodes.map((n) => n.id));
+  return message
+    .replace(/`([^`\s]+)`/g, (whole, token: string) => {
+      const branch = nodeId ? branchName(workflow, nodeId, token) : null;
+      if (branch) return quoted(branch);
+      if (ids.has(token)) return quoted(displayName(workflow, token));
+      return whole;
+    })
+    .replace(/(\S+)->(\S+?)(?=[\s,;:.)]|$)/g, (whole, from: string, to: string) => (ids.has(from) && ids.has(to) ? `${displayName(workflow, from)} → ${displayName(workflow, to)}` : whole));
+}
+
+/**
+ * How an edge the engine names (its id, or `from->to`) is shown: "From → To", with its branch where it leaves by one
+ * ("Triage → Page (high)"). An edge the workflow does not have is shown as the engine named it.
+ */
+export function edgeTitle(workflow: Doc, ref: string): string {
+  const edge = workflow.edges.find((e) => e.id === ref) ?? workflow.edges.find((e) => `${e.from}->${e.to}` === ref || `${e.from}->${e.to}:${e.handle}` === ref);
+  if (!edge) return ref;
+  const branch = edge.handle ? branchName(workflow, edge.from, edge.handle) : null;
+  return `${displayName(workflow, edge.from)} → ${displayName(workflow, edge.to)}${branch ? ` (${branch})` : ""}`;
+}
+
+/**
+ * An evaluation's expected or actual value as the Evals tab shows it: an `if` node's output `{"branch": "condition-0"}`
+ * as the branch its card names (branch “high”), and the nodes a route names (`routes to agent_3`, `went to a, b`,
+ * `` `agent_3` did not run ``) by their names. `nodeId` is the node the expectation is about.
+ */
+export function namedValue(text: string, workflow: Doc, nodeId?: string | null): string {
+  const ids = new Set(workflow.nodes.map((n) => n.id));
+  const ofIf = nodeId ?? workflow.nodes.find((n) => n.type === "if")?.id;
+  return namedMessage(text, workflow, nodeId)
+    .replace(/\{\s*"branch"\s*:\s*"([^"]*)"\s*\}/g, (_, handle: string) => `branch ${quoted(branchName(workflow, ofIf, handle) ?? handle)}`)
+    .replace(/^(routes to|went to) (.+)$/, (whole, verb: string, list: string) => {
+      const names = list.split(/,\s*/);
+      return names.every((n) => ids.has(n)) ? `${verb} ${names.map((n) => displayName(workflow, n)).join(", ")}` : whole;
+    });
+}
