@@ -11,7 +11,7 @@ import {
   useReactFlow,
   useStore,
   useStoreApi,
-  getViewportForBounds,
+  ControlButton,
   type Connection,
   type Edge as FlowEdge,
   type EdgeChange,
@@ -20,10 +20,12 @@ import {
   type NodeChange,
   type OnConnectStartParams,
 } from "@xyflow/react";
+import { Maximize } from "lucide-react";
 import type { Edge, Node as DocumentNode } from "../types";
 import { canonicalHandle, connectionProblem, edgeHandle, handleLayout, HANDLE_STEP, HANDLE_TOP, minNodeHeight, NODE_WIDTH, sourceHandles } from "../model/handles";
-import { edgeLabel, edgeRoute, nearestOnPolyline, placeLabels } from "../model/labels";
-import { openingViewport } from "../model/placement";
+import { edgeLabel, edgeRoute, placeLabels } from "../model/labels";
+import { farthestZoom, fitViewport, openingViewport } from "../model/placement";
+import { setLayoutView } from "../model/layout";
 import { edgeKey, useDocument, type Selection } from "../store/document";
 import { useRun } from "../store/run";
 import { usePrefs } from "../store/prefs";
@@ -80,6 +82,8 @@ export function Canvas() {
   const [hint, setHint] = useState<Hint | null>(null);
   const [menu, setMenu] = useState<MenuRequest | null>(null);
   const rightClickAt = useRef(0);
+  // Layouts aim to fit the canvas as it is now.
+  useEffect(() => setLayoutView({ width, height }), [width, height]);
   // When the canvas narrows or shortens (the inspector opened for a selection, a pane was resized), a single selected
   // node stays whole in view: the view pans just enough, never zooms.
   useEffect(() => {
@@ -99,6 +103,8 @@ export function Canvas() {
   // computed at all (the overview reads the document).
   const store = useStoreApi();
   const boxes = useMemo(() => nodeBoxes(workflow.nodes, (id) => measured.current.get(id)), [workflow.nodes]);
+  // A person zooms out as far as seeing the whole workflow takes (5 % at least), however large it is.
+  const minZoom = useMemo(() => farthestZoom(boxesBounds(boxes), { width, height }), [boxes, width, height]);
   const boxesRef = useRef(boxes);
   boxesRef.current = boxes;
   const [overview, setOverview] = useState(false);
@@ -109,13 +115,14 @@ export function Canvas() {
   }, [boxes, width, height]);
   // Left by a pan or zoom: the document's crowding no longer holds it (until the document changes).
   const [released, setReleased] = useState<{ boxes: unknown; nonce: number } | null>(null);
-  // Where a view asked for goes: opened at readable zoom, or fitted (computed from the document, as
-  // fitView would from React Flow's nodes, which the overview empties).
+  // Where a view asked for goes: opened at readable zoom, or fitted (computed from the document, as fitView would
+  // from React Flow's nodes, which the overview empties): a small workflow never past legible titles, a large one
+  // whole however small (model/placement.ts `fitViewport`).
   const viewTarget = (kind: string, b: typeof boxes) => {
     const bounds = boxesBounds(b);
     return kind === "open" || !bounds
       ? openingViewport(b.nodes, { width, height }, { titlePx: TITLE_PX }, (id) => measured.current.get(id))
-      : getViewportForBounds(bounds, width, height, store.getState().minZoom, 1.25, 0.15);
+      : fitViewport(bounds, b.nodes.length, { width, height }, { titlePx: TITLE_PX, maxZoom: 1.25 });
   };
   // A view asked for together with an edit (Layout, then Fit) is decided in the same render, so that React Flow
   // never adopts the edited nodes only to drop them a frame later.
@@ -196,18 +203,9 @@ export function Canvas() {
       const points = handle === "subagent" ? [source, target] : edgeRoute(source, target, box(from, fromSize), box(to, size), e.from === e.to).points;
       items.push({ id: edgeKey(e), text, points });
     }
-    // With the cards as obstacles, so that no chip covers a node.
+    // With the cards as obstacles, so that no chip covers a node; each chip stays on its own edge.
     if (!items.length) return {};
-    const placed = placeLabels(items, { obstacles: workflow.nodes.map((n) => box(n, measured.current.get(n.id)?.height ?? minNodeHeight(n))) });
-    // A chip moved off its own edge gets a leader line back to it.
-    const withLeaders: Record<string, { x: number; y: number; leader?: { x: number; y: number } }> = {};
-    for (const item of items) {
-      const p = placed[item.id];
-      if (!p) continue;
-      const near = nearestOnPolyline(item.points, p);
-      withLeaders[item.id] = Math.hypot(near.x - p.x, near.y - p.y) > p.height / 2 + 6 ? { x: p.x, y: p.y, leader: near } : { x: p.x, y: p.y };
-    }
-    return withLeaders;
+    return placeLabels(items, { obstacles: workflow.nodes.map((n) => box(n, measured.current.get(n.id)?.height ?? minNodeHeight(n))) });
   }, [workflow.nodes, workflow.edges, showOverview]);
 
   const edges: FlowEdge[] = useMemo(() => {
@@ -229,7 +227,7 @@ export function Canvas() {
           sourceHandle: canonicalHandle(source, handle),
           targetHandle: "input",
           label: edgeLabel(e, source) || undefined,
-          data: { ...(place && { labelX: place.x, labelY: place.y, leader: place.leader }), fullLabel: edgeLabel(e, source, { whole: true }) },
+          data: { ...(place && { labelX: place.x, labelY: place.y }), fullLabel: edgeLabel(e, source, { whole: true }) },
           selected: selectedEdges.has(key),
           animated: Boolean(lit) && useRun.getState().status === "running",
           className: [handle === "subagent" ? "edge-subagent" : "", handle === "error" ? "edge-error" : "", lit ? "edge-followed" : "", problem ? "edge-problem" : ""].join(" "),
@@ -411,14 +409,19 @@ export function Canvas() {
         selectionMode={"partial" as never}
         colorMode={theme}
         onlyRenderVisibleElements
-        minZoom={0.05}
+        minZoom={minZoom}
         maxZoom={2.5}
         proOptions={{ hideAttribution: true }}
       >
         {workflow.nodes.length <= MINIMAP_LIMIT && <Background gap={24} />}
         {workflow.nodes.length <= MINIMAP_LIMIT && <MiniMap pannable zoomable nodeStrokeWidth={3} nodeColor="var(--minimap-node)" nodeStrokeColor="var(--minimap-node-stroke)" maskColor="var(--minimap-mask)" style={{ width: 132, height: 86 }} />}
         {showOverview && <Overview boxes={boxes} workflow={workflow} selection={selection} />}
-        <Controls />
+        {/* Its fit button fits as Shift+1 does (a small workflow never past legible titles). */}
+        <Controls showFitView={false}>
+          <ControlButton onClick={() => useView.getState().requestView("fit")} title="Fit the workflow in view (Shift+1)" aria-label="fit view" className="react-flow__controls-fitview" data-testid="fit-view">
+            <Maximize aria-hidden />
+          </ControlButton>
+        </Controls>
       </ReactFlow>
       {hint && (
         <div className="hint error" style={{ left: hint.x + 14, top: hint.y + 14 }} data-testid="connect-problem" role="alert">

@@ -1,15 +1,7 @@
-// One edge: its path, and its label as a readable chip at the place the canvas chose for it (model/labels.ts), so
-// that no two chips overlap. A click on the chip selects the edge, as a click on the path does.
-//
-// The CSS it needs (in styles.css; 11 px text, 14 px line, 2 px padding and a 1 px border make the 20 px chip that
-// model/labels.ts `chipSize` assumes):
-//
-//   .edge-chip { position: absolute; pointer-events: all; cursor: pointer; font-size: 11px; line-height: 14px;
-//     padding: 2px 8px; border-radius: 10px; background: var(--panel); border: 1px solid var(--line);
-//     color: var(--fg); white-space: nowrap; box-shadow: 0 1px 2px #0001; }
-//   .edge-chip:hover { border-color: color-mix(in srgb, var(--accent) 55%, var(--line)); }
-//   .edge-chip.selected { border-color: var(--accent);
-//     box-shadow: 0 0 0 2px color-mix(in srgb, var(--accent) 30%, transparent); }
+// One edge: its path, and its label as a readable chip on the edge, at the place the canvas chose for it along the
+// path (model/labels.ts `placeLabels`: the middle, or nearer an end where another chip or a card is in the way). A
+// click on the chip selects the edge, as a click on the path does. The chip's CSS (styles.css `.edge-chip`: 13 px
+// text, 16 px lines, at most two of them) makes the size model/labels.ts `chipSize` assumes.
 import { memo, type MouseEvent } from "react";
 import { BaseEdge, EdgeLabelRenderer, getBezierPath, getSmoothStepPath, Position, useInternalNode, type EdgeProps, type InternalNode } from "@xyflow/react";
 import { NODE_HEIGHT, NODE_WIDTH } from "../model/handles";
@@ -17,7 +9,7 @@ import { useDocument } from "../store/document";
 import { edgeRoute, ROUTE_OFFSET, type Box } from "../model/labels";
 
 /** Where the canvas placed this edge's chip (its centre), when it has a label. */
-export type WorkflowEdgeData = { labelX?: number; labelY?: number; /** Where a chip moved off its edge points back to. */ leader?: { x: number; y: number }; /** The label unshortened, shown on hover. */ fullLabel?: string };
+export type WorkflowEdgeData = { labelX?: number; labelY?: number; /** The label unshortened, shown on hover. */ fullLabel?: string };
 
 /** The event a chip click sends; the canvas, which owns the selection, listens for it. */
 
@@ -57,7 +49,6 @@ function WorkflowEdgeView(props: EdgeProps) {
   return (
     <>
       <BaseEdge id={id} path={path} markerStart={markerStart} markerEnd={markerEnd} style={style} interactionWidth={interactionWidth ?? 16} />
-      {label && place?.leader ? <path className="edge-leader" d={`M ${x} ${y} L ${place.leader.x} ${place.leader.y}`} /> : null}
       {label ? (
         <EdgeLabelRenderer>
           <div

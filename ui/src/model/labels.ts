@@ -4,6 +4,9 @@ import type { Edge, Node } from "../types";
 import { canonicalHandle, edgeHandle, sourceHandles } from "./handles";
 import { useNodeTypes } from "./nodeTypes";
 
+/** How much of a `when` condition a chip shows: about two lines of a chip (`chipSize`); the hover shows it all. */
+const WHEN_CHARS = 40;
+
 /**
  * The words on an edge's chip: its handle (when not the plain output) named as a person calls it, `when`, `if` and
  * `max_iterations`. On the chip a long `when` is shortened; `whole` gives everything, for the chip's hover.
@@ -12,7 +15,7 @@ export function edgeLabel(e: Edge, source?: Node, { whole = false } = {}): strin
   const parts: string[] = [];
   const handle = edgeHandle(e);
   if (handle !== "output" && handle !== "subagent") parts.push(handleName(source, handle) ?? handle);
-  if (e.when) parts.push(`when: ${!whole && e.when.length > 60 ? `${e.when.slice(0, 60)}…` : e.when}`);
+  if (e.when) parts.push(`when: ${!whole && e.when.length > WHEN_CHARS ? `${e.when.slice(0, WHEN_CHARS).trimEnd()}…` : e.when}`);
   if (e.if) parts.push(`if ${e.if}`);
   if (e.max_iterations != null) parts.push(whole ? `at most ${e.max_iterations} times` : `≤${e.max_iterations}×`);
   return parts.join(" · ");
@@ -48,8 +51,16 @@ export type Placed = { x: number; y: number; width: number; height: number };
 /** Something a chip must not cover, by its top-left corner and size (a node card). */
 export type Box = { x: number; y: number; width: number; height: number };
 
-/** The size of a chip for `text` (styles.css `.edge-chip`): ~7.8 px a character at 13 px, 8 px padding and a 1 px border each side. */
-export const chipSize = (text: string) => ({ width: Math.ceil(text.length * 7.8) + 18, height: 22 });
+/**
+ * A chip's text wraps onto a second line past this many characters (styles.css `.edge-chip`: 13 px text, ~7.8 px a
+ * character, 8 px padding and a 1 px border each side, at most `CHIP_MAX_WIDTH` wide, two lines at most).
+ */
+const CHIP_LINE_CHARS = 24;
+export const CHIP_MAX_WIDTH = Math.ceil(CHIP_LINE_CHARS * 7.8) + 18;
+
+/** The size of a chip for `text`: one line as wide as its text, or two lines `CHIP_MAX_WIDTH` wide. */
+export const chipSize = (text: string) =>
+  text.length <= CHIP_LINE_CHARS ? { width: Math.ceil(text.length * 7.8) + 18, height: 22 } : { width: CHIP_MAX_WIDTH, height: 38 };
 
 /** How far a stepped route runs straight out of a handle before it turns, and how far it clears the cards it goes round. */
 export const ROUTE_OFFSET = 28;
@@ -67,7 +78,7 @@ export type Route = { kind: "curve" | "back" | "loop"; points: Point[]; /** Wher
  * `targetBox` are the two cards.
  */
 export function edgeRoute(source: Point, target: Point, sourceBox: Box, targetBox: Box, selfLoop = false): Route {
-  if (!selfLoop && source.x <= target.x) return { kind: "curve", runY: (source.y + target.y) / 2, points: [source, target] };
+  if (!selfLoop && source.x <= target.x) return { kind: "curve", runY: (source.y + target.y) / 2, points: curvePoints(source, target) };
   const [s, t] = [sourceBox, targetBox];
   const runY = selfLoop
     ? Math.min(s.y, t.y) - ROUTE_CLEARANCE
@@ -82,12 +93,29 @@ export function edgeRoute(source: Point, target: Point, sourceBox: Box, targetBo
   return { kind: selfLoop ? "loop" : "back", runY, points };
 }
 
+/**
+ * The curve React Flow draws from a right-hand handle to a left-hand one (`getBezierPath`: control points half the
+ * horizontal distance out of each end), as a polyline of `segments` pieces, so that a chip placed along it sits on
+ * the line drawn.
+ */
+export function curvePoints(source: Point, target: Point, segments = 12): Point[] {
+  const dx = target.x - source.x;
+  const out = dx >= 0 ? dx / 2 : 0.25 * 25 * Math.sqrt(-dx);
+  const [c1, c2] = [{ x: source.x + out, y: source.y }, { x: target.x - out, y: target.y }];
+  return Array.from({ length: segments + 1 }, (_, i) => {
+    const t = i / segments;
+    const [a, b, c, d] = [(1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3];
+    return { x: a * source.x + b * c1.x + c * c2.x + d * target.x, y: a * source.y + b * c1.y + c * c2.y + d * target.y };
+  });
+}
+
 /** The least gap kept between two chips, or a chip and an obstacle. */
 const MARGIN = 4;
 const CELL = 96;
-/** Where along its path a chip is tried, in turn, before it steps sideways. */
-const SLIDES = [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8];
-const MAX_STEPS = 500;
+/** Where along its path a chip is tried, in turn: the middle first, then towards either end (near a handle). */
+const SLIDES = [0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.12, 0.88];
+/** How far across its path a chip may shift, as a share of the half of it that lies across the path: still on the line. */
+const SHIFTS = [0, 0.6, -0.6];
 
 /** The point a fraction `t` of the way along a polyline, and the polyline's unit direction there. */
 function along(points: Point[], t: number): { at: Point; dir: Point } {
@@ -125,6 +153,14 @@ class Grid {
       else this.cells.set(k, [b]);
     });
   }
+  /** How much of `b`'s area the boxes in the grid cover, added up. */
+  covered(b: Box): number {
+    const near = new Set<Box>();
+    this.each(b, (k) => void this.cells.get(k)?.forEach((o) => near.add(o)));
+    let area = 0;
+    for (const o of near) area += Math.max(0, Math.min(b.x + b.width, o.x + o.width) - Math.max(b.x, o.x)) * Math.max(0, Math.min(b.y + b.height, o.y + o.height) - Math.max(b.y, o.y));
+    return area;
+  }
   hits(b: Box): boolean {
     return this.each(b, (k) =>
       (this.cells.get(k) ?? []).some((o) => b.x < o.x + o.width + MARGIN && o.x < b.x + b.width + MARGIN && b.y < o.y + o.height + MARGIN && o.y < b.y + b.height + MARGIN),
@@ -133,59 +169,40 @@ class Grid {
 }
 
 /**
- * Places each label's chip (centre x, y and its size) at its path's midpoint; a chip that would overlap one placed
- * before it (or an obstacle, such as a node card) slides along its path, then steps sideways from the midpoint,
- * across the path, alternately one way and the other, until it overlaps nothing. `points` is the edge's path as a
- * polyline, or at least its two ends. Deterministic: the same items in the same order give the same places.
+ * Places each label's chip (centre x, y and its size) on its own edge: at its path's midpoint, or, when a chip placed
+ * before it or an obstacle (a node card) is in the way there, slid along the path towards either end, or shifted a
+ * little across it (the line still runs through the chip). A chip never leaves its edge: where every place on it is
+ * taken, it goes where it covers least (cards counting double), and shows whole on hover. `points` is the edge's
+ * path as a polyline, or at least its two ends. Deterministic: the same items in the same order give the same places.
  */
 export function placeLabels(items: LabelItem[], opts: { obstacles?: Box[] } = {}): Record<string, Placed> {
-  const grid = new Grid();
-  for (const o of opts.obstacles ?? []) grid.add(o);
+  const cards = new Grid();
+  for (const o of opts.obstacles ?? []) cards.add(o);
+  const chips = new Grid();
   const placed: Record<string, Placed> = {};
   for (const item of items) {
     if (!item.text || !item.points.length) continue;
     const { width, height } = chipSize(item.text);
     const boxAt = (c: Point): Box => ({ x: c.x - width / 2, y: c.y - height / 2, width, height });
-    let chosen: Box | null = null;
-    for (const t of SLIDES) {
-      const b = boxAt(along(item.points, t).at);
-      if (!grid.hits(b)) {
-        chosen = b;
-        break;
+    const candidates: Box[] = [];
+    for (const shift of SHIFTS)
+      for (const t of SLIDES) {
+        const { at, dir } = along(item.points, t);
+        // Across the path by a share of the chip's half-extent across it, so that the line still crosses the chip.
+        const normal = { x: -dir.y, y: dir.x };
+        const half = Math.min(Math.abs(normal.y) > 1e-6 ? height / 2 / Math.abs(normal.y) : Infinity, Math.abs(normal.x) > 1e-6 ? width / 2 / Math.abs(normal.x) : Infinity);
+        candidates.push(boxAt({ x: at.x + normal.x * half * shift, y: at.y + normal.y * half * shift }));
       }
-    }
+    let chosen = candidates.find((b) => !cards.hits(b) && !chips.hits(b));
     if (!chosen) {
-      const { at, dir } = along(item.points, 0.5);
-      // Across the path; a step moves the chip clear of its own height (or width, for a steep path).
-      const normal = { x: -dir.y, y: dir.x };
-      const step = Math.min(Math.abs(normal.y) > 1e-6 ? (height + MARGIN) / Math.abs(normal.y) : Infinity, Math.abs(normal.x) > 1e-6 ? (width + MARGIN) / Math.abs(normal.x) : Infinity);
-      for (let i = 1; i <= MAX_STEPS && !chosen; i++) {
-        const d = Math.ceil(i / 2) * step * (i % 2 ? 1 : -1);
-        const b = boxAt({ x: at.x + normal.x * d, y: at.y + normal.y * d });
-        if (!grid.hits(b)) chosen = b;
+      let best = Infinity;
+      for (const b of candidates) {
+        const cost = 2 * cards.covered(b) + chips.covered(b);
+        if (cost < best) [chosen, best] = [b, cost];
       }
     }
-    chosen ??= boxAt(along(item.points, 0.5).at);
-    grid.add(chosen);
-    placed[item.id] = { x: chosen.x + width / 2, y: chosen.y + height / 2, width, height };
+    chips.add(chosen!);
+    placed[item.id] = { x: chosen!.x + width / 2, y: chosen!.y + height / 2, width, height };
   }
   return placed;
-}
-
-/** The point of a polyline nearest to `p`. */
-export function nearestOnPolyline(points: Point[], p: Point): Point {
-  let best = points[0] ?? p;
-  let bestD = Infinity;
-  for (let i = 0; i + 1 < points.length; i++) {
-    const a = points[i];
-    const b = points[i + 1];
-    const dx = b.x - a.x;
-    const dy = b.y - a.y;
-    const len = dx * dx + dy * dy;
-    const t = len ? Math.max(0, Math.min(1, ((p.x - a.x) * dx + (p.y - a.y) * dy) / len)) : 0;
-    const q = { x: a.x + t * dx, y: a.y + t * dy };
-    const d = Math.hypot(q.x - p.x, q.y - p.y);
-    if (d < bestD) [best, bestD] = [q, d];
-  }
-  return best;
 }

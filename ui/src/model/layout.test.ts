@@ -1,13 +1,28 @@
 import { describe, expect, it } from "vitest";
 import type { Edge, Node, Workflow } from "../types";
 import { minNodeHeight, NODE_WIDTH } from "./handles";
-import { chipSize, edgeLabel, placeLabels, type Placed } from "./labels";
-import { layout, needsLayout } from "./layout";
+import { chipSize, curvePoints, edgeLabel, placeLabels, type Placed } from "./labels";
+import { layout, needsLayout, setLayoutView, wrapRows } from "./layout";
+import { fitZoom, LEGIBLE_PX } from "./placement";
+import { TITLE_PX } from "../components/WorkflowNode";
 
 const wf = (nodes: Partial<Node>[], edges: Partial<Edge>[]): Workflow => ({ switchyard: 1, name: "t", nodes: nodes as Node[], edges: edges as Edge[] });
 const box = (n: Node) => ({ x: n.position!.x!, y: n.position!.y!, width: NODE_WIDTH, height: minNodeHeight(n) });
 const apart = (a: { x: number; y: number; width: number; height: number }, b: typeof a) =>
   a.x + a.width <= b.x || b.x + b.width <= a.x || a.y + a.height <= b.y || b.y + b.height <= a.y;
+/** The canvas of a 1400 × 900 window with the palette and the bottom panel's tabs (measured in the app). */
+const CANVAS = { width: 1330, height: 760 };
+setLayoutView(CANVAS);
+/** Whether `b` comes after `a` in reading order: to its right in the same row, or in a row below. */
+const ahead = (a: Node, b: Node) => b.position!.x! > a.position!.x! || b.position!.y! >= a.position!.y! + minNodeHeight(a);
+/** The size of the laid-out picture. */
+const extent = (nodes: Node[]) => {
+  const boxes = nodes.map(box);
+  const [x0, y0] = [Math.min(...boxes.map((b) => b.x)), Math.min(...boxes.map((b) => b.y))];
+  return { width: Math.max(...boxes.map((b) => b.x + b.width)) - x0, height: Math.max(...boxes.map((b) => b.y + b.height)) - y0 };
+};
+const chain = (n: number): Workflow =>
+  wf([{ id: "start", type: "start" }, ...Array.from({ length: n - 1 }, (_, i) => ({ id: `a${i}`, type: "agent" as const }))], Array.from({ length: n - 1 }, (_, i) => ({ from: i ? `a${i - 1}` : "start", to: `a${i}` })));
 const assertNoOverlap = (nodes: Node[]) => {
   for (let i = 0; i < nodes.length; i++)
     for (const b of nodes.slice(i + 1)) expect(apart(box(nodes[i]), box(b)), `${nodes[i].id} and ${b.id} overlap`).toBe(true);
@@ -53,21 +68,26 @@ const sweny = () => {
 };
 
 describe("layout", () => {
-  it("lays a SWEny-like file out left to right, no two cards overlapping, with room between layers for each label", async () => {
+  it("lays a SWEny-like file out in reading order, no two cards overlapping, with room between layers for each label", async () => {
     const doc = sweny();
     const laid = await layout(doc);
     const at = new Map(laid.nodes.map((n) => [n.id, n]));
-    // Every forward step goes left to right (review -> implement is the loop back).
-    for (const e of doc.edges) if (!(e.from === "review" && e.to === "implement")) expect(at.get(e.from)!.position!.x!, `${e.from} -> ${e.to}`).toBeLessThan(at.get(e.to)!.position!.x!);
-    const chain = ["start", "gather", "investigate", "severity", "create_issue", "implement", "create_pr", "review", "merge", "notify", "done"];
-    chain.slice(1).forEach((id, i) => expect(at.get(id)!.position!.x!).toBeGreaterThan(at.get(chain[i])!.position!.x!));
+    // Every forward step goes left to right, or on to the next row (review -> implement is the loop back).
+    for (const e of doc.edges) if (!(e.from === "review" && e.to === "implement")) expect(ahead(at.get(e.from)!, at.get(e.to)!), `${e.from} -> ${e.to}`).toBe(true);
+    const main = ["start", "gather", "investigate", "severity", "create_issue", "implement", "create_pr", "review", "merge", "notify", "done"];
+    main.slice(1).forEach((id, i) => expect(ahead(at.get(main[i])!, at.get(id)!)).toBe(true));
     assertNoOverlap(laid.nodes);
     for (const n of laid.nodes) expect(Number.isInteger(n.position!.x) && Number.isInteger(n.position!.y)).toBe(true);
-    // A labelled edge between neighbouring layers leaves its chip room between the two cards.
+    // A labelled edge between neighbouring layers leaves its chip room between the two cards (seen in one row, on a
+    // canvas wide enough for it).
+    setLayoutView({ width: 100000, height: CANVAS.height });
+    const row = new Map((await layout(doc)).nodes.map((n) => [n.id, n]));
+    setLayoutView(CANVAS);
     for (const e of doc.edges) {
       const text = edgeLabel(e);
+      const [from, to] = [row.get(e.from)!.position!, row.get(e.to)!.position!];
       if (!text || (e.from === "review" && e.to === "implement")) continue;
-      const gap = at.get(e.to)!.position!.x! - (at.get(e.from)!.position!.x! + NODE_WIDTH);
+      const gap = to.x! - (from.x! + NODE_WIDTH);
       expect(gap, `${e.from} -> ${e.to}`).toBeGreaterThanOrEqual(chipSize(text).width);
     }
     // The chips, placed over the laid-out cards, keep off the cards and off each other.
@@ -75,8 +95,10 @@ describe("layout", () => {
       .filter((e) => edgeLabel(e))
       .map((e, i) => {
         const [s, t] = [box(at.get(e.from)!), box(at.get(e.to)!)];
-        return { id: `e${i}`, text: edgeLabel(e), points: [{ x: s.x + s.width, y: s.y + 28 }, { x: t.x, y: t.y + t.height / 2 }] };
-      });
+        return { id: `e${i}`, text: edgeLabel(e), points: curvePoints({ x: s.x + s.width, y: s.y + 28 }, { x: t.x, y: t.y + t.height / 2 }) };
+      })
+      // Forward edges within a row (the others are drawn as steps between the rows).
+      .filter((it) => it.points[0].x < it.points[it.points.length - 1].x);
     const cards = laid.nodes.map(box);
     const chips = Object.values(placeLabels(items, { obstacles: cards })).map((c: Placed) => ({ ...c, x: c.x - c.width / 2, y: c.y - c.height / 2 }));
     expect(chips).toHaveLength(items.length);
@@ -181,8 +203,28 @@ describe("layout", () => {
     }
     const laid = await layout(wf(nodes, edges));
     assertNoOverlap(laid.nodes);
-    const at = new Map(laid.nodes.map((n) => [n.id, n.position!.x!]));
-    for (const e of edges) if (e.max_iterations == null) expect(at.get(e.from!)!).toBeLessThan(at.get(e.to!)!);
+    const at = new Map(laid.nodes.map((n) => [n.id, n]));
+    for (const e of edges) if (e.max_iterations == null) expect(ahead(at.get(e.from!)!, at.get(e.to!)!)).toBe(true);
+  });
+
+  it("wraps a long chain into rows, so that fitted on the canvas of a 1400 × 900 window its titles stay legible", async () => {
+    for (const n of [7, 12, 30]) {
+      const laid = await layout(chain(n));
+      assertNoOverlap(laid.nodes);
+      const zoom = Math.min(1.25, fitZoom(extent(laid.nodes), CANVAS));
+      expect(zoom * TITLE_PX, `a chain of ${n}: titles at zoom ${zoom.toFixed(2)}`).toBeGreaterThanOrEqual(LEGIBLE_PX);
+      // Rows, not one flat line: the picture is no wider than the canvas at legible zoom.
+      const rows = new Set(laid.nodes.map((m) => m.position!.y)).size;
+      if (n >= 12) expect(rows, `a chain of ${n}`).toBeGreaterThan(1);
+      laid.nodes.slice(1).forEach((m, i) => expect(ahead(laid.nodes[i], m)).toBe(true));
+    }
+    // Four cards fit in one row at full size: not wrapped.
+    expect(new Set((await layout(chain(4))).nodes.map((m) => m.position!.y)).size).toBe(1);
+  });
+
+  it("keeps the picture as it is when wrapping gains nothing", () => {
+    const kids = [0, 1, 2].map((i) => ({ id: `n${i}`, x: i * 280, y: 0, width: 220, height: 84 }));
+    expect(wrapRows(kids, CANVAS)).toBe(kids);
   });
 });
 
@@ -211,28 +253,26 @@ describe("layout of large workflows (quickLayered, above LARGE nodes)", () => {
     const laid = await layout(wf(nodes, edges));
     expect(laid.nodes.every((n) => Number.isInteger(n.position?.x) && Number.isInteger(n.position?.y))).toBe(true);
     expect(overlaps(laid.nodes)).toEqual([]);
+    const nodesAt = new Map(laid.nodes.map((n) => [n.id, n]));
     const at = new Map(laid.nodes.map((n) => [n.id, n.position!]));
-    for (const e of edges) if (e.max_iterations == null && e.handle !== "subagent") expect(at.get(e.from!)!.x!).toBeLessThan(at.get(e.to!)!.x!);
+    for (const e of edges) if (e.max_iterations == null && e.handle !== "subagent") expect(ahead(nodesAt.get(e.from!)!, nodesAt.get(e.to!)!)).toBe(true);
     // A subagent hangs below its agent.
     for (let i = 0; i < 20; i++) expect(at.get(`s${i}`)!.y!).toBeGreaterThan(at.get(`n${i * 50 + 1}`)!.y!);
     // The same picture twice.
     expect((await layout(wf(nodes, edges))).nodes.map((n) => n.position)).toEqual(laid.nodes.map((n) => n.position));
   });
 
-  it("lays out a 5,000-node chain in a row, quickly", async () => {
-    const nodes: Partial<Node>[] = [{ id: "start", type: "start" }];
-    const edges: Partial<Edge>[] = [];
-    for (let i = 0; i < 4999; i++) {
-      nodes.push({ id: `a${i}`, type: "agent" });
-      edges.push({ from: i ? `a${i - 1}` : "start", to: `a${i}` });
-    }
+  it("lays out a 5,000-node chain quickly, in rows that fit the canvas whole at 5 % or more", async () => {
+    const doc = chain(5000);
     const t0 = performance.now();
-    const laid = await layout(wf(nodes, edges));
-    expect(performance.now() - t0).toBeLessThan(1000);
-    const ys = new Set(laid.nodes.map((n) => n.position!.y));
-    expect(ys.size).toBeLessThanOrEqual(2); // one line (a shorter start card centred on it)
-    const xs = laid.nodes.map((n) => n.position!.x!);
-    expect(xs.every((x, i) => i === 0 || x > xs[i - 1])).toBe(true);
+    const laid = await layout(doc);
+    expect(performance.now() - t0).toBeLessThan(1500);
+    assertNoOverlap(laid.nodes.slice(0, 400));
+    expect(overlaps(laid.nodes)).toEqual([]);
+    laid.nodes.slice(1).forEach((m, i) => expect(ahead(laid.nodes[i], m)).toBe(true));
+    // Each row starts at the left; the whole picture fits the canvas at a zoom where cards are still shapes.
+    expect(laid.nodes[0].position!.x).toBe(12);
+    expect(fitZoom(extent(laid.nodes), CANVAS)).toBeGreaterThanOrEqual(0.05);
   });
 });
 

@@ -1,10 +1,13 @@
 // Auto-layout with elkjs (layered, left to right): a port per handle in the node's own order, edge labels given to
-// ELK with their size so it leaves room for them between layers, crossings minimised. Subagents are not steps of
-// the flow: they hang below the agent that calls them, in room ELK keeps free for them.
+// ELK with their size so it leaves room for them between layers, crossings minimised. A long flow wraps: its layers
+// are cut into rows, one under the other, as many as make the picture fit the canvas at the largest zoom (ELK's
+// graph wrapping; the same cut for graphs too large for ELK), so that a laid-out workflow stays readable when
+// fitted. Subagents are not steps of the flow: they hang below the agent that calls them, in room ELK keeps free.
 import type { ElkExtendedEdge, ElkNode, ElkPort, LayoutOptions } from "elkjs/lib/elk.bundled.js";
 import type { Node, Workflow } from "../types";
-import { canonicalHandle, edgeHandle, hasInput, minNodeHeight, NODE_WIDTH, sourceHandles } from "./handles";
+import { canonicalHandle, edgeHandle, HANDLE_STEP, HANDLE_TOP, hasInput, minNodeHeight, NODE_WIDTH, sourceHandles } from "./handles";
 import { chipSize, edgeLabel } from "./labels";
+import { fitZoom, type Size } from "./placement";
 
 type Elk = { layout: (graph: ElkNode) => Promise<ElkNode> };
 let elk: Promise<Elk> | null = null;
@@ -13,12 +16,29 @@ const engine = () => (elk ??= import("elkjs/lib/elk.bundled.js").then(({ default
 
 /**
  * Space between layers. ELK gives a labelled edge's label a layer of its own, with this much on each side of it: the
- * gap between two cards is 70 px, or 140 px plus the widest label between them.
+ * gap between two cards is 60 px, or 120 px plus the widest label between them (at most a chip's 206 px).
  */
-const BETWEEN_LAYERS = 70;
+const BETWEEN_LAYERS = 60;
+/** Space between two cards of a layer. */
+const BETWEEN_CARDS = 40;
 /** A subagent hangs this far below its parent's card (or the sibling above it), indented past the parent's middle. */
 const SUB_GAP = 40;
 const SUB_INDENT = NODE_WIDTH / 2 + 40;
+
+/**
+ * The canvas a layout aims to fit (its size on screen, set by the canvas as it is resized): rows are cut so that the
+ * picture fits it at the largest zoom. Before the canvas is measured: a 1400 × 900 window's.
+ */
+let view: Size = { width: 1300, height: 700 };
+export const setLayoutView = (size: Size) => {
+  if (size.width > 0 && size.height > 0) view = { width: size.width, height: size.height };
+};
+/** A wrapped layout is taken only where it lets the picture be fitted at least this much larger than one row. */
+const WRAP_GAIN = 1.1;
+/** No layout is chosen for a zoom above this: once the picture fits at full size, fewer rows read better. */
+const ENOUGH_ZOOM = 1;
+/** The gap between two rows of a wrapped layout (room for the edges that go from the end of a row to the next). */
+const BETWEEN_ROWS = 70;
 
 const options = (nodes: number): LayoutOptions => ({
   "elk.algorithm": "layered",
@@ -33,7 +53,7 @@ const options = (nodes: number): LayoutOptions => ({
   "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
   // Depth first from the start: a loop's edge back to an earlier step is the one reversed, not a forward step.
   "elk.layered.cycleBreaking.strategy": "DEPTH_FIRST",
-  "elk.spacing.nodeNode": "50",
+  "elk.spacing.nodeNode": String(BETWEEN_CARDS),
   "elk.layered.spacing.nodeNodeBetweenLayers": String(BETWEEN_LAYERS),
   "elk.layered.spacing.edgeNodeBetweenLayers": "30",
   "elk.spacing.edgeNode": "24",
@@ -55,8 +75,8 @@ export const LARGE = 400;
  * A layered layout, left to right, in linear time (plus a sort per layer), for graphs too large for ELK: cycles are
  * broken depth first from the sources (in file order), each node goes one layer right of its furthest predecessor,
  * layers are ordered by two barycentre sweeps (ties in file order), and each node sits as near the middle of its
- * predecessors as the cards above it in its layer allow. Gaps are ELK's: 70 px between layers (140 px plus the widest
- * label where labelled edges cross), 50 px between cards. Takes and returns ELK's graph shape; edges point from a
+ * predecessors as the cards above it in its layer allow. Gaps are ELK's: `BETWEEN_LAYERS` between layers (twice that
+ * plus the widest label where labelled edges cross), `BETWEEN_CARDS` between cards. Takes and returns ELK's graph shape; edges point from a
  * port (`node::handle`) or a node to a port or a node.
  */
 export function quickLayered(children: ElkNode[], edges: ElkExtendedEdge[]): ElkNode {
@@ -150,11 +170,89 @@ export function quickLayered(children: ElkNode[], edges: ElkExtendedEdge[]): Elk
       const centres = preds[v].map((u) => ys[u] + height(u) / 2);
       const want = centres.length ? centres.reduce((a, b) => a + b, 0) / centres.length - height(v) / 2 : floor === -Infinity ? 12 : floor;
       ys[v] = Math.max(want, floor);
-      floor = ys[v] + height(v) + 50;
+      floor = ys[v] + height(v) + BETWEEN_CARDS;
     }
   }
   const top = Math.min(...ys);
   return { id: "root", children: children.map((c, v) => ({ ...c, x: xs[v], y: ys[v] - top + 12 })) };
+}
+
+/**
+ * A left-to-right layout cut into rows, one under the other, so that it fits `fitTo` (the canvas) at the largest
+ * zoom: the picture's columns (cards whose spans across overlap, i.e. a layer) stay whole, and the rows are runs of
+ * columns of about equal width, each moved back to the left. Edges from the end of one row to the next are drawn
+ * as steps through the gap between the rows (model/labels.ts `edgeRoute`). One row when wrapping does not let the
+ * picture be fitted `WRAP_GAIN` times larger; of two cuts that both fit at `ENOUGH_ZOOM`, the one with fewer rows.
+ * Linear in the nodes for each number of rows tried (up to 400).
+ */
+export function wrapRows(kids: ElkNode[], fitTo: Size): ElkNode[] {
+  if (kids.length < 3) return kids;
+  const order = kids.map((_, i) => i).sort((a, b) => (kids[a].x ?? 0) - (kids[b].x ?? 0));
+  // Columns: runs of cards (in x order) whose spans across overlap.
+  const columnOf = new Int32Array(kids.length);
+  const left: number[] = [];
+  const right: number[] = [];
+  const top: number[] = [];
+  const bottom: number[] = [];
+  for (const i of order) {
+    const { x = 0, y = 0, width = 0, height = 0 } = kids[i];
+    const c = left.length - 1;
+    if (c >= 0 && x < right[c]) {
+      right[c] = Math.max(right[c], x + width);
+      top[c] = Math.min(top[c], y);
+      bottom[c] = Math.max(bottom[c], y + height);
+      columnOf[i] = c;
+    } else {
+      left.push(x);
+      right.push(x + width);
+      top.push(y);
+      bottom.push(y + height);
+      columnOf[i] = c + 1;
+    }
+  }
+  const C = left.length;
+  if (C < 2) return kids;
+  const span = (from: number, to: number) => {
+    let [t, b] = [Infinity, -Infinity];
+    for (let c = from; c < to; c++) [t, b] = [Math.min(t, top[c]), Math.max(b, bottom[c])];
+    return { t, b };
+  };
+  /** The first column of each row, cutting where a row would grow wider than a `k`-th of the whole. */
+  const cut = (k: number): number[] => {
+    const starts = [0];
+    const share = (right[C - 1] - left[0]) / k;
+    for (let c = 1; c < C; c++) if (right[c] - left[starts[starts.length - 1]] > share * 1.02) starts.push(c);
+    return starts;
+  };
+  const score = (starts: number[]) => {
+    let [w, h] = [0, 0];
+    starts.forEach((from, r) => {
+      const to = starts[r + 1] ?? C;
+      const { t, b } = span(from, to);
+      w = Math.max(w, right[to - 1] - left[from]);
+      h += b - t + (r ? BETWEEN_ROWS : 0);
+    });
+    return Math.min(ENOUGH_ZOOM, fitZoom({ width: w, height: h }, fitTo));
+  };
+  const single = score([0]);
+  let [rows, best] = [[0], single];
+  for (let k = 2; k <= Math.min(C, 400) && best < ENOUGH_ZOOM; k++) {
+    const starts = cut(k);
+    const z = score(starts);
+    if (z > best && z > single * WRAP_GAIN) [rows, best] = [starts, z];
+  }
+  if (rows.length === 1) return kids;
+  // Each row moved to the left edge and below the one before.
+  const dx = new Float64Array(C);
+  const dy = new Float64Array(C);
+  let y = 12;
+  rows.forEach((from, r) => {
+    const to = rows[r + 1] ?? C;
+    const { t, b } = span(from, to);
+    for (let c = from; c < to; c++) [dx[c], dy[c]] = [12 - left[from], y - t];
+    y += b - t + BETWEEN_ROWS;
+  });
+  return kids.map((k, i) => ({ ...k, x: (k.x ?? 0) + dx[columnOf[i]], y: (k.y ?? 0) + dy[columnOf[i]] }));
 }
 
 /** True for a workflow whose file carried no positions: none at all, or every node on the same point. */
@@ -218,25 +316,21 @@ export async function layout(workflow: Workflow): Promise<Workflow> {
     const card = minNodeHeight(n);
     const east = sourceHandles(n).filter((h) => h.kind !== "subagent");
     portOf.set(n.id, new Set(east.map((h) => h.id)));
-    const hangs = height !== card || width !== NODE_WIDTH;
-    // Ports go clockwise: the source handles down the east side, then the input on the west. A card with
-    // subagents below it is a taller box to ELK; its ports are pinned where the card's own would be.
+    // Ports go clockwise: the source handles down the east side where the card has them, then the input on the
+    // west, level with the first source handle (not at the card's middle, where the canvas draws it): so that a
+    // straight run of cards keeps its tops in line instead of stepping down a little at every card. A card with
+    // subagents below it is a taller box to ELK; its ports are where the card's own are.
     const ports: ElkPort[] = east.map((h, i) => ({
       id: `${n.id}::${h.id}`,
       width: 1,
       height: 1,
-      ...(hangs ? { x: width, y: Math.round((card * (i + 1)) / (east.length + 1)) } : {}),
+      x: width,
+      y: HANDLE_TOP + i * HANDLE_STEP,
       layoutOptions: { "elk.port.side": "EAST", "elk.port.index": String(i) },
     }));
     if (hasInput(n.type))
-      ports.push({
-        id: `${n.id}::input`,
-        width: 1,
-        height: 1,
-        ...(hangs ? { x: -1, y: Math.round(card / 2) } : {}),
-        layoutOptions: { "elk.port.side": "WEST", "elk.port.index": String(east.length) },
-      });
-    return { id: n.id, width, height, ports, layoutOptions: { "elk.portConstraints": hangs ? "FIXED_POS" : "FIXED_ORDER" } };
+      ports.push({ id: `${n.id}::input`, width: 1, height: 1, x: -1, y: Math.min(HANDLE_TOP, card / 2), layoutOptions: { "elk.port.side": "WEST", "elk.port.index": String(east.length) } });
+    return { id: n.id, width, height, ports, layoutOptions: { "elk.portConstraints": "FIXED_POS" } };
   });
 
   const flow = new Set(inFlow.map((n) => n.id));
@@ -255,8 +349,10 @@ export async function layout(workflow: Workflow): Promise<Workflow> {
   });
 
   // ELK takes seconds on thousands of nodes (and its depth-first cycle breaking overflows the stack on a long chain):
-  // above LARGE the same layered picture is made by the quick version below.
+  // above LARGE the same layered picture is made by the quick version, which wraps its rows itself.
   const laid = inFlow.length > LARGE ? quickLayered(children, edges) : await (await engine()).layout({ id: "root", layoutOptions: options(inFlow.length), children, edges });
+  // A long flow wraps into rows that fit the canvas.
+  laid.children = wrapRows(laid.children ?? [], view);
   const placed = new Map<string, Point>();
   for (const c of laid.children ?? []) {
     const at = { x: Math.round(c.x ?? 0), y: Math.round(c.y ?? 0) };

@@ -81,3 +81,43 @@ export function openingViewport(nodes: Node[], view: { width: number; height: nu
   const s = boxOf(start, sizes);
   return { x: padding - s.x * zoom, y: view.height / 2 - (s.y + s.height / 2) * zoom, zoom };
 }
+
+export type Size = { width: number; height: number };
+export type Viewport = { x: number; y: number; zoom: number };
+
+/** The room Fit leaves around the workflow on each side, in screen pixels. */
+export const FIT_PADDING = 40;
+/** Titles are at least this big on screen when a small workflow is fitted (or laid out, then fitted). */
+export const LEGIBLE_PX = 11;
+/** Up to this many nodes a workflow is small: Fit never zooms it out past legible titles. */
+export const SMALL_WORKFLOW = 30;
+/** The farthest out any view goes: far enough to fit 5,000 nodes in one row. */
+export const FARTHEST_ZOOM = 0.0005;
+
+/** The zoom at which a picture of `size` (flow units) fits `view` (screen pixels) with `FIT_PADDING` around it. */
+export function fitZoom(size: Size, view: Size, padding = FIT_PADDING): number {
+  return Math.min((view.width - 2 * padding) / Math.max(1, size.width), (view.height - 2 * padding) / Math.max(1, size.height));
+}
+
+/**
+ * What Fit shows: every card, centred, at the largest zoom up to `maxZoom`. A small workflow (up to
+ * `SMALL_WORKFLOW` nodes) is never shown smaller than legible titles (`LEGIBLE_PX` on screen): when it does not fit
+ * at that zoom, its beginning shows (its left, and its top when it is taller than the view), and the rest is a pan
+ * away. A large one is fitted however small (down to `FARTHEST_ZOOM`), so that all of it is in view.
+ */
+export function fitViewport(bounds: Box | null, count: number, view: Size, opts: { titlePx: number; maxZoom?: number }): Viewport {
+  if (!bounds) return { x: view.width / 2, y: view.height / 2, zoom: 1 };
+  const fit = Math.min(fitZoom(bounds, view), opts.maxZoom ?? 1.25);
+  const legible = readableZoom(opts.titlePx, LEGIBLE_PX);
+  const zoom = Math.max(count <= SMALL_WORKFLOW ? Math.min(legible, opts.maxZoom ?? 1.25) : FARTHEST_ZOOM, fit);
+  // Along each axis: centred when it fits, else from its beginning.
+  const axis = (start: number, length: number, room: number) =>
+    length * zoom <= room - 2 * FIT_PADDING ? (room - length * zoom) / 2 - start * zoom : FIT_PADDING - start * zoom;
+  return { x: axis(bounds.x, bounds.width, view.width), y: axis(bounds.y, bounds.height, view.height), zoom };
+}
+
+/** How far out a person may zoom the canvas: as far as fitting all of `bounds` takes, and never less than to 5 %. */
+export function farthestZoom(bounds: Box | null, view: Size): number {
+  if (!bounds || view.width <= 0 || view.height <= 0) return 0.05;
+  return Math.max(FARTHEST_ZOOM, Math.min(0.05, 0.8 * fitZoom(bounds, view)));
+}
