@@ -54,6 +54,10 @@ describe("names the app shows for ids", () => {
     expect(namedValue('equals {"branch":"condition-0"}', triage, "triage")).toBe("equals branch “high”");
     expect(namedValue('{"branch": "false"}', triage, "triage")).toBe("branch “else”");
     expect(namedValue('{"branch":"condition-1"}', triage, null)).toBe("branch “low”");
+    expect(namedValue('{"branch":"false","label":"else"}', triage, "triage")).toBe("branch “else”");
+    expect(namedValue('equals {"branch":"condition-0","label":"high"}', triage, "triage")).toBe("equals branch “high”");
+    expect(namedValue('{"branch":"false","other":1}', triage, "triage")).toBe('{"branch":"false","other":1}');
+    expect(namedValue("{not json}", triage, "triage")).toBe("{not json}");
     expect(namedValue("routes to page", triage, "triage")).toBe("routes to Page on-call");
     expect(namedValue("went to review, page", triage, "triage")).toBe("went to review, Page on-call");
     expect(namedValue("`agent_3` did not run", triage, "agent_3")).toBe("“Summarise” did not run");

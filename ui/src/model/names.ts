@@ -64,14 +64,26 @@ export function edgeTitle(workflow: Doc, ref: string): string {
 
 /**
  * An evaluation's expected or actual value as the Evals tab shows it: an `if` node's output `{"branch": "condition-0"}`
- * as the branch its card names (branch “high”), and the nodes a route names (`routes to agent_3`, `went to a, b`,
+ * (with or without the engine's `label`) as the branch its card names (branch “high”), and the nodes a route names (`routes to agent_3`, `went to a, b`,
  * `` `agent_3` did not run ``) by their names. `nodeId` is the node the expectation is about.
  */
 export function namedValue(text: string, workflow: Doc, nodeId?: string | null): string {
   const ids = new Set(workflow.nodes.map((n) => n.id));
   const ofIf = nodeId ?? workflow.nodes.find((n) => n.type === "if")?.id;
   return namedMessage(text, workflow, nodeId)
-    .replace(/\{\s*"branch"\s*:\s*"([^"]*)"\s*\}/g, (_, handle: string) => `branch ${quoted(branchName(workflow, ofIf, handle) ?? handle)}`)
+    .replace(/\{[^{}]*\}/g, (whole) => {
+      // An if node's output: its branch, and the label the engine gave it; nothing else.
+      let value: unknown;
+      try {
+        value = JSON.parse(whole);
+      } catch {
+        return whole;
+      }
+      if (!value || typeof value !== "object" || Array.isArray(value)) return whole;
+      const { branch, label, ...rest } = value as Record<string, unknown>;
+      if (typeof branch !== "string" || Object.keys(rest).length || (label != null && typeof label !== "string")) return whole;
+      return `branch ${quoted(branchName(workflow, ofIf, branch) ?? (label as string | undefined) ?? branch)}`;
+    })
     .replace(/^(routes to|went to) (.+)$/, (whole, verb: string, list: string) => {
       const names = list.split(/,\s*/);
       return names.every((n) => ids.has(n)) ? `${verb} ${names.map((n) => displayName(workflow, n)).join(", ")}` : whole;
