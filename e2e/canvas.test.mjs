@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chord, click, drag, edgeMidpoint, emptyCanvasNear, KEY, pointOf, rightClick, type, whatIsAt } from "./gestures.mjs";
-import { appForFile, frames, graph, nodeSel, openFile, problemsText, root, waitStatus, work } from "./harness.mjs";
+import { appForFile, docsShotPath, frames, graph, nodeSel, openFile, problemsText, root, waitStatus, work } from "./harness.mjs";
 
 let browser;
 appForFile((b) => (browser = b));
@@ -239,7 +239,7 @@ edges:
   const dialog = await browser.$('[data-testid="consent-dialog"]');
   await dialog.waitForDisplayed({ timeout: 5000 });
   const listed = await (await browser.$('[data-testid="consent-steps"]')).getText();
-  await browser.saveScreenshot(join(root, "docs/screenshots/code-consent.png"));
+  await browser.saveScreenshot(docsShotPath("code-consent"));
   assert.match(listed, /calc[\s\S]*python[\s\S]*6 \* 7/);
   assert.match(listed, /shell[\s\S]*bash/);
   await click(browser, await pointOf(browser, '[data-testid="consent-cancel"]'));
@@ -274,7 +274,7 @@ test("an MCP server added in Settings is tested, and an agent's scripted tool ca
   const tested = await browser.$('[data-testid="mcp-test-results"]');
   await tested.waitForExist({ timeout: 5000 });
   await browser.waitUntil(async () => /test__add/.test(await tested.getProperty("textContent")), { timeout: 20000, timeoutMsg: `Test did not list the server's tools: ${await tested.getProperty("textContent")} (typed: ${await (await browser.$('[data-testid="mcp-servers"]')).getValue()})` });
-  await browser.saveScreenshot(join(root, "docs/screenshots/mcp-settings.png"));
+  await browser.saveScreenshot(docsShotPath("mcp-settings"));
   await click(browser, await pointOf(browser, '[data-testid="settings-save"]'));
   await (await browser.$('[data-testid="settings"]')).waitForDisplayed({ reverse: true, timeout: 3000 });
 
@@ -294,7 +294,7 @@ test("an MCP server added in Settings is tested, and an agent's scripted tool ca
   await addTool.waitForExist({ timeout: 20000 });
   await click(browser, await pointOf(browser, '[data-testid="mcp-tool-test-add"]'));
   await browser.waitUntil(async () => await addTool.isSelected(), { timeout: 3000, timeoutMsg: "the tool was not picked" });
-  await browser.saveScreenshot(join(root, "docs/screenshots/mcp-inspector.png"));
+  await browser.saveScreenshot(docsShotPath("mcp-inspector"));
   await click(browser, await pointOf(browser, '[data-testid="run"]'));
   await waitStatus(browser, "helper", "succeeded");
   await click(browser, await pointOf(browser, node("helper")));
@@ -325,7 +325,7 @@ test("a destructive tool call waits in the approval dialog with its arguments: r
     await waitStatus(browser, "helper", "waiting");
     assert.equal(existsSync(target), false, "the call waits: nothing was written");
     if (decision === "reject") {
-      await browser.saveScreenshot(join(root, "docs/screenshots/tool-approval.png"));
+      await browser.saveScreenshot(docsShotPath("tool-approval"));
       await click(browser, await pointOf(browser, '[data-testid="approval-note"]'));
       await type(browser, "not now");
     }

@@ -14,7 +14,8 @@ export const work = mkdtempSync(join(tmpdir(), "switchyard-e2e-"));
 export async function launch() {
   const browser = await remote({
     hostname: "127.0.0.1",
-    port: 4444,
+    // scripts/e2e.sh starts tauri-driver on a free port and names it here.
+    port: Number(process.env.E2E_DRIVER_PORT ?? 4444),
     logLevel: "error",
     capabilities: { "tauri:options": { application: appBinary }, "wdio:enforceWebDriverClassic": true },
   });
@@ -48,6 +49,15 @@ export function shotPath(name) {
   const dir = join(root, "target/e2e-shots");
   mkdirSync(dir, { recursive: true });
   return join(dir, `${name.replace(/[^\w]+/g, "-").slice(0, 80)}.png`);
+}
+
+/**
+ * Where a picture meant for the docs goes: docs/screenshots/ only when scripts/screenshot.sh asks for it (SCREENSHOTS),
+ * else beside the other pictures of a test run, so `npm test` never writes into the tracked tree.
+ */
+export function docsShotPath(name) {
+  if (process.env.SCREENSHOTS) return join(process.env.SCREENSHOTS, `${name}.png`);
+  return shotPath(`docs-${name}`);
 }
 
 /** The selector of a node's card on the canvas. */

@@ -14,8 +14,10 @@ cargo build -q -p switchyard-app --features tauri/custom-protocol
 : "${SWITCHYARD_TEST_MCP_PYTHON:=$(bash scripts/mcp-python.sh)}"
 export SWITCHYARD_TEST_MCP_PYTHON
 home=$(mktemp -d)
+# A free port for each listener (the model, the server, the drivers), so two runs side by side never collide.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 bash scripts/local-model.sh install
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 # A short context keeps a small model's answers short: a run with no settings has no token limit of its own.
 LLAMA_CTX=512 bash scripts/local-model.sh serve "$port" > target/e2e-llama.log 2>&1 &
 llama=$!
@@ -29,7 +31,7 @@ db=$(bash scripts/postgres.sh start "$team/pg" | tail -n 1)
 mkdir "$team/workflows"
 cp examples/approval-flow.yaml examples/approval-flow.script.yaml "$team/workflows/"
 SWITCHYARD_TOKEN=$(target/debug/switchyard --db "$db" token create e2e 2>/dev/null)
-server_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+server_port=$(free_port)
 SWITCHYARD_HOME="$team" target/debug/switchyard --db "$db" serve --workflows "$team/workflows" \
   --answers "$team/workflows/approval-flow.script.yaml" --listen "127.0.0.1:$server_port" > target/e2e-serve.log 2>&1 &
 serve=$!
@@ -38,11 +40,15 @@ worker=$!
 export SWITCHYARD_TOKEN SWITCHYARD_E2E_SERVER="http://127.0.0.1:$server_port"
 # XDG_DATA_HOME: the webview keeps its storage (pane sizes) there; each run starts as a new user.
 export SWITCHYARD_HOME="$home" XDG_DATA_HOME="$home/data" SWITCHYARD_OPEN="$PWD/examples/approval-flow.yaml" SWITCHYARD_LOCAL_URL="http://127.0.0.1:$port/v1"
+# tauri-driver and the WebKitWebDriver it starts.
+E2E_DRIVER_PORT=$(free_port)
+E2E_NATIVE_PORT=$(free_port)
+export E2E_DRIVER_PORT E2E_NATIVE_PORT
 xvfb-run -a -s "-screen 0 1400x900x24" bash -c '
-  tauri-driver --port 4444 > target/tauri-driver.log 2>&1 &
+  tauri-driver --port "$E2E_DRIVER_PORT" --native-port "$E2E_NATIVE_PORT" > target/tauri-driver.log 2>&1 &
   driver=$!
   export E2E_DRIVER_PID=$driver
-  for i in $(seq 1 50); do (echo > /dev/tcp/127.0.0.1/4444) 2>/dev/null && break; sleep 0.2; done
+  for i in $(seq 1 50); do (echo > /dev/tcp/127.0.0.1/$E2E_DRIVER_PORT) 2>/dev/null && break; sleep 0.2; done
   node --test --test-concurrency=1 --test-reporter=spec ${E2E_FILES:-e2e/*.test.mjs}; status=$?
   kill $driver
   exit $status'

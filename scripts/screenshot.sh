@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p docs/screenshots
-SCREENSHOTS="$PWD/docs/screenshots" E2E_FILES=e2e/screenshots.mjs bash scripts/e2e.sh
+# canvas.test.mjs takes the pictures of code consent, MCP settings and a tool approval as it tests them.
+SCREENSHOTS="$PWD/docs/screenshots" E2E_FILES="e2e/screenshots.mjs e2e/canvas.test.mjs" bash scripts/e2e.sh
 ls -1 docs/screenshots

@@ -7,6 +7,9 @@ bash scripts/setup.sh
 mkdir -p target
 out=target/test-output.txt
 : > "$out"
+# What the tree holds now (changes and untracked files, with their contents' hash): a test must leave it as it was.
+tree_state() { git status --porcelain=v1 --untracked-files=all; git diff HEAD --binary | sha1sum; }
+tree_before=$(tree_state)
 
 # Each step says when it began (seconds since the start), so a slow step shows in CI's log.
 step() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS"; }
@@ -70,6 +73,15 @@ grep -Eo '^ℹ (pass|fail) [0-9]+' target/browser-output.txt | awk '{print $3, (
 step "the desktop app, end to end (tauri-driver + WebKitWebDriver under Xvfb)"
 SWITCHYARD_SETUP_DONE=1 SWITCHYARD_CLI_BUILT=1 SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" bash scripts/e2e.sh 2>&1 | tee target/e2e-output.txt
 grep -Eo '^ℹ (pass|fail) [0-9]+' target/e2e-output.txt | awk '{print $3, ($2 == "pass" ? "passed" : "failed")}' >> "$out"
+
+step "the tests left the tree as it was (git status)"
+if [ "$(tree_state)" != "$tree_before" ]; then
+  echo "a test wrote into the tree: it must write under target/ or a temporary folder"
+  diff <(echo "$tree_before") <(tree_state) || true
+  echo "1 failed" >> "$out"
+else
+  echo "1 passed" >> "$out"
+fi
 
 counted() { grep -v 'Test Files' "$out" | grep -Eo "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'; }
 passed=$(counted passed)

@@ -102,6 +102,12 @@ export type AgentTools_Deserialize = {
 	call_first?: string | null,
 	/**  Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md). */
 	approval?: ToolApproval | null,
+	/**
+	 *  Tools this agent never has, whatever else offers them: each `server/tool`, `server__tool`, `server_tool` (a
+	 *  SWEny skill's spelling) or a bare tool name (from any server; also `web_search` or a subagent's id). They are
+	 *  not offered to the model, and a call of one is refused.
+	 */
+	deny?: string[],
 };
 
 export type AgentTools_Serialize = {
@@ -117,6 +123,12 @@ export type AgentTools_Serialize = {
 	call_first?: string,
 	/**  Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md). */
 	approval?: ToolApproval,
+	/**
+	 *  Tools this agent never has, whatever else offers them: each `server/tool`, `server__tool`, `server_tool` (a
+	 *  SWEny skill's spelling) or a bare tool name (from any server; also `web_search` or a subagent's id). They are
+	 *  not offered to the model, and a call of one is refused.
+	 */
+	deny?: string[],
 };
 
 /**  One run of a case. */

@@ -368,16 +368,43 @@ fn print_findings(file: &Path, report: &Report) {
     print_hints(report.errors.iter().chain(&report.warnings).map(|f| f.code));
 }
 
+/// Findings of one code past this many are summed up in one line naming where they are (`--json` lists them all).
+const SHOWN_PER_CODE: usize = 3;
+
 fn print_list(file: &Path, report: &Report) {
     for (kind, list) in [("error", &report.errors), ("warning", &report.warnings)] {
+        let mut by_code: Vec<(&str, Vec<&validate::Finding>)> = Vec::new();
         for f in list {
-            let at = match (&f.node, &f.edge) {
-                (Some(n), _) => format!(" node `{n}`"),
-                (None, Some(e)) => format!(" edge `{e}`"),
-                _ => String::new(),
-            };
-            errln!("{kind}: {}:{at} [{}] {}", file.display(), f.code, f.message);
+            match by_code.iter_mut().find(|(code, _)| *code == f.code) {
+                Some((_, same)) => same.push(f),
+                None => by_code.push((f.code, vec![f])),
+            }
         }
+        for (code, same) in by_code {
+            for f in same.iter().take(SHOWN_PER_CODE) {
+                errln!("{kind}: {}:{} [{code}] {}", file.display(), place(f), f.message);
+            }
+            if same.len() > SHOWN_PER_CODE {
+                let rest = &same[SHOWN_PER_CODE..];
+                let places: Vec<String> = rest.iter().take(5).map(|f| place(f).trim_start().to_string()).collect();
+                let more = if rest.len() > places.len() { ", …" } else { "" };
+                errln!(
+                    "{kind}: {}: [{code}] {} more like these, at {}{more} (--json lists every one)",
+                    file.display(),
+                    rest.len(),
+                    places.join(", ")
+                );
+            }
+        }
+    }
+}
+
+/// Where a finding is: ` node `id``, ` edge `a->b``, or nothing for the whole workflow.
+fn place(f: &validate::Finding) -> String {
+    match (&f.node, &f.edge) {
+        (Some(n), _) => format!(" node `{n}`"),
+        (None, Some(e)) => format!(" edge `{e}`"),
+        _ => String::new(),
     }
 }
 

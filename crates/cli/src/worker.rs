@@ -77,6 +77,16 @@ pub async fn cmd(db: Option<&str>, args: WorkerArgs) -> Result<u8, Unusable> {
         options.jobs,
         lease.as_secs_f64()
     );
+    // The providers it can run models with: a run that needs another is left for a worker that has it.
+    let path = switchyard_engine::providers::Settings::default_path();
+    match switchyard_engine::providers::Settings::load(&path) {
+        Ok(settings) => errln!(
+            "providers: {} (from {}); runs that need another provider are left for a worker that has it",
+            settings.provider_ids().join(", "),
+            path.display()
+        ),
+        Err(e) => errln!("warning: [{}] {e}; runs that call a model are left for other workers", e.code()),
+    }
     let report = Arc::new(|report: Report| match report {
         Report::Claimed { run } => errln!("claimed {run}"),
         Report::Ended { run, status, log_error } => {

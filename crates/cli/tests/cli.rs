@@ -855,3 +855,47 @@ fn an_error_names_its_code_once_for_scripts_to_branch_on() {
     let said = stderr(&missing);
     assert_eq!(said.matches("[INVALID_FILE]").count(), 1, "{said}");
 }
+
+#[test]
+fn a_tea_step_sure_to_fail_stops_run_before_anything_runs_unless_an_answers_file_answers_it() {
+    let cli = Cli::new();
+    // A body that would need consent first, then an action Switchyard does not run.
+    let flow = cli.write(
+        "fetch.yaml",
+        "name: fetch\nnodes:\n  - name: prepare\n    run: |\n      return {\"url\": \"https://example.com\"}\n  - name: fetch\n    uses: http.get\n    with: {url: \"{{ state.url }}\"}\n",
+    );
+    let out = cli.run(&["run", &flow, "--allow-code"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("UNSUPPORTED_ACTION") && said.contains("fetch") && said.contains("nothing was run"), "{said}");
+    assert!(!said.contains("prepare` ran") && !said.contains("completed"), "{said}");
+    // Checking the file is not running it: a warning, exit 0.
+    let out = cli.run(&["validate", &flow]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning") && stderr(&out).contains("UNSUPPORTED_ACTION"), "{}", stderr(&out));
+    // An answers file that answers both steps runs it.
+    let answers = cli.write("fetch.script.yaml", "nodes:\n  prepare: {data: {url: x}}\n  fetch: {data: {body: ok}}\n");
+    let (code, result) = cli.json(&["run", &flow, "--answers", &answers, "--json"]);
+    assert_eq!(code, 0, "{result}");
+    assert_eq!(result["status"], "completed");
+}
+
+#[test]
+fn validate_sums_up_many_findings_of_one_code_in_a_line_and_json_still_lists_every_one() {
+    let cli = Cli::new();
+    let mut text = String::from("switchyard: 1\nname: many\nnodes:\n  - {id: start, type: start}\n");
+    for i in 0..50 {
+        text.push_str(&format!("  - {{id: lost_{i}, type: approval}}\n"));
+    }
+    let flow = cli.write("many.yaml", &text);
+    let out = cli.run(&["validate", &flow]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stderr(&out);
+    let lines: Vec<&str> = said.lines().filter(|l| l.contains("[UNREACHABLE_NODE]")).collect();
+    assert_eq!(lines.len(), 4, "three shown, then one line for the rest: {said}");
+    assert!(lines[0].contains("node `lost_0`"), "{said}");
+    assert!(lines[3].contains("47 more like these") && lines[3].contains("lost_3") && lines[3].contains("--json"), "{said}");
+    let (_, report) = cli.json(&["validate", &flow, "--json"]);
+    let unreachable = report["warnings"].as_array().unwrap().iter().filter(|w| w["code"] == "UNREACHABLE_NODE").count();
+    assert_eq!(unreachable, 50);
+}

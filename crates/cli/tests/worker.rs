@@ -482,3 +482,34 @@ fn an_approval_that_waits_while_another_branch_works_is_decided_through_the_data
     assert!(events.iter().all(|e| !matches!(e.kind, EventKind::WorkflowPaused { .. })), "it never paused");
     assert!(has(&events, "node:exit", "polish"));
 }
+
+#[test]
+fn a_worker_without_the_provider_a_run_needs_leaves_it_for_another_and_says_which_providers_it_has() {
+    let team = Team::new("providers");
+    // Whoever submits has the provider; the worker, with settings of its own, does not.
+    team.write("settings.yaml", "providers:\n  - {id: hosted, kind: openai, base_url: 'http://127.0.0.1:9/v1'}\n");
+    let flow = team.write(
+        "hosted.yaml",
+        "switchyard: 1\nname: hosted\nnodes:\n  - {id: start, type: start}\n  - {id: ask, type: agent, model: hosted/m}\nedges:\n  - {from: start, to: ask}\n",
+    );
+    let (code, out) = team.json(&["run", &flow, "--detach", "--json"]);
+    assert_eq!((code, out["status"].as_str()), (0, Some("ready")), "{out}");
+    let run = out["runId"].as_str().unwrap().to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let log = team.home.path().join("bare.log");
+    let child = team
+        .command(&["worker", "--lease", "30"])
+        .env("SWITCHYARD_HOME", elsewhere.path())
+        .stdout(Stdio::null())
+        .stderr(File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut worker = Worker { child, log };
+    worker.wait_for("providers: local");
+    worker.wait_for("[UNKNOWN_PROVIDER]");
+    assert!(worker.log().contains(&format!("{run} left for its lease to run out")), "{}", worker.log());
+    assert_ne!(team.status(&run), "failed", "the run is left for a worker that has the provider, not failed");
+    let (code, said) = worker.stop();
+    assert_eq!(code, 0, "{said}");
+    assert!(said.contains("0 run(s) going on"), "{said}");
+}

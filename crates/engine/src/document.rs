@@ -341,6 +341,25 @@ pub struct AgentTools {
     /// Which MCP tool calls wait for a person's approval before they run; none when unset (docs/tools.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ToolApproval>,
+    /// Tools this agent never has, whatever else offers them: each `server/tool`, `server__tool`, `server_tool` (a
+    /// SWEny skill's spelling) or a bare tool name (from any server; also `web_search` or a subagent's id). They are
+    /// not offered to the model, and a call of one is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<String>,
+}
+
+impl AgentTools {
+    /// Whether `tool` (of MCP server `server`, or none for web search and subagents) is denied by `deny`.
+    pub fn denies(&self, server: Option<&str>, tool: &str) -> bool {
+        self.deny.iter().any(|d| {
+            d == tool
+                || server.is_some_and(|s| {
+                    d.strip_prefix(s).is_some_and(|rest| {
+                        [rest.strip_prefix('/'), rest.strip_prefix("__"), rest.strip_prefix('_')].contains(&Some(tool))
+                    })
+                })
+        })
+    }
 }
 
 /// Which of an agent's MCP tool calls need approval (unset: none). A call that waits pauses its branch with an approval showing

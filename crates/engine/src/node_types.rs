@@ -298,6 +298,9 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                     field("tools.call_first", "call first", FieldKind::Text)
                         .placeholder("server/tool")
                         .help("A tool the model must call in its first turn (server/tool or a subagent's id)."),
+                    field("tools.deny", "denied tools", FieldKind::Json)
+                        .placeholder("[\"github/create_pr\"]")
+                        .help("Tools the agent never has, even when a server offers them: server/tool or a tool name; a call of one is refused."),
                     select("tools.approval", "MCP calls need approval", &["destructive", "all"]).help(
                         "default: calls run without asking. destructive: calls of tools their server does not mark read-only. all: every call. The branch pauses on the call until you decide.",
                     ),
@@ -484,6 +487,7 @@ mod tests {
         match field.kind {
             FieldKind::Text | FieldKind::Multiline | FieldKind::Template => json!("x"),
             FieldKind::Json if field.key == "tools.mcp" => json!(["server"]),
+            FieldKind::Json if field.key == "tools.deny" => json!(["server/tool"]),
             FieldKind::Json => json!({"type": "object"}),
             FieldKind::Number => json!(2),
             FieldKind::Select => json!(field.options[0]),

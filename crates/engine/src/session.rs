@@ -189,6 +189,7 @@ pub fn validation_options(settings: Option<&Settings>, scripted: bool) -> valida
     validate::Options {
         providers: settings.filter(|_| !scripted).map(Settings::provider_ids),
         mcp_servers: settings.map(|s| s.mcp_servers.keys().cloned().collect()),
+        answered: scripted,
         ..Default::default()
     }
 }
@@ -348,6 +349,8 @@ pub async fn prepare<S: Store + ?Sized>(
         purpose: validate::Purpose::Run,
         mcp_servers: mcp_names.clone(),
         no_default_model,
+        // Offline runs answer model calls from recorded calls, not code steps: only an answers file answers those.
+        answered: answers.is_some(),
         ..validation_options(settings.as_ref(), answered)
     };
     let report = if request.model.is_some() {
@@ -567,10 +570,41 @@ fn going_on(stored: &StoredRun, allow_code: bool) -> Result<GoingOn, SessionErro
             )),
         }
     });
+    if let Some(settings) = &settings {
+        missing_provider(&stored.workflow, stored.options.model.as_deref(), settings)?;
+    }
     let workflow_ref = stored.row.workflow_ref.as_deref().map(WorkflowRef::parse);
     let (code, _) = code_for(&stored.workflow, workflow_ref.as_ref(), allow_code, &TrustStore::default_location())?;
     let mcp = mcp_for(&stored.workflow, settings.as_ref())?;
     Ok((answers.clone(), model_for(&answers, settings.as_ref()), code, mcp, note))
+}
+
+/// A provider the run's models need that these settings do not configure: the run cannot go on here (a worker leaves
+/// it for one that has it, rather than failing it). Each node that calls a model uses its own, else the workflow's
+/// default, else the run's (`fallback`); a model written as a template is known only when the node runs.
+fn missing_provider(workflow: &Workflow, fallback: Option<&str>, settings: &Settings) -> Result<(), SessionError> {
+    let configured = settings.provider_ids();
+    let routes: std::collections::HashSet<&str> =
+        workflow.edges.iter().filter(|e| e.when.is_some()).map(|e| e.from.as_str()).collect();
+    let calling = workflow
+        .nodes
+        .iter()
+        .filter(|n| (n.node_type == crate::NodeType::Agent && n.pinned.is_none()) || routes.contains(n.id.as_str()));
+    for node in calling {
+        let Some(model) = node.model.as_deref().or(workflow.defaults.model.as_deref()).or(fallback) else { continue };
+        if crate::template::is_template(model) {
+            continue;
+        }
+        let provider = model.split_once('/').map_or(model, |(p, _)| p);
+        if !configured.iter().any(|p| p == provider) {
+            return Err(SessionError::UnknownProvider {
+                model: model.to_string(),
+                provider: provider.to_string(),
+                configured: configured.join(", "),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Where a run's events go: the log that keeps them (the run store, a JSON-lines file) and the shell's observers (a

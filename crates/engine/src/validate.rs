@@ -108,6 +108,9 @@ pub struct Options {
     /// model and name none get `NO_MODEL`. False when that is not known; ignored when a script answers (`providers`
     /// is `None`).
     pub no_default_model: bool,
+    /// An answers file answers the run's calls, code steps included, so a step that cannot run by itself (an
+    /// unsupported TEA action) may still be answered.
+    pub answered: bool,
 }
 
 /// The nodes that call a model but name none, so they use the run's default: agents that are not pinned, and nodes
@@ -156,7 +159,7 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
 }
 
 /// A code step runs only with consent, in a language Switchyard runs, from code or a module (docs/formats.md).
-fn check_code_step(node: &crate::Node, report: &mut Report) {
+fn check_code_step(node: &crate::Node, options: &Options, report: &mut Report) {
     let id = node.id.as_str();
     if node.code.is_some() && node.module.is_some() {
         report.node_error(
@@ -166,10 +169,17 @@ fn check_code_step(node: &crate::Node, report: &mut Report) {
         );
     }
     if node.language.as_deref() == Some("tea-action") {
-        report.node_warning(
+        // A run that would reach it and fail is not started: nothing (no consent, no model call) happens first.
+        let severity = match options.purpose {
+            Purpose::Run if !options.answered => Severity::Error,
+            _ => Severity::Warning,
+        };
+        report.push(
+            severity,
             "UNSUPPORTED_ACTION",
-            id,
             "this TEA action is not supported yet, so the node fails when it runs; pin its output or answer it from an answers file".into(),
+            Some(id),
+            None,
         );
         return;
     }
@@ -325,7 +335,7 @@ fn check_nodes(workflow: &Workflow, topo: &Topology, options: &Options, report: 
             }
         }
         if node.node_type == NodeType::Script && node.pinned.is_none() {
-            check_code_step(node, report);
+            check_code_step(node, options, report);
         }
         if let Some(tools) = &node.tools {
             check_call_first(workflow, topo, node, tools, report);

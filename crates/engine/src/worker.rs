@@ -14,7 +14,9 @@
 //! - A run goes on from its log (`session::carry_on`): nodes that completed are not run again; nodes that were in
 //!   flight when its last worker died run again.
 //! - A run that pauses (it waits for a person) is parked: its status says so and the claim is given up, so the slot
-//!   is free. A run that cannot be opened or rebuilt here is abandoned: tried again only after its lease.
+//!   is free. A run that cannot be opened or rebuilt here is abandoned: tried again only after its lease. That
+//!   includes a run this worker cannot run: its answers file cannot be read here, or a model it needs names a
+//!   provider this worker's settings do not configure (`UNKNOWN_PROVIDER`): another worker that has it takes it.
 //! - On shutdown the worker takes nothing more, lets its runs finish (or pause) for `grace`, then stops the rest and
 //!   gives them up: they are `ready` at once for another worker, which runs their in-flight nodes again.
 
@@ -178,6 +180,8 @@ pub async fn work(
             _ = tokio::time::sleep(options.poll) => {}
         }
     }
+    // Runs that ended since the loop last looked are not going on.
+    while runs.try_join_next().is_some() {}
     report(Report::Stopping { running: runs.len() });
     let finished = tokio::time::timeout(options.grace, async { while runs.join_next().await.is_some() {} }).await;
     if finished.is_err() {

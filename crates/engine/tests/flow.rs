@@ -324,3 +324,31 @@ edges:
     assert_eq!(ran.ran(), ["start", "a", "join"]);
     assert!(ran.result().node("orphan").is_none(), "an unreachable node neither runs nor is skipped");
 }
+
+#[tokio::test]
+async fn a_tool_the_agent_denies_is_not_offered_and_a_call_of_it_is_refused() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: parent, type: agent, tools: {subagents: true, deny: [writer]}}
+  - {id: reader, type: agent, description: Reads things}
+  - {id: writer, type: agent, description: Writes things}
+edges:
+  - {from: start, to: parent}
+  - {from: parent, to: reader, handle: subagent}
+  - {from: parent, to: writer, handle: subagent}",
+    );
+    let ran = run(
+        &wf,
+        "nodes:
+  parent: {tool_calls: [{tool: writer, input: {message: delete it}}, {tool: reader, input: {message: read it}}], text: done}
+  reader: {text: read}
+  writer: {text: deleted}",
+    )
+    .await;
+    assert_eq!(ran.result().status, RunStatus::Completed, "{:?}", ran.result().error);
+    let calls = &ran.result().node("parent").unwrap().tool_calls;
+    assert!(calls[0].error.as_deref().is_some_and(|e| e.contains("tools.deny")), "{calls:?}");
+    assert_eq!(calls[1].output, Some(json!("read")), "{calls:?}");
+    assert!(!ran.ran().contains(&"writer"), "the denied subagent never ran: {:?}", ran.ran());
+}

@@ -385,16 +385,6 @@ fn sweny_files_its_own_loader_refuses_are_refused_with_a_code_and_the_place() {
             "`instruction`",
         ),
         (
-            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: b}}\n"),
-            "UNREACHABLE_NODE",
-            "node `c` cannot be reached from the entry `a`",
-        ),
-        (
-            format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: a}}\n  - {{from: a, to: b, when: done}}\n  - {{from: b, to: c}}\n"),
-            "SELF_LOOP_UNBOUNDED",
-            "`a` leads back to itself without `max_iterations`",
-        ),
-        (
             "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: hi, verify: {any_tool_called: [t]}}\nedges: []\n".into(),
             "SWENY_LEGACY_VERIFY",
             "node `a` uses SWEny's legacy `verify:` field, renamed `eval:`",
@@ -494,4 +484,56 @@ fn a_file_that_is_not_a_mapping_is_refused_whichever_format_is_asked_for() {
             assert!(e.to_string().contains("flow.yml") && e.to_string().contains("mapping"), "{e}");
         }
     }
+}
+
+#[test]
+fn a_sweny_nodes_denied_tools_are_kept_as_its_tools_deny_never_dropped() {
+    let loaded = format::load_file(&sweny_fixture("triage.yml"), None).unwrap();
+    let gather = loaded.workflow.node("gather").unwrap().tools.clone().unwrap();
+    for name in ["linear_create_issue", "github_create_pr", "Write", "Edit", "NotebookEdit"] {
+        assert!(gather.deny.iter().any(|d| d == name), "gather denies {name}: {:?}", gather.deny);
+    }
+    // A skill's tool spelt `skill_tool` denies that server's tool, and nothing else of it.
+    assert!(gather.denies(Some("linear"), "create_issue"));
+    assert!(gather.denies(Some("github"), "create_pr"));
+    assert!(!gather.denies(Some("linear"), "search_issues"));
+    assert!(!gather.denies(Some("other"), "create_issue"));
+    assert!(
+        !loaded.notes.iter().any(|n| n.contains("`tools`") || n.contains("disallowed_tools")),
+        "{:?}",
+        loaded.notes
+    );
+
+    // `tools.allow` narrows the skills to the tools it names; a name of no skill is not offered, with a note.
+    let allow = "id: a\nname: a\nentry: look\nnodes:\n  look:\n    name: Look\n    instruction: Look around.\n    skills: [linear, github]\n    tools:\n      allow: [linear_search_issues, slack_post]\n      deny: [github_create_pr]\nedges: []\n";
+    let loaded = format::load_str(allow, None, None).unwrap();
+    let tools = loaded.workflow.node("look").unwrap().tools.clone().unwrap();
+    assert_eq!(tools.mcp, ["linear/search_issues"]);
+    assert_eq!(tools.deny, ["github_create_pr"]);
+    assert!(loaded.notes.iter().any(|n| n.contains("slack_post") && n.contains("not offered")), "{:?}", loaded.notes);
+}
+
+#[test]
+fn a_sweny_file_that_breaks_sweny_graph_rules_opens_and_validation_shows_each_on_its_node_or_edge() {
+    let nodes =
+        "nodes:\n  a: {name: A, instruction: hi}\n  b: {name: B, instruction: hi}\n  c: {name: C, instruction: hi}\n";
+    // An unreachable node: SWEny refuses the file; here it opens, with a note, and validation names the node.
+    let text = format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: b}}\n");
+    let loaded = format::load_str(&text, Some(Format::Sweny), Some(Path::new("flow.yml"))).unwrap();
+    assert!(
+        loaded.notes.iter().any(|n| n.contains("`c` cannot be reached") && n.contains("SWEny refuses")),
+        "{:?}",
+        loaded.notes
+    );
+    let report = validate(&loaded.workflow, &Options::default());
+    let found = report.warnings.iter().find(|f| f.code == "UNREACHABLE_NODE").expect("UNREACHABLE_NODE");
+    assert_eq!(found.node.as_deref(), Some("c"));
+    // An unbounded self-loop: an error on the edge, so the file cannot run until it is bounded.
+    let text = format!(
+        "id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: a}}\n  - {{from: a, to: b, when: done}}\n  - {{from: b, to: c}}\n"
+    );
+    let loaded = format::load_str(&text, Some(Format::Sweny), Some(Path::new("flow.yml"))).unwrap();
+    let report = validate(&loaded.workflow, &Options::default());
+    let found = report.errors.iter().find(|f| f.code == "SELF_LOOP_UNBOUNDED").expect("SELF_LOOP_UNBOUNDED");
+    assert_eq!(found.edge.as_deref(), Some("a->a"));
 }

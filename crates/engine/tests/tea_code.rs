@@ -372,3 +372,22 @@ async fn without_consent_no_tea_body_runs() {
     assert_eq!(refused.error_code.as_deref(), Some("CODE_NEEDS_CONSENT"));
     assert!(ran.result().node("branch_1").is_none(), "nothing after the refused step ran");
 }
+
+#[tokio::test]
+async fn initial_state_is_the_input_of_a_run_given_none_so_the_readmes_tea_example_asks_its_question() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/tea/files/examples/llm/local-chat.yaml");
+    let loaded = format::load_file(&path, None).unwrap();
+    assert!(loaded.notes.iter().any(|n| n.contains("initial_state") && n.contains("replaces")), "{:?}", loaded.notes);
+    let ran = run_code(&loaded.workflow, "nodes: {chat: {text: '4'}}", None, tempfile::tempdir().unwrap().path()).await;
+    assert_eq!(ran.result().status, RunStatus::Completed, "{:?}", ran.result().error);
+    assert_eq!(ran.model.executes()[0].1, "What is 2+2? Please respond with just the number.");
+    // An input given replaces it whole, as the note says.
+    let ran = run_code(
+        &loaded.workflow,
+        "nodes: {chat: {text: '6'}}",
+        Some(json!({"question": "And 3+3?"})),
+        tempfile::tempdir().unwrap().path(),
+    )
+    .await;
+    assert_eq!(ran.model.executes()[0].1, "And 3+3?");
+}

@@ -10,7 +10,7 @@ use super::LoadError;
 use crate::document::{Edge, Node, NodeType, OnError, Retry, Workflow};
 
 const KNOWN_TOP: &[&str] = &["id", "name", "description", "entry", "nodes", "edges", "$schema"];
-const KNOWN_NODE: &[&str] = &["name", "instruction", "skills", "output", "retry"];
+const KNOWN_NODE: &[&str] = &["name", "instruction", "skills", "output", "retry", "tools", "disallowed_tools"];
 
 /// SWEny's published JSON Schema for its format (MIT), as its loader enforces it.
 const SWENY_SCHEMA: &str = include_str!("../../../../schema/sweny-workflow.schema.json");
@@ -104,9 +104,17 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
                 skills_seen.push(skill.clone());
             }
         }
-        if !skills.is_empty() {
+        // The author's guard: tools the node must never have (`tools.deny`, SWEny's MCP tools as `skill_tool`, and
+        // `disallowed_tools`, the agent SDK's built-in tools) are kept as the agent's `tools.deny`.
+        let deny = denied_tools(id, raw, &mut notes)?;
+        // `tools.allow` keeps only the listed skill tools: each becomes `skill/tool`, so no other tool is offered.
+        let mcp = match raw.get("tools").and_then(|t| t.get("allow")).and_then(Value::as_array) {
+            None => skills,
+            Some(allowed) => allowed_tools(id, &skills, allowed, &mut notes),
+        };
+        if !mcp.is_empty() || !deny.is_empty() {
             // A SWEny skill is a tool set: the MCP server of the same name, when one is configured.
-            node.tools = Some(crate::document::AgentTools { mcp: skills, ..Default::default() });
+            node.tools = Some(crate::document::AgentTools { mcp, deny, ..Default::default() });
         }
         for key in raw.keys().filter(|k| !KNOWN_NODE.contains(&k.as_str())) {
             notes.push(format!("node `{id}`: field `{key}` has no Switchyard equivalent and was left out"));
@@ -159,12 +167,8 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
                 .or_default()
                 .push(raw["to"].as_str().unwrap_or_default());
         }
-        if from == to && raw.get("max_iterations").is_none_or(Value::is_null) {
-            return Err(LoadError::new(format!(
-                "edges[{i}]: `{from}` leads back to itself without `max_iterations`, so it could loop forever; add `max_iterations`"
-            ))
-            .with_code("SELF_LOOP_UNBOUNDED"));
-        }
+        // A self-loop without `max_iterations` (SWEny refuses it) opens: validation reports it on the edge
+        // (`SELF_LOOP_UNBOUNDED`, an error), so the file can be fixed where it is shown.
         let mut edge = Edge::new(from, to);
         edge.when = text("when");
         edge.max_iterations = match raw.get("max_iterations") {
@@ -194,14 +198,14 @@ pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<St
     }
     // Then everything else SWEny's schema constrains, including fields approximated or left out here.
     check_schema(value)?;
-    // After the schema, as SWEny checks the graph: it refuses a node its entry cannot reach.
+    // SWEny refuses a node its entry cannot reach. Here the file opens, so it can be fixed: validation reports the
+    // node (`UNREACHABLE_NODE`, on it), and the note says SWEny would refuse the file.
     let topo = crate::graph::Topology::new(&workflow);
-    if let Some(island) = workflow.nodes.iter().zip(&topo.reachable).find(|(_, reached)| !**reached).map(|(n, _)| &n.id)
-    {
-        return Err(LoadError::new(format!(
-            "node `{island}` cannot be reached from the entry `{entry}`; SWEny refuses it: add an edge to it or remove it"
-        ))
-        .with_code("UNREACHABLE_NODE"));
+    for (island, _) in workflow.nodes.iter().zip(&topo.reachable).filter(|(_, reached)| !**reached) {
+        notes.push(format!(
+            "node `{}` cannot be reached from the entry `{entry}`, so SWEny refuses this file: add an edge to it or remove it",
+            island.id
+        ));
     }
     super::layered_positions(&mut workflow);
     Ok((workflow, notes))
@@ -276,4 +280,70 @@ fn read_instruction(id: &str, path: &str, base_dir: &Path, notes: &mut Vec<Strin
         ));
         format!("(the instruction file {path} was missing when this workflow was opened)")
     })
+}
+
+/// A node's denied tools: `tools.deny` and `disallowed_tools`, each a list of tool names. Anything else under `tools`
+/// is noted; a deny list that is not a list of names is refused rather than dropped, as it guards what the node may do.
+fn denied_tools(
+    id: &str,
+    raw: &serde_json::Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<String>, LoadError> {
+    let mut deny = Vec::new();
+    let mut names =
+        |what: &str, value: Option<&Value>| -> Result<(), LoadError> {
+            match value {
+                None | Some(Value::Null) => Ok(()),
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        let name = item.as_str().ok_or_else(|| {
+                            LoadError::new(format!("node `{id}`: `{what}` must list tool names (strings)"))
+                                .with_code("INVALID_NODE")
+                        })?;
+                        if !deny.iter().any(|d| d == name) {
+                            deny.push(name.to_string());
+                        }
+                    }
+                    Ok(())
+                }
+                Some(_) => Err(LoadError::new(format!("node `{id}`: `{what}` must be a list of tool names"))
+                    .with_code("INVALID_NODE")),
+            }
+        };
+    match raw.get("tools") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(tools)) => {
+            names("tools.deny", tools.get("deny"))?;
+            for key in tools.keys().filter(|k| !["deny", "allow"].contains(&k.as_str())) {
+                notes.push(format!("node `{id}`: field `tools.{key}` has no Switchyard equivalent and was left out"));
+            }
+        }
+        Some(_) => {
+            return Err(LoadError::new(format!("node `{id}`: `tools` must be a map (`deny: [tool, ...]`)"))
+                .with_code("INVALID_NODE"))
+        }
+    }
+    names("disallowed_tools", raw.get("disallowed_tools"))?;
+    Ok(deny)
+}
+
+/// `tools.allow`: each name is a skill's tool, spelt `skill_tool` (or `skill/tool`), kept as the MCP entry
+/// `skill/tool`. A name that belongs to none of the node's skills is not offered (noted): allowing less is safe.
+fn allowed_tools(id: &str, skills: &[String], allowed: &[Value], notes: &mut Vec<String>) -> Vec<String> {
+    let mut mcp = Vec::new();
+    for name in allowed.iter().filter_map(Value::as_str) {
+        let found = skills.iter().find_map(|skill| {
+            let rest = name.strip_prefix(skill.as_str())?;
+            rest.strip_prefix('_').or_else(|| rest.strip_prefix('/')).map(|tool| format!("{skill}/{tool}"))
+        });
+        match found {
+            Some(entry) if !mcp.contains(&entry) => mcp.push(entry),
+            Some(_) => {}
+            None => notes.push(format!(
+                "node `{id}`: `tools.allow` names `{name}`, which is no tool of its skills ({}), so it is not offered",
+                skills.join(", ")
+            )),
+        }
+    }
+    mcp
 }

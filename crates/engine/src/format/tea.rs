@@ -44,7 +44,8 @@ pub(super) fn import(value: &Value) -> Result<(Workflow, Vec<String>), LoadError
     let top = value.as_object().expect("detect() checked the top level is a map");
     let mut workflow = Workflow::new(top.get("name").and_then(Value::as_str).unwrap_or("Imported TEA workflow"));
     workflow.description = top.get("description").and_then(Value::as_str).map(str::to_string);
-    for key in top.keys().filter(|k| !["name", "description", "nodes", "edges"].contains(&k.as_str())) {
+    for key in top.keys().filter(|k| !["name", "description", "nodes", "edges", "initial_state"].contains(&k.as_str()))
+    {
         notes.push(format!("top-level `{key}` has no Switchyard equivalent and was left out"));
     }
     let raw_nodes = top.get("nodes").and_then(Value::as_array).filter(|n| !n.is_empty()).ok_or_else(|| {
@@ -73,7 +74,21 @@ pub(super) fn import(value: &Value) -> Result<(Workflow, Vec<String>), LoadError
     while known.contains(start_id.as_str()) {
         start_id.insert(0, '_');
     }
-    workflow.nodes.push(Node::new(start_id.clone(), NodeType::Start));
+    let mut start = Node::new(start_id.clone(), NodeType::Start);
+    // TEA's state starts as `initial_state`, with the run's input merged over it; here it is the start node's input
+    // when the run is given none (an input given replaces it whole).
+    match top.get("initial_state") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(initial)) if initial.is_empty() => {}
+        Some(initial @ Value::Object(_)) => {
+            start.initial_input = Some(initial.clone());
+            notes.push(format!(
+                "`initial_state` is the input of `{start_id}` when a run is given none; an input given replaces it whole (TEA merges the two)"
+            ));
+        }
+        Some(_) => notes.push("`initial_state` is not a map of state keys to values, so it was left out".into()),
+    }
+    workflow.nodes.push(start);
     for (i, raw) in raw_nodes.iter().enumerate() {
         workflow.nodes.push(node(&names[i], raw, &known, &mut notes)?);
     }

@@ -370,18 +370,22 @@ async fn tool_specs(shared: &Shared, node: NodeIx) -> Vec<ToolSpec> {
     let mut tools = Vec::new();
     for entry in n.tools.iter().flat_map(|t| t.mcp.iter()) {
         match shared.mcp.tools_for(entry).await {
-            Ok(found) => tools.extend(found.into_iter().map(|(server, tool)| ToolSpec {
-                name: crate::mcp::exposed_name(&server, &tool.name),
-                description: tool.description,
-                parameters: tool.input_schema,
-            })),
+            Ok(found) => {
+                tools.extend(found.into_iter().filter(|(server, tool)| !denied(n, Some(server), &tool.name)).map(
+                    |(server, tool)| ToolSpec {
+                        name: crate::mcp::exposed_name(&server, &tool.name),
+                        description: tool.description,
+                        parameters: tool.input_schema,
+                    },
+                ))
+            }
             Err(e) => shared.emitter.emit(EventKind::NodeWarning {
                 node: n.id.clone(),
                 message: format!("{e}; the agent runs without `{entry}`"),
             }),
         }
     }
-    if n.tools.as_ref().is_some_and(|t| t.web_search) {
+    if n.tools.as_ref().is_some_and(|t| t.web_search) && !denied(n, None, "web_search") {
         tools.push(ToolSpec {
             name: "web_search".into(),
             description: "Search the web (provided by the model's provider).".into(),
@@ -391,6 +395,9 @@ async fn tool_specs(shared: &Shared, node: NodeIx) -> Vec<ToolSpec> {
     if n.subagents_enabled() {
         for &child in &shared.topo.subagents[node] {
             let c = &shared.workflow.nodes[child];
+            if denied(n, None, &c.id) {
+                continue;
+            }
             tools.push(ToolSpec {
                 name: c.id.clone(),
                 description: c
@@ -407,6 +414,11 @@ async fn tool_specs(shared: &Shared, node: NodeIx) -> Vec<ToolSpec> {
         }
     }
     tools
+}
+
+/// Whether the agent's `tools.deny` names this tool: it is never offered, and a call of it is refused.
+fn denied(n: &crate::document::Node, server: Option<&str>, tool: &str) -> bool {
+    n.tools.as_ref().is_some_and(|t| t.denies(server, tool))
 }
 
 /// The tool the agent's `tools.call_first` names, as the model sees it; a warning on the node when the agent is not
@@ -498,7 +510,12 @@ impl NodeIo for AgentIo {
             .flatten();
         let mcp_tool =
             crate::mcp::split_name(tool).filter(|(server, _)| child.is_none() && shared.mcp.is_configured(server));
+        let is_denied = match (child, mcp_tool) {
+            (None, Some((server, name))) => denied(parent, Some(server), name),
+            _ => denied(parent, None, tool),
+        };
         let result = match child {
+            _ if is_denied => Err(format!("`{}` may not call `{tool}`: its tools.deny names it", parent.id)),
             None if mcp_tool.is_some() => {
                 let (server, name) = mcp_tool.expect("checked");
                 match self.approval(tool, server, name, &input).await {
