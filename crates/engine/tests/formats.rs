@@ -312,6 +312,44 @@ async fn the_linear_sweny_fixtures_run_under_scripts() {
     }
 }
 
+/// `../`s from the working folder up to the root, then `file`: a reference that reaches `file` from wherever the
+/// test runs.
+fn reaching(file: &Path) -> String {
+    let up = std::env::current_dir().unwrap().components().count() - 1;
+    format!("{}{}", "../".repeat(up), file.display().to_string().trim_start_matches('/'))
+}
+
+#[test]
+fn text_that_is_no_file_never_reads_the_files_it_names_and_keeps_each_reference_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.md");
+    std::fs::write(&secret, "the secret words").unwrap();
+    let reference = reaching(&secret);
+    let sweny = format!(
+        "id: f\nname: F\nentry: a\nnodes:\n  a: {{name: A, instruction: '{reference}'}}\n  \
+         b: {{name: B, instruction: {{file: '{reference}'}}}}\nedges: [{{from: a, to: b}}]\n"
+    );
+    let experience = format!(
+        "name: e\nversion: 0.1.0\nstate: {{schema: {{}}}}\ngraph:\n  nodes:\n    - {{id: a, kind: agent, prompt: '{reference}'}}\n  \
+         edges: []\n"
+    );
+    for (text, nodes) in [(sweny, &["a", "b"][..]), (experience, &["a"][..])] {
+        let loaded = format::load_str(&text, None, None).unwrap_or_else(|e| panic!("{e}: {text}"));
+        for id in nodes {
+            let prompt = loaded.workflow.node(id).unwrap().user_prompt.clone().unwrap();
+            assert!(!prompt.contains("secret words") && prompt.contains(&reference), "{prompt}");
+            let noted = loaded.notes.iter().any(|n| n.contains(&format!("node `{id}`")) && n.contains("not read"));
+            assert!(noted, "{:?}", loaded.notes);
+        }
+        // A file opened from disk still has its references read next to it, as SWEny and OpenExpertise read them.
+        let file = dir.path().join("flow.yaml");
+        std::fs::write(&file, text.replace(&reference, "./secret.md")).unwrap();
+        let opened = format::load_file(&file, None).unwrap();
+        let prompt = opened.workflow.node("a").unwrap().user_prompt.clone().unwrap();
+        assert_eq!(prompt, "the secret words");
+    }
+}
+
 #[test]
 fn sweny_instructions_load_from_files_and_errors_are_clear() {
     let dir = tempfile::tempdir().unwrap();

@@ -391,3 +391,56 @@ async fn a_decision_sent_again_after_its_worker_took_the_first_is_not_kept_for_a
     let rounds: Vec<_> = kept.decisions.iter().map(|k| (k.node.as_str(), k.round)).collect();
     assert_eq!(rounds, [("review", 0)], "one decision, for the round that was asked");
 }
+
+/// `../`s from the server's working folder (this test's) up to the root, then `file`: a reference in a document that
+/// reaches `file` when read against the working folder.
+fn reaching(file: &std::path::Path) -> String {
+    let up = std::env::current_dir().unwrap().components().count() - 1;
+    format!("{}{}", "../".repeat(up), file.display().to_string().trim_start_matches('/'))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_a_request_sends_never_makes_the_server_read_a_file_it_names() {
+    let server = Server::start("api_no_file_read").await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret.md");
+    std::fs::write(&secret, "the server's secret words").unwrap();
+    let reference = reaching(&secret);
+    let sweny = format!(
+        "id: f\nname: F\nentry: a\nnodes:\n  a: {{name: A, instruction: '{reference}'}}\n  \
+         b: {{name: B, instruction: {{file: '{reference}'}}}}\n  c: {{name: C, instruction: ../../../../etc/passwd}}\n\
+         edges: [{{from: a, to: b}}, {{from: b, to: c}}]\n"
+    );
+    let experience = format!(
+        "name: e\nversion: 0.1.0\nstate: {{schema: {{}}}}\ngraph:\n  nodes:\n    - {{id: a, kind: agent, prompt: \
+         '{reference}'}}\n    - {{id: c, kind: agent, prompt: ../../../../etc/passwd}}\n  edges: []\n"
+    );
+    for (format, text, nodes) in [("sweny", &sweny, &["a", "b", "c"][..]), ("openexpertise", &experience, &["a", "c"])]
+    {
+        for forced in [None, Some(format)] {
+            let (status, opened) = server.command("parse_document", json!({ "text": text, "format": forced })).await;
+            assert_eq!(status, 200, "{opened}");
+            let all = opened.to_string();
+            assert!(!all.contains("secret words") && !all.contains("root:"), "a file was read: {all}");
+            let nodes_of = opened["workflow"]["nodes"].as_array().unwrap();
+            for id in nodes {
+                let node = nodes_of.iter().find(|n| n["id"] == *id).unwrap();
+                assert!(node["user_prompt"].as_str().unwrap().contains("../"), "the reference is kept: {node}");
+            }
+            let notes = opened["notes"].as_array().unwrap();
+            assert!(notes.iter().any(|n| n.as_str().unwrap().contains("not read")), "a note says so: {notes:?}");
+        }
+    }
+
+    // The other places a request's text could become a path: a schema's `$ref`, a step's module (not shown,
+    // `code_consent` above), a run's file (only served files are opened or run).
+    let schema = json!({"switchyard": 1, "name": "s", "input_schema": {"$ref": "file:///etc/passwd"},
+        "nodes": [{"id": "start", "type": "start"}], "edges": []});
+    let (status, report) = server.command("validate", json!({ "workflow": schema })).await;
+    assert_eq!(status, 200, "{report}");
+    assert!(!report.to_string().contains("root:"), "{report}");
+    let workflow = json!({"switchyard": 1, "name": "x", "nodes": [{"id": "start", "type": "start"}], "edges": []});
+    let run = json!({ "request": { "workflow": workflow, "workflowPath": "../../../../etc/passwd" } });
+    let (status, answer) = server.command("start_run", run).await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "{answer}");
+}

@@ -126,7 +126,8 @@ pub fn load_file(path: &Path, format: Option<Format>) -> Result<Loaded, LoadErro
     load_str(&text, format, Some(path))
 }
 
-/// Loads workflow text. `origin` names the file in errors and anchors relative paths (SWEny `./file.md`).
+/// Loads workflow text. `origin` names the file in errors and anchors relative paths (SWEny `./file.md`); with no
+/// `origin`, no file the text names is read.
 pub fn load_str(text: &str, format: Option<Format>, origin: Option<&Path>) -> Result<Loaded, LoadError> {
     let result = (|| {
         let value = parse_value(text)?;
@@ -135,7 +136,9 @@ pub fn load_str(text: &str, format: Option<Format>, origin: Option<&Path>) -> Re
             Some(f) => f,
             None => detect(&value)?,
         };
-        let base_dir = origin.and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
+        // Files a document names are read next to its file, and never for text that is no file (what a request
+        // to a server sends): a reference like `../../etc/passwd` is kept as text, with a note.
+        let base_dir = origin.and_then(Path::parent);
         match format {
             Format::Switchyard => {
                 let workflow = canonical::from_str(text)?;
@@ -143,11 +146,11 @@ pub fn load_str(text: &str, format: Option<Format>, origin: Option<&Path>) -> Re
             }
             Format::AgentFlow => agentflow::import(&value).map(|(workflow, notes)| Loaded { workflow, format, notes }),
             Format::Sweny => {
-                sweny::import(&value, &base_dir).map(|(workflow, notes)| Loaded { workflow, format, notes })
+                sweny::import(&value, base_dir).map(|(workflow, notes)| Loaded { workflow, format, notes })
             }
             Format::Tea => tea::import(&value).map(|(workflow, notes)| Loaded { workflow, format, notes }),
             Format::OpenExpertise => {
-                openexpertise::import(&value, &base_dir).map(|(workflow, notes)| Loaded { workflow, format, notes })
+                openexpertise::import(&value, base_dir).map(|(workflow, notes)| Loaded { workflow, format, notes })
             }
         }
     })();

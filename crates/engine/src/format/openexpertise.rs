@@ -19,7 +19,7 @@ const CLI_AGENT_KEYS: &[&str] = &["provider", "model", "workdir", "output_format
 /// OpenExpertise's published JSON Schema for `experience.yaml`, bundled (`schema/openexpertise-experience.schema.json`).
 const OE_SCHEMA: &str = include_str!("../../../../schema/openexpertise-experience.schema.json");
 
-pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<String>), LoadError> {
+pub(super) fn import(value: &Value, base_dir: Option<&Path>) -> Result<(Workflow, Vec<String>), LoadError> {
     let mut notes = Vec::new();
     let top = value.as_object().expect("detect() checked the top level is a map");
     let mut workflow =
@@ -219,7 +219,7 @@ fn check(top: &serde_json::Map<String, Value>, raw_nodes: &[Value]) -> Result<()
     Ok(())
 }
 
-fn node(id: &str, raw: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Result<Node, LoadError> {
+fn node(id: &str, raw: &Value, base_dir: Option<&Path>, notes: &mut Vec<String>) -> Result<Node, LoadError> {
     let kind = raw["kind"].as_str().unwrap_or("agent");
     let mut node = match kind {
         "cli-agent" => cli_agent(id, raw, notes),
@@ -391,11 +391,19 @@ fn cli_agent_env(provider: &str) -> &'static [&'static str] {
 }
 
 /// A prompt: a `./file.md` read next to the experience when it is there (its `{{$item…}}` references translated),
-/// else the reference itself, with a note.
-fn prompt(id: &str, prompt: &str, base_dir: &Path, notes: &mut Vec<String>) -> String {
+/// else the reference itself, with a note. A document that is not a file (pasted text, a request to a server) has no
+/// folder: its references are never read.
+fn prompt(id: &str, prompt: &str, base_dir: Option<&Path>, notes: &mut Vec<String>) -> String {
     if !(prompt.starts_with("./") || prompt.starts_with("../")) {
         return template(prompt);
     }
+    let Some(base_dir) = base_dir else {
+        notes.push(format!(
+            "node `{id}`: prompt file {prompt} is not read: this document was not opened from a file; its path is the \
+             prompt"
+        ));
+        return format!("(prompt file {prompt})");
+    };
     match std::fs::read_to_string(base_dir.join(prompt)) {
         Ok(text) => template(&text),
         Err(_) => {

@@ -21,7 +21,7 @@ fn check_schema(value: &Value) -> Result<(), LoadError> {
     super::check_published_schema(&VALIDATOR, SWENY_SCHEMA, value, "SWEny workflow", "SWENY_SCHEMA")
 }
 
-pub(super) fn import(value: &Value, base_dir: &Path) -> Result<(Workflow, Vec<String>), LoadError> {
+pub(super) fn import(value: &Value, base_dir: Option<&Path>) -> Result<(Workflow, Vec<String>), LoadError> {
     let mut notes = Vec::new();
     let top = value.as_object().expect("detect() checked the top level is a map");
     let name = top.get("name").or_else(|| top.get("id")).and_then(Value::as_str).unwrap_or("Imported SWEny workflow");
@@ -236,7 +236,12 @@ fn check_eval(id: &str, raw: &serde_json::Map<String, Value>) -> Result<(), Load
 
 /// A node's instruction: inline text, `{inline}`, or a `./file.md` / `{file}` path read relative to the workflow.
 /// SWEny instructions are not Jinja templates, so text that looks like one is kept verbatim.
-fn instruction_text(id: &str, value: &Value, base_dir: &Path, notes: &mut Vec<String>) -> Result<String, LoadError> {
+fn instruction_text(
+    id: &str,
+    value: &Value,
+    base_dir: Option<&Path>,
+    notes: &mut Vec<String>,
+) -> Result<String, LoadError> {
     let text = match value {
         Value::String(s) if is_file_reference(s) => read_instruction(id, s, base_dir, notes),
         Value::String(s) => s.clone(),
@@ -270,8 +275,16 @@ fn is_file_reference(s: &str) -> bool {
 }
 
 /// SWEny reads an instruction file only when the node runs, so a file that is not there does not refuse the
-/// workflow: the node's prompt says which file was missing, and a note says it when the file is opened.
-fn read_instruction(id: &str, path: &str, base_dir: &Path, notes: &mut Vec<String>) -> String {
+/// workflow: the node's prompt says which file was missing, and a note says it when the file is opened. A document
+/// that is not a file (pasted text, a request to a server) has no folder: its references are never read, only kept.
+fn read_instruction(id: &str, path: &str, base_dir: Option<&Path>, notes: &mut Vec<String>) -> String {
+    let Some(base_dir) = base_dir else {
+        notes.push(format!(
+            "node `{id}`: its instruction is the file {path}, which is not read: this document was not opened from a \
+             file; open the workflow file itself, or write the instruction in the node"
+        ));
+        return format!("(the instruction file {path}, not read: the workflow was not opened from a file)");
+    };
     let full = base_dir.join(path);
     std::fs::read_to_string(&full).unwrap_or_else(|e| {
         notes.push(format!(
