@@ -30,7 +30,7 @@ pub struct EvalCli {
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// The share of cases that must pass, from 0 to 1 (default: all).
-    #[arg(long, default_value_t = 1.0, value_name = "FRACTION")]
+    #[arg(long, default_value_t = 1.0, value_name = "FRACTION", allow_negative_numbers = true)]
     min_pass_rate: f64,
     /// Default model for agents (and judges) that name none (provider/model).
     #[arg(long)]

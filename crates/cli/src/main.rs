@@ -221,7 +221,10 @@ impl From<SessionError> for Unusable {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return arguments_refused(e),
+    };
     let db = cli.db.clone().or_else(|| std::env::var("SWITCHYARD_DB").ok()).filter(|d| !d.trim().is_empty());
     // With --json, even a command that cannot go on prints one JSON object; a run says it was invalid.
     let json_errors = match &cli.command {
@@ -303,24 +306,63 @@ fn main() -> ExitCode {
     };
     match code {
         Ok(c) => ExitCode::from(c),
-        Err(Unusable { message, errors }) => {
-            // A single problem's code, for scripts and docs/errors.md, unless the message or a hint line says it.
-            let codes: Vec<&str> = errors.iter().filter_map(|e| e["code"].as_str()).collect();
-            match codes.as_slice() {
-                [code] if !message.contains(&format!("[{code}]")) && hint(code).is_none() => {
-                    errln!("error: {message} [{code}]")
-                }
-                _ => errln!("error: {message}"),
-            }
-            print_hints(errors.iter().filter_map(|e| e["code"].as_str()));
-            match json_errors {
-                Some(true) => outln!("{}", json!({"status": "invalid", "errors": errors})),
-                Some(false) => outln!("{}", json!({"errors": errors})),
-                None => {}
-            }
-            ExitCode::from(2)
-        }
+        Err(unusable) => unusable_exit(unusable, json_errors),
     }
+}
+
+/// Exit 2 for input that cannot be used: the error on stderr, and with `--json` one JSON object on stdout (with
+/// `"status": "invalid"` for the commands that print a run, `json_errors == Some(true)`).
+fn unusable_exit(Unusable { message, errors }: Unusable, json_errors: Option<bool>) -> ExitCode {
+    // A single problem's code, for scripts and docs/errors.md, unless the message or a hint line says it.
+    let codes: Vec<&str> = errors.iter().filter_map(|e| e["code"].as_str()).collect();
+    match codes.as_slice() {
+        [code] if !message.contains(&format!("[{code}]")) && hint(code).is_none() => {
+            errln!("error: {message} [{code}]")
+        }
+        _ => errln!("error: {message}"),
+    }
+    print_hints(errors.iter().filter_map(|e| e["code"].as_str()));
+    match json_errors {
+        Some(true) => outln!("{}", json!({"status": "invalid", "errors": errors})),
+        Some(false) => outln!("{}", json!({"errors": errors})),
+        None => {}
+    }
+    ExitCode::from(2)
+}
+
+/// A command line clap refuses. `--help` and `--version` print as clap prints them; a mistake is clap's text (usage
+/// and all) on stderr, exit 2, and when the command takes `--json` and was given it, also the JSON object that
+/// command prints for any input it cannot use, with `INVALID_ARGUMENTS`, so a script reading stdout has it.
+fn arguments_refused(e: clap::Error) -> ExitCode {
+    use clap::CommandFactory;
+    let args: Vec<String> = std::env::args().skip(1).take_while(|a| a != "--").collect();
+    let cli = Cli::command();
+    let command = args.iter().find_map(|a| cli.find_subcommand(a));
+    let takes_json = command.is_some_and(|c| c.get_arguments().any(|a| a.get_id() == "json"));
+    if !e.use_stderr() || !takes_json || !args.iter().any(|a| a == "--json") {
+        e.exit()
+    }
+    let _ = e.print();
+    // clap's text up to its usage, on one line: `unexpected argument '--x' found; tip: a similar argument exists: …`.
+    let said = e.to_string();
+    let mut message = String::new();
+    for line in said.lines().map(str::trim).take_while(|l| !l.starts_with("Usage:")) {
+        let line = line.strip_prefix("error: ").unwrap_or(line);
+        if line.is_empty() || line.starts_with("For more information") {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(if message.ends_with(':') { " " } else { "; " });
+        }
+        message.push_str(line);
+    }
+    let status = command.is_some_and(|c| matches!(c.get_name(), "run" | "resume" | "replay"));
+    let Unusable { errors, .. } = coded("INVALID_ARGUMENTS", message);
+    match status {
+        true => outln!("{}", json!({"status": "invalid", "errors": errors})),
+        false => outln!("{}", json!({"errors": errors})),
+    }
+    ExitCode::from(2)
 }
 
 fn load(file: &Path, format: Option<Format>) -> Result<Loaded, Unusable> {
@@ -794,22 +836,8 @@ fn cmd_runs(db: Option<&str>, json: bool) -> Result<u8, Unusable> {
     let store = open_runs(db)?;
     let runs = session::runs(&*store)?;
     if json {
-        let rows: Vec<Value> = runs
-            .iter()
-            .map(|r| {
-                json!({
-                    "id": r.id,
-                    "workflow": r.workflow_ref.clone().unwrap_or_else(|| r.workflow.clone()),
-                    "status": r.status,
-                    "started": r.started,
-                    "durationMs": r.duration_ms,
-                    "pending": r.pending,
-                    "tokens": r.tokens,
-                    "cost": r.cost,
-                    "eval": r.eval,
-                })
-            })
-            .collect();
+        // The shape a server's `GET /api/runs` lists too.
+        let rows: Vec<_> = runs.into_iter().map(switchyard_engine::views::ListedRun::from).collect();
         outln!("{}", serde_json::to_string_pretty(&rows).unwrap());
         return Ok(0);
     }

@@ -414,3 +414,181 @@ cases:
     assert_eq!(failures[0]["expected"], "passes the javascript assertion");
     assert_eq!(failures[0]["actual"], "no light in: Dark mode arrives next week on every platform.");
 }
+
+/// Parses `xml` with Python's XML parser (expat) and prints each test case's name and the type of its `error` or
+/// `failure`, as Python's `ascii()` writes them.
+fn junit_cases(xml: &Path) -> String {
+    let parsed = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.etree.ElementTree as E\ns = E.parse(sys.argv[1]).getroot().find('testsuite')\nfor c in s.iter('testcase'):\n    f = c.find('error') if c.find('error') is not None else c.find('failure')\n    print(ascii(c.get('name')), *([] if f is None else [f.tag, f.get('type'), ascii(f.get('message'))]))",
+            xml.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        parsed.status.success(),
+        "not well-formed XML: {}\n{}",
+        text(&parsed.stderr),
+        std::fs::read_to_string(xml).unwrap()
+    );
+    text(&parsed.stdout)
+}
+
+#[test]
+fn a_case_that_failed_once_and_then_could_not_run_could_not_run_and_still_gets_its_totals_and_junit_file() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A code step that removes the case's answers file: the first attempt runs (and fails its expectation), the
+    // second cannot read its answers.
+    std::fs::write(
+        dir.path().join("vanish.yaml"),
+        "switchyard: 1
+name: vanish
+nodes:
+  - {id: start, type: start}
+  - id: burn
+    type: script
+    language: python
+    code: |
+      import os
+      os.remove(input['answers'])
+      return {'burned': True}
+edges:
+  - {from: start, to: burn}
+",
+    )
+    .unwrap();
+    let answers = dir.path().join("vanish.answers.yaml");
+    let evals = dir.path().join("vanish.evals.yaml");
+    std::fs::write(
+        &evals,
+        format!(
+            "workflow: vanish.yaml\ncases:\n  - id: burns\n    answers: vanish.answers.yaml\n    input: {{answers: {:?}}}\n    expect: [{{node: burn, path: {{path: burned, equals: false}}}}]\n",
+            answers.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let junit = dir.path().join("report.xml");
+    let args = ["eval", evals.to_str().unwrap(), "--allow-code", "--repeat", "2", "--junit", junit.to_str().unwrap()];
+
+    std::fs::write(&answers, "nodes: {}\n").unwrap();
+    let out = switchyard(home.path(), &[&args[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    let case = &report["cases"][0];
+    assert_eq!((case["verdict"].as_str(), report["errors"].as_u64()), (Some("error"), Some(1)), "{report}");
+    assert_eq!(case["attempts"][0]["failures"][0]["node"], "burn", "the first attempt ran and failed: {report}");
+    assert_eq!(case["attempts"][1]["error"]["code"], "ANSWERS_UNREADABLE", "{report}");
+    assert!(text(&out.stderr).contains("[ANSWERS_UNREADABLE]"), "the live line says why: {}", text(&out.stderr));
+    let cases = junit_cases(&junit);
+    assert!(cases.starts_with("'burns' error ANSWERS_UNREADABLE '"), "{cases}");
+
+    std::fs::write(&answers, "nodes: {}\n").unwrap();
+    std::fs::remove_file(&junit).unwrap();
+    let out = switchyard(home.path(), &args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("0/1 passed (0 failed, 0 flaky, 1 could not run)"), "{stdout}");
+    assert!(junit.exists(), "the JUnit file is written");
+}
+
+#[test]
+fn characters_xml_has_no_place_for_in_a_case_id_or_an_expected_value_leave_the_junit_file_well_formed() {
+    let home = tempfile::tempdir().unwrap();
+    let evals = serde_json::json!({
+        "workflow": "approval-flow.yaml",
+        "cases": [{
+            "id": "odd\u{FFFE}\u{FFFF}\u{1}id",
+            "answers": "approval-flow.script.yaml",
+            "decisions": {"review": "approve"},
+            "expect": [{"node": "publish", "equals": "\u{FFFE}\u{FFFF}"}]
+        }]
+    });
+    let (dir, file) = suite(&evals.to_string());
+    let junit = dir.path().join("report.xml");
+    let out = switchyard(home.path(), &["eval", &file, "--junit", junit.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", text(&out.stdout), text(&out.stderr));
+    let cases = junit_cases(&junit);
+    assert!(cases.starts_with("'odd\\ufffd\\ufffd\\ufffdid' failure expectation '"), "{cases}");
+    assert!(cases.contains("equals \"\\ufffd\\ufffd\""), "the expected value shows where they were: {cases}");
+}
+
+#[test]
+fn a_run_whose_text_has_empty_lines_becomes_a_case_with_exactly_that_text() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, _) = suite("workflow: approval-flow.yaml\ncases: []\n");
+    std::fs::remove_file(dir.path().join("approval-flow.evals.yaml")).unwrap();
+    let workflow = dir.path().join("approval-flow.yaml");
+    let answers = dir.path().join("approval-flow.script.yaml");
+    let draft = "Dark mode\n\n  arrives next week.\n\n";
+    std::fs::write(
+        &answers,
+        serde_json::json!({"nodes": {"draft": [{"text": draft}], "publish": [{"text": "\n"}]}}).to_string(),
+    )
+    .unwrap();
+    let input = "line one\n\nline three\n";
+    let paused = switchyard(
+        home.path(),
+        &["run", workflow.to_str().unwrap(), "--answers", answers.to_str().unwrap(), "--input", input, "--json"],
+    );
+    let id = serde_json::from_slice::<Value>(&paused.stdout).unwrap()["runId"].as_str().unwrap().to_string();
+    assert_eq!(switchyard(home.path(), &["resume", &id, "--decide", "review=approve"]).status.code(), Some(0));
+    let added = switchyard(home.path(), &["eval", "add", &id]);
+    assert_eq!(added.status.code(), Some(0), "{}", text(&added.stderr));
+
+    let evals = dir.path().join("approval-flow.evals.yaml");
+    let suite = switchyard_engine::eval::Suite::load(&evals).unwrap_or_else(|e| panic!("{e}"));
+    let case = &suite.file.cases[0];
+    assert_eq!(case.input, Some(Value::from(input)), "{}", std::fs::read_to_string(&evals).unwrap());
+    let Some(switchyard_engine::eval::file::AnswersRef::Inline(answered)) = &case.answers else { panic!("{case:?}") };
+    assert_eq!(answered["nodes"]["draft"]["text"], draft, "{answered}");
+    assert_eq!(answered["nodes"]["publish"]["text"], "\n", "{answered}");
+    let passed = switchyard(home.path(), &["eval", evals.to_str().unwrap(), "--offline"]);
+    assert_eq!(passed.status.code(), Some(0), "{}", text(&passed.stdout));
+}
+
+#[test]
+fn with_json_a_command_line_that_cannot_be_used_or_a_workflow_that_cannot_be_loaded_is_a_coded_json_error() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, file) = suite(ONE_PASSES_ONE_FAILS);
+    let file = file.as_str();
+    let refused = |args: &[&str]| {
+        let out = switchyard(home.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{args:?}: stdout is not JSON ({e}): {}{}", text(&out.stdout), text(&out.stderr))
+        });
+        (v, text(&out.stderr))
+    };
+    // A negative fraction is a value of --min-pass-rate, refused by what it says.
+    let (v, _) = refused(&["eval", file, "--min-pass-rate", "-0.1", "--json"]);
+    assert_eq!(v["errors"][0]["code"], "INVALID_PASS_RATE", "{v}");
+    // What clap refuses: the mistake, with a code, on stdout; clap's text with the usage on stderr.
+    for (args, said) in [
+        (vec!["eval", file, "--json", "--min-pass-rat", "0.5"], "--min-pass-rat"),
+        (vec!["eval", file, "--json", "--repeat", "twice"], "--repeat"),
+        (vec!["eval", "--json"], "<FILE>"),
+    ] {
+        let (v, stderr) = refused(&args);
+        assert_eq!(v["errors"][0]["code"], "INVALID_ARGUMENTS", "{args:?}: {v}");
+        let message = v["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains(said) && !message.starts_with("error:"), "{args:?}: {message}");
+        assert!(stderr.starts_with("error: ") && stderr.contains(said), "clap's own text: {args:?}: {stderr}");
+    }
+    // The commands that print a run say it was invalid, as for any input they cannot use.
+    let (v, _) = refused(&["run", "examples/approval-flow.yaml", "--json", "--answer", "x.yaml"]);
+    assert_eq!((v["status"].as_str(), v["errors"][0]["code"].as_str()), (Some("invalid"), Some("INVALID_ARGUMENTS")));
+    // Without --json, clap says it alone, on stderr; --help is help, on stdout.
+    let plain = switchyard(home.path(), &["eval", file, "--min-pass-rat", "0.5"]);
+    assert_eq!((plain.status.code(), plain.stdout.is_empty()), (Some(2), true), "{}", text(&plain.stdout));
+    let help = switchyard(home.path(), &["eval", "--help", "--json"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(text(&help.stdout).contains("--min-pass-rate"), "{}", text(&help.stdout));
+
+    // A workflow that cannot be loaded is one that cannot be evaluated: INVALID_WORKFLOW, the loader's code said.
+    std::fs::write(dir.path().join("approval-flow.yaml"), "name: nothing to run\n").unwrap();
+    let (v, _) = refused(&["eval", file, "--json"]);
+    assert_eq!(v["errors"][0]["code"], "INVALID_WORKFLOW", "{v}");
+    assert!(v["errors"][0]["message"].as_str().unwrap().contains("NO_NODES"), "{v}");
+}

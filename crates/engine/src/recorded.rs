@@ -155,8 +155,10 @@ impl Calls {
         if let Some(call) = &found {
             self.used.lock().unwrap().insert(key.to_string());
             self.reused.fetch_add(1, Ordering::Relaxed);
-            let tokens = call.usage.as_ref().map_or(0, |u| u.input_tokens + u.output_tokens);
-            self.tokens_saved.fetch_add(tokens, Ordering::Relaxed);
+            let tokens = call.usage.as_ref().map_or(0, Usage::tokens);
+            let _ = self
+                .tokens_saved
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| Some(t.saturating_add(tokens)));
         }
         found
     }
@@ -259,5 +261,23 @@ impl Model for RecordedModel {
         };
         self.calls.record(key, call);
         Ok(answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tokens_a_record_saved_stay_at_the_most_a_count_holds_when_its_calls_claim_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.evals.calls.json");
+        let call =
+            |node: &str| json!({"node": node, "text": "ok", "usage": {"inputTokens": u64::MAX, "outputTokens": 7}});
+        let file = json!({"version": 1, "calls": {"k1": call("a"), "k2": call("b")}});
+        std::fs::write(&path, file.to_string()).unwrap();
+        let calls = Calls::open(&path).unwrap();
+        assert!(calls.lookup("k1").is_some() && calls.lookup("k2").is_some());
+        assert_eq!(calls.counts(), CallCounts { model_calls: 0, reused: 2, tokens_saved: u64::MAX });
     }
 }

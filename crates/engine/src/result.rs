@@ -194,13 +194,22 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Adds another call's tokens.
+    /// Adds another call's tokens. The counts come from providers and recorded-calls files, so they may be anything:
+    /// a sum that would overflow stays at `u64::MAX` ([`SATURATED`]), which no `max_tokens` check passes.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self.cached_input_tokens.saturating_add(other.cached_input_tokens);
+    }
+
+    /// Input and output tokens together (at most [`SATURATED`]).
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 }
+
+/// A token count that reached `u64::MAX`: a sum that would have overflowed stays here rather than wrapping around.
+pub const SATURATED: u64 = u64::MAX;
 
 fn is_zero(n: &u64) -> bool {
     *n == 0

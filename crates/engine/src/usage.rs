@@ -18,7 +18,7 @@ pub fn by_model(events: &[Event], model_of: impl Fn(&str) -> Option<String>) -> 
             EventKind::Route { from, usage: Some(u), .. } => (from, u),
             _ => continue,
         };
-        if usage.input_tokens + usage.output_tokens == 0 {
+        if usage.tokens() == 0 {
             continue;
         }
         used.entry(model_of(node).unwrap_or_default()).or_default().add(usage);
@@ -26,9 +26,9 @@ pub fn by_model(events: &[Event], model_of: impl Fn(&str) -> Option<String>) -> 
     used
 }
 
-/// The tokens in a usage table.
+/// The tokens in a usage table (at most `u64::MAX`, where a sum that would overflow stays: `result::SATURATED`).
 pub fn tokens(used: &BTreeMap<String, Usage>) -> u64 {
-    used.values().map(|u| u.input_tokens + u.output_tokens).sum()
+    used.values().fold(0u64, |sum, u| sum.saturating_add(u.tokens()))
 }
 
 /// The cost of a usage table in US dollars, or the first model that used tokens without a price ("" for calls

@@ -240,3 +240,232 @@ fn an_evaluation_the_store_does_not_keep_is_named_with_the_store_and_a_file_neve
     assert!(eval::kept::last(&store, &dir.path().join("x.evals.yaml")).unwrap().is_none());
     assert!(eval::kept::latest(&store, &dir.path().join("x.evals.yaml")).unwrap().is_none());
 }
+
+#[tokio::test]
+async fn a_workflow_that_cannot_be_loaded_is_an_invalid_workflow_and_says_why_the_loader_refused_it() {
+    let (dir, suite) = suite("workflow: triage.yaml\ncases:\n  - {id: a, expect: [{status: completed}]}\n");
+    for (text, said) in [
+        ("name: nothing to run\n", "NO_NODES"),
+        ("switchyard: 1\nname: broken\nnodes: [\n", "PARSE_ERROR"),
+        ("just some text\n", "NOT_A_MAPPING"),
+    ] {
+        std::fs::write(dir.path().join("triage.yaml"), text).unwrap();
+        let e = eval::run(&suite, &Options::default(), |_| panic!("no case runs")).await.unwrap_err();
+        assert_eq!(e.code, "INVALID_WORKFLOW", "{text:?}: {e}");
+        assert!(e.message.contains(said) && e.to_string().contains("triage.yaml"), "{text:?}: {e}");
+    }
+    std::fs::remove_file(dir.path().join("triage.yaml")).unwrap();
+    let e = eval::run(&suite, &Options::default(), |_| panic!("no case runs")).await.unwrap_err();
+    assert_eq!(e.code, "INVALID_WORKFLOW", "a missing workflow file cannot be loaded either: {e}");
+}
+
+/// Strings that YAML writes in every style it has (plain, quoted, literal and folded blocks, with each chomping and
+/// indentation indicator), and that a careless re-indentation changes.
+const TRICKY: [&str; 34] = [
+    "a\n\nb",
+    "\n",
+    "\n\n",
+    "a\n",
+    "a\n\n",
+    "\na",
+    "  lead",
+    "  lead\nnext",
+    "trail  ",
+    "trail  \nx",
+    "# not a comment",
+    "key: value",
+    "- item",
+    "a\r\nb",
+    "a\rb",
+    "\ttab",
+    "a\n\tb",
+    "é日本😀",
+    "\u{85}",
+    "a\u{2028}b",
+    "\u{feff}bom",
+    "---",
+    "...",
+    "null",
+    "true",
+    "1.0",
+    "~",
+    "*a",
+    "&a",
+    "!tag",
+    "{x: [1]}",
+    "'\"",
+    "a\n \nb",
+    "",
+];
+
+/// A case holding `text` wherever `eval add` writes a run's text: its input (plain and in an object), what a node
+/// answered, its description and its expectations.
+fn case_holding(id: &str, text: &str) -> eval::Case {
+    use serde_json::json;
+    use switchyard_engine::eval::{file::AnswersRef, Check, Expectation};
+    let expect = |check: Check| Expectation { node: Some("page".into()), check };
+    eval::Case {
+        id: id.into(),
+        description: Some(text.into()),
+        input: Some(if id.ends_with('0') { json!(text) } else { json!({"text": text, text: [text]}) }),
+        answers: Some(AnswersRef::Inline(json!({"nodes": {"page": [{"text": text}, {"data": {"note": text}}]}}))),
+        decisions: [("gate".to_string(), json!({"decision": "approve", "note": text}))].into(),
+        expect: vec![expect(Check::Contains(text.into())), expect(Check::Equals(json!(text)))],
+    }
+}
+
+#[test]
+fn a_case_added_to_an_evaluation_file_reads_back_exactly_whatever_its_text() {
+    // Each tricky string alone, then seeded combinations of them: the same cases on every run.
+    let mut texts: Vec<String> = TRICKY.iter().map(|s| s.to_string()).collect();
+    let mut seed: u64 = 0x5EED_CA5E;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..300 {
+        let parts = 1 + next() % 5;
+        texts.push((0..parts).map(|_| TRICKY[(next() % TRICKY.len() as u64) as usize]).collect());
+    }
+    let path = Path::new("cases.evals.yaml");
+    for (n, text) in texts.iter().enumerate() {
+        // Two cases appended one after the other, as `eval add` appends them, the second after the first's text.
+        let (first, second) = (case_holding(&format!("first-{n}0"), text), case_holding(&format!("second-{n}1"), text));
+        let file = format!("workflow: triage.yaml\ncases:\n{}{}", eval::case_yaml(&first), eval::case_yaml(&second));
+        let read = Suite::parse(&file, path).unwrap_or_else(|e| panic!("{text:?} does not read back: {e}\n{file}"));
+        assert_eq!(read.file.cases, [first, second], "{text:?} read back otherwise from:\n{file}");
+    }
+}
+
+/// A model whose every call reports more tokens than a count holds, with one more for the output.
+struct Boundless;
+
+#[async_trait::async_trait]
+impl switchyard_engine::model::Model for Boundless {
+    async fn execute(
+        &self,
+        _: &switchyard_engine::model::ExecuteRequest<'_>,
+        _: &dyn switchyard_engine::model::NodeIo,
+    ) -> Result<switchyard_engine::model::ModelOutput, switchyard_engine::model::ModelError> {
+        let usage =
+            switchyard_engine::result::Usage { input_tokens: u64::MAX, output_tokens: 1, cached_input_tokens: 0 };
+        Ok(switchyard_engine::model::ModelOutput { text: Some("ok".into()), data: None, usage: Some(usage) })
+    }
+
+    async fn route(
+        &self,
+        _: &switchyard_engine::model::RouteRequest<'_>,
+        _: &dyn switchyard_engine::model::NodeIo,
+    ) -> Result<switchyard_engine::model::RouteAnswer, switchyard_engine::model::ModelError> {
+        Err("no routes here".to_string().into())
+    }
+}
+
+/// A model that panics when it is called: a bug in a provider, or in Switchyard.
+struct Panicking;
+
+#[async_trait::async_trait]
+impl switchyard_engine::model::Model for Panicking {
+    async fn execute(
+        &self,
+        _: &switchyard_engine::model::ExecuteRequest<'_>,
+        _: &dyn switchyard_engine::model::NodeIo,
+    ) -> Result<switchyard_engine::model::ModelOutput, switchyard_engine::model::ModelError> {
+        panic!("the provider's answer made no sense")
+    }
+
+    async fn route(
+        &self,
+        _: &switchyard_engine::model::RouteRequest<'_>,
+        _: &dyn switchyard_engine::model::NodeIo,
+    ) -> Result<switchyard_engine::model::RouteAnswer, switchyard_engine::model::ModelError> {
+        panic!("the provider's route made no sense")
+    }
+}
+
+/// Runs `yaml` with `model`, its events collected; a run that has not ended within a minute has hung.
+async fn run_with_model(
+    yaml: &str,
+    model: std::sync::Arc<dyn switchyard_engine::model::Model>,
+) -> (switchyard_engine::run::Outcome, Vec<switchyard_engine::events::Event>) {
+    use std::sync::Arc;
+    use switchyard_engine::log::Collector;
+    use switchyard_engine::run::{self, RunOptions, Runtime};
+    let workflow = switchyard_engine::format::load_str(yaml, None, None).unwrap_or_else(|e| panic!("{e}"));
+    let seen = Collector::default();
+    let runtime = Runtime {
+        model,
+        answers: None,
+        log: None,
+        observers: vec![Arc::new(seen.clone())],
+        code: Default::default(),
+        mcp: Default::default(),
+    };
+    let running = run::run(Arc::new(workflow.workflow), RunOptions::default(), runtime);
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), running)
+        .await
+        .expect("the run ended instead of hanging");
+    (outcome, seen.events())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_counts_past_what_a_count_holds_stay_at_the_most_and_fail_every_max_tokens() {
+    use switchyard_engine::eval::{check, Check, Expectation};
+    // Two calls in one node (one per item), then a second node: every sum would overflow.
+    let (outcome, events) = run_with_model(
+        "switchyard: 1
+name: boundless
+nodes:
+  - {id: start, type: start}
+  - {id: fan, type: agent, model: p/m, user_prompt: 'Item {{ item }}', for_each: {items: '[1, 2]'}}
+  - {id: sum, type: agent, model: p/m, user_prompt: Sum up}
+edges:
+  - {from: start, to: fan}
+  - {from: fan, to: sum}
+",
+        std::sync::Arc::new(Boundless),
+    )
+    .await;
+    assert_eq!(outcome.result.status, switchyard_engine::RunStatus::Completed, "{:?}", outcome.result.results);
+    let used = switchyard_engine::usage::by_model(&events, |_| Some("p/m".into()));
+    assert_eq!(
+        (used["p/m"].input_tokens, used["p/m"].output_tokens),
+        (u64::MAX, 3),
+        "the input count stays at the most"
+    );
+    assert_eq!(switchyard_engine::usage::tokens(&used), u64::MAX);
+    assert_eq!(check::spent(&events, None).tokens, u64::MAX);
+    // Not even the largest limit holds: the count overflowed, so the run used more than any.
+    let limits = [1000, u64::MAX - 1, u64::MAX];
+    for (node, max) in limits.iter().flat_map(|max| [(None, *max), (Some("fan".to_string()), *max)]) {
+        let expect = [Expectation { node: node.clone(), check: Check::MaxTokens(max) }];
+        let failures = check::check(&expect, &outcome.result, &events);
+        assert_eq!(failures.len(), 1, "max_tokens {max} of {node:?} held on an overflowed count");
+        assert!(failures[0].actual.contains("overflowed"), "{:?}", failures[0]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_panics_fails_its_run_instead_of_leaving_it_hung() {
+    let (outcome, _) = run_with_model(
+        "switchyard: 1
+name: panics
+nodes:
+  - {id: start, type: start}
+  - {id: ask, type: agent, model: p/m, user_prompt: Anything}
+  - {id: after, type: agent, model: p/m, user_prompt: Then}
+edges:
+  - {from: start, to: ask}
+  - {from: ask, to: after}
+",
+        std::sync::Arc::new(Panicking),
+    )
+    .await;
+    assert_eq!(outcome.result.status, switchyard_engine::RunStatus::Failed);
+    let ask = outcome.result.node("ask").unwrap();
+    let error = ask.error.unwrap_or_default();
+    assert!(error.contains("internal error") && error.contains("the provider's answer made no sense"), "{error}");
+    assert!(outcome.result.node("after").is_none_or(|r| r.status != switchyard_engine::result::NodeStatus::Success));
+}

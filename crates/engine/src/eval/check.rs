@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::file::{Check, Expectation};
 use crate::events::{Event, EventKind};
-use crate::result::{NodeResult, NodeStatus, RunResult};
+use crate::result::{NodeResult, NodeStatus, RunResult, Usage, SATURATED};
 use crate::run::output_text;
 
 /// An expectation that did not hold.
@@ -35,13 +35,13 @@ pub fn spent(events: &[Event], node: Option<&str>) -> Spent {
     for e in events {
         match &e.kind {
             EventKind::NodeExit { node: n, usage, duration_ms, .. } if node.is_none_or(|id| id == n) => {
-                spent.tokens += usage.as_ref().map_or(0, |u| u.input_tokens + u.output_tokens);
+                spent.tokens = spent.tokens.saturating_add(usage.as_ref().map_or(0, Usage::tokens));
                 if node.is_some() {
-                    spent.duration_ms += duration_ms;
+                    spent.duration_ms = spent.duration_ms.saturating_add(*duration_ms);
                 }
             }
             EventKind::Route { from, usage: Some(u), .. } if node.is_none_or(|id| id == from) => {
-                spent.tokens += u.input_tokens + u.output_tokens;
+                spent.tokens = spent.tokens.saturating_add(u.tokens());
             }
             _ => {}
         }
@@ -130,8 +130,11 @@ fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Fa
             (!same).then(|| fail(describe(&e.check), actual))?
         }
         Check::MaxTokens(max) => {
-            let used = spent(events, e.node.as_deref()).tokens;
-            (used > *max).then(|| fail(describe(&e.check), format!("{used} tokens")))?
+            // A total that reached the most a count holds overflowed: it is more than any limit, never within it.
+            match spent(events, e.node.as_deref()).tokens {
+                SATURATED => fail(describe(&e.check), format!("more than {SATURATED} tokens (the count overflowed)")),
+                used => (used > *max).then(|| fail(describe(&e.check), format!("{used} tokens")))?,
+            }
         }
         Check::MaxLatencyMs(max) => {
             let took = spent(events, e.node.as_deref()).duration_ms;

@@ -127,8 +127,24 @@ fn one_or_many<T>(mut list: Vec<T>) -> OneOrMany<T> {
     }
 }
 
-/// The case as YAML, an item of a `cases:` list (indented two spaces), to append to an evaluation file.
+/// The case as YAML, an item of a `cases:` list (indented two spaces), to append to an evaluation file. Read back,
+/// it is the same case: every line moves right as a whole, and the empty lines of block scalars (`|`) stay, empty,
+/// where they were (an empty line in a block scalar is a line feed of its text). A line is what YAML 1.1 ends with a
+/// line break: the emitter writes NEL, U+2028 and U+2029 into block scalars as they are, and indents after them.
 pub fn case_yaml(case: &Case) -> String {
     let text = serde_yaml::to_string(&vec![case]).expect("a case is YAML");
-    text.lines().map(|l| if l.is_empty() { String::new() } else { format!("  {l}\n") }).collect()
+    let is_break = |c: char| matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}');
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let mut line_start = true;
+    for c in text.chars() {
+        if line_start && !is_break(c) {
+            out.push_str("  ");
+        }
+        out.push(c);
+        line_start = is_break(c);
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
 }

@@ -104,7 +104,7 @@ pub async fn judge_all(
 ) -> Result<(Vec<Failure>, Vec<Judgement>, u64), CaseError> {
     let mut failures = Vec::new();
     let mut judgements = Vec::new();
-    let mut tokens = 0;
+    let mut tokens: u64 = 0;
     for e in expect {
         let Check::Judge(j) = &e.check else { continue };
         let expected = check::describe(&e.check);
@@ -118,7 +118,7 @@ pub async fn judge_all(
         if let Some(setup) = judged.setup {
             return Err(setup);
         }
-        tokens += judged.tokens;
+        tokens = tokens.saturating_add(judged.tokens);
         judgements.push(Judgement { node: e.node.clone(), score: judged.score, reason: judged.reason.clone() });
         match judged.score {
             Some(score) if score + 1e-9 >= j.threshold => {}

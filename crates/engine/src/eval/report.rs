@@ -57,9 +57,9 @@ impl Report {
             id: None,
             started: now(),
             pass_rate: if cases.is_empty() { 0.0 } else { passed as f64 / cases.len() as f64 },
-            tokens: attempts().map(|a| a.tokens).sum(),
+            tokens: attempts().fold(0u64, |sum, a| sum.saturating_add(a.tokens)),
             cost: attempts().map(|a| a.cost).sum(),
-            duration_ms: attempts().map(|a| a.duration_ms).sum(),
+            duration_ms: attempts().fold(0u64, |sum, a| sum.saturating_add(a.duration_ms)),
             file,
             workflow,
             cases,
@@ -93,23 +93,23 @@ impl Report {
         ));
         for case in &self.cases {
             let a = case.shown();
-            let time = seconds(case.attempts.iter().map(|a| a.duration_ms).sum());
+            let time = seconds(case.attempts.iter().fold(0u64, |sum, a| sum.saturating_add(a.duration_ms)));
             out.push_str(&format!(
                 "    <testcase classname=\"{}\" name=\"{}\" time=\"{time}\"",
                 xml(&self.workflow),
                 xml(&case.id)
             ));
-            match case.verdict {
-                Verdict::Passed => out.push_str("/>\n"),
-                Verdict::Error => {
-                    let e = a.error.as_ref().expect("an error verdict has an error");
+            // An `error` verdict shows the attempt that could not run (`shown`), also when an earlier one failed.
+            match (case.verdict, &a.error) {
+                (Verdict::Passed, _) => out.push_str("/>\n"),
+                (Verdict::Error, Some(e)) => {
                     out.push_str(&format!(
                         ">\n      <error message=\"{}\" type=\"{}\"/>\n    </testcase>\n",
                         xml(&e.message),
                         xml(&e.code)
                     ));
                 }
-                Verdict::Failed | Verdict::Flaky => {
+                _ => {
                     let lines = failure_lines(case);
                     let kind = if case.verdict == Verdict::Flaky { "flaky" } else { "expectation" };
                     out.push_str(&format!(
@@ -177,6 +177,9 @@ pub fn failure_lines(case: &CaseReport) -> Vec<String> {
     lines
 }
 
+/// Text as XML 1.0 takes it in an attribute or an element. A character XML 1.0 has no place for (the C0 controls
+/// but tab, line feed and carriage return; U+FFFE and U+FFFF) becomes U+FFFD, so the file stays well-formed and
+/// shows where something was.
 fn xml(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -187,9 +190,67 @@ fn xml(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\n' => out.push_str("&#10;"),
-            c if (c as u32) < 0x20 && c != '\t' => {}
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::eval::runner::{Attempt, CaseError};
+    use crate::eval::Failure;
+
+    fn attempt(failure: Option<&str>, error: Option<&str>) -> Attempt {
+        Attempt {
+            passed: failure.is_none() && error.is_none(),
+            status: None,
+            failures: failure
+                .map(|f| Failure { node: Some("publish".into()), expected: f.into(), actual: "nothing".into() })
+                .into_iter()
+                .collect(),
+            judgements: Vec::new(),
+            error: error.map(|e| CaseError { code: "ANSWERS_UNREADABLE".into(), message: e.into() }),
+            tokens: u64::MAX,
+            duration_ms: 5,
+            cost: Some(0.0),
+            outputs: BTreeMap::new(),
+            run_id: None,
+        }
+    }
+
+    fn report(id: &str, attempts: Vec<Attempt>, verdict: Verdict) -> Report {
+        let case = CaseReport { id: id.into(), verdict, attempts };
+        Report::new("x.evals.yaml".into(), "x.yaml".into(), vec![case], CallCounts::default())
+    }
+
+    #[test]
+    fn a_case_that_failed_and_then_could_not_run_is_reported_by_the_attempt_that_could_not_run() {
+        let attempts = vec![attempt(Some("contains \"x\""), None), attempt(None, Some("gone"))];
+        let report = report("twice", attempts, Verdict::Error);
+        assert_eq!(report.errors, 1);
+        assert_eq!(report.tokens, u64::MAX, "two attempts' tokens stay at the most a count holds");
+        let junit = report.junit();
+        assert!(junit.contains("<error message=\"gone\" type=\"ANSWERS_UNREADABLE\"/>"), "{junit}");
+        assert_eq!(failure_lines(&report.cases[0]), ["[ANSWERS_UNREADABLE] gone"]);
+        assert!(report.markdown().contains("[ANSWERS_UNREADABLE] gone"));
+    }
+
+    #[test]
+    fn characters_xml_has_no_place_for_become_replacement_characters_and_line_ends_stay() {
+        assert_eq!(xml("a\u{FFFE}b\u{FFFF}c\u{1}d\u{0}e"), "a\u{FFFD}b\u{FFFD}c\u{FFFD}d\u{FFFD}e");
+        assert_eq!(xml("1\r\n2\t3 <&>\"'"), "1&#13;&#10;2&#9;3 &lt;&amp;&gt;&quot;&apos;");
+        assert_eq!(xml("é日本😀\u{7F}\u{85}\u{FFFD}"), "é日本😀\u{7F}\u{85}\u{FFFD}");
+        let id = "odd\u{FFFE}\u{FFFF}\u{1B}id";
+        let junit = report(id, vec![attempt(Some("equals \"\u{FFFF}\""), None)], Verdict::Failed).junit();
+        let forbidden = |c: char| matches!(c as u32, 0..=0x8 | 0xB | 0xC | 0xE..=0x1F | 0xFFFE | 0xFFFF);
+        assert!(!junit.chars().any(forbidden), "{junit:?}");
+        assert!(junit.contains("name=\"odd\u{FFFD}\u{FFFD}\u{FFFD}id\""), "{junit}");
+    }
 }

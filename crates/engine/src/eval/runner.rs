@@ -110,9 +110,11 @@ pub struct CaseReport {
 }
 
 impl CaseReport {
-    /// The attempt a report shows: the first that failed (what to fix), else the first.
+    /// The attempt a report shows: the first that could not run when one could not (the case's verdict is then
+    /// `error`, whatever the attempts before it did), else the first that failed (what to fix), else the first.
     pub fn shown(&self) -> &Attempt {
-        self.attempts.iter().find(|a| !a.passed).unwrap_or(&self.attempts[0])
+        let errored = self.attempts.iter().find(|a| a.error.is_some());
+        errored.or_else(|| self.attempts.iter().find(|a| !a.passed)).unwrap_or(&self.attempts[0])
     }
 }
 
@@ -126,7 +128,14 @@ pub async fn run(
     done: impl Fn(&CaseReport),
 ) -> Result<(Vec<CaseReport>, CallCounts), LoadError> {
     let workflow_path = suite.workflow_path();
-    let loaded = format::load_file(&workflow_path, None)?;
+    // A workflow that cannot be loaded cannot be evaluated (`INVALID_WORKFLOW`, docs/evals.md): the loader's own code
+    // (`NO_NODES`, `PARSE_ERROR`, …) stays in the message, with the file, line and column.
+    let loaded = format::load_file(&workflow_path, None).map_err(|e| LoadError {
+        code: "INVALID_WORKFLOW",
+        message: format!("the workflow cannot be loaded ({}): {}", e.code, e.message),
+        file: e.file.clone().or_else(|| Some(workflow_path.clone())),
+        ..e
+    })?;
     let cases: Vec<&Case> =
         suite.file.cases.iter().filter(|c| options.case.as_ref().is_none_or(|id| *id == c.id)).collect();
     if cases.is_empty() {
@@ -328,7 +337,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         failures,
         judgements,
         error: None,
-        tokens: spent.tokens + judge_tokens,
+        tokens: spent.tokens.saturating_add(judge_tokens),
         duration_ms: spent.duration_ms,
         cost: cost.ok(),
         outputs: outcome

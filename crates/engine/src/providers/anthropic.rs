@@ -310,7 +310,7 @@ fn anthropic_usage(u: &Value) -> Usage {
     let n = |field: &str| u[field].as_u64().unwrap_or(0);
     let cached = n("cache_read_input_tokens");
     Usage {
-        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        input_tokens: n("input_tokens").saturating_add(cached).saturating_add(n("cache_creation_input_tokens")),
         output_tokens: n("output_tokens"),
         cached_input_tokens: cached,
     }

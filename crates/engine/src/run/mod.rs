@@ -17,9 +17,11 @@ pub use state::output_text;
 use state::{stand, Effect, RunState, Standing, Step, Unfit};
 
 use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -718,8 +720,15 @@ impl Scheduler {
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
         tokio::spawn(async move {
+            // A node task that panics (a bug) fails its node, and so the run, rather than never reporting back.
+            let running = AssertUnwindSafe(node::execute(shared, node, scope)).catch_unwind();
             let outcome = tokio::select! {
-                o = node::execute(shared, node, scope) => o,
+                o = running => o.unwrap_or_else(|panic| node::NodeOutcome {
+                    data: Err(panicked(panic.as_ref())),
+                    tool_calls: Vec::new(),
+                    usage: None,
+                    code: None,
+                }),
                 _ = cancel.cancelled() => node::NodeOutcome {
                     data: Err("cancelled".into()),
                     tool_calls: Vec::new(),
@@ -748,8 +757,9 @@ impl Scheduler {
                 visit,
             };
             let io = RouteIo { shared: shared.clone(), node };
+            let asking = AssertUnwindSafe(shared.model.route(&request, &io)).catch_unwind();
             let answer = tokio::select! {
-                a = shared.model.route(&request, &io) => a.map_err(|e| e.message),
+                a = asking => a.unwrap_or_else(|panic| Err(panicked(panic.as_ref()).into())).map_err(|e| e.message),
                 _ = cancel.cancelled() => Err("cancelled".into()),
             };
             let _ = tx.send(Done::Route { node, answer });
@@ -905,4 +915,10 @@ async fn recv_opt(rx: &mut Option<mpsc::UnboundedReceiver<Command>>) -> Option<C
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
     }
+}
+
+/// What a node or routing task that panicked reports as its failure: the panic's message, said to be a bug.
+fn panicked(panic: &(dyn std::any::Any + Send)) -> String {
+    let said = panic.downcast_ref::<&str>().copied().or_else(|| panic.downcast_ref::<String>().map(String::as_str));
+    format!("stopped on an internal error (a bug in Switchyard): {}", said.unwrap_or("a panic"))
 }
