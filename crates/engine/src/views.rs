@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::events::Event;
 use crate::format::{Format, Loaded};
-use crate::store::{RunRow, StoredRun};
+use crate::store::{RunRow, StoredRun, StoredStatus};
 use crate::Workflow;
 
 /// A document as the window receives it.
@@ -71,6 +71,45 @@ pub struct RunSummary {
     /// runs of the store the shell itself reads.
     #[serde(default)]
     pub server: Option<String>,
+}
+
+/// A run as `switchyard runs --json` and a server's `GET /api/runs` list it: one shape for both.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedRun {
+    pub id: String,
+    /// The file it was run from (`path`, or `path#format` when its format was forced), else the workflow's name.
+    pub workflow: String,
+    /// The workflow's name.
+    pub name: String,
+    pub status: StoredStatus,
+    /// RFC 3339.
+    pub started: String,
+    pub duration_ms: u64,
+    /// Approvals it waits for.
+    pub pending: Vec<String>,
+    pub tokens: u64,
+    /// US dollars at the settings' prices; none when a model that used tokens has no price.
+    pub cost: Option<f64>,
+    /// The evaluation it was a case of, if any.
+    pub eval: Option<String>,
+}
+
+impl From<RunRow> for ListedRun {
+    fn from(row: RunRow) -> ListedRun {
+        ListedRun {
+            workflow: row.workflow_ref.unwrap_or_else(|| row.workflow.clone()),
+            name: row.workflow,
+            id: row.id,
+            status: row.status,
+            started: row.started,
+            duration_ms: row.duration_ms,
+            pending: row.pending,
+            tokens: row.tokens,
+            cost: row.cost,
+            eval: row.eval,
+        }
+    }
 }
 
 /// A run that goes on, and the document it goes on with.

@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::Json;
@@ -14,10 +14,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard_engine::postgres::team::Kept;
 use switchyard_engine::session;
+use switchyard_engine::views::ListedRun;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{blocking, ApiError};
 use crate::registry::{Served, Submission};
+use crate::request::{self, Segment};
 use crate::AppState;
 
 /// A served workflow.
@@ -120,6 +122,9 @@ impl AppState {
 
     /// Starts a run of this version of a served workflow (the one a caller checked, even if the file changed since).
     pub async fn start_served(&self, served: Served, input: Option<Value>, how: Start) -> Result<Started, ApiError> {
+        if let Some(input) = &input {
+            request::json("input", input)?;
+        }
         session::check_input(&served.workflow, input.as_ref())?;
         let (store, answers) = (self.store.clone(), self.answers.clone());
         let (name, version) = (served.workflow.name.clone(), served.version);
@@ -143,36 +148,39 @@ impl AppState {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// At most this many, newest first (default 100).
     pub limit: Option<usize>,
 }
 
-/// Runs, newest first (the rows `switchyard runs --json` prints).
+/// Runs, newest first, as `switchyard runs --json` prints them (`views::ListedRun`: `workflow` is the file it was
+/// started from, `name` the workflow's name).
 #[utoipa::path(get, path = "/api/runs", tag = "runs", security(("token" = [])), params(ListQuery),
-    responses((status = 200, body = Vec<Object>), (status = 401, body = ApiError)))]
+    responses((status = 200, body = Vec<Object>), (status = 400, body = ApiError), (status = 401, body = ApiError)))]
 pub async fn list_runs(
     State(state): State<AppState>,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Vec<switchyard_engine::store::RunRow>>, ApiError> {
+) -> Result<Json<Vec<ListedRun>>, ApiError> {
     let Query(query) = query.map_err(query_error)?;
     let store = state.store.clone();
     let limit = query.limit.unwrap_or(100);
     let rows = blocking(move || Ok(session::recent_runs(&store, limit)?)).await?;
-    Ok(Json(rows))
+    Ok(Json(rows.into_iter().map(ListedRun::from).collect()))
 }
 
 /// A run as `switchyard show --json` gives it: its row and its result, rebuilt from its log.
 #[utoipa::path(get, path = "/api/runs/{id}", tag = "runs", security(("token" = [])),
     params(("id" = String, Path, description = "The run's id")),
     responses((status = 200, body = Object), (status = 404, body = ApiError)))]
-pub async fn show_run(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn show_run(State(state): State<AppState>, Segment(id): Segment) -> Result<Json<Value>, ApiError> {
     let store = state.store.clone();
     let (row, result) = blocking(move || Ok(session::show(&store, &id)?)).await?;
     Ok(Json(serde_json::json!({ "run": row, "result": result })))
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FollowQuery {
     /// Events numbered after this one (as `Last-Event-ID` says on a reconnection, which wins).
     pub after: Option<u64>,
@@ -187,17 +195,17 @@ pub struct FollowQuery {
     responses((status = 200, content_type = "text/event-stream", body = String), (status = 404, body = ApiError)))]
 pub async fn follow_run(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    Segment(id): Segment,
     query: Result<Query<FollowQuery>, QueryRejection>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let Query(query) = query.map_err(query_error)?;
-    let last = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .or(query.after)
-        .unwrap_or(0);
+    let last = match last_event_id(&headers)? {
+        Some(last) => last,
+        None => {
+            query.after.map(|after| seq("after", after)).transpose().map_err(|e| query_error_text(&e))?.unwrap_or(0)
+        }
+    };
     let store = state.store.clone();
     let check = id.clone();
     // Unknown runs are refused before the stream starts.
@@ -289,7 +297,7 @@ pub struct Decided {
         (status = 422, body = ApiError)))]
 pub async fn decide(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    Segment(id): Segment,
     decide: Result<Json<Decide>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Decided>), ApiError> {
     let Json(decide) = decide.map_err(body_error)?;
@@ -300,6 +308,10 @@ pub async fn decide(
 impl AppState {
     /// Keeps a person's decision on a pending approval of run `id`: once, however often it is sent.
     pub async fn decide(&self, id: &str, node: &str, decision: &str, note: Option<String>) -> Result<Kept, ApiError> {
+        request::text("node", node)?;
+        if let Some(note) = &note {
+            request::text("note", note)?;
+        }
         if !matches!(decision, "approve" | "reject") {
             return Err(ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -352,7 +364,7 @@ pub struct Cancelled {
     responses((status = 202, body = Cancelled), (status = 404, body = ApiError)))]
 pub async fn cancel(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    Segment(id): Segment,
 ) -> Result<(StatusCode, Json<Cancelled>), ApiError> {
     let store = state.store.clone();
     let asked = blocking(move || Ok(store.request_cancel(&id)?)).await?;
@@ -362,6 +374,9 @@ pub async fn cancel(
 /// A body the handler cannot read, as `{code, message}`.
 fn body_error(e: JsonRejection) -> ApiError {
     let status = e.status();
+    if let Some(too_large) = request::too_large(status) {
+        return too_large;
+    }
     ApiError::new(
         status,
         "INVALID_BODY",
@@ -371,9 +386,39 @@ fn body_error(e: JsonRejection) -> ApiError {
 
 /// Query parameters the handler cannot read, as `{code, message}`.
 fn query_error(e: QueryRejection) -> ApiError {
-    ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "INVALID_QUERY",
-        format!("{}: /openapi.json gives this route's parameters", e.body_text()),
-    )
+    query_error_text(&e.body_text())
+}
+
+fn query_error_text(e: &str) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "INVALID_QUERY", format!("{e}: /openapi.json gives this route's parameters"))
+}
+
+/// An event's number as a client names it (`after`, `Last-Event-ID`): the log numbers events up to `i64::MAX`, and
+/// a larger number would name none of them.
+fn seq(what: &str, n: u64) -> Result<u64, String> {
+    if n > i64::MAX as u64 {
+        return Err(format!("{what} {n} is past the last number an event can have ({})", i64::MAX));
+    }
+    Ok(n)
+}
+
+/// The `Last-Event-ID` a reconnecting client sends, when it sends one: the number of the last event it has. Anything
+/// else is refused rather than read as "from the first event", which would send it every event again.
+fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get("last-event-id") else { return Ok(None) };
+    let refuse = |why: String| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_HEADER",
+            format!("Last-Event-ID: {why}; send the `id` of the last event received, or no Last-Event-ID to start from the first"),
+        )
+    };
+    let text = value.to_str().map_err(|_| refuse("not a number".into()))?.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let n = text
+        .parse::<u64>()
+        .map_err(|_| refuse(format!("`{}` is not an event's number", text.chars().take(40).collect::<String>())))?;
+    seq("Last-Event-ID", n).map(Some).map_err(refuse)
 }

@@ -12,7 +12,8 @@
 //! - What belongs to a person's own machine (their files, settings, preferences, evaluations) is not here: those
 //!   commands are refused with `NOT_ON_SERVER`, saying where to do it.
 
-use axum::extract::{Path, State};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::de::DeserializeOwned;
@@ -31,6 +32,7 @@ use switchyard_engine::Workflow;
 use crate::api::Start;
 use crate::error::{blocking, ApiError};
 use crate::registry::Served;
+use crate::request::{self, Segment};
 use crate::AppState;
 
 /// How many runs History lists.
@@ -39,12 +41,14 @@ const HISTORY: usize = 200;
 #[utoipa::path(post, path = "/api/commands/{name}", tag = "commands", security(("token" = [])),
     params(("name" = String, Path, description = "The command, as the app names it (`list_runs`, `open_run`, …)")),
     request_body = Object,
-    responses((status = 200, body = Object), (status = 404, body = ApiError), (status = 422, body = ApiError)))]
+    responses((status = 200, body = Object), (status = 404, body = ApiError), (status = 413, body = ApiError),
+        (status = 422, body = ApiError)))]
 pub async fn call(
     State(state): State<AppState>,
-    Path(name): Path<String>,
-    body: axum::body::Bytes,
+    Segment(name): Segment,
+    body: Result<axum::body::Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let body = body.map_err(request::body_rejection)?;
     // Read here, not by an extractor: a body that is not JSON is `INVALID_BODY` as `{code, message}`.
     let args: Value = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Null
@@ -57,6 +61,8 @@ pub async fn call(
             )
         })?
     };
+    // Nothing a command is given reaches the store with a NUL in it (a run's id, a decision's note, a run's input).
+    request::json("arguments", &args)?;
     let value = match name.as_str() {
         "node_types" => to_value(node_types::specs()),
         "list_runs" => {

@@ -11,7 +11,7 @@
 //!   the first started.
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use hmac::{Hmac, Mac};
@@ -20,21 +20,29 @@ use sha2::Sha256;
 
 use crate::api::{Start, Started};
 use crate::error::ApiError;
+use crate::request::{self, Segment};
 use crate::AppState;
+
+/// The longest idempotency key kept (in bytes): longer ones are refused, not cut (two keys cut alike would be one).
+const MAX_KEY: usize = 1024;
 
 #[utoipa::path(post, path = "/hooks/{name}", tag = "webhooks",
     params(("name" = String, Path, description = "The webhook's name, as its trigger gives it"),
-        ("Idempotency-Key" = Option<String>, Header, description = "Deliveries with the same key start one run"),
+        ("Idempotency-Key" = Option<String>, Header,
+            description = "Deliveries with the same key start one run (UTF-8, at most 1024 bytes)"),
         ("X-Switchyard-Signature" = Option<String>, Header, description = "sha256=HEX: HMAC-SHA256 of the body")),
     request_body(content = Object, description = "The run's input (JSON); empty for none"),
-    responses((status = 202, body = Started), (status = 401, body = ApiError), (status = 404, body = ApiError),
-        (status = 422, body = ApiError)))]
+    responses((status = 202, body = Started), (status = 400, body = ApiError), (status = 401, body = ApiError),
+        (status = 404, body = ApiError), (status = 413, body = ApiError), (status = 422, body = ApiError)))]
 pub async fn deliver(
     State(state): State<AppState>,
-    Path(name): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
+    Segment(name): Segment,
+    request: Request,
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
+    let headers = request.headers().clone();
+    // The body is read once its sender is known (by the signature over it, for a signed hook).
+    let read =
+        |request: Request| async move { Bytes::from_request(request, &()).await.map_err(request::body_rejection) };
     let found = state.registry.catalog.read().expect("not poisoned").hooks.get(&name).cloned();
     let Some((workflow, trigger)) = found else {
         // Only someone with a token learns which hooks exist; a sender without one is told where to look.
@@ -50,7 +58,7 @@ pub async fn deliver(
             format!("no workflow here has webhook `{name}`"),
         ));
     };
-    match &trigger.secret_env {
+    let body = match &trigger.secret_env {
         Some(var) => {
             let Ok(secret) = std::env::var(var) else {
                 return Err(ApiError::new(
@@ -59,12 +67,15 @@ pub async fn deliver(
                     format!("webhook `{name}` is signed with the secret in ${var}, which is not set on this server"),
                 ));
             };
+            let body = read(request).await?;
             verify(&secret, &headers, &body)?;
+            body
         }
         None => {
             crate::auth::check(&state, &headers).await?;
+            read(request).await?
         }
-    }
+    };
     let input: Option<Value> = if body.iter().all(u8::is_ascii_whitespace) {
         None
     } else {
@@ -72,14 +83,36 @@ pub async fn deliver(
             ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "INVALID_BODY", format!("the body is not JSON: {e}"))
         })?)
     };
-    let key = ["idempotency-key", "x-github-delivery"]
-        .iter()
-        .find_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()).map(str::trim).filter(|k| !k.is_empty()))
-        .map(str::to_string)
+    let key = idempotency_key(&headers)?
         // No key: every delivery is a new one.
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let started = state.start(&workflow, input, Start::Delivery { hook: name, key }).await?;
     Ok((StatusCode::ACCEPTED, Json(started)))
+}
+
+/// A delivery's idempotency key (`Idempotency-Key`, else `X-GitHub-Delivery`), as UTF-8 text: a key that is not
+/// is refused, never ignored (ignored, a redelivery would start a second run).
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    for header in ["idempotency-key", "x-github-delivery"] {
+        let Some(value) = headers.get(header) else { continue };
+        let refuse = |why: &str| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "INVALID_HEADER",
+                format!(
+                    "{header}: {why}; nothing was started: send the key again as UTF-8 text of at most {MAX_KEY} bytes"
+                ),
+            )
+        };
+        let key = std::str::from_utf8(value.as_bytes()).map_err(|_| refuse("the key is not UTF-8 text"))?.trim();
+        if key.len() > MAX_KEY {
+            return Err(refuse(&format!("the key is {} bytes long", key.len())));
+        }
+        if !key.is_empty() {
+            return Ok(Some(key.to_string()));
+        }
+    }
+    Ok(None)
 }
 
 /// The signature header's HMAC, checked against the body's.

@@ -8,7 +8,8 @@
 //!   restart loses nothing (a follower reconnects with `Last-Event-ID`).
 //! - Every route but `/openapi.json` and `/healthz` needs a token (`auth.rs`), or, for a signed webhook, its
 //!   signature (`hooks.rs`). Tokens are kept hashed.
-//! - Every failure is `{code, message}` (`error.rs`), with the engine's codes.
+//! - Every failure is `{code, message}` (`error.rs`), with the engine's codes; what a request may carry is checked
+//!   at the door (`request.rs`): nothing with a NUL character reaches the store.
 //! - The OpenAPI document is generated from the handlers (`openapi.rs`), never written by hand.
 
 pub mod api;
@@ -18,6 +19,7 @@ pub mod error;
 pub mod hooks;
 pub mod openapi;
 pub mod registry;
+pub mod request;
 pub mod schedules;
 
 use std::net::SocketAddr;
@@ -102,7 +104,7 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
             )
         })
         .with_state(state);
-    match ui {
+    let router = match ui {
         Some(dir) => {
             let index = dir.join("index.html");
             router.fallback_service(
@@ -110,7 +112,10 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
             )
         }
         None => router.fallback(no_route),
-    }
+    };
+    // Whatever refuses a request before a handler does (a body over the limit, a file service), it is said as
+    // `{code, message}`.
+    router.layer(axum::middleware::from_fn(request::json_failures)).layer(axum::middleware::from_fn(request::linger))
 }
 
 /// What a path that is no route gets.

@@ -28,6 +28,8 @@ edges: [{from: start, to: review}]
 
 struct Server {
     url: String,
+    /// The database's URL.
+    db: String,
     token: String,
     store: PgStore,
     _folder: tempfile::TempDir,
@@ -39,7 +41,8 @@ impl Server {
     async fn start(name: &str) -> Server {
         std::env::set_var("SWITCHYARD_TEST_SET_SECRET", "s3cret");
         let db = pg_cluster::database(name);
-        let store = tokio::task::spawn_blocking(move || PgStore::open(&db).unwrap()).await.unwrap();
+        let opened = db.clone();
+        let store = tokio::task::spawn_blocking(move || PgStore::open(&opened).unwrap()).await.unwrap();
         let folder = tempfile::tempdir().unwrap();
         // The web app, served beside the API (`serve --ui`): its page never stands in for an API route.
         let ui = tempfile::tempdir().unwrap();
@@ -77,7 +80,7 @@ impl Server {
             }
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;
         }
-        Server { url, token, store, _folder: folder, _ui: ui, client }
+        Server { url, db, token, store, _folder: folder, _ui: ui, client }
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>, token: bool) -> (u16, Value) {
@@ -443,4 +446,283 @@ async fn a_document_a_request_sends_never_makes_the_server_read_a_file_it_names(
     let run = json!({ "request": { "workflow": workflow, "workflowPath": "../../../../etc/passwd" } });
     let (status, answer) = server.command("start_run", run).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "{answer}");
+}
+
+/// The log items of a worker that took run `id`, wrote an approval's request holding a NUL character (a model's or a
+/// script's output may), and holds the run still.
+async fn worker_writes_a_nul(server: &Server, id: &str) -> i64 {
+    let (store, run) = (server.store.clone(), id.to_string());
+    tokio::task::spawn_blocking(move || {
+        let (_, epoch) = store.claim_ready("w", std::time::Duration::from_secs(60)).unwrap().unwrap();
+        let event = json!({"seq": 1, "run": run, "ts": "2026-11-25T12:00:00.000Z", "type": "approval:requested",
+            "node": "review", "message": "Ship \u{0}it?", "previousOutput": "a\u{0}b"});
+        let asked = LogItem::Event(serde_json::from_value(event).unwrap());
+        store.write_batch(&run, epoch, &[asked]).unwrap();
+        epoch
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_character_is_refused_at_the_door_and_no_run_holding_one_breaks_the_listing_or_its_decisions() {
+    let server = Server::start("api_nul").await;
+    let nul = |status: u16, answer: &Value, field: &str| {
+        assert_eq!((status, code(answer)), (422, "NUL_CHARACTER"), "{answer}");
+        assert!(answer["message"].as_str().unwrap().contains(field), "names {field}: {answer}");
+    };
+    let (status, answer) =
+        server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1, "t": ["x\u{0}"]}})).await;
+    nul(status, &answer, "input.t[0]");
+    let (status, answer) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1, "k\u{0}": 1}})).await;
+    nul(status, &answer, "a key of `input`");
+    let delivery = server.client.post(format!("{}/hooks/open", server.url)).bearer_auth(&server.token);
+    let answer = delivery.body("{\"n\": \"\\u0000\"}").send().await.unwrap();
+    let status = answer.status().as_u16();
+    nul(status, &answer.json().await.unwrap(), "input.n");
+    for path in ["/api/runs/%00", "/api/runs/a%00b/events"] {
+        let (status, answer) = server.get(path).await;
+        nul(status, &answer, "`id`");
+    }
+    for path in ["/api/runs/%00/decisions", "/api/runs/%00/cancel"] {
+        let (status, answer) = server.post(path, json!({"node": "review", "decision": "approve"})).await;
+        nul(status, &answer, "`id`");
+    }
+    let (status, answer) = server.command("open_run", json!({ "runId": "\u{0}" })).await;
+    nul(status, &answer, "arguments.runId");
+    let (status, runs) = server.get("/api/runs").await;
+    assert_eq!((status, runs.as_array().map(Vec::len)), (200, Some(0)), "nothing was recorded: {runs}");
+
+    let (status, started) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1}})).await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["id"].as_str().unwrap().to_string();
+    let decisions = format!("/api/runs/{id}/decisions");
+    let (status, answer) = server.post(&decisions, json!({"node": "rev\u{0}iew", "decision": "approve"})).await;
+    nul(status, &answer, "`node`");
+    let (status, answer) =
+        server.post(&decisions, json!({"node": "review", "decision": "approve", "note": "\u{0}"})).await;
+    nul(status, &answer, "`note`");
+
+    // A worker's event may hold one: the run is listed while it runs, and its approval is decided.
+    let epoch = worker_writes_a_nul(&server, &id).await;
+    let (status, runs) = server.get("/api/runs").await;
+    assert_eq!((status, &runs[0]["id"], &runs[0]["status"]), (200, &json!(id), &json!("running")), "{runs}");
+    let (status, shown) = server.get(&format!("/api/runs/{id}")).await;
+    assert_eq!(status, 200, "{shown}");
+    let (store, run) = (server.store.clone(), id.clone());
+    tokio::task::spawn_blocking(move || {
+        let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+        store.write_batch(&run, epoch, &[paused]).unwrap();
+        store.release(&run, epoch, None).unwrap();
+    })
+    .await
+    .unwrap();
+    let (status, answer) = server.post(&decisions, json!({"node": "review", "decision": "approve"})).await;
+    assert_eq!((status, &answer["kept"]), (202, &json!(true)), "{answer}");
+    let (status, answer) = server.post(&format!("/api/runs/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 202, "{answer}");
+    let (status, _) = server.get("/api/runs").await;
+    assert_eq!(status, 200);
+}
+
+/// Sends `head` (a request's line and headers, without the blank line) and `body` over a plain TCP connection, reading
+/// the answer while it writes: a server may answer (and close) before it has read a body it refuses, which an HTTP
+/// client reports as a broken pipe instead of the answer. The status and the body as JSON.
+async fn raw(server: &Server, head: &str, body: Vec<u8>) -> (u16, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let request = format!("{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    let said = head.lines().next().unwrap_or_default().to_string();
+    let writing = tokio::spawn(async move {
+        // Writing stops at the first error: the server answered and closed.
+        if writer.write_all(request.as_bytes()).await.is_ok() {
+            let _ = writer.write_all(&body).await;
+        }
+        // Kept open until the answer is read: a connection half closed before its answer is given up by the server.
+        writer
+    });
+    let mut answer = Vec::new();
+    let _ = reader.read_to_end(&mut answer).await;
+    writing.abort();
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    let status =
+        answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{said}: no status: {answer}"));
+    let (headers, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    assert!(headers.to_ascii_lowercase().contains("content-type: application/json"), "{answer}");
+    (status, serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {answer}")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_before_a_handler_runs_are_code_and_message_too_and_a_body_is_read_only_from_a_known_sender() {
+    let server = Server::start("api_door").await;
+    let huge = || vec![b' '; 3 * 1024 * 1024];
+    let post = |path: &str, token: bool| {
+        let auth = if token { format!("\r\nAuthorization: Bearer {}", server.token) } else { String::new() };
+        format!("POST {path} HTTP/1.1\r\nHost: switchyard\r\nContent-Type: application/json{auth}")
+    };
+    for path in ["/api/commands/list_runs", "/hooks/open", "/api/runs"] {
+        let (status, answer) = raw(&server, &post(path, false), huge()).await;
+        assert_eq!((status, code(&answer)), (401, "UNAUTHORIZED"), "{path}: the sender first");
+        let (status, answer) = raw(&server, &post(path, true), huge()).await;
+        assert_eq!((status, code(&answer)), (413, "BODY_TOO_LARGE"), "{path}: {answer}");
+        assert!(answer["message"].as_str().unwrap().contains("2 MiB"), "{answer}");
+    }
+    // A signed hook's signature is over its body: that one is read (up to the limit) to check it.
+    let (status, answer) = raw(&server, &post("/hooks/keyed", false), huge()).await;
+    assert_eq!((status, code(&answer)), (413, "BODY_TOO_LARGE"));
+
+    for (method, path) in [
+        ("GET", "/api/runs/%FF"),
+        ("GET", "/api/runs/%C3%28/events"),
+        ("POST", "/api/runs/%FF/cancel"),
+        ("POST", "/api/commands/%FE"),
+    ] {
+        let head = format!("{method} {path} HTTP/1.1\r\nHost: switchyard\r\nAuthorization: Bearer {}", server.token);
+        let (status, answer) = raw(&server, &head, b"{}".to_vec()).await;
+        assert_eq!((status, code(&answer)), (400, "INVALID_PATH"), "{path}: {answer}");
+    }
+    let (status, answer) = raw(&server, &post("/hooks/%FF", false), b"{}".to_vec()).await;
+    assert_eq!((status, code(&answer)), (400, "INVALID_PATH"), "{answer}");
+    // What a file service refuses (the web app's folder takes no POST) is said the same way.
+    let (status, answer) = raw(&server, &post("/history", false), b"{}".to_vec()).await;
+    assert_eq!((status, code(&answer)), (405, "METHOD_NOT_ALLOWED"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnection_names_an_event_it_has_or_is_refused_and_an_idempotency_key_is_never_ignored() {
+    let server = Server::start("api_headers").await;
+    let (status, started) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1}})).await;
+    assert_eq!(status, 201, "{started}");
+    let events = format!("{}/api/runs/{}/events", server.url, started["id"].as_str().unwrap());
+    let follow = |last: Option<&[u8]>, query: &str| {
+        let request = server.client.get(format!("{events}{query}")).bearer_auth(&server.token);
+        match last {
+            Some(v) => request.header("Last-Event-ID", reqwest::header::HeaderValue::from_bytes(v).unwrap()),
+            None => request,
+        }
+        .send()
+    };
+    for last in
+        [&b"9223372036854775808"[..], b"18446744073709551615", b"99999999999999999999999", b"abc", b"-1", b"\xff"]
+    {
+        let answer = follow(Some(last), "").await.unwrap();
+        assert_eq!(answer.status().as_u16(), 400, "{last:?}");
+        let answer: Value = answer.json().await.unwrap();
+        assert_eq!(code(&answer), "INVALID_HEADER", "{answer}");
+        assert!(answer["message"].as_str().unwrap().starts_with("Last-Event-ID"), "{answer}");
+    }
+    for after in ["9223372036854775808", "18446744073709551616", "x"] {
+        let answer = follow(None, &format!("?after={after}")).await.unwrap();
+        assert_eq!(answer.status().as_u16(), 400, "{after}");
+        assert_eq!(code(&answer.json().await.unwrap()), "INVALID_QUERY");
+    }
+    let answer = follow(Some(b"9223372036854775807"), "").await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200, "the last number an event can have is one");
+
+    let deliver = |key: &[u8]| {
+        let request = server.client.post(format!("{}/hooks/open", server.url)).bearer_auth(&server.token);
+        request
+            .header("Idempotency-Key", reqwest::header::HeaderValue::from_bytes(key).unwrap())
+            .body("{\"n\": 1}")
+            .send()
+    };
+    let first: Value = deliver("clé-1".as_bytes()).await.unwrap().json().await.unwrap();
+    let again: Value = deliver("clé-1".as_bytes()).await.unwrap().json().await.unwrap();
+    assert_eq!((&first["new"], &again["new"], &again["id"]), (&json!(true), &json!(false), &first["id"]), "{again}");
+    for key in [&b"\xff\xfe"[..], &[b'k'; 2000][..]] {
+        let answer = deliver(key).await.unwrap();
+        assert_eq!(answer.status().as_u16(), 400);
+        let answer: Value = answer.json().await.unwrap();
+        assert_eq!(code(&answer), "INVALID_HEADER", "{answer}");
+        assert!(answer["message"].as_str().unwrap().starts_with("idempotency-key"), "{answer}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_whose_database_session_ends_under_it_is_told_to_try_again_and_the_retry_is_kept() {
+    let server = Server::start("api_pg_ended").await;
+    let url = server.db.clone();
+    let (locker, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    locker.batch_execute("BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE").await.unwrap();
+    let delivery = || {
+        let request = server.client.post(format!("{}/hooks/open", server.url)).bearer_auth(&server.token);
+        request.header("Idempotency-Key", "restart-1").body("{\"n\": 1}").send()
+    };
+    let first = tokio::spawn(delivery());
+    // The server's session waits for the lock; it is ended as a restart ends it ("terminating connection due to
+    // administrator command").
+    let waiting = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let pid: i32 = loop {
+        if let Some(row) = locker.query_opt(waiting, &[]).await.unwrap() {
+            break row.get(0);
+        }
+        tokio::task::yield_now().await;
+    };
+    let (ender, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    ender.execute("SELECT pg_terminate_backend($1)", &[&pid]).await.unwrap();
+    let answer = first.await.unwrap().unwrap();
+    assert_eq!(answer.status().as_u16(), 503);
+    let answer: Value = answer.json().await.unwrap();
+    assert_eq!(code(&answer), "PG_CONNECT", "{answer}");
+    locker.batch_execute("ROLLBACK").await.unwrap();
+    let again = delivery().await.unwrap();
+    let status = again.status().as_u16();
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(status, 202, "the sender's retry starts the run: {again}");
+    assert_eq!(again["new"], json!(true), "the first delivery kept nothing: {again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_passes_a_real_validator_and_runs_are_listed_as_the_cli_lists_them() {
+    let server = Server::start("api_openapi").await;
+    let (status, openapi) = server.call(reqwest::Method::GET, "/openapi.json", None, false).await;
+    assert_eq!(status, 200);
+    let parameter = |path: &str, name: &str| {
+        let parameters = openapi["paths"][path]["get"]["parameters"].as_array().unwrap();
+        parameters.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{path} {name}")).clone()
+    };
+    assert_eq!(
+        (parameter("/api/runs", "limit")["in"].clone(), parameter("/api/runs", "limit")["required"].clone()),
+        (json!("query"), json!(false))
+    );
+    assert_eq!(parameter("/api/runs/{id}/events", "after")["in"], "query");
+
+    let python = std::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/openapi-python.sh"))
+        .output()
+        .unwrap();
+    assert!(python.status.success(), "scripts/openapi-python.sh: {}", String::from_utf8_lossy(&python.stderr));
+    let python = String::from_utf8(python.stdout).unwrap().trim().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("openapi.json");
+    std::fs::write(&file, openapi.to_string()).unwrap();
+    let validated = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import sys; from openapi_spec_validator import validate; from openapi_spec_validator.readers \
+                      import read_from_filename; validate(read_from_filename(sys.argv[1])[0]); print('valid')",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&validated.stdout), String::from_utf8_lossy(&validated.stderr));
+    assert!(validated.status.success() && said.trim() == "valid", "openapi-spec-validator: {said}");
+
+    // `GET /api/runs` lists what `switchyard runs --json` prints: `workflow` is the file, `name` the workflow's name.
+    let (status, _) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1}})).await;
+    assert_eq!(status, 201);
+    let (status, runs) = server.get("/api/runs").await;
+    assert_eq!(status, 200);
+    let row = runs[0].as_object().unwrap();
+    let keys: Vec<_> = row.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        ["id", "workflow", "name", "status", "started", "durationMs", "pending", "tokens", "cost", "eval"]
+    );
+    assert!(row["workflow"].as_str().unwrap().ends_with("gate.yaml"), "{runs}");
+    assert_eq!(row["name"], "gate");
 }

@@ -454,7 +454,9 @@ pub fn latest() -> i64 {
 /// Serializes migrations across every process that opens the database (an arbitrary constant: "switchyd").
 const MIGRATION_LOCK: i64 = 0x7377_6974_6368_7964;
 
-/// The columns `Shared::row` reads, as one literal (for `concat!`).
+/// The columns `Shared::row` reads, as one literal (for `concat!`). JSON is read in SQL (`->>`) only after `\u0000`
+/// is replaced (by U+FFFD): PostgreSQL refuses to turn that escape into text, and would fail every query that reads
+/// the one event holding it (a model's or a script's output may) — the whole listing, for everyone.
 macro_rules! row_select {
     () => {
         "SELECT id, workflow_path, script_path, status, workflow_name,
@@ -466,7 +468,8 @@ macro_rules! row_select {
            owner IS NOT NULL AND lease_until > now(),
            owner, epoch, (extract(epoch FROM lease_until - now()) * 1000)::int8,
            CASE WHEN status = 'running'
-                THEN (SELECT event->>'ts' FROM events e WHERE e.run_id = runs.id ORDER BY seq DESC LIMIT 1) END,
+                THEN (SELECT replace(event::text, '\\u0000', '\\ufffd')::json->>'ts'
+                      FROM events e WHERE e.run_id = runs.id ORDER BY seq DESC LIMIT 1) END,
            usage::text, eval_id
          FROM runs"
     };
@@ -637,18 +640,16 @@ impl PgStore {
         runtime.spawn(async move {
             // Bound first, so that the work (and the connection it holds) is dropped before the match.
             let outcome = tokio::time::timeout(CALL_TIMEOUT, work).await;
-            let answer = match outcome {
-                Ok(answer) => answer,
-                Err(_) => {
-                    // A server that hangs leaves the connection open but useless: the next call connects anew.
-                    for conn in [&shared.main, &shared.leases] {
-                        if let Ok(mut session) = conn.session.try_lock() {
-                            *session = None;
-                        }
+            // A server that hangs leaves the connection open but useless, and one that ended the session (a
+            // restart) may not have been seen closed yet: either way the next call connects anew.
+            if matches!(outcome, Err(_) | Ok(Err(PgError::Connect { .. }))) {
+                for conn in [&shared.main, &shared.leases] {
+                    if let Ok(mut session) = conn.session.try_lock() {
+                        *session = None;
                     }
-                    Err(PgError::Timeout { db: shared.db.clone() })
                 }
-            };
+            }
+            let answer = outcome.unwrap_or_else(|_| Err(PgError::Timeout { db: shared.db.clone() }));
             let _ = tx.send(answer);
         });
         // The sender is dropped unanswered only if the task panicked.
@@ -1243,7 +1244,15 @@ struct Batch {
 }
 
 impl Shared {
+    /// A failed statement: `Connect` when the connection broke under it (the server restarted or went away: asked
+    /// again, the call connects anew and may succeed), else `Query`.
     fn query_error(&self, e: tokio_postgres::Error) -> PgError {
+        if connection_lost(&e) {
+            return PgError::Connect {
+                db: self.db.clone(),
+                detail: format!("the connection was lost ({}); the next call connects again", error_text(&e)),
+            };
+        }
         PgError::Query { db: self.db.clone(), detail: error_text(&e) }
     }
 
@@ -1528,6 +1537,22 @@ fn describe(config: &Config) -> String {
     };
     let port = config.get_ports().first().copied().unwrap_or(5432);
     format!("{host}:{port}/{}", config.get_dbname().unwrap_or(config.get_user().unwrap_or("postgres")))
+}
+
+/// Whether `e` says the connection broke rather than that the statement was refused: the connection is closed, the
+/// server ended the session (SQLSTATE 57P01 "terminating connection due to administrator command" at a restart,
+/// 57P02 a crash, 57P03 starting up), any connection exception (class 08), or the socket failed.
+fn connection_lost(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match e.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03")
+        }
+        None => std::error::Error::source(e).is_some_and(|source| source.is::<std::io::Error>()),
+    }
 }
 
 /// The server's message when there is one (tokio-postgres's own `Display` says only "db error").

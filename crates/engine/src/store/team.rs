@@ -121,8 +121,12 @@ impl PgStore {
             let inputs = session.statement(super::INPUTS).await.map_err(q)?;
             let requested = session
                 .statement(
-                    "SELECT count(*)::int8 FROM events
-                     WHERE run_id = $1 AND event->>'type' = 'approval:requested' AND event->>'node' = $2",
+                    // `\u0000` replaced before `->>`, as `super::row_select` reads JSON: an event holding it
+                    // would fail the query.
+                    "SELECT count(*)::int8
+                     FROM (SELECT replace(event::text, '\\u0000', '\\ufffd')::json AS event
+                           FROM events WHERE run_id = $1) AS e
+                     WHERE event->>'type' = 'approval:requested' AND event->>'node' = $2",
                 )
                 .await
                 .map_err(q)?;
@@ -241,7 +245,7 @@ impl PgStore {
 
     /// A run's events numbered after `after`, in order, at most `limit`: what a follower has not seen yet.
     pub fn events_after(&self, run: &str, after: u64, limit: u32) -> Result<Vec<Event>, PgError> {
-        let (run, after, limit) = (run.to_string(), after as i64, i64::from(limit));
+        let (run, after, limit) = (run.to_string(), i64::try_from(after).unwrap_or(i64::MAX), i64::from(limit));
         self.block(|s| async move {
             let mut session = s.main.session(&s.db).await?;
             let q = |e| s.query_error(e);
