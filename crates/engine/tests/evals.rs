@@ -469,3 +469,200 @@ edges:
     assert!(error.contains("internal error") && error.contains("the provider's answer made no sense"), "{error}");
     assert!(outcome.result.node("after").is_none_or(|r| r.status != switchyard_engine::result::NodeStatus::Success));
 }
+
+/// A seeded xorshift generator: the fuzzer below makes the same cases on every run.
+struct Seeded(u64);
+
+impl Seeded {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
+        &from[self.below(from.len())]
+    }
+}
+
+/// Values a mutation puts where a file had another: every YAML and JSON kind, and the edges of numbers and text.
+const ODD_VALUES: [&str; 24] = [
+    "",
+    "~",
+    "null",
+    "[]",
+    "{}",
+    "-1",
+    "0",
+    "1e999",
+    "18446744073709551615",
+    "18446744073709551616",
+    "\"\\uFFFE\"",
+    "|\n  a\n\n  b",
+    "*x",
+    "&x y",
+    "!!binary aGk=",
+    "'",
+    "\"",
+    "\t",
+    "nope",
+    "2026-01-01",
+    "0x10",
+    "true",
+    "[[[[",
+    "é",
+];
+
+/// One to three mutations of `text`, each a line deleted, doubled, swapped or re-indented, a value replaced, a line
+/// inserted, a character replaced, or the text cut short. Lines with `delay_ms` keep their values: a simulated delay
+/// is a wait the file asks for, not a hang.
+fn mutate(text: &str, rng: &mut Seeded) -> String {
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    for _ in 0..rng.below(3) {
+        if lines.is_empty() {
+            lines.push(rng.pick(&ODD_VALUES).to_string());
+        }
+        let at = rng.below(lines.len());
+        match rng.below(8) {
+            0 => {
+                lines.remove(at);
+            }
+            1 => lines.insert(at, lines[at].clone()),
+            2 => {
+                let other = rng.below(lines.len());
+                lines.swap(at, other);
+            }
+            3 => {
+                let line = &lines[at];
+                let indent = line.len() - line.trim_start().len();
+                let shift = rng.below(5);
+                lines[at] = if rng.below(2) == 0 {
+                    format!("{}{}", " ".repeat(indent + shift), line.trim_start())
+                } else {
+                    format!("{}{}", " ".repeat(indent.saturating_sub(shift)), line.trim_start())
+                };
+            }
+            4 if !lines[at].contains("delay_ms") => {
+                if let Some(colon) = lines[at].find(": ") {
+                    lines[at] = format!("{}: {}", &lines[at][..colon], rng.pick(&ODD_VALUES));
+                }
+            }
+            5 => {
+                let indent = " ".repeat(rng.below(8));
+                let key = rng.pick(&["- ", "node: ", "expect: ", "id: ", "answers: ", "max_tokens: ", "", "cases: "]);
+                lines.insert(at, format!("{indent}{key}{}", rng.pick(&ODD_VALUES)));
+            }
+            6 => {
+                let chars: Vec<char> = lines[at].chars().collect();
+                if !chars.is_empty() {
+                    let with = *rng.pick(&[':', '-', '[', '{', '#', '\'', '"', ' ', '\t', 'é', '\u{FFFE}', '\0', '*']);
+                    let mut chars = chars;
+                    let i = rng.below(chars.len());
+                    chars[i] = with;
+                    lines[at] = chars.into_iter().collect();
+                }
+            }
+            _ => lines.truncate(at + 1),
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+/// A recorded-calls file: well-formed, with usage at the edges of what a count holds, or mutated into any shape.
+fn calls_json(rng: &mut Seeded, nodes: &[&str]) -> String {
+    use serde_json::json;
+    let counts = [json!(0), json!(1), json!(u64::MAX), json!(i64::MAX), json!(u64::MAX - 1)];
+    let odd = [json!(-1), json!(1.5), json!("12"), json!(null), json!(1e30)];
+    let count = |rng: &mut Seeded| if rng.below(16) == 0 { rng.pick(&odd) } else { rng.pick(&counts) }.clone();
+    let mut calls = serde_json::Map::new();
+    for _ in 0..rng.below(4) {
+        let key = format!("{:032x}", rng.next());
+        let usage = json!({"inputTokens": count(rng), "outputTokens": count(rng)});
+        let call = json!({"node": rng.pick(nodes), "text": rng.pick(&ODD_VALUES), "usage": usage});
+        calls.insert(key, call);
+    }
+    let version = if rng.below(8) == 0 { rng.pick(&[json!(2), json!("1"), json!(null)]).clone() } else { json!(1) };
+    let text = serde_json::to_string_pretty(&json!({"version": version, "calls": calls})).unwrap();
+    match rng.below(6) {
+        0 => mutate(&text, rng),
+        1 => text.chars().take(rng.below(text.len() + 1)).collect(),
+        _ => text,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutated_evaluation_and_recorded_calls_files_never_panic_or_hang_and_every_refusal_names_its_file() {
+    use futures::FutureExt;
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let dir = tempfile::tempdir().unwrap();
+    let mut bases = Vec::new();
+    for name in ["approval-flow", "alert-triage", "research-fanout", "review-fix-loop"] {
+        for file in [format!("{name}.yaml"), format!("{name}.script.yaml")] {
+            std::fs::copy(examples.join(&file), dir.path().join(&file)).unwrap();
+        }
+        // The examples' own cases wait a second in places; the fuzzer keeps their waits short.
+        let text = std::fs::read_to_string(examples.join(format!("{name}.evals.yaml"))).unwrap();
+        bases.push((name, text.replace("delay_ms: 1000", "delay_ms: 5")));
+    }
+    let started = std::time::Instant::now();
+    // Another seed or more cases explore further: SWITCHYARD_FUZZ_SEED=N SWITCHYARD_FUZZ_CASES=N.
+    let setting = |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let (seed, cases) = (setting("SWITCHYARD_FUZZ_SEED", 0x0E7A_15F0_22ED), setting("SWITCHYARD_FUZZ_CASES", 300));
+    let mut rng = Seeded(seed.max(1));
+    let (mut loaded, mut ran) = (0, 0);
+    for n in 0..cases {
+        let (name, base) = rng.pick(&bases).clone();
+        let mut text = mutate(&base, &mut rng);
+        if rng.below(4) == 0 {
+            // The same file as JSON, mutated as text.
+            if let Ok(value) = serde_yaml::from_str::<serde_json::Value>(&base) {
+                text = mutate(&serde_json::to_string_pretty(&value).unwrap(), &mut rng);
+            }
+        }
+        let path = dir.path().join(format!("{name}.evals.yaml"));
+        std::fs::write(&path, &text).unwrap();
+        let calls = calls_json(&mut rng, &["draft", "review", "classify", "cost", "implement"]);
+        std::fs::write(dir.path().join(format!("{name}.evals.calls.json")), &calls).unwrap();
+        let case = format!("case {n} of seed {seed} ({name}):\n{text}\ncalls:\n{calls}");
+
+        let suite = match std::panic::catch_unwind(|| Suite::load(&path)) {
+            Err(_) => panic!("loading panicked on {case}"),
+            Ok(Err(e)) => {
+                assert!(!e.code.is_empty() && e.to_string().contains(&format!("{name}.evals.yaml")), "{e}: {case}");
+                continue;
+            }
+            Ok(Ok(suite)) => suite,
+        };
+        loaded += 1;
+        let options = Options { offline: true, jobs: 2, ..Options::default() };
+        let running = std::panic::AssertUnwindSafe(eval::run(&suite, &options, |_| {})).catch_unwind();
+        let outcome = tokio::time::timeout(std::time::Duration::from_secs(20), running)
+            .await
+            .unwrap_or_else(|_| panic!("the evaluation hung on {case}"))
+            .unwrap_or_else(|_| panic!("the evaluation panicked on {case}"));
+        match outcome {
+            Ok((reports, calls)) => {
+                ran += 1;
+                assert!(reports.iter().all(|r| !r.attempts.is_empty()), "{case}");
+                let report = eval::Report::new(path.display().to_string(), name.into(), reports, calls);
+                let (junit, _) = (report.junit(), report.markdown());
+                let forbidden = |c: char| matches!(c as u32, 0..=0x8 | 0xB | 0xC | 0xE..=0x1F | 0xFFFE | 0xFFFF);
+                assert!(!junit.chars().any(forbidden), "the JUnit XML is not well-formed: {junit:?}\n{case}");
+            }
+            Err(e) => {
+                let file = e.file.as_ref().unwrap_or_else(|| panic!("{e} names no file: {case}"));
+                assert!(e.to_string().contains(&file.display().to_string()), "{e}: {case}");
+                assert!(file.starts_with(dir.path()) || file.is_relative(), "{e} names a file elsewhere: {case}");
+            }
+        }
+    }
+    // The mutations keep enough files usable to run cases, and all of it in bounded time.
+    eprintln!("{loaded} of {cases} files loaded, {ran} evaluated, in {:?}", started.elapsed());
+    assert!(loaded * 3 > cases && ran * 6 > cases, "{loaded} of {cases} files loaded, {ran} evaluated");
+    assert!(started.elapsed() < std::time::Duration::from_millis(200 * cases), "{:?}", started.elapsed());
+}
