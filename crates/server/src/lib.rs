@@ -105,11 +105,10 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
         })
         .with_state(state);
     let router = match ui {
+        // The web app is its files: `/` (and `/?workflow=…`) is its page, any other path is one of its files or
+        // 404 `NO_SUCH_PAGE` (the app has no paths of its own), never the page answering 200 for what is not there.
         Some(dir) => {
-            let index = dir.join("index.html");
-            router.fallback_service(
-                tower_http::services::ServeDir::new(dir).fallback(tower_http::services::ServeFile::new(index)),
-            )
+            router.fallback_service(tower_http::services::ServeDir::new(dir).fallback(axum::routing::any(no_page)))
         }
         None => router.fallback(no_route),
     };
@@ -124,6 +123,15 @@ async fn no_route() -> error::ApiError {
         axum::http::StatusCode::NOT_FOUND,
         "NO_SUCH_ROUTE",
         "there is no such route: /openapi.json lists them",
+    )
+}
+
+/// What a path that is neither a route nor a file of the web app gets.
+async fn no_page() -> error::ApiError {
+    error::ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "NO_SUCH_PAGE",
+        "there is no such page: the web app is at /, the API under /api/ (/openapi.json lists its routes)",
     )
 }
 

@@ -246,8 +246,12 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_ROUTE"));
     let (status, answer) = server.post("/api/nothing-here", json!({})).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_ROUTE"), "not the web app's page, nor a wrong method");
-    let page = server.client.get(format!("{}/history", server.url)).send().await.unwrap().text().await.unwrap();
-    assert_eq!(page, "<html>the app</html>", "any other path is the web app's");
+    let page = server.client.get(format!("{}/?workflow=gate", server.url)).send().await.unwrap().text().await.unwrap();
+    assert_eq!(page, "<html>the app</html>", "`/` is the web app's page");
+    for path in ["/history", "/metrics", "/index.htm", "/assets/nothing.js"] {
+        let (status, answer) = server.get(path).await;
+        assert_eq!((status, code(&answer)), (404, "NO_SUCH_PAGE"), "{path} is no page: never the app answering 200");
+    }
     let (status, answer) = server.call(reqwest::Method::DELETE, "/api/runs", None, true).await;
     assert_eq!((status, code(&answer)), (405, "METHOD_NOT_ALLOWED"));
 }

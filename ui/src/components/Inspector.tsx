@@ -1,12 +1,13 @@
-// The selected node's or edge's fields, edited live (each change is one undoable edit), and a node's last run: what
-// it saw, what it produced, its tool calls and timing, per iteration. A node's fields come from the engine's
-// definition of its type, so every field the engine knows is editable here and nothing else.
-import { useEffect, useState } from "react";
+// The selected node's or edge's fields, edited live (what is typed goes into the document at once, and a field typed in
+// is one undoable edit), and a node's last run: what it saw, what it produced, its tool calls and timing, per
+// iteration. A node's fields come from the engine's definition of its type, so every field the engine knows is
+// editable here and nothing else.
+import { useEffect, useRef, useState } from "react";
 import * as Tabs from "@radix-ui/react-tabs";
 import { Pin, PinOff, X } from "lucide-react";
 import type { Condition, Edge, Node } from "../types";
 import { nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
-import { edgeKey, nodeName, useDocument } from "../store/document";
+import { edgeKey, holdDraft, nodeName, useDocument } from "../store/document";
 import { useNodeRun } from "../store/run";
 import { usePrefs } from "../store/prefs";
 import { useValidation } from "../store/validation";
@@ -27,56 +28,118 @@ function Field({ label, help, children }: { label: string; help?: string | null;
   );
 }
 
-/** A text input that commits on blur or Enter, so typing is one undo step, not one per key. */
+/**
+ * A field's text while it is typed in. Every keystroke goes into the document at once (`commit`; the edits typed in
+ * one field, one after another, are one undo step), so what the person sees is what Save, Run and every other gesture
+ * get, whatever they do next. The field shows the text as typed, not the document's reading of it (trimmed, parsed),
+ * until the person leaves it; a change made elsewhere (undo, another file) shows at once unless they are typing here.
+ */
+function useTyped<E extends HTMLInputElement | HTMLTextAreaElement>(shown: string, commit: (text: string) => void) {
+  const ref = useRef<E>(null);
+  const [draft, setDraft] = useState(shown);
+  useEffect(() => {
+    if (document.activeElement !== ref.current) setDraft(shown);
+  }, [shown]);
+  const endTyping = () => useDocument.getState().endTyping();
+  return {
+    ref,
+    value: draft,
+    onChange: (e: React.ChangeEvent<E>) => {
+      setDraft(e.target.value);
+      commit(e.target.value);
+    },
+    onFocus: endTyping,
+    onBlur: () => {
+      endTyping();
+      setDraft(shown);
+    },
+  };
+}
+
+/** A text field whose every keystroke goes into the document. */
 function Text({ value, onCommit, multiline, placeholder, testId, mono, list }: { value: string; onCommit: (v: string) => void; multiline?: boolean; placeholder?: string; testId?: string; mono?: boolean; list?: string }) {
-  const [draft, setDraft] = useState(value);
-  useEffect(() => setDraft(value), [value]);
-  const commit = () => draft !== value && onCommit(draft);
+  const typed = useTyped<HTMLInputElement & HTMLTextAreaElement>(value, onCommit);
   return multiline ? (
-    <textarea data-testid={testId} className={mono ? "mono" : undefined} value={draft} placeholder={placeholder} rows={5} spellCheck={false} onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
+    <textarea data-testid={testId} className={mono ? "mono" : undefined} placeholder={placeholder} rows={5} spellCheck={false} {...typed} />
   ) : (
-    <input data-testid={testId} list={list} value={draft} placeholder={placeholder} onChange={(e) => setDraft(e.target.value)} onBlur={commit} onKeyDown={(e) => e.key === "Enter" && commit()} />
+    <input data-testid={testId} list={list} placeholder={placeholder} {...typed} />
   );
 }
 
-/** A number that commits on blur or Enter; empty clears the field. */
-function NumberInput({ value, onCommit, testId, min }: { value: number | undefined; onCommit: (v: number | undefined) => void; testId?: string; min?: number }) {
-  const shown = value == null ? "" : String(value);
-  const [draft, setDraft] = useState(shown);
-  useEffect(() => setDraft(shown), [shown]);
+/**
+ * An id: it goes into the document when finished (Enter, leaving the field), never half typed, since every reference
+ * to the old id is rewritten and a half-typed id may be another node's. Until then the draft is held, and any other
+ * change of the document or the selection (a click in the palette, on another node) commits it first.
+ */
+function IdText({ value, onCommit, testId, placeholder }: { value: string; onCommit: (v: string) => void; testId?: string; placeholder?: string }) {
+  const [draft, setDraft] = useState(value);
+  useEffect(() => setDraft(value), [value]);
+  const latest = useRef({ draft, value, onCommit });
+  latest.current = { draft, value, onCommit };
   const commit = () => {
-    if (draft === shown) return;
-    const n = Number(draft);
-    if (draft.trim() === "") onCommit(undefined);
-    else if (Number.isFinite(n)) onCommit(n);
-    else setDraft(shown);
+    holdDraft(null);
+    const { draft, value, onCommit } = latest.current;
+    if (draft !== value) onCommit(draft);
   };
-  return <input type="number" min={min} data-testid={testId} value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={commit} onKeyDown={(e) => e.key === "Enter" && commit()} />;
+  // Taken away (its node deleted, another document loaded): the draft goes with it.
+  useEffect(() => () => holdDraft(null), []);
+  return (
+    <input
+      data-testid={testId}
+      value={draft}
+      placeholder={placeholder}
+      onChange={(e) => {
+        setDraft(e.target.value);
+        holdDraft(commit);
+      }}
+      onBlur={commit}
+      onKeyDown={(e) => e.key === "Enter" && commit()}
+    />
+  );
 }
 
-/** JSON edited as text; invalid JSON is shown, not committed. */
+/** A number, into the document as it is typed; empty clears the field. */
+function NumberInput({ value, onCommit, testId, min }: { value: number | undefined; onCommit: (v: number | undefined) => void; testId?: string; min?: number }) {
+  const typed = useTyped<HTMLInputElement>(value == null ? "" : String(value), (text) => {
+    const n = Number(text);
+    if (text.trim() === "") onCommit(undefined);
+    else if (Number.isFinite(n)) onCommit(n);
+  });
+  // A number input reads "" while what is typed is not a number yet ("1e"): that clears nothing.
+  const onChange = (e: React.ChangeEvent<HTMLInputElement>) => !e.target.validity.badInput && typed.onChange(e);
+  return <input type="number" min={min} data-testid={testId} {...typed} onChange={onChange} />;
+}
+
+/** JSON edited as text, into the document whenever it parses; invalid JSON is shown when the field is left. */
 function Json({ value, onCommit, testId }: { value: unknown; onCommit: (v: unknown) => void; testId?: string }) {
   const shown = value === undefined || value === null ? "" : JSON.stringify(value, null, 2);
-  const [draft, setDraft] = useState(shown);
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => setDraft(shown), [shown]);
-  const commit = () => {
-    if (draft === shown) return;
-    if (!draft.trim()) {
-      setError(null);
-      onCommit(undefined);
-      return;
-    }
+  const parse = (text: string): { ok: true; value: unknown } | { ok: false; error: string } => {
+    if (!text.trim()) return { ok: true, value: undefined };
     try {
-      onCommit(JSON.parse(draft));
-      setError(null);
+      return { ok: true, value: JSON.parse(text) };
     } catch (e) {
-      setError(String(e));
+      return { ok: false, error: String(e) };
     }
+  };
+  const typed = useTyped<HTMLTextAreaElement>(shown, (text) => {
+    const read = parse(text);
+    if (read.ok) {
+      setError(null);
+      onCommit(read.value);
+    }
+  });
+  const onBlur = () => {
+    const read = parse(typed.value);
+    // Not JSON: the text stays as typed, with why, and the document keeps its last valid value.
+    if (!read.ok) {
+      useDocument.getState().endTyping();
+      setError(read.error);
+    } else typed.onBlur();
   };
   return (
     <>
-      <textarea data-testid={testId} className="mono" rows={5} spellCheck={false} value={draft} onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
+      <textarea data-testid={testId} className="mono" rows={5} spellCheck={false} {...typed} onBlur={onBlur} />
       {error && <div className="field-error">{error}</div>}
     </>
   );
@@ -98,14 +161,12 @@ export function readInput(text: string): { value: unknown; readAs: "json" | "tex
 /** The start node's input: plain text or JSON, with a hint saying which it was read as. */
 function InputText({ value, onCommit, testId }: { value: unknown; onCommit: (v: unknown) => void; testId?: string }) {
   const shown = value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value, null, 2);
-  const [draft, setDraft] = useState(shown);
-  useEffect(() => setDraft(shown), [shown]);
-  const read = readInput(draft);
-  const commit = () => draft !== shown && onCommit(read.value);
+  const typed = useTyped<HTMLTextAreaElement>(shown, (text) => onCommit(readInput(text).value));
+  const read = readInput(typed.value);
   const kind = read.readAs === "json" ? (Array.isArray(read.value) ? "a JSON list" : read.value !== null && typeof read.value === "object" ? "a JSON object" : typeof read.value === "string" ? "a JSON string" : `JSON (${read.value === null ? "null" : typeof read.value})`) : null;
   return (
     <>
-      <textarea data-testid={testId} className="mono" rows={4} spellCheck={false} value={draft} placeholder="Text, or JSON such as {&quot;ticket&quot;: 42}" onChange={(e) => setDraft(e.target.value)} onBlur={commit} />
+      <textarea data-testid={testId} className="mono" rows={4} spellCheck={false} placeholder="Text, or JSON such as {&quot;ticket&quot;: 42}" {...typed} />
       <small className="muted" data-testid="input-read-as">{read.readAs === "empty" ? "Empty: the run starts with no input." : kind ? `Read as ${kind}.` : "Read as text (it is not JSON)."}</small>
     </>
   );
@@ -146,10 +207,10 @@ export function setPath(node: Node, key: string, value: unknown, fields: FieldSp
 }
 
 /** An if node's conditions, in order; the operators are the field's options in the catalogue. */
-function Conditions({ node, field, set }: { node: Node; field: FieldSpec; set: (patch: Partial<Node>) => void }) {
+function Conditions({ node, field, set }: { node: Node; field: FieldSpec; set: (patch: Partial<Node>, typing?: string) => void }) {
   const conditions: Condition[] = node.conditions ?? [];
   const operators = field.options as Condition["operator"][];
-  const change = (i: number, patch: Partial<Condition>) => set({ conditions: conditions.map((x, j) => (j === i ? { ...x, ...patch } : x)) });
+  const change = (i: number, patch: Partial<Condition>, typing?: string) => set({ conditions: conditions.map((x, j) => (j === i ? { ...x, ...patch } : x)) }, typing);
   return (
     <div className="conditions">
       <span>{field.label}</span>
@@ -158,8 +219,9 @@ function Conditions({ node, field, set }: { node: Node; field: FieldSpec; set: (
           <select value={c.operator} onChange={(e) => change(i, { operator: e.target.value as Condition["operator"] })} aria-label={`condition ${i} operator`}>
             {operators.map((o) => <option key={o}>{o}</option>)}
           </select>
-          <Text value={c.value} onCommit={(v) => change(i, { value: v })} testId={`condition-${i}`} />
-          <button title="remove" onClick={() => set({ conditions: conditions.filter((_, j) => j !== i) })}>×</button>
+          <Text value={c.value} onCommit={(v) => change(i, { value: v }, `${node.id}/conditions/${i}`)} testId={`condition-${i}`} />
+          {/* Out of the Tab order: Tab from a condition goes on to the next field, never onto a button that deletes. */}
+          <button title="remove this condition" aria-label={`remove condition ${i}`} tabIndex={-1} onClick={() => set({ conditions: conditions.filter((_, j) => j !== i) })}>×</button>
         </div>
       ))}
       <button onClick={() => set({ conditions: [...conditions, { operator: operators[0], value: "" }] })} disabled={!operators.length} data-testid="add-condition">+ condition</button>
@@ -219,9 +281,11 @@ function McpTools({ value, onCommit }: { value: unknown; onCommit: (v: unknown) 
 
 function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; models: string[] }) {
   const update = useDocument((s) => s.updateNode);
-  const set = (patch: Partial<Node>) => update(node.id, patch);
+  const set = (patch: Partial<Node>, typing?: string) => update(node.id, patch, typing);
   const value = getPath(node, field.key);
   const commit = (v: unknown) => set(setPath(node, field.key, v));
+  /** A value typed in the field: the keystrokes typed there one after another are one undo step. */
+  const typed = (v: unknown) => set(setPath(node, field.key, v), `${node.id}/${field.key}`);
   const testId = `field-${field.key}`;
   const placeholder = field.placeholder ?? undefined;
   switch (field.kind) {
@@ -245,14 +309,14 @@ function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; mo
     case "number":
       return (
         <Field label={field.label} help={field.help}>
-          <NumberInput testId={testId} value={value as number | undefined} onCommit={commit} min={0} />
+          <NumberInput testId={testId} value={value as number | undefined} onCommit={typed} min={0} />
         </Field>
       );
     case "json":
       if (field.key === "initial_input") {
         return (
           <Field label="input (text or JSON)">
-            <InputText testId={testId} value={value} onCommit={commit} />
+            <InputText testId={testId} value={value} onCommit={typed} />
           </Field>
         );
       }
@@ -268,20 +332,20 @@ function FieldEditor({ node, field, models }: { node: Node; field: FieldSpec; mo
       }
       return (
         <Field label={field.label} help={field.help}>
-          <Json testId={testId} value={value} onCommit={commit} />
+          <Json testId={testId} value={value} onCommit={typed} />
         </Field>
       );
     case "model":
       return (
         <Field label={field.label} help={field.help}>
-          <Text testId={testId} list="models" value={(value as string) ?? ""} placeholder={placeholder} onCommit={(v) => commit(v.trim() || undefined)} />
+          <Text testId={testId} list="models" value={(value as string) ?? ""} placeholder={placeholder} onCommit={(v) => typed(v.trim() || undefined)} />
           <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
         </Field>
       );
     default:
       return (
         <Field label={field.label} help={field.help}>
-          <Text testId={testId} multiline={field.kind !== "text"} mono={field.kind !== "text"} value={(value as string) ?? ""} placeholder={placeholder} onCommit={(v) => commit(v.trim() ? v : undefined)} />
+          <Text testId={testId} multiline={field.kind !== "text"} mono={field.kind !== "text"} value={(value as string) ?? ""} placeholder={placeholder} onCommit={(v) => typed(v.trim() ? v : undefined)} />
         </Field>
       );
   }
@@ -293,7 +357,7 @@ function NodeFields({ node, models }: { node: Node; models: string[] }) {
   return (
     <>
       <Field label="id">
-        <Text testId="inspector-id" value={node.id} onCommit={(v) => v.trim() && update(node.id, { id: v.trim() })} />
+        <IdText testId="inspector-id" value={node.id} onCommit={(v) => v.trim() && update(node.id, { id: v.trim() })} />
       </Field>
       {spec?.fields.map((f) => <FieldEditor key={f.key} node={node} field={f} models={models} />)}
     </>
@@ -307,7 +371,7 @@ function EdgeFields({ edge }: { edge: Edge }) {
   const handle = edge.handle ?? "output";
   const branch = handleName(source, handle);
   const key = edgeKey(edge);
-  const set = (patch: Partial<Edge>) => update(key, patch);
+  const set = (patch: Partial<Edge>, typing?: string) => update(key, patch, typing);
   return (
     <>
       <dl className="edge-ends">
@@ -321,16 +385,16 @@ function EdgeFields({ edge }: { edge: Edge }) {
         <dd title={edge.to}>{target?.name || edge.to}</dd>
       </dl>
       <Field label="when (natural language; the model decides)">
-        <Text testId="inspector-when" multiline value={edge.when ?? ""} placeholder="e.g. the review found problems" onCommit={(v) => set({ when: v.trim() ? v : undefined })} />
+        <Text testId="inspector-when" multiline value={edge.when ?? ""} placeholder="e.g. the review found problems" onCommit={(v) => set({ when: v.trim() ? v : undefined }, `${key}/when`)} />
       </Field>
       <Field label="if (expression guard)" help="Followed only when true, e.g. review.data.score >= 8">
-        <Text testId="inspector-if" value={edge.if ?? ""} onCommit={(v) => set({ if: v.trim() ? v : undefined })} />
+        <Text testId="inspector-if" value={edge.if ?? ""} onCommit={(v) => set({ if: v.trim() ? v : undefined }, `${key}/if`)} />
       </Field>
       <Field label="max iterations" help="How many times a loop may follow this edge in one run">
-        <NumberInput testId="inspector-max-iterations" min={1} value={edge.max_iterations ?? undefined} onCommit={(v) => set({ max_iterations: v })} />
+        <NumberInput testId="inspector-max-iterations" min={1} value={edge.max_iterations ?? undefined} onCommit={(v) => set({ max_iterations: v }, `${key}/max_iterations`)} />
       </Field>
       <Field label="id">
-        <Text value={edge.id ?? ""} placeholder="(none)" onCommit={(v) => set({ id: v.trim() || undefined })} />
+        <IdText value={edge.id ?? ""} placeholder="(none)" onCommit={(v) => set({ id: v.trim() || undefined })} />
       </Field>
     </>
   );
@@ -413,13 +477,13 @@ function WorkflowFields({ models }: { models: string[] }) {
     <aside className="inspector" data-testid="inspector-workflow">
       <InspectorHeader title="Workflow" subtitle="its name, description and default model" />
       <Field label="name">
-        <Text value={workflow.name} onCommit={(v) => edit((w) => ({ ...w, name: v }))} />
+        <Text value={workflow.name} onCommit={(v) => edit((w) => ({ ...w, name: v }), "workflow/name")} />
       </Field>
       <Field label="description">
-        <Text multiline value={workflow.description ?? ""} onCommit={(v) => edit((w) => ({ ...w, description: v.trim() ? v : undefined }))} />
+        <Text multiline value={workflow.description ?? ""} onCommit={(v) => edit((w) => ({ ...w, description: v.trim() ? v : undefined }), "workflow/description")} />
       </Field>
       <Field label="default model">
-        <Text list="models" value={workflow.defaults?.model ?? ""} placeholder="provider/model" onCommit={(v) => edit((w) => ({ ...w, defaults: { ...(w.defaults ?? {}), model: v.trim() || undefined } }))} />
+        <Text list="models" value={workflow.defaults?.model ?? ""} placeholder="provider/model" onCommit={(v) => edit((w) => ({ ...w, defaults: { ...(w.defaults ?? {}), model: v.trim() || undefined } }), "workflow/model")} />
         <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
       </Field>
       <p className="muted">Click a node or an edge to edit it; Shift-drag to select several.</p>
@@ -463,11 +527,6 @@ export function Inspector({ models }: { models: string[] }) {
         title={node ? node.name || node.id : `Edge · ${nodeName(edge!.from)} → ${nodeName(edge!.to)}`}
         subtitle={node ? `${spec?.label ?? node.type}${node.name ? ` · ${node.id}` : ""}` : undefined}
       />
-      {findings && findings.length > 0 && (
-        <ul className="findings-inline" data-testid="inspector-findings">
-          {findings.map((f, i) => <li key={i} className={f.level}>{inAppWords(f.message, f.code)} <code className="code-chip">{f.code}</code></li>)}
-        </ul>
-      )}
       {node ? (
         // Manual activation: a tab changes when it is clicked or chosen with Enter/Space, never because focus passed it.
         <Tabs.Root value={tab} onValueChange={(t) => setTab(t as InspectorTab)} activationMode="manual">
@@ -481,6 +540,12 @@ export function Inspector({ models }: { models: string[] }) {
         </Tabs.Root>
       ) : (
         <EdgeFields key={workflow.edges.indexOf(edge!)} edge={edge!} />
+      )}
+      {/* Last, held at the bottom of the view: findings that come and go as a field is typed in never move the fields. */}
+      {findings && findings.length > 0 && (
+        <ul className="findings-inline" data-testid="inspector-findings">
+          {findings.map((f, i) => <li key={i} className={f.level}>{inAppWords(f.message, f.code)} <code className="code-chip">{f.code}</code></li>)}
+        </ul>
       )}
     </aside>
   );

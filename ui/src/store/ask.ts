@@ -2,7 +2,7 @@
 // are dropped only when the person agrees, and files come from the OS picker. Holds no state, and knows nothing of
 // what the command then does with the file or the answer.
 import { ask, open as nativeOpen, save as nativeSave } from "@tauri-apps/plugin-dialog";
-import { useDocument } from "./document";
+import { commitHeld, useDocument } from "./document";
 
 export type FileFilter = { name: string; extensions: string[] };
 export const WORKFLOW_FILES: FileFilter[] = [{ name: "Workflows", extensions: ["yaml", "yml", "json"] }];
@@ -25,21 +25,12 @@ export async function pickFile(filters: FileFilter[]): Promise<string | null> {
 export const pickSavePath = async (defaultPath: string): Promise<string | null> => dialogOverride()?.save ?? (await nativeSave({ filters: WORKFLOW_FILES, defaultPath }));
 
 /**
- * Commits the field being edited. Inspector fields commit when they lose focus (one undo step per edit, not per key),
- * so every command that reads the document — save, run, export, switching files, closing — calls this first and acts
- * on what the person sees. The focus goes back to the field.
+ * Commits the field being edited. What is typed goes into the document as it is typed; only a field that cannot take
+ * half-typed text (a node's id) holds a draft, committed here, so every command that reads the document — save, run,
+ * export, switching files, closing — acts on what the person sees. The focus stays in the field.
  */
 export function commitEditing(): void {
-  const el = document.activeElement as HTMLInputElement | HTMLTextAreaElement | null;
-  if (!el || !el.matches?.("input, textarea") || el.closest("[role=dialog]")) return;
-  const range = "selectionStart" in el ? [el.selectionStart, el.selectionEnd] : null;
-  el.blur();
-  el.focus({ preventScroll: true });
-  try {
-    if (range && range[0] != null) el.setSelectionRange(range[0], range[1]);
-  } catch {
-    /* inputs of some types have no selection */
-  }
+  commitHeld();
 }
 
 /** Whether the open document may be replaced: it has no unsaved changes, or the person lets them go. */

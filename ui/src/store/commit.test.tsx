@@ -54,4 +54,15 @@ describe("the field being edited", () => {
     fireEvent.change(field, { target: { value: "a cat" } });
     expect(screen.getByTestId("input-read-as").textContent).toMatch(/text/);
   });
+
+  it("is in the document as it is typed: a click in the palette next (which takes no focus) keeps it", () => {
+    mockIPC(() => null);
+    openWithStartSelected();
+    const field = screen.getByTestId("field-initial_input") as HTMLTextAreaElement;
+    field.focus();
+    fireEvent.change(field, { target: { value: "my cat is hungry" } });
+    // The palette adds a node and selects it: the start node's fields go away with the focus still in them.
+    useDocument.getState().addNode("agent", { x: 300, y: 0 });
+    expect(useDocument.getState().workflow.nodes[0].initial_input).toBe("my cat is hungry");
+  });
 });

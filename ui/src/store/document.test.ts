@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Workflow } from "../types";
-import { edgeKey, emptyWorkflow, useDocument } from "./document";
+import { edgeKey, emptyWorkflow, holdDraft, useDocument } from "./document";
 
 const doc = () => useDocument.getState();
 
@@ -127,5 +127,27 @@ describe("document editing", () => {
     doc().updateNode(a, { id: "draft" });
     expect(doc().selection.nodes).toEqual(["draft"]);
     expect(doc().workflow.edges).toEqual([{ from: "start", to: "draft" }]);
+  });
+
+  it("makes what is typed in one field, one keystroke after another, one undo step", () => {
+    const a = doc().addNode("agent", { x: 0, y: 0 });
+    for (const text of ["H", "He", "Hello"]) doc().updateNode(a, { user_prompt: text }, `${a}/user_prompt`);
+    doc().endTyping(); // the person left the field
+    doc().updateNode(a, { user_prompt: "Hello!" }, `${a}/user_prompt`);
+    doc().undo();
+    expect(doc().workflow.nodes[1].user_prompt).toBe("Hello");
+    doc().undo();
+    expect(doc().workflow.nodes[1].user_prompt).toBeUndefined();
+    expect(doc().workflow.nodes[1].id).toBe(a);
+  });
+
+  it("commits a held draft before any other change, so a click in the palette never leaves it behind", () => {
+    const a = doc().addNode("agent", { x: 0, y: 0 });
+    holdDraft(() => doc().updateNode(a, { id: "writer" }));
+    const b = doc().addNode("agent", { x: 300, y: 0 });
+    expect(doc().workflow.nodes.map((n) => n.id)).toEqual(["start", "writer", b]);
+    expect(b).toBe("agent"); // the id it took was free once the draft was in
+    doc().undo();
+    expect(doc().workflow.nodes.map((n) => n.id)).toEqual(["start", "writer"]);
   });
 });

@@ -1,5 +1,7 @@
 // The document being edited: the canonical workflow (the same type the engine saves), the selection, and an
-// undo/redo history of whole documents (cheap: edits share unchanged nodes).
+// undo/redo history of whole documents (cheap: edits share unchanged nodes). Text typed in a field goes into the
+// document as it is typed, one undo step per field typed in; a field whose text cannot go in until it is finished (a
+// node's new id) holds it as a draft that every other change of the document or the selection commits first.
 import { create } from "zustand";
 import type { Condition, Edge, Node, NodeType, Workflow } from "../types";
 import { conditionOperators } from "../model/nodeTypes";
@@ -16,12 +18,21 @@ type DocumentState = {
   notes: string[];
   dirty: boolean;
   selection: Selection;
+  /** Counts the documents loaded: each load is another document (another workflow, or a stored run's). */
+  loaded: number;
+  /** The field being typed in, when the last edit was typed there: the next keystroke there joins that undo step. */
+  typing: string | null;
   past: Workflow[];
   future: Workflow[];
   clipboard: { nodes: Node[]; edges: Edge[] } | null;
   load: (workflow: Workflow, path: string | null, format?: string, notes?: string[]) => void;
-  /** One undoable edit. */
-  edit: (change: (w: Workflow) => Workflow) => void;
+  /**
+   * One undoable edit. `typing` names the field it was typed in: edits typed in the same field one after another,
+   * with no other edit between, are one undo step.
+   */
+  edit: (change: (w: Workflow) => Workflow, typing?: string) => void;
+  /** The person left the field they typed in (or entered one): what they type next is a new undo step. */
+  endTyping: () => void;
   /** A change merged into the last history entry (drag frames after the first). */
   editQuietly: (change: (w: Workflow) => Workflow) => void;
   undo: () => void;
@@ -32,8 +43,8 @@ type DocumentState = {
   markSaved: (path: string) => void;
   /** Adds a node (connected from `from`'s handle when given), selects it, and returns its id: one undo step. */
   addNode: (type: NodeType, position: { x: number; y: number }, from?: { node: string; handle: string }) => string;
-  updateNode: (id: string, patch: Partial<Node>) => void;
-  updateEdge: (key: string, patch: Partial<Edge>) => void;
+  updateNode: (id: string, patch: Partial<Node>, typing?: string) => void;
+  updateEdge: (key: string, patch: Partial<Edge>, typing?: string) => void;
   connect: (edge: Edge) => void;
   /** Removes the selected nodes with their edges and the selected edges, as one undo step; says what it refused. */
   deleteSelection: () => string | null;
@@ -58,6 +69,28 @@ export function uniqueId(workflow: Workflow, base: string): string {
   for (let i = 2; ; i++) if (!taken.has(`${base}_${i}`)) return `${base}_${i}`;
 }
 
+/** The draft of a field that commits only when finished (a node's id), and how to commit it. */
+let held: (() => void) | null = null;
+
+/**
+ * A field holds a draft it cannot put into the document as it is typed (`commit`), or holds none any more (null).
+ * Every change of the document or the selection commits the draft first, so nothing a gesture elsewhere does (a
+ * click in the palette, a selection) can leave it behind.
+ */
+export function holdDraft(commit: (() => void) | null): void {
+  held = commit;
+}
+
+/** Commits the held draft, if any: before another change, and before a command reads the document. */
+export function commitHeld(): void {
+  const commit = held;
+  held = null;
+  commit?.();
+}
+
+/** Whether a patch changes nothing in `target`. */
+const changesNothing = <T extends object>(target: T, patch: Partial<T>) => Object.entries(patch).every(([k, v]) => (target as Record<string, unknown>)[k] === v);
+
 export const useDocument = create<DocumentState>((set, get) => ({
   workflow: emptyWorkflow(),
   path: null,
@@ -65,35 +98,59 @@ export const useDocument = create<DocumentState>((set, get) => ({
   notes: [],
   dirty: false,
   selection: { nodes: [], edges: [] },
+  loaded: 0,
+  typing: null,
   past: [],
   future: [],
   clipboard: null,
-  load: (workflow, path, format = "switchyard", notes = []) =>
-    set({ workflow, path, format, notes, dirty: false, past: [], future: [], selection: { nodes: [], edges: [] } }),
-  edit: (change) =>
+  load: (workflow, path, format = "switchyard", notes = []) => {
+    held = null; // the document it belonged to is gone
+    set((s) => ({ workflow, path, format, notes, dirty: false, past: [], future: [], typing: null, loaded: s.loaded + 1, selection: { nodes: [], edges: [] } }));
+  },
+  edit: (change, typing) => {
+    commitHeld();
     set((s) => {
       const next = change(s.workflow);
       if (next === s.workflow) return s;
-      return { workflow: next, past: [...s.past.slice(-HISTORY + 1), s.workflow], future: [], dirty: true };
-    }),
-  editQuietly: (change) => set((s) => ({ workflow: change(s.workflow), dirty: true })),
-  undo: () =>
+      // Typed on in the same field: the keystroke joins the undo step the field's first keystroke made.
+      if (typing && s.typing === typing) return { workflow: next, future: [], dirty: true };
+      return { workflow: next, past: [...s.past.slice(-HISTORY + 1), s.workflow], future: [], dirty: true, typing: typing ?? null };
+    });
+  },
+  endTyping: () => {
+    if (get().typing !== null) set({ typing: null });
+  },
+  editQuietly: (change) => {
+    commitHeld();
+    set((s) => ({ workflow: change(s.workflow), dirty: true, typing: null }));
+  },
+  undo: () => {
+    commitHeld();
     set((s) => {
       const previous = s.past[s.past.length - 1];
       if (!previous) return s;
-      return { workflow: previous, past: s.past.slice(0, -1), future: [s.workflow, ...s.future], dirty: true };
-    }),
-  redo: () =>
+      return { workflow: previous, past: s.past.slice(0, -1), future: [s.workflow, ...s.future], dirty: true, typing: null };
+    });
+  },
+  redo: () => {
+    commitHeld();
     set((s) => {
       const [next, ...rest] = s.future;
       if (!next) return s;
-      return { workflow: next, past: [...s.past, s.workflow], future: rest, dirty: true };
-    }),
-  select: (selection) => set({ selection }),
-  selectEdge: (id, additive) =>
-    set((s) => ({ selection: additive ? { ...s.selection, edges: [...new Set([...s.selection.edges, id])] } : { nodes: [], edges: [id] } })),
+      return { workflow: next, past: [...s.past, s.workflow], future: rest, dirty: true, typing: null };
+    });
+  },
+  select: (selection) => {
+    commitHeld();
+    set({ selection });
+  },
+  selectEdge: (id, additive) => {
+    commitHeld();
+    set((s) => ({ selection: additive ? { ...s.selection, edges: [...new Set([...s.selection.edges, id])] } : { nodes: [], edges: [id] } }));
+  },
   markSaved: (path) => set({ path, dirty: false }),
   addNode: (type, position, from) => {
+    commitHeld();
     const id = uniqueId(get().workflow, type === "if" ? "check" : type);
     const node = { id, type, position } as Node;
     // A type with conditions (an if node) starts with one, its operator the first the catalogue lists.
@@ -105,7 +162,10 @@ export const useDocument = create<DocumentState>((set, get) => ({
     set({ selection: { nodes: [id], edges: [] } });
     return id;
   },
-  updateNode: (id, patch) => {
+  updateNode: (id, patch, typing) => {
+    commitHeld();
+    const current = get().workflow.nodes.find((n) => n.id === id);
+    if (!current || changesNothing(current, patch)) return;
     const renamed = patch.id !== undefined && patch.id !== id ? patch.id : null;
     // A renamed node stays selected under its new id.
     if (renamed) set((s) => ({ selection: { ...s.selection, nodes: s.selection.nodes.map((n) => (n === id ? renamed : n)) } }));
@@ -113,11 +173,17 @@ export const useDocument = create<DocumentState>((set, get) => ({
       const patched = { ...w, nodes: w.nodes.map((n) => (n.id === id ? { ...n, ...patch, id } : n)) };
       // A new id carries the node's edges and every template or expression that read the old one.
       return renamed ? renameNode(patched, id, renamed) : patched;
-    });
+    }, typing);
   },
-  updateEdge: (key, patch) => get().edit((w) => ({ ...w, edges: w.edges.map((e) => (edgeKey(e) === key ? { ...e, ...patch } : e)) })),
+  updateEdge: (key, patch, typing) => {
+    commitHeld();
+    const current = get().workflow.edges.find((e) => edgeKey(e) === key);
+    if (!current || changesNothing(current, patch)) return;
+    get().edit((w) => ({ ...w, edges: w.edges.map((e) => (edgeKey(e) === key ? { ...e, ...patch } : e)) }), typing);
+  },
   connect: (edge) => get().edit((w) => ({ ...w, edges: [...w.edges, edge] })),
   deleteSelection: () => {
+    commitHeld();
     const { selection, workflow } = get();
     const starts = workflow.nodes.filter((n) => n.type === "start").map((n) => n.id);
     // The last start node stays: a workflow without one cannot run, and a person rarely means to remove it.
@@ -141,6 +207,7 @@ export const useDocument = create<DocumentState>((set, get) => ({
     set({ clipboard: { nodes, edges: workflow.edges.filter((e) => ids.has(e.from) && ids.has(e.to)) } });
   },
   paste: (offset = 40) => {
+    commitHeld();
     const clip = get().clipboard;
     if (!clip || !clip.nodes.length) return;
     const renames = new Map<string, string>();
