@@ -26,10 +26,30 @@ import { runBlocked, useRunControl } from "./store/runControl";
 import { startUp } from "./store/startup";
 import { useValidation, validateOnEdit } from "./store/validation";
 import { appWindow, onServer } from "./transport";
+import { useQuickAdd } from "./store/quickAdd";
+import { NoSuchWorkflow, useMissingWorkflow } from "./components/NoSuchWorkflow";
+
+/**
+ * The first stops of the tab order, shown when focused: the node palette and the canvas are one or two key presses
+ * from the page's start, not behind every toolbar button.
+ */
+function SkipLinks() {
+  const go = (selector: string) => (e: React.MouseEvent) => {
+    e.preventDefault();
+    document.querySelector<HTMLElement>(selector)?.focus();
+  };
+  return (
+    <nav className="skip-links" aria-label="Skip to">
+      <a href="#node-palette" className="skip-link" data-testid="skip-to-palette" onClick={go(".palette button")}>Skip to the node palette</a>
+      <a href="#canvas" className="skip-link" data-testid="skip-to-canvas" onClick={go(".react-flow__node.selected, .react-flow__node, .react-flow__pane")}>Skip to the canvas</a>
+    </nav>
+  );
+}
 
 // Opened on demand: the first window paints without them.
 const SettingsDialog = lazy(() => import("./components/SettingsDialog").then((m) => ({ default: m.SettingsDialog })));
 const CommandPalette = lazy(() => import("./components/CommandPalette").then((m) => ({ default: m.CommandPalette })));
+const QuickAdd = lazy(() => import("./components/QuickAdd").then((m) => ({ default: m.QuickAdd })));
 
 function CodeConsent() {
   const asked = useRunControl((s) => s.consent);
@@ -157,6 +177,10 @@ function useBottomFollowsRun(panel: ReturnType<typeof usePanelRef>) {
 function Workbench() {
   const theme = usePrefs((s) => s.theme);
   const dialogs = useDialogs((s) => s.shown);
+  const quick = useQuickAdd((s) => s.open);
+  const missing = useMissingWorkflow((s) => s.missing);
+  // A collapsed inspector keeps its fields out of the tab order (and from screen readers).
+  const inspectorClosed = useLayoutPrefs((p) => p.inspectorPx === 0);
   const settings = usePrefs((s) => s.settings);
   const models = useModels();
   const inspector = usePanelRef();
@@ -208,8 +232,10 @@ function Workbench() {
     return () => window.removeEventListener("keydown", onKey);
   }, []);
 
+  if (missing) return <NoSuchWorkflow missing={missing} />;
   return (
     <div className="app">
+      <SkipLinks />
       <Toolbar />
       <Group orientation="horizontal" className="main" id="switchyard-main" defaultLayout={horizontal.defaultLayout} onLayoutChanged={horizontal.onLayoutChanged}>
         <Panel id="palette" panelRef={palette} defaultSize={68} minSize={60} maxSize={160} collapsible collapsedSize={44} className="pane-palette">
@@ -233,7 +259,7 @@ function Workbench() {
           </Group>
         </Panel>
         <Separator className="resize-handle vertical" />
-        <Panel id="inspector" panelRef={inspector} defaultSize={0} minSize={260} maxSize={560} collapsible collapsedSize={0} className="pane-inspector" onResize={(size) => useLayoutPrefs.getState().setInspectorPx(size.inPixels)}>
+        <Panel id="inspector" panelRef={inspector} defaultSize={0} minSize={260} maxSize={560} collapsible collapsedSize={0} className="pane-inspector" inert={inspectorClosed} onResize={(size) => useLayoutPrefs.getState().setInspectorPx(size.inPixels)}>
           <Inspector models={models} />
         </Panel>
       </Group>
@@ -242,6 +268,7 @@ function Workbench() {
       <CloseDialog />
       <Suspense fallback={null}>
         {dialogs.find && <CommandPalette />}
+        {quick && <QuickAdd />}
         {dialogs.settings && settings && !onServer() && <SettingsDialog onClose={() => useDialogs.getState().setDialog("settings", false)} />}
       </Suspense>
       {dialogs.help && <HelpPanel onClose={() => useDialogs.getState().setDialog("help", false)} />}

@@ -6,6 +6,8 @@ import { useDialogs } from "./store/dialogs";
 import { useFiles } from "./store/files";
 import { useRunControl } from "./store/runControl";
 import { useView } from "./store/view";
+import { selectedNode, useQuickAdd } from "./store/quickAdd";
+import { desktopOnly, NOT_IN_BROWSER } from "./desktopOnly";
 
 export type Shortcut = {
   /** As shown in the panel. */
@@ -16,6 +18,8 @@ export type Shortcut = {
   run: () => void;
   /** Also while typing in a field (Ctrl+S, Ctrl+Enter…); otherwise the field keeps the key. */
   inFields?: boolean;
+  /** Only the desktop app can do it (files on this computer, its settings): a browser does not offer it. */
+  desktop?: true;
 };
 
 const mod = (e: KeyboardEvent) => e.ctrlKey || e.metaKey;
@@ -24,6 +28,12 @@ const doc = () => useDocument.getState();
 const files = () => useFiles.getState();
 const dialogs = () => useDialogs.getState();
 const view = () => useView.getState();
+/** The focus is on the canvas (a node card, the pane) or nowhere in particular: not on a toolbar button or a panel. */
+const onCanvas = (e: KeyboardEvent) => {
+  const t = e.target as HTMLElement | null;
+  return !t || t === document.body || t === document.documentElement || Boolean(t.closest?.(".react-flow"));
+};
+const plain = (e: KeyboardEvent) => !mod(e) && !e.altKey;
 
 function deleteSelection() {
   const refused = doc().deleteSelection();
@@ -31,11 +41,11 @@ function deleteSelection() {
 }
 
 export const SHORTCUTS: Shortcut[] = [
-  { keys: "Ctrl+N", does: "new workflow", matches: (e) => mod(e) && key(e, "n"), run: () => void files().newWorkflow(), inFields: true },
-  { keys: "Ctrl+O", does: "open a workflow (any supported format)", matches: (e) => mod(e) && !e.shiftKey && key(e, "o"), run: () => void files().openPicked(), inFields: true },
-  { keys: "Ctrl+S", does: "save", matches: (e) => mod(e) && !e.shiftKey && key(e, "s"), run: () => void files().save(), inFields: true },
-  { keys: "Ctrl+Shift+S", does: "save as", matches: (e) => mod(e) && e.shiftKey && key(e, "s"), run: () => void files().saveAs(), inFields: true },
-  { keys: "Ctrl+Shift+E", does: "export canonical YAML", matches: (e) => mod(e) && e.shiftKey && key(e, "e"), run: () => void files().exportYaml(), inFields: true },
+  { keys: "Ctrl+N", does: "new workflow", matches: (e) => mod(e) && key(e, "n"), run: desktopOnly(NOT_IN_BROWSER.new, () => void files().newWorkflow()), inFields: true, desktop: true },
+  { keys: "Ctrl+O", does: "open a workflow (any supported format)", matches: (e) => mod(e) && !e.shiftKey && key(e, "o"), run: desktopOnly(NOT_IN_BROWSER.open, () => void files().openPicked()), inFields: true, desktop: true },
+  { keys: "Ctrl+S", does: "save", matches: (e) => mod(e) && !e.shiftKey && key(e, "s"), run: desktopOnly(NOT_IN_BROWSER.save, () => void files().save()), inFields: true, desktop: true },
+  { keys: "Ctrl+Shift+S", does: "save as", matches: (e) => mod(e) && e.shiftKey && key(e, "s"), run: desktopOnly(NOT_IN_BROWSER.save, () => void files().saveAs()), inFields: true, desktop: true },
+  { keys: "Ctrl+Shift+E", does: "export canonical YAML", matches: (e) => mod(e) && e.shiftKey && key(e, "e"), run: desktopOnly(NOT_IN_BROWSER.export, () => void files().exportYaml()), inFields: true, desktop: true },
   { keys: "Ctrl+Z", does: "undo", matches: (e) => mod(e) && !e.shiftKey && key(e, "z"), run: () => doc().undo() },
   { keys: "Ctrl+Shift+Z / Ctrl+Y", does: "redo", matches: (e) => mod(e) && ((e.shiftKey && key(e, "z")) || key(e, "y")), run: () => doc().redo() },
   { keys: "Ctrl+C", does: "copy the selected nodes", matches: (e) => mod(e) && key(e, "c"), run: () => doc().copySelection() },
@@ -44,6 +54,9 @@ export const SHORTCUTS: Shortcut[] = [
   { keys: "Ctrl+A", does: "select everything", matches: (e) => mod(e) && key(e, "a"), run: () => { const w = doc().workflow; doc().select({ nodes: w.nodes.map((n) => n.id), edges: w.edges.map(edgeKey) }); } },
   { keys: "Delete / Backspace", does: "delete the selection", matches: (e) => !mod(e) && (e.key === "Delete" || e.key === "Backspace"), run: deleteSelection },
   { keys: "Escape", does: "leave a field; clear the selection; close a panel", matches: (e) => e.key === "Escape", run: () => { const d = dialogs().shown; if (d.help || d.find) { dialogs().setDialog("help", false); dialogs().setDialog("find", false); } else doc().select({ nodes: [], edges: [] }); } },
+  { keys: "Tab", does: "add a node after the selected one, connected (with the focus on the canvas)", matches: (e) => e.key === "Tab" && !e.shiftKey && plain(e) && onCanvas(e) && Boolean(selectedNode()), run: () => useQuickAdd.getState().show("add") },
+  { keys: "A", does: "add a node (after the selected one, connected, when one is selected)", matches: (e) => plain(e) && key(e, "a"), run: () => useQuickAdd.getState().show("add") },
+  { keys: "C", does: "connect the selected node to another", matches: (e) => plain(e) && key(e, "c"), run: () => useQuickAdd.getState().show("connect") },
   { keys: "Ctrl+K / Ctrl+F", does: "find a node or a command", matches: (e) => mod(e) && (key(e, "k") || key(e, "f")), run: () => dialogs().setDialog("find", true), inFields: true },
   { keys: "Ctrl+L", does: "lay the workflow out", matches: (e) => mod(e) && key(e, "l"), run: () => void view().layout() },
   { keys: "Shift+1", does: "fit the whole workflow in view", matches: (e) => e.shiftKey && !mod(e) && (e.code === "Digit1" || e.key === "!"), run: () => view().requestView("fit") },

@@ -74,6 +74,8 @@ export function Canvas() {
   const byEdge = useValidation((s) => s.byEdge);
   const theme = usePrefs((s) => s.theme);
   const view = useView((s) => s.request);
+  // The last view asked for that is drawn (an open, a Fit, the fit after Layout): what a test waits for.
+  const viewShownNonce = useView((s) => s.shown);
   const width = useStore((s) => s.width);
   const height = useStore((s) => s.height);
   const dragging = useRef(false);
@@ -359,7 +361,7 @@ export function Canvas() {
     {/* Nodes and edges: Radix ContextMenu. The pane's menu opens anchored where it was asked for, as the picker after
         a dropped connection does (one menu for the pane, whichever way it was asked for). */}
     <CanvasContextMenu request={menu && menu.kind !== "pane" ? menu : null} onClose={() => setMenu(null)}>
-    <div className={lod ? "canvas-inner lod" : "canvas-inner"} ref={wrapper}>
+    <div className={lod ? "canvas-inner lod" : "canvas-inner"} ref={wrapper} data-view-shown={viewShownNonce}>
       <ReactFlow
         nodes={showOverview ? NONE.nodes : nodes}
         edges={showOverview ? NONE.edges : edges}

