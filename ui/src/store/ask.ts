@@ -1,7 +1,8 @@
 // What a command asks before it acts on the document: the field being typed in is committed first, unsaved changes
-// are dropped only when the person agrees, and files come from the OS picker. Holds no state, and knows nothing of
-// what the command then does with the file or the answer.
-import { ask, open as nativeOpen, save as nativeSave } from "@tauri-apps/plugin-dialog";
+// are saved or dropped as the person answers (Save / Don't save / Cancel), and files come from the OS picker. Holds
+// no state, and knows nothing of what the command then does with the file or the answer.
+import { open as nativeOpen, save as nativeSave } from "@tauri-apps/plugin-dialog";
+import { useDialogs } from "./dialogs";
 import { commitHeld, useDocument } from "./document";
 
 export type FileFilter = { name: string; extensions: string[] };
@@ -33,8 +34,14 @@ export function commitEditing(): void {
   commitHeld();
 }
 
-/** Whether the open document may be replaced: it has no unsaved changes, or the person lets them go. */
-export async function confirmDiscard(): Promise<boolean> {
+/**
+ * Whether the open document may be replaced by what the person is `doing` ("opening another workflow"): it has no
+ * unsaved changes, or they answer Save (and it was saved) or Don't save — the question closing the window asks.
+ */
+export async function confirmDiscard(doing: string): Promise<boolean> {
   commitEditing();
-  return !useDocument.getState().dirty || (dialogOverride()?.discard ?? (await ask("Discard unsaved changes?", { title: "Switchyard", kind: "warning" })));
+  if (!useDocument.getState().dirty) return true;
+  const override = dialogOverride()?.discard;
+  if (override !== undefined) return override;
+  return (await useDialogs.getState().askUnsaved(doing)) !== "cancel";
 }

@@ -1,9 +1,15 @@
-// Which dialogs are open: help, Settings, Find, "save before closing?", and the approval dialogs of a run — the one the
-// person asked to review, those put off with "Later", and the notes typed in them. Knows nothing of what a dialog
-// does once answered.
+// Which dialogs are open: help, Settings, Find, "save before closing?" (and before New, Open, a stored run), and the
+// approval dialogs of a run — the one the person asked to review, those put off with "Later", and the notes typed in
+// them. Knows nothing of what a dialog does once answered.
 import { create } from "zustand";
 
 export type DialogName = "help" | "settings" | "find" | "close";
+
+/** What a person answers about unsaved changes: saved them (Save went through), let them go, or stay. */
+export type UnsavedAnswer = "save" | "discard" | "cancel";
+
+/** "Save changes before …?", asked before another document replaces this one: what would replace it; the answer. */
+export type UnsavedQuestion = { doing: string; answer: (a: UnsavedAnswer) => void };
 
 type DialogsState = {
   shown: Record<DialogName, boolean>;
@@ -12,6 +18,12 @@ type DialogsState = {
   /** The approval the person asked to review, and those put off. */
   reviewing: string | null;
   dismissed: string[];
+  /** The unsaved-changes question asked before another document replaces this one, while it waits for an answer. */
+  unsaved: UnsavedQuestion | null;
+  /** Asks Save / Don't save / Cancel before `doing` ("opening another workflow"); resolves with the answer. */
+  askUnsaved: (doing: string) => Promise<UnsavedAnswer>;
+  /** Answers the question asked, and closes it. */
+  answerUnsaved: (a: UnsavedAnswer) => void;
   setDialog: (name: DialogName, open: boolean) => void;
   setApprovalNote: (node: string, note: string) => void;
   review: (node: string | null) => void;
@@ -22,11 +34,22 @@ type DialogsState = {
   resetApprovals: (notes: boolean) => void;
 };
 
-export const useDialogs = create<DialogsState>((set) => ({
+export const useDialogs = create<DialogsState>((set, get) => ({
   shown: { help: false, settings: false, find: false, close: false },
   approvalNotes: {},
   reviewing: null,
   dismissed: [],
+  unsaved: null,
+  askUnsaved: (doing) =>
+    new Promise((resolve) => {
+      get().unsaved?.answer("cancel"); // a question still open is left unanswered: whatever asked it does not happen
+      set({ unsaved: { doing, answer: resolve } });
+    }),
+  answerUnsaved: (a) => {
+    const asked = get().unsaved;
+    set({ unsaved: null });
+    asked?.answer(a);
+  },
   setDialog: (name, open) => set((s) => ({ shown: { ...s.shown, [name]: open } })),
   setApprovalNote: (node, note) => set((s) => ({ approvalNotes: { ...s.approvalNotes, [node]: note } })),
   review: (node) => set((s) => ({ reviewing: node, dismissed: node ? s.dismissed.filter((d) => d !== node) : s.dismissed })),

@@ -61,3 +61,22 @@ describe("a new workflow", () => {
     expect(useDialogs.getState()).toMatchObject({ dismissed: [], reviewing: null, approvalNotes: {} });
   });
 });
+
+describe("unsaved changes before New", () => {
+  it("are asked about as closing asks (Save / Don't save / Cancel): Cancel keeps them, Don't save lets them go", async () => {
+    engine(null);
+    useDocument.getState().updateNode("vet", { user_prompt: "check the cat" });
+    const first = useFiles.getState().newWorkflow();
+    await Promise.resolve();
+    expect(useDialogs.getState().unsaved?.doing).toBe("starting a new workflow");
+    useDialogs.getState().answerUnsaved("cancel");
+    await first;
+    expect(useDocument.getState().workflow.nodes[1].user_prompt, "Cancel kept the document").toBe("check the cat");
+    const second = useFiles.getState().newWorkflow();
+    await Promise.resolve();
+    useDialogs.getState().answerUnsaved("discard");
+    await second;
+    expect(useDocument.getState().workflow.name).toBe("Untitled workflow");
+    expect(useDialogs.getState().unsaved).toBeNull();
+  });
+});

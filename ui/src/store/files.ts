@@ -11,7 +11,7 @@ import { emptyWorkflow, useDocument } from "./document";
 import { failWith, useMessages } from "./messages";
 import { usePrefs } from "./prefs";
 import { freshRunView } from "./replay";
-import { useRunControl } from "./runControl";
+import { answersForNextDocument } from "./runControl";
 import { useView } from "./view";
 import { appWindow } from "../transport";
 
@@ -64,7 +64,7 @@ export const useFiles = create<FilesState>((_set, get) => ({
       // says which. Decided before the document shows, so the toolbar never shows another file's source.
       const beside = await Promise.resolve().then(() => commands.scriptBeside(opened.path ?? file)).catch(() => null);
       const script = beside ?? null;
-      useRunControl.getState().setAnswers(script);
+      answersForNextDocument(script);
       useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
       documentShown();
       usePrefs.getState().remember(file);
@@ -77,21 +77,20 @@ export const useFiles = create<FilesState>((_set, get) => ({
   },
 
   openPicked: async () => {
-    if (!(await confirmDiscard())) return;
+    if (!(await confirmDiscard("opening another workflow"))) return;
     const file = await pickFile(WORKFLOW_FILES);
     if (file) await get().open(file);
   },
 
   openRecent: async (file) => {
-    if (!(await confirmDiscard())) return;
+    if (!(await confirmDiscard(`opening ${baseName(file)}`))) return;
     await get().open(file);
   },
 
   newWorkflow: async () => {
-    if (!(await confirmDiscard())) return;
-    useDocument.getState().load(emptyWorkflow(), null);
+    if (!(await confirmDiscard("starting a new workflow"))) return;
+    useDocument.getState().load(emptyWorkflow(), null); // it runs on a model: it brings no answers file
     documentShown();
-    useRunControl.getState().setAnswers(null);
     useView.getState().requestView("open");
   },
 

@@ -3,6 +3,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { mockIPC } from "@tauri-apps/api/mocks";
 import { useHistory } from "./history";
 import { useMessages } from "./messages";
+import { useRunControl } from "./runControl";
 
 function engine(answer: (args: Record<string, unknown>) => unknown) {
   const calls: { cmd: string; args: Record<string, unknown> }[] = [];
@@ -91,5 +92,33 @@ describe("opening a run that goes on elsewhere", () => {
     const text = useMessages.getState().messages.map((m) => m.text).join("\n");
     expect(text).toMatch(/following it live/);
     expect(text).not.toMatch(/Resume/);
+  });
+});
+
+describe("a stored run opened or resumed", () => {
+  const doc = (path: string) => ({ workflow: { switchyard: 1, name: "w", nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } }], edges: [] }, format: "switchyard", notes: [], path });
+  const row = (id: string, answersPath: string | null) => ({ id, workflow: "w", workflowRef: null, answersPath, status: "completed", started: "2026-11-02T10:00:00Z", durationMs: 0, pending: [], usage: {}, tokens: 0, cost: null, eval: null });
+  const engine = (beside: Record<string, string>) =>
+    mockIPC((cmd, args) => {
+      const a = args as Record<string, string>;
+      if (cmd === "list_runs") return [];
+      if (cmd === "open_run") return { "run-b": { document: doc("/w/b.yaml"), events: [], row: row("run-b", null) }, "run-c": { document: doc("/w/c.yaml"), events: [], row: row("run-c", "/elsewhere/c-answers.yaml") } }[a.runId];
+      if (cmd === "script_beside") return beside[a.workflowPath] ?? null;
+      return null;
+    });
+  beforeEach(() => useRunControl.setState({ mode: "answers", answersPath: "/w/a.script.yaml" }));
+
+  it("never keeps the answers file of the workflow shown before: a workflow with none runs on a model", async () => {
+    engine({});
+    await useHistory.getState().openRun("run-b");
+    expect(useRunControl.getState()).toMatchObject({ mode: "model", answersPath: null });
+  });
+
+  it("takes the answers file beside its workflow's file, or the one the run ran on", async () => {
+    engine({ "/w/b.yaml": "/w/b.script.yaml" });
+    await useHistory.getState().openRun("run-b");
+    expect(useRunControl.getState()).toMatchObject({ mode: "answers", answersPath: "/w/b.script.yaml" });
+    await useHistory.getState().openRun("run-c");
+    expect(useRunControl.getState()).toMatchObject({ mode: "answers", answersPath: "/elsewhere/c-answers.yaml" });
   });
 });

@@ -13,6 +13,7 @@ import { baseName } from "../model/paths";
 import { failWith, useMessages } from "./messages";
 import { freshRunView, useReplay } from "./replay";
 import { frameBatcher, STATUS_WORDS, useRun } from "./run";
+import { answersForNextDocument, answersOfRun } from "./runControl";
 import { useView } from "./view";
 import { onServer } from "../transport";
 
@@ -42,6 +43,8 @@ async function showStoredRun(id: string) {
   const doc = opened.document;
   // A server's run names a file on the server: here it opens as not saved yet, so Save never writes to that path.
   const fromServer = Boolean(useHistory.getState().runs.find((r) => r.id === id)?.server);
+  // Run again, it runs as it did: on the answers file it ran on (or its workflow's), never the one shown before.
+  answersForNextDocument(await answersOfRun(opened.row, doc.path, fromServer || onServer()));
   useDocument.getState().load(doc.workflow, doc.format === "switchyard" && !fromServer ? doc.path : null, doc.format, doc.notes);
   freshRunView(id, doc.workflow.nodes.map((n) => n.id));
   return opened;
@@ -81,7 +84,7 @@ export const useHistory = create<HistoryState>((set) => ({
   },
 
   openRun: async (id) => {
-    if (!(await confirmDiscard())) return;
+    if (!(await confirmDiscard(`opening run ${id.slice(0, 8)}`))) return;
     try {
       const opened = await showStoredRun(id);
       const events = opened.events as unknown as Event[];
@@ -105,7 +108,7 @@ export const useHistory = create<HistoryState>((set) => ({
   },
 
   replayRun: async (id) => {
-    if (!(await confirmDiscard())) return;
+    if (!(await confirmDiscard(`replaying run ${id.slice(0, 8)}`))) return;
     try {
       const opened = await showStoredRun(id);
       runShown();

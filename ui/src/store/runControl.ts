@@ -8,7 +8,7 @@ import type { Consent_Serialize as Consent, Event_Deserialize } from "../binding
 import type { Event } from "../types";
 import { commands, unwrap } from "../api";
 import { baseName } from "../model/paths";
-import { ANSWERS_FILES, commitEditing, pickFile } from "./ask";
+import { ANSWERS_FILES, commitEditing, confirmDiscard, pickFile } from "./ask";
 import { useDialogs } from "./dialogs";
 import { useDocument } from "./document";
 import { useHistory } from "./history";
@@ -56,6 +56,31 @@ export function runBlocked(errors: { message: string }[], mode: RunMode, answers
   if (errors.length) return `${errors.length} error${errors.length > 1 ? "s" : ""}: ${errors[0].message}`;
   if (mode === "answers" && !answersPath) return "choose an answers file, or run with a model";
   return null;
+}
+
+/** The answers file the document about to load brings (see `answersForNextDocument`). */
+let nextAnswers: string | null = null;
+
+/**
+ * The document about to load runs on this answers file (null: on a model). The run source belongs to the document
+ * it was chosen for: every document loaded (a file opened, a new one, a stored run opened, replayed or resumed)
+ * brings its own, and one that says nothing runs on a model, never on the answers of the workflow shown before it.
+ */
+export function answersForNextDocument(path: string | null): void {
+  nextAnswers = path;
+}
+
+const absolute = (path: string) => path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path);
+
+/**
+ * The answers file a stored run brings when it is opened: the one it ran on (when the row names it absolutely), else
+ * the one beside its workflow's file; none for a server's run (its answers are the server's) or a run of no file.
+ */
+export async function answersOfRun(row: { answersPath: string | null }, workflowPath: string | null | undefined, fromServer: boolean): Promise<string | null> {
+  if (fromServer) return null;
+  if (row.answersPath && absolute(row.answersPath)) return row.answersPath;
+  if (!workflowPath) return null;
+  return (await commands.scriptBeside(workflowPath).catch(() => null)) ?? null;
 }
 
 export const useRunControl = create<RunControlState>((set, get) => ({
@@ -138,9 +163,12 @@ export const useRunControl = create<RunControlState>((set, get) => ({
   },
 
   resumeRun: async (id) => {
+    // The run's own document replaces the one shown: unsaved changes are asked about first, as for Open.
+    if (!(await confirmDiscard(`continuing run ${id.slice(0, 8)}`))) return;
+    let stored;
     try {
       // The run goes on with the document it started with: its code is asked about as for a new run.
-      const stored = await unwrap(commands.openRun(id));
+      stored = await unwrap(commands.openRun(id));
       const consent = await unwrap(commands.codeConsent(stored.document.workflow, stored.document.path));
       if (consent.steps.length > 0 && !consent.trusted) {
         set({ consent: { consent, resume: id } });
@@ -154,6 +182,7 @@ export const useRunControl = create<RunControlState>((set, get) => ({
       const history = await unwrap(commands.runEvents(id));
       const resumed = await unwrap(commands.resumeRun(id, runEventChannel()));
       const doc = resumed.document;
+      answersForNextDocument(await answersOfRun(stored.row, doc.path, false));
       useDocument.getState().load(doc.workflow, doc.path, doc.format, doc.notes);
       freshRunView(resumed.runId, doc.workflow.nodes.map((n) => n.id));
       useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
@@ -187,3 +216,11 @@ function runEventChannel(): Channel<Event_Deserialize[]> {
   channel.onmessage = (events) => batch(events as unknown as Event[]);
   return channel;
 }
+
+// Another document on the canvas takes the run source it brings, set just before it loaded.
+useDocument.subscribe((now, before) => {
+  if (now.loaded === before.loaded) return;
+  const answers = nextAnswers;
+  nextAnswers = null;
+  useRunControl.getState().setAnswers(answers);
+});
