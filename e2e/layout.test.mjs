@@ -211,3 +211,52 @@ test("Problems names an if node's branches as its card does, never condition-0 o
   assert.match(text, /Severity branch “else” is not connected/);
   assert.doesNotMatch(text, /condition-0|`false`/);
 });
+
+test("the Evals tab names what failed as the cards do: an if node's branch by its label, nodes by name", async () => {
+  const write = (name, lines) => writeFileSync(join(work, name), `${lines.join("\n")}\n`);
+  write("branching.yaml", [
+    "switchyard: 1",
+    "name: Branching",
+    "defaults:",
+    "  model: local/smollm2-135m",
+    "nodes:",
+    "  - {id: start, type: start, position: {x: 0, y: 100}, initial_input: all quiet}",
+    "  - id: triage",
+    "    type: if",
+    "    name: Severity",
+    "    position: {x: 300, y: 100}",
+    "    conditions:",
+    "      - {operator: contains, value: high}",
+    "  - {id: agent_3, type: agent, name: Page on-call, position: {x: 600, y: 0}, user_prompt: Page}",
+    "  - {id: agent_4, type: agent, name: Note it, position: {x: 600, y: 220}, user_prompt: Note}",
+    "edges:",
+    "  - {from: start, to: triage}",
+    "  - {from: triage, to: agent_3, handle: condition-0}",
+    "  - {from: triage, to: agent_4, handle: 'false'}",
+  ]);
+  write("branching.script.yaml", ["nodes:", "  agent_3:", "    - text: paged", "  agent_4:", "    - text: noted"]);
+  write("branching.evals.yaml", [
+    "workflow: branching.yaml",
+    "cases:",
+    "  - id: a-high-alert-pages",
+    "    answers: branching.script.yaml",
+    "    expect:",
+    "      - node: triage",
+    "        equals: {branch: condition-0}",
+    "      - node: triage",
+    "        route: agent_3",
+  ]);
+  await openFile(browser, join(work, "branching.yaml"));
+  await click(browser, await pointOf(browser, '[data-testid="tab-evals"]'));
+  await (await browser.$('[data-testid="eval-case-a-high-alert-pages"]')).waitForDisplayed({ timeout: 10000 });
+  await click(browser, await pointOf(browser, '[data-testid="eval-run-all"]'));
+  const failures = await browser.$('[data-testid="eval-failures-a-high-alert-pages"]');
+  await failures.waitForExist({ timeout: 30000, timeoutMsg: "the case did not fail" });
+  const text = await failures.getText();
+  await browser.saveScreenshot(shotPath("evals-branch-names"));
+  console.log(`Evals tab, what did not hold:\n${text}`);
+  assert.match(text, /Severity: expected equals branch “high”, got branch “else”/);
+  // The engine may name the node with its id after it (its own wording); the tab never shows the id alone.
+  assert.match(text, /Severity: expected routes to Page on-call( \(agent_3\))?, got went to Note it( \(agent_4\))?/);
+  assert.doesNotMatch(text, /"branch"|condition-0|to agent_3|to agent_4/);
+});
