@@ -614,6 +614,8 @@ export type Failure = Failure_Serialize | Failure_Deserialize;
 export type Failure_Deserialize = {
 	/**  The node it was about; none for the run as a whole. */
 	node?: string | null,
+	/**  The node as reports show it ([`node_name`]: its name, its id after it where the two differ). */
+	name?: string | null,
 	/**  The expectation as written, e.g. `contains "Dark mode"`. */
 	expected: string,
 	/**  What came instead. */
@@ -624,6 +626,8 @@ export type Failure_Deserialize = {
 export type Failure_Serialize = {
 	/**  The node it was about; none for the run as a whole. */
 	node?: string,
+	/**  The node as reports show it ([`node_name`]: its name, its id after it where the two differ). */
+	name?: string,
 	/**  The expectation as written, e.g. `contains "Dark mode"`. */
 	expected: string,
 	/**  What came instead. */

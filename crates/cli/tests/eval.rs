@@ -128,6 +128,40 @@ fn a_file_that_cannot_be_used_exits_2_with_a_coded_error() {
 }
 
 #[test]
+fn a_failure_names_the_node_as_its_card_does_and_says_it_waited_for_a_decision_in_every_report() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, file) = suite(
+        "workflow: approval-flow.yaml
+cases:
+  - id: nobody-decides
+    answers: approval-flow.script.yaml
+    expect: [{node: review, approval: approve}, {node: publish, contains: Dark mode}]
+",
+    );
+    let workflow = dir.path().join("approval-flow.yaml");
+    let named =
+        std::fs::read_to_string(&workflow).unwrap().replace("type: approval\n", "type: approval\n    name: Sign-off\n");
+    std::fs::write(&workflow, named).unwrap();
+    let junit = dir.path().join("report.xml");
+    let out = switchyard(home.path(), &["eval", &file, "--junit", junit.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let waited = "node Sign-off (review): expected is decided approve, but it waited for a decision";
+    let not_run = "node publish: expected contains \"Dark mode\", but it did not run";
+    assert!(stdout.contains(waited) && stdout.contains(not_run), "{stdout}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(waited) && xml.contains(&not_run.replace('"', "&quot;")), "{xml}");
+    let json = switchyard(home.path(), &["eval", &file, "--json"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&json.stdout)));
+    let failure = &report["cases"][0]["attempts"][0]["failures"][0];
+    assert_eq!(
+        (&failure["node"], &failure["name"], &failure["actual"]),
+        (&Value::from("review"), &Value::from("Sign-off (review)"), &Value::from("waited for a decision")),
+        "{report}"
+    );
+}
+
+#[test]
 fn the_reports_are_json_on_stdout_junit_xml_and_a_markdown_summary() {
     let home = tempfile::tempdir().unwrap();
     let (dir, file) = suite(ONE_PASSES_ONE_FAILS);

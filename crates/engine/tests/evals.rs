@@ -136,6 +136,84 @@ cases:
     );
 }
 
+#[tokio::test]
+async fn failures_name_nodes_as_their_cards_do_and_say_skipped_waited_and_which_branch_instead_of_raw_output() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("named.yaml"),
+        "switchyard: 1
+name: named
+nodes:
+  - {id: start, type: start, initial_input: disk full}
+  - {id: agent_3, name: Triage, type: agent, user_prompt: 'Classify: {{ PREVIOUS_OUTPUT }}'}
+  - {id: check, name: Severity, type: if, conditions: [{operator: contains, value: high}]}
+  - {id: page, name: Page, type: agent, user_prompt: Page}
+  - {id: gate, name: Sign-off, type: approval, message: Note it?}
+  - {id: note, type: agent, user_prompt: Note}
+edges:
+  - {from: start, to: agent_3}
+  - {from: agent_3, to: check}
+  - {from: check, to: page, handle: condition-0}
+  - {from: check, to: gate, handle: 'false'}
+  - {from: gate, to: note, handle: approve}
+",
+    )
+    .unwrap();
+    let path = dir.path().join("named.evals.yaml");
+    std::fs::write(
+        &path,
+        "workflow: named.yaml
+cases:
+  - id: low
+    answers: {nodes: {agent_3: [{text: low disk}]}}
+    expect:
+      - {node: check, equals: {branch: else}}
+      - {node: check, equals: {branch: condition-0}}
+      - {node: check, route: page}
+      - {node: agent_3, contains: high}
+      - {node: page, contains: paged}
+      - {node: gate, approval: approve}
+      - {node: gate, status: succeeded}
+      - {node: note, contains: noted}
+",
+    )
+    .unwrap();
+    let suite = Suite::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let reports = run(&suite, &Options::default()).await;
+    let failures: Vec<(Option<&str>, &str, &str)> = reports[0]
+        .shown()
+        .failures
+        .iter()
+        .map(|f| (f.name.as_deref(), f.expected.as_str(), f.actual.as_str()))
+        .collect();
+    assert_eq!(
+        failures,
+        [
+            (Some("Severity (check)"), "equals branch “high”", "branch “else”"),
+            (Some("Severity (check)"), "routes to Page (page)", "went to Sign-off (gate)"),
+            (Some("Triage (agent_3)"), "contains \"high\"", "low disk"),
+            (Some("Page (page)"), "contains \"paged\"", "was skipped"),
+            (Some("Sign-off (gate)"), "is decided approve", "waited for a decision"),
+            (Some("Sign-off (gate)"), "status succeeded", "waited for a decision"),
+            (Some("note"), "contains \"noted\"", "did not run"),
+        ],
+        "`equals: {{branch: else}}` holds: `else` is the `false` branch's other name"
+    );
+    assert_eq!(reports[0].shown().failures[0].node.as_deref(), Some("check"), "the id stays for machines");
+    let lines = eval::report::failure_lines(&reports[0]);
+    assert_eq!(lines[3], "node Page (page): expected contains \"paged\", but it was skipped");
+    assert_eq!(lines[4], "node Sign-off (gate): expected is decided approve, but it waited for a decision");
+    let report = eval::Report::new("named.evals.yaml".into(), "named.yaml".into(), reports, Default::default());
+    let junit = report.junit();
+    assert!(junit.contains("node Severity (check): expected equals branch “high”, got branch “else”"), "{junit}");
+    assert!(!junit.contains("{&quot;branch") && !junit.contains("got {"), "{junit}");
+    let json = serde_json::to_string(&report).unwrap();
+    assert!(
+        json.contains(r#""name":"Sign-off (gate)","expected":"is decided approve","actual":"waited for a decision""#),
+        "{json}"
+    );
+}
+
 #[test]
 fn mistakes_in_an_evaluation_file_are_refused_naming_the_case_and_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
@@ -441,7 +519,14 @@ edges:
     let limits = [1000, u64::MAX - 1, u64::MAX];
     for (node, max) in limits.iter().flat_map(|max| [(None, *max), (Some("fan".to_string()), *max)]) {
         let expect = [Expectation { node: node.clone(), check: Check::MaxTokens(max) }];
-        let failures = check::check(&expect, &outcome.result, &events);
+        let workflow = switchyard_engine::format::load_str(
+            "switchyard: 1\nname: w\nnodes: [{id: fan, type: start}]\n",
+            None,
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+        .workflow;
+        let failures = check::check(&expect, &outcome.result, &events, &workflow);
         assert_eq!(failures.len(), 1, "max_tokens {max} of {node:?} held on an overflowed count");
         assert!(failures[0].actual.contains("overflowed"), "{:?}", failures[0]);
     }

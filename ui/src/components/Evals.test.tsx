@@ -140,4 +140,18 @@ describe("the Evals tab", () => {
     const lines = [...screen.getByTestId("eval-failures-fixed-then-done").querySelectorAll("li")].map((li) => li.textContent);
     expect(lines).toEqual(["Severity: expected equals branch “high”, got branch “else”", "Severity: expected routes to Page (agent_3), got went to Page (agent_4)"]);
   });
+
+  it("a node that produced nothing reads “but it was skipped / waited for a decision / did not run”, never “got”", async () => {
+    const failures = [
+      { node: "fix", name: "Fix it (fix)", expected: 'contains "Round 3"', actual: "was skipped" },
+      { node: "review", expected: "is decided approve", actual: "waited for a decision" },
+      { node: "review", expected: 'contains "ok"', actual: "did not run" },
+    ];
+    engine(() => evalReport([caseReport("fixed-then-done", "failed", { failures })]));
+    showTab();
+    fireEvent.click(await screen.findByTestId("eval-run-fixed-then-done"));
+    await waitFor(() => expect(screen.getByTestId("eval-case-fixed-then-done").dataset.verdict).toBe("failed"));
+    const lines = [...screen.getByTestId("eval-failures-fixed-then-done").querySelectorAll("li")].map((li) => li.textContent);
+    expect(lines).toEqual(['Fix it: expected contains "Round 3", but it was skipped', "review: expected is decided approve, but it waited for a decision", 'review: expected contains "ok", but it did not run']);
+  });
 });

@@ -54,12 +54,17 @@ function Failures({ report }: { report: CaseReport }) {
       )}
       {attempt.failures.map((f, i) => (
         <li key={i} data-testid="eval-failure">
-          <b title={f.node ?? undefined}>{f.node ? displayName(workflow, f.node) : "the run"}</b>: expected <code>{namedValue(f.expected, workflow, f.node)}</code>, got <code className="actual">{namedValue(f.actual, workflow, f.node)}</code>
+          <b title={f.node ?? undefined}>{f.node ? displayName(workflow, f.node) : "the run"}</b>: expected <code>{namedValue(f.expected, workflow, f.node)}</code>
+          {ABSENCES.includes(f.actual) ? ", but it " : ", got "}
+          <code className="actual">{namedValue(f.actual, workflow, f.node)}</code>
         </li>
       ))}
     </ul>
   );
 }
+
+/** What the engine says came from a node that produced nothing (eval/check.rs `is_absence`): read "but it …", not "got …". */
+const ABSENCES = ["did not run", "was skipped", "waited for a decision"];
 
 function CaseRow({ id, description, expectations }: { id: string; description: string | null; expectations: number }) {
   const report = useEvals((s) => s.reports[id]);

@@ -53,7 +53,7 @@ pub async fn assert_all(
                 message: format!("the code assertion could not run: {e}"),
             })?;
         let expected = check::describe(&e.check);
-        let fail = |actual: String| Failure { node: e.node.clone(), expected: expected.clone(), actual };
+        let fail = |actual: String| Failure { node: e.node.clone(), name: None, expected: expected.clone(), actual };
         match outcome.result.results.get("assert") {
             Some(r) if r.status == NodeStatus::Success => {
                 if r.data.get("pass") != Some(&Value::Bool(true)) {

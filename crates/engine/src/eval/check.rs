@@ -6,8 +6,9 @@ use serde_json::Value;
 
 use super::file::{Check, Expectation};
 use crate::events::{Event, EventKind};
-use crate::result::{NodeResult, NodeStatus, RunResult, Usage, SATURATED};
+use crate::result::{NodeResult, NodeStatus, RunResult, RunStatus, Usage, SATURATED};
 use crate::run::output_text;
+use crate::{node_types, Workflow};
 
 /// An expectation that did not hold.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,6 +17,9 @@ pub struct Failure {
     /// The node it was about; none for the run as a whole.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The node as reports show it ([`node_name`]: its name, its id after it where the two differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The expectation as written, e.g. `contains "Dark mode"`.
     pub expected: String,
     /// What came instead.
@@ -55,35 +59,119 @@ pub fn spent(events: &[Event], node: Option<&str>) -> Spent {
     spent
 }
 
-/// The expectations of a case that `result` does not meet, in the order written.
-pub fn check(expect: &[Expectation], result: &RunResult, events: &[Event]) -> Vec<Failure> {
-    expect.iter().filter_map(|e| check_one(e, result, events)).collect()
+/// What a failure says came from a node that never produced an output: it never ran, it was skipped (its branch
+/// was not taken), or it is an approval that waited for a decision the case does not give. A report writes these
+/// as "expected …, but it did not run" rather than "got …".
+pub const DID_NOT_RUN: &str = "did not run";
+pub const SKIPPED: &str = "was skipped";
+pub const WAITED: &str = "waited for a decision";
+
+/// Whether a failure's `actual` says the node produced nothing ([`DID_NOT_RUN`], [`SKIPPED`], [`WAITED`]).
+pub fn is_absence(actual: &str) -> bool {
+    [DID_NOT_RUN, SKIPPED, WAITED].contains(&actual)
 }
 
-fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Failure> {
-    let fail = |expected: String, actual: String| Some(Failure { node: e.node.clone(), expected, actual });
+/// Why node `id` has no result: it waited for a decision (the run paused on it), or it did not run.
+pub fn absence(id: &str, result: &RunResult) -> &'static str {
+    if result.status == RunStatus::Paused && result.pending.iter().any(|p| p.node == id) {
+        WAITED
+    } else {
+        DID_NOT_RUN
+    }
+}
+
+/// How reports name a node: as its card does, by its name, with its id in parentheses where the two differ (the
+/// id is what the evaluation file writes, so the line leads back to it): `Write reply (agent_3)`. A node with no
+/// name, or named as its id, is its id; an id the workflow does not have stays as it is.
+pub fn node_name(workflow: &Workflow, id: &str) -> String {
+    let name = workflow.nodes.iter().find(|n| n.id == id).and_then(|n| n.name.as_deref()).map(str::trim);
+    match name {
+        Some(name) if !name.is_empty() && name != id => format!("{name} ({id})"),
+        _ => id.to_string(),
+    }
+}
+
+/// Gives each failure about a node the name reports show it by ([`node_name`]).
+pub fn name_nodes(failures: &mut [Failure], workflow: &Workflow) {
+    for f in failures {
+        f.name = f.node.as_deref().map(|id| node_name(workflow, id));
+    }
+}
+
+/// An `if` node's output, `{"branch": "condition-0", "label": "high"}`, as the branch its card shows: `branch “high”`
+/// (the label the engine wrote, else the one [`node_types::source_handle_label`] gives the handle). Anything else:
+/// none.
+pub fn branch_shown(data: &Value, node: Option<&str>, workflow: &Workflow) -> Option<String> {
+    let map = data.as_object()?;
+    let branch = map.get("branch")?.as_str()?;
+    if map.keys().any(|k| k != "branch" && k != "label") {
+        return None;
+    }
+    let of_node = || {
+        let n = workflow.nodes.iter().find(|n| Some(n.id.as_str()) == node)?;
+        node_types::source_handle_label(n, node_types::resolve_handle(n, branch)?.position as usize)
+    };
+    let label = match map.get("label") {
+        Some(Value::String(l)) => l.clone(),
+        None | Some(Value::Null) => of_node().unwrap_or_else(|| branch.to_string()),
+        Some(_) => return None,
+    };
+    Some(format!("branch “{label}”"))
+}
+
+/// The expectations of a case that `result` does not meet, in the order written, nodes named as in [`node_name`].
+pub fn check(expect: &[Expectation], result: &RunResult, events: &[Event], workflow: &Workflow) -> Vec<Failure> {
+    let mut failures: Vec<Failure> = expect.iter().filter_map(|e| check_one(e, result, events, workflow)).collect();
+    name_nodes(&mut failures, workflow);
+    failures
+}
+
+fn check_one(e: &Expectation, result: &RunResult, events: &[Event], workflow: &Workflow) -> Option<Failure> {
+    let fail = |expected: String, actual: String| Some(Failure { node: e.node.clone(), name: None, expected, actual });
     let node = match &e.node {
         Some(id) => match result.results.get(id) {
             Some(r) => Some(r),
             None if matches!(e.check, Check::Status(_)) => None,
-            None => return fail(describe(&e.check), format!("`{id}` did not run")),
+            None => return fail(describe_in(&e.check, workflow), absence(id, result).to_string()),
         },
         None => None,
     };
+    // A node skipped because its branch was not taken has no output to read.
+    let reads_output = !matches!(
+        e.check,
+        Check::Status(_)
+            | Check::Route(_)
+            | Check::MaxTokens(_)
+            | Check::MaxLatencyMs(_)
+            | Check::Judge(_)
+            | Check::Code(_)
+            | Check::MaxCost(_)
+    );
+    if reads_output && node.is_some_and(|r| r.status == NodeStatus::Skipped) {
+        return fail(describe_in(&e.check, workflow), SKIPPED.to_string());
+    }
     // Of the run, output checks read the last node that succeeded.
     let subject = node.or_else(|| last_succeeded(result));
     let data = subject.map_or(&Value::Null, |r| &r.data);
     let text = output_text(data);
     let shown = |s: &str| short(s, 200);
+    let subject_id = e.node.as_deref().or_else(|| last_succeeded_id(result));
+    let branch = branch_shown(data, subject_id, workflow);
     match &e.check {
         Check::Equals(Value::String(want)) => {
-            (text.trim() != want.trim()).then(|| fail(describe(&e.check), shown(&text)))?
+            (text.trim() != want.trim()).then(|| fail(describe(&e.check), branch.unwrap_or_else(|| shown(&text))))?
         }
-        Check::Equals(want) => (data != want).then(|| fail(describe(&e.check), shown(&data.to_string())))?,
-        Check::Contains(want) => (!text.contains(want.as_str())).then(|| fail(describe(&e.check), shown(&text)))?,
+        Check::Equals(want) => (data != want && !same_branch(want, data, subject_id, workflow)).then(|| {
+            let expected =
+                branch_shown(want, subject_id, workflow).map_or_else(|| describe(&e.check), |b| format!("equals {b}"));
+            fail(expected, branch.unwrap_or_else(|| shown(&data.to_string())))
+        })?,
+        Check::Contains(want) => {
+            (!text.contains(want.as_str())).then(|| fail(describe(&e.check), branch.unwrap_or_else(|| shown(&text))))?
+        }
         Check::Regex(pattern) => {
             let re = regex::Regex::new(pattern).expect("checked when the file was loaded");
-            (!re.is_match(&text)).then(|| fail(describe(&e.check), shown(&text)))?
+            (!re.is_match(&text)).then(|| fail(describe(&e.check), branch.unwrap_or_else(|| shown(&text))))?
         }
         Check::Schema(schema) => {
             let validator = jsonschema::validator_for(schema).expect("checked when the file was loaded");
@@ -101,8 +189,9 @@ fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Fa
             let taken: Vec<&str> =
                 result.trace.edges.iter().filter(|t| t.from == from).map(|t| t.to.as_str()).collect();
             (!taken.contains(&to.as_str())).then(|| {
-                let actual = if taken.is_empty() { "no route".into() } else { format!("went to {}", taken.join(", ")) };
-                fail(describe(&e.check), actual)
+                let named: Vec<String> = taken.iter().map(|id| node_name(workflow, id)).collect();
+                let actual = if taken.is_empty() { "no route".into() } else { format!("went to {}", named.join(", ")) };
+                fail(describe_in(&e.check, workflow), actual)
             })?
         }
         Check::Tool(t) => {
@@ -123,7 +212,7 @@ fn check_one(e: &Expectation, result: &RunResult, events: &[Event]) -> Option<Fa
             // A node's status as results write it (`success`) or as it is shown (`succeeded`).
             let (actual, other) = match (&e.node, node) {
                 (Some(_), Some(r)) => (r.status.word().to_string(), serde_json::to_value(r.status).ok()),
-                (Some(_), None) => ("did not run".to_string(), None),
+                (Some(id), None) => (absence(id, result).to_string(), None),
                 (None, _) => (result.status.as_str().to_string(), None),
             };
             let same = actual == *want || other.as_ref().and_then(Value::as_str) == Some(want.as_str());
@@ -156,8 +245,35 @@ pub fn judged_text(node: Option<&str>, result: &RunResult) -> Option<String> {
 
 /// What checks of the run as a whole read: the result of the last node that succeeded.
 fn last_succeeded(result: &RunResult) -> Option<&NodeResult> {
+    result.results.get(last_succeeded_id(result)?)
+}
+
+fn last_succeeded_id(result: &RunResult) -> Option<&str> {
     let last = result.trace.steps.iter().rev().find(|s| s.status == NodeStatus::Success)?;
-    result.results.get(&last.node)
+    Some(last.node.as_str())
+}
+
+/// Whether two `if` outputs name the same branch of `node`, by any of its names (`false` and `else`), whatever label
+/// either carries: `equals: {branch: else}` holds for `{"branch": "false", "label": "else"}`.
+fn same_branch(want: &Value, data: &Value, node: Option<&str>, workflow: &Workflow) -> bool {
+    fn branch(v: &Value) -> Option<&str> {
+        let map = v.as_object()?;
+        map.keys().all(|k| k == "branch" || k == "label").then(|| map.get("branch")?.as_str())?
+    }
+    let (Some(a), Some(b)) = (branch(want), branch(data)) else { return false };
+    let position = |name: &str| {
+        let n = workflow.nodes.iter().find(|n| Some(n.id.as_str()) == node)?;
+        node_types::resolve_handle(n, name).map(|h| h.position)
+    };
+    a == b || position(a).is_some_and(|p| Some(p) == position(b))
+}
+
+/// The expectation as a report writes it, the nodes it names named as in [`node_name`] (`routes to Page (page)`).
+pub fn describe_in(check: &Check, workflow: &Workflow) -> String {
+    match check {
+        Check::Route(to) => format!("routes to {}", node_name(workflow, to)),
+        other => describe(other),
+    }
 }
 
 /// The expectation as a person reads it in a report.

@@ -109,8 +109,8 @@ pub async fn judge_all(
         let Check::Judge(j) = &e.check else { continue };
         let expected = check::describe(&e.check);
         let Some(output) = check::judged_text(e.node.as_deref(), result) else {
-            let what = e.node.as_ref().map_or("no node succeeded".to_string(), |n| format!("`{n}` did not run"));
-            failures.push(Failure { node: e.node.clone(), expected, actual: what });
+            let what = e.node.as_ref().map_or("no node succeeded".to_string(), |n| check::absence(n, result).into());
+            failures.push(Failure { node: e.node.clone(), name: None, expected, actual: what });
             continue;
         };
         let model = j.model.clone().or_else(|| asking.model.map(str::to_string));
@@ -124,10 +124,11 @@ pub async fn judge_all(
             Some(score) if score + 1e-9 >= j.threshold => {}
             Some(score) => failures.push(Failure {
                 node: e.node.clone(),
+                name: None,
                 expected,
                 actual: format!("scored {score:.2}: {}", check::short(&judged.reason, 160)),
             }),
-            None => failures.push(Failure { node: e.node.clone(), expected, actual: judged.reason }),
+            None => failures.push(Failure { node: e.node.clone(), name: None, expected, actual: judged.reason }),
         }
     }
     Ok((failures, judgements, tokens))

@@ -155,7 +155,8 @@ impl Report {
     }
 }
 
-/// What did not hold in a case, a line each: `node publish: expected contains "x", got "y"`.
+/// What did not hold in a case, a line each: `node Publish (publish): expected contains "x", got "y"`, or for a node
+/// that produced nothing `node Page (page): expected contains "x", but it was skipped` (`check::is_absence`).
 pub fn failure_lines(case: &CaseReport) -> Vec<String> {
     let a = case.shown();
     if let Some(e) = &a.error {
@@ -166,8 +167,12 @@ pub fn failure_lines(case: &CaseReport) -> Vec<String> {
         .failures
         .iter()
         .map(|f| {
-            let on = f.node.as_ref().map_or_else(|| "the run".to_string(), |n| format!("node {n}"));
-            format!("{on}: expected {}, got {}", f.expected, f.actual)
+            let on = f.name.as_ref().or(f.node.as_ref()).map_or_else(|| "the run".to_string(), |n| format!("node {n}"));
+            if super::check::is_absence(&f.actual) {
+                format!("{on}: expected {}, but it {}", f.expected, f.actual)
+            } else {
+                format!("{on}: expected {}, got {}", f.expected, f.actual)
+            }
         })
         .collect();
     if case.verdict == Verdict::Flaky {
@@ -212,7 +217,12 @@ mod tests {
             passed: failure.is_none() && error.is_none(),
             status: None,
             failures: failure
-                .map(|f| Failure { node: Some("publish".into()), expected: f.into(), actual: "nothing".into() })
+                .map(|f| Failure {
+                    node: Some("publish".into()),
+                    name: None,
+                    expected: f.into(),
+                    actual: "nothing".into(),
+                })
                 .into_iter()
                 .collect(),
             judgements: Vec::new(),

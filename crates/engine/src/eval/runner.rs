@@ -298,7 +298,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
     if let Some((code, message)) = setup {
         return errored(&code, message);
     }
-    let mut failures = check::check(&case.expect, &outcome.result, &events);
+    let mut failures = check::check(&case.expect, &outcome.result, &events, workflow);
     let spent = check::spent(&events, None);
     let (judge_failures, judgements, judge_tokens) = if judged {
         let asking =
@@ -317,9 +317,10 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         let expected = check::describe(&e.check);
         match &cost {
             Ok(usd) if *usd <= max => {}
-            Ok(usd) => failures.push(Failure { node: None, expected, actual: format!("${usd:.6}") }),
+            Ok(usd) => failures.push(Failure { node: None, name: None, expected, actual: format!("${usd:.6}") }),
             Err(model) => failures.push(Failure {
                 node: None,
+                name: None,
                 expected,
                 actual: format!("{model} used tokens and has no price under `prices` in the settings"),
             }),
@@ -331,6 +332,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
             Err(e) => return errored(&e.code, e.message),
         }
     }
+    check::name_nodes(&mut failures, workflow);
     Attempt {
         passed: failures.is_empty(),
         status: Some(outcome.result.status),
