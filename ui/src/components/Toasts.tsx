@@ -1,8 +1,8 @@
-// Messages over the canvas, shown by sonner: information fades by itself, errors stay (in red) until dismissed. The
+// Messages over the canvas, shown by sonner: information fades by itself, errors (in red) stay longer and fade too. The
 // messages store stays the one place that decides what is said; this only shows it.
 import { useEffect } from "react";
 import { toast, Toaster } from "sonner";
-import { INFO_MS, useMessages, type Message } from "../store/messages";
+import { ERROR_MS, INFO_MS, useMessages, type Message } from "../store/messages";
 import { useLayoutPrefs } from "../store/layoutPrefs";
 import { usePrefs } from "../store/prefs";
 
@@ -16,7 +16,8 @@ function show(m: Message) {
   const options = {
     id: m.id,
     testId: m.kind === "error" ? "message-error" : "message",
-    duration: m.kind === "error" ? Infinity : INFO_MS,
+    // sonner holds the timer while the pointer rests on a message, so an error being read stays.
+    duration: m.kind === "error" ? ERROR_MS : INFO_MS,
     closeButton: true,
     onDismiss: () => useMessages.getState().dismiss(m.id),
     onAutoClose: () => useMessages.getState().dismiss(m.id),

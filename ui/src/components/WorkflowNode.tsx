@@ -75,6 +75,11 @@ function StatusIcon({ status, choosing }: { status: string; choosing?: boolean }
   }
 }
 
+/**
+ * The handles a node leaves by, down its right edge below the title line, each named beside it — except the one it
+ * leaves by when it fails: a small hollow ring, named when hovered and on the edges leaving by it, so a card never
+ * reads as failed before it ran.
+ */
 function OutHandles({ node }: { node: WorkflowNodeData }) {
   const handles = sourceHandles(node).filter((h) => h.kind !== "subagent");
   const subagent = sourceHandles(node).some((h) => h.kind === "subagent");
@@ -82,8 +87,8 @@ function OutHandles({ node }: { node: WorkflowNodeData }) {
     <>
       {handles.map((h, i) => (
         <div key={h.id}>
-          {h.label ? <span className={`wf-out-label h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP - 8 }} title={h.label}>{h.label}</span> : null}
-          <Handle type="source" position={Position.Right} id={h.id} className={`h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP }} title={h.label || "output"} />
+          {h.label && h.kind !== "error" ? <span className={`wf-out-label h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP - 8 }} title={h.label}>{h.label}</span> : null}
+          <Handle type="source" position={Position.Right} id={h.id} className={`h-${h.kind}`} style={{ top: HANDLE_TOP + i * HANDLE_STEP }} title={h.kind === "error" ? `${h.label}: where the run goes when this node fails` : h.label || "output"} />
         </div>
       ))}
       {subagent && <Handle type="source" position={Position.Bottom} id="subagent" className="h-subagent" title="subagent: link an agent offered as a tool" />}

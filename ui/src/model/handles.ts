@@ -6,6 +6,12 @@ import { nodeTypeSpec, type HandleKind } from "./nodeTypes";
 
 export type Handle = { id: string; label: string; kind: HandleKind };
 
+/**
+ * What a person reads for the handle a node leaves by when it fails (the catalogue's `error`): where the run goes
+ * then, not a state of the node. The handle id stays `error`, as the file has it.
+ */
+export const ON_FAILURE = "on failure";
+
 /** The source handles of `node`, in order, with per-condition handles expanded for its conditions. */
 export function sourceHandles(node: Node): Handle[] {
   const spec = nodeTypeSpec(node.type);
@@ -13,7 +19,7 @@ export function sourceHandles(node: Node): Handle[] {
   return spec.handles.flatMap((h) =>
     h.perCondition
       ? (node.conditions ?? []).map((c, i) => ({ id: h.id.replace("{i}", String(i)), label: c.value ? short(c.value) : h.label.replace("{i}", String(i)), kind: h.kind }))
-      : [{ id: h.id, label: h.label, kind: h.kind }],
+      : [{ id: h.id, label: h.kind === "error" ? ON_FAILURE : h.label, kind: h.kind }],
   );
 }
 
@@ -23,8 +29,12 @@ const short = (text: string) => (text.length > 18 ? `${text.slice(0, 17)}…` : 
 export const NODE_WIDTH = 220;
 /** An estimate of a node card's height before React Flow has measured it. */
 export const NODE_HEIGHT = 84;
-/** Source handles of one kind stack down the right edge from this offset, this far apart (see WorkflowNode). */
-export const HANDLE_TOP = 28;
+/**
+ * Source handles of one kind stack down the right edge from this offset, this far apart (see WorkflowNode): below
+ * the title line, so their labels sit beside the summary and never over the node's name; the first is level with
+ * the input handle at the middle of a card of the usual height, so a chain of cards draws straight.
+ */
+export const HANDLE_TOP = 42;
 export const HANDLE_STEP = 20;
 /** Handles are drawn this big; their hit area (styles.css) is larger still. */
 export const HANDLE_SIZE = 12;

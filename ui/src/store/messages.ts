@@ -1,5 +1,6 @@
-// Messages shown over the canvas. Information fades by itself after a few seconds; errors stay until dismissed,
-// because a person may be looking elsewhere when one arrives.
+// Messages shown over the canvas. Information fades by itself after a few seconds; errors stay longer (a person may be
+// looking elsewhere when one arrives, and the pointer resting on one keeps it), then fade too. A message said again
+// while it is shown stays where it is: it does not go away and come back.
 import { create } from "zustand";
 import { baseName } from "../model/paths";
 import { inAppWords } from "../model/words";
@@ -10,6 +11,8 @@ export type Message = { id: number; kind: MessageKind; text: string; code?: stri
 
 /** How long an information message stays, in milliseconds. */
 export const INFO_MS = 4000;
+/** How long an error stays, in milliseconds, unless the pointer rests on it (or it is closed first). */
+export const ERROR_MS = 12000;
 const MAX_SHOWN = 3;
 
 type MessagesState = {
@@ -23,6 +26,8 @@ let next = 1;
 
 export const useMessages = create<MessagesState>((set, get) => {
   const push = (kind: MessageKind, text: string, code?: string) => {
+    // Already shown: it stays as it is, rather than going away and coming back.
+    if (get().messages.some((m) => m.kind === kind && m.text === text)) return;
     const id = next++;
     set((s) => ({ messages: [...s.messages.filter((m) => m.text !== text), { id, kind, text, code }].slice(-MAX_SHOWN) }));
     if (kind === "info") setTimeout(() => get().dismiss(id), INFO_MS);
