@@ -147,6 +147,16 @@ test("C connects the selected node to one picked by name", async () => {
   await page.screenshot({ path: join(shots, "browser-keyboard-connect.png") });
   await page.keyboard.press("Enter");
   await page.getByTestId("rf__edge-revise->publish").waitFor({ state: "attached" });
+
+  // The node's menu offers both, with their keys.
+  await page.getByTestId("node-draft").click({ button: "right" });
+  assert.match(await page.getByTestId("menu-add-after").innerText(), /Tab/);
+  assert.match(await page.getByTestId("menu-connect-to").innerText(), /\bC\b/);
+  await page.getByTestId("menu-connect-to").click();
+  await page.getByTestId("quick-connect").waitFor();
+  assert.match(await page.getByTestId("quick-connect").innerText(), /Connect draft to/);
+  assert.equal(await page.getByTestId("quick-connect-review").getAttribute("aria-disabled"), "true", "draft already leads to review");
+  await page.keyboard.press("Escape");
   assert.deepEqual(page.errors, []);
   await page.close();
 });

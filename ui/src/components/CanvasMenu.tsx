@@ -12,6 +12,7 @@ import { useNodeTypes } from "../model/nodeTypes";
 import { freeSpot } from "../model/placement";
 import { nodeName, useDocument } from "../store/document";
 import { useMessages } from "../store/messages";
+import { useQuickAdd } from "../store/quickAdd";
 import { useRunControl } from "../store/runControl";
 import { useView } from "../store/view";
 import { NodeIcon } from "./NodeIcon";
@@ -47,6 +48,14 @@ function useItems(request: MenuRequest, onClose: () => void) {
   // `keys`: the item's shortcut; `note`: a word on what it does.
   const items: { label: string; keys?: string; note?: string; run: () => void; testId: string; type?: NodeType }[] = [];
   if (request.kind === "node") {
+    // The keyboard's ways (Tab, C) from the menu, so a person finds them: they start from this node alone.
+    const fromThis = (mode: "add" | "connect") => () => {
+      doc.select({ nodes: [request.id], edges: [] });
+      // Once the menu has closed and handed the focus back, the list takes it.
+      requestAnimationFrame(() => useQuickAdd.getState().show(mode));
+    };
+    items.push({ label: "Add a node after…", keys: "Tab", run: fromThis("add"), testId: "menu-add-after" });
+    items.push({ label: "Connect to…", keys: "C", run: fromThis("connect"), testId: "menu-connect-to" });
     items.push({ label: "Duplicate", keys: "Ctrl+D", run: () => doc.duplicateSelection(), testId: "menu-duplicate" });
     items.push({ label: "Copy", keys: "Ctrl+C", run: () => doc.copySelection(), testId: "menu-copy" });
     items.push({ label: "Delete", keys: "Del", run: deleteSelection, testId: "menu-delete" });
