@@ -279,11 +279,10 @@ describe("layout of large workflows (quickLayered, above LARGE nodes)", () => {
     expect((await layout(wf(nodes, edges))).nodes.map((n) => n.position)).toEqual(laid.nodes.map((n) => n.position));
   });
 
-  it("lays out a 5,000-node chain quickly, in rows that fit the canvas whole at 5 % or more", async () => {
+  // How long it takes is a figure `npm run bench:ui` prints, not a budget here: a loaded machine would fail it.
+  it("lays out a 5,000-node chain in rows that fit the canvas whole at 5 % or more", async () => {
     const doc = chain(5000);
-    const t0 = performance.now();
     const laid = await layout(doc);
-    expect(performance.now() - t0).toBeLessThan(5000); // ~0.7 s on an idle machine; several times that on a loaded one
     expect(overlaps(laid.nodes)).toEqual([]);
     expect(laid.nodes.slice(1).filter((m, i) => !ahead(laid.nodes[i], m)).map((m) => m.id)).toEqual([]);
     // Each row starts at the left; the whole picture fits the canvas at a zoom where cards are still shapes.
