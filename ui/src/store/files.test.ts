@@ -80,3 +80,52 @@ describe("unsaved changes before New", () => {
     expect(useDialogs.getState().unsaved).toBeNull();
   });
 });
+
+describe("Save As of a workflow never saved", () => {
+  function savingEngine(picked: string | null) {
+    const proposed: string[] = [];
+    const saved: Workflow[] = [];
+    mockIPC((cmd, args) => {
+      const a = args as { options?: { defaultPath?: string }; directory?: number; workflow?: Workflow };
+      if (cmd === "plugin:dialog|save") {
+        proposed.push(a.options?.defaultPath ?? "");
+        return picked;
+      }
+      if (cmd === "plugin:path|resolve_directory") return "/home/ann/Documents";
+      if (cmd === "save_file" && a.workflow) saved.push(a.workflow);
+      return null;
+    });
+    return { proposed, saved };
+  }
+
+  it("proposes the person's Documents folder and a file named after the workflow, not the process's working folder", async () => {
+    usePrefs.setState({ recentFiles: [] });
+    const { proposed } = savingEngine(null);
+    await useFiles.getState().saveAs();
+    expect(proposed).toEqual(["/home/ann/Documents/pets.yaml"]);
+  });
+
+  it("proposes the folder of the file opened last when there is one", async () => {
+    usePrefs.setState({ recentFiles: ["/w/flows/other.yaml"] });
+    const { proposed } = savingEngine(null);
+    await useFiles.getState().saveAs();
+    expect(proposed).toEqual(["/w/flows/pets.yaml"]);
+  });
+
+  it("gives an Untitled workflow the name of the file it is saved as, in the file too", async () => {
+    usePrefs.setState({ recentFiles: [] });
+    useDocument.getState().load({ ...workflow, name: "Untitled workflow" }, null);
+    const { proposed, saved } = savingEngine("/home/ann/Documents/pet-care.yaml");
+    await useFiles.getState().saveAs();
+    expect(proposed).toEqual(["/home/ann/Documents/untitled-workflow.yaml"]);
+    expect(saved.map((w) => w.name)).toEqual(["pet-care"]);
+    expect(useDocument.getState()).toMatchObject({ path: "/home/ann/Documents/pet-care.yaml", dirty: false });
+    expect(useDocument.getState().workflow.name).toBe("pet-care");
+  });
+
+  it("keeps a name the person gave", async () => {
+    const { saved } = savingEngine("/w/elsewhere.yaml");
+    await useFiles.getState().saveAs();
+    expect(saved.map((w) => w.name)).toEqual(["Pets"]);
+  });
+});

@@ -45,6 +45,23 @@ async function writeTo(file: string) {
   }
 }
 
+const UNTITLED = emptyWorkflow().name;
+
+/**
+ * Where Save As proposes to put a workflow never saved: the folder of the file opened last, else the person's
+ * Documents folder, else their home folder (never the folder the process happened to start in).
+ */
+async function saveFolder(): Promise<string | null> {
+  const last = usePrefs.getState().recentFiles[0];
+  if (last?.includes("/")) return last.replace(/\/[^/]*$/, "") || "/";
+  try {
+    const { documentDir, homeDir } = await import("@tauri-apps/api/path");
+    return (await documentDir().catch(() => null)) || (await homeDir().catch(() => null)) || null;
+  } catch {
+    return null;
+  }
+}
+
 /** Another document is on the canvas: no run shown, and no approval put off or noted. */
 function documentShown() {
   freshRunView(null);
@@ -104,8 +121,13 @@ export const useFiles = create<FilesState>((_set, get) => ({
   saveAs: async () => {
     commitEditing();
     const { path, workflow } = useDocument.getState();
-    const file = await pickSavePath(path ?? `${slug(workflow.name)}.yaml`);
-    if (file) await writeTo(file);
+    const folder = path ? null : await saveFolder();
+    const file = await pickSavePath(path ?? `${folder ? `${folder.replace(/\/$/, "")}/` : ""}${slug(workflow.name)}.yaml`);
+    if (!file) return;
+    // A workflow still called "Untitled workflow" takes the name of the file it is saved as.
+    const stem = baseName(file).replace(/\.(json|ya?ml)$/i, "");
+    if (useDocument.getState().workflow.name === UNTITLED && stem) useDocument.getState().edit((w) => ({ ...w, name: stem }));
+    await writeTo(file);
   },
 
   exportYaml: async () => {
