@@ -567,16 +567,24 @@ pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> Result<(
     Ok(())
 }
 
-/// What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the bundled alert-triage example.
+/// What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the workflow the person opened or saved
+/// last (the newest recent file, kept in `ui-prefs.json`, that still exists), else the bundled alert-triage example.
 #[tauri::command]
 #[specta::specta]
 pub fn startup_file() -> Option<Startup> {
-    let path = std::env::var("SWITCHYARD_OPEN").ok().or_else(|| std::env::args().nth(1)).or_else(|| {
-        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/alert-triage.yaml");
-        example.exists().then(|| example.to_string_lossy().into_owned())
-    })?;
+    let asked = std::env::var("SWITCHYARD_OPEN").ok().or_else(|| std::env::args().nth(1));
+    let recent = prefs::load(&prefs::path()).recent_files;
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/alert-triage.yaml");
+    let path = startup_choice(asked, &recent, &example)?;
     let path = std::fs::canonicalize(&path).map(|p| p.to_string_lossy().into_owned()).unwrap_or(path);
     Some(Startup { answers_path: script_beside(path.clone()), path })
+}
+
+/// The file asked for, else the newest recent file that still exists, else the example when it exists.
+fn startup_choice(asked: Option<String>, recent: &[String], example: &Path) -> Option<String> {
+    asked
+        .or_else(|| recent.iter().find(|p| Path::new(p).is_file()).cloned())
+        .or_else(|| example.exists().then(|| example.to_string_lossy().into_owned()))
 }
 
 /// The answers file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one.
@@ -605,6 +613,26 @@ mod tests {
     use super::*;
     use crate::test_support::Scratch;
     use switchyard_engine::providers::{ProviderConfig, ProviderKind};
+
+    #[test]
+    fn start_up_reopens_the_last_workflow_that_still_exists_unless_a_file_is_asked_for() {
+        let dir = Scratch::new();
+        let (last, older, gone, example) = (
+            dir.path().join("last.yaml"),
+            dir.path().join("older.yaml"),
+            dir.path().join("gone.yaml"),
+            dir.path().join("example.yaml"),
+        );
+        for file in [&last, &older, &example] {
+            std::fs::write(file, "name: x\n").unwrap();
+        }
+        let text = |p: &Path| p.to_string_lossy().into_owned();
+        let recent = vec![text(&gone), text(&last), text(&older)];
+        assert_eq!(startup_choice(None, &recent, &example), Some(text(&last)), "the deleted file is passed over");
+        assert_eq!(startup_choice(Some("/asked.yaml".into()), &recent, &example).as_deref(), Some("/asked.yaml"));
+        assert_eq!(startup_choice(None, &[text(&gone)], &example), Some(text(&example)));
+        assert_eq!(startup_choice(None, &[], &dir.path().join("none.yaml")), None);
+    }
 
     #[test]
     fn unreadable_settings_give_the_defaults_and_the_problem_with_file_and_line() {
