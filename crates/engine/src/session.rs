@@ -635,6 +635,47 @@ pub fn start(prepared: Prepared, sinks: Sinks) -> RunHandle {
     run::start(workflow, options, runtime)
 }
 
+/// What it takes to carry a prepared run on in this process after it paused ([`end_paused`]).
+#[derive(Clone)]
+pub struct Carry {
+    workflow: Arc<Workflow>,
+    options: RunOptions,
+    answers: Option<Arc<Answers>>,
+    model: Arc<dyn Model>,
+    code: Code,
+    mcp: Arc<McpSessions>,
+}
+
+impl Prepared {
+    pub fn carry(&self) -> Carry {
+        Carry {
+            workflow: self.workflow.clone(),
+            options: self.options.clone(),
+            answers: self.answers.clone(),
+            model: self.model.clone(),
+            code: self.code.clone(),
+            mcp: self.mcp.clone(),
+        }
+    }
+}
+
+/// Ends, cancelled, a run that paused while this process held it (it ran it and still holds its claim): rebuilt from
+/// its log and cancelled, its events written to `log`. For a run nobody will decide: an evaluation case's run, once
+/// the case is judged, so that no front end lists it as waiting for a decision. Returns how it ended.
+pub async fn end_paused(
+    store: &dyn Store,
+    log: Arc<dyn RunLog>,
+    run_id: &str,
+    carry: Carry,
+) -> Result<Outcome, SessionError> {
+    let recording = store.load(run_id)?.recording;
+    let Carry { workflow, options, answers, model, code, mcp } = carry;
+    let runtime = Runtime { model, answers, log: Some(log), observers: Vec::new(), code, mcp };
+    let handle = run::resume_live(workflow, options, recording, runtime).map_err(SessionError::Rebuild)?;
+    handle.cancel();
+    Ok(handle.finish().await)
+}
+
 impl Resuming {
     fn into_run(self, sinks: Sinks) -> (StoredRun, Claim, Runtime) {
         let Resuming { stored, claim, answers, model, code, mcp, .. } = self;

@@ -214,6 +214,37 @@ cases:
     );
 }
 
+#[tokio::test]
+async fn a_case_whose_run_waits_for_a_decision_it_does_not_give_is_judged_paused_and_its_kept_run_ends_cancelled() {
+    use std::sync::Arc;
+    use switchyard_engine::store::{RunStore, StoredStatus};
+    let (dir, suite) = suite(
+        "workflow: triage.yaml
+cases:
+  - id: nobody-decides
+    answers: triage.script.yaml
+    expect: [{status: paused}, {node: gate, approval: approve}]
+",
+    );
+    let store = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+    let options = Options { store: Some((store.clone(), "eval-1".into())), ..Options::default() };
+    let reports = run(&suite, &options).await;
+    let attempt = reports[0].shown();
+    assert_eq!(attempt.status, Some(switchyard_engine::RunStatus::Paused), "the case judges the run as it paused");
+    let failures: Vec<&str> = attempt.failures.iter().map(|f| f.actual.as_str()).collect();
+    assert_eq!(failures, ["waited for a decision"], "`status: paused` holds");
+    let run_id = attempt.run_id.clone().expect("the run is kept");
+    let row = store.get(&run_id).unwrap();
+    assert_eq!(
+        (row.status, row.pending.len(), row.eval.as_deref()),
+        (StoredStatus::Cancelled, 0, Some("eval-1")),
+        "the kept run no longer waits for anyone"
+    );
+    let events = store.events(&run_id).unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.type_name()).collect();
+    assert_eq!(kinds.last(), Some(&"workflow:end"), "{kinds:?}");
+}
+
 #[test]
 fn mistakes_in_an_evaluation_file_are_refused_naming_the_case_and_what_to_do() {
     let dir = tempfile::tempdir().unwrap();

@@ -367,7 +367,13 @@ pub(super) async fn run_collecting(
         Some(store) => (Some(store.clone() as Arc<dyn RunLog>), Some(session::begin(store, &prepared)?)),
         None => (None, None),
     };
-    let outcome = session::run(prepared, Sinks { log, observers: vec![Arc::new(seen.clone())] }).await;
+    let carry = prepared.carry();
+    let outcome = session::run(prepared, Sinks { log: log.clone(), observers: vec![Arc::new(seen.clone())] }).await;
+    // A case's run that paused waits for a decision the case does not give, and none will come: once its result is
+    // taken, it is ended, cancelled, so that the store (and History) never lists it as waiting for someone.
+    if let (Some(store), Some(log), RunStatus::Paused) = (store, log, outcome.result.status) {
+        session::end_paused(store.as_ref(), log, &outcome.result.run_id, carry).await?;
+    }
     Ok((outcome, seen.events(), model))
 }
 
