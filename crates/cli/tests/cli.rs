@@ -379,7 +379,7 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
     assert_eq!(code, 0);
     let row = &runs[0];
     let keys: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["id", "workflow", "status", "started", "durationMs", "pending", "tokens", "cost", "eval"]);
+    assert_eq!(keys, ["id", "workflow", "name", "status", "started", "durationMs", "pending", "tokens", "cost", "eval"]);
     assert_eq!(row["status"], "interrupted");
     assert!(row["workflow"].as_str().unwrap().ends_with("slow.yaml"));
     let id = row["id"].as_str().unwrap();
@@ -867,7 +867,10 @@ fn a_tea_step_sure_to_fail_stops_run_before_anything_runs_unless_an_answers_file
     let out = cli.run(&["run", &flow, "--allow-code"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let said = stderr(&out);
-    assert!(said.contains("UNSUPPORTED_ACTION") && said.contains("fetch") && said.contains("nothing was run"), "{said}");
+    assert!(
+        said.contains("UNSUPPORTED_ACTION") && said.contains("fetch") && said.contains("nothing was run"),
+        "{said}"
+    );
     assert!(!said.contains("prepare` ran") && !said.contains("completed"), "{said}");
     // Checking the file is not running it: a warning, exit 0.
     let out = cli.run(&["validate", &flow]);
@@ -894,7 +897,10 @@ fn validate_sums_up_many_findings_of_one_code_in_a_line_and_json_still_lists_eve
     let lines: Vec<&str> = said.lines().filter(|l| l.contains("[UNREACHABLE_NODE]")).collect();
     assert_eq!(lines.len(), 4, "three shown, then one line for the rest: {said}");
     assert!(lines[0].contains("node `lost_0`"), "{said}");
-    assert!(lines[3].contains("47 more like these") && lines[3].contains("lost_3") && lines[3].contains("--json"), "{said}");
+    assert!(
+        lines[3].contains("47 more like these") && lines[3].contains("lost_3") && lines[3].contains("--json"),
+        "{said}"
+    );
     let (_, report) = cli.json(&["validate", &flow, "--json"]);
     let unreachable = report["warnings"].as_array().unwrap().iter().filter(|w| w["code"] == "UNREACHABLE_NODE").count();
     assert_eq!(unreachable, 50);
