@@ -379,7 +379,10 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
     assert_eq!(code, 0);
     let row = &runs[0];
     let keys: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["id", "workflow", "name", "status", "started", "durationMs", "pending", "tokens", "cost", "eval"]);
+    assert_eq!(
+        keys,
+        ["id", "workflow", "name", "status", "started", "durationMs", "pending", "tokens", "cost", "eval"]
+    );
     assert_eq!(row["status"], "interrupted");
     assert!(row["workflow"].as_str().unwrap().ends_with("slow.yaml"));
     let id = row["id"].as_str().unwrap();
