@@ -303,13 +303,22 @@ pub struct SavedCase {
 /// input, answers and decisions, and what each node did. The same as `switchyard eval add RUN_ID` (`eval::add_case`).
 #[tauri::command]
 #[specta::specta]
-pub fn save_test_case(state: State<'_, AppState>, run_id: String) -> Result<SavedCase, CommandError> {
-    save_case(state.store()?, &run_id)
+pub fn save_test_case(
+    state: State<'_, AppState>,
+    run_id: String,
+    workflow_path: Option<String>,
+) -> Result<SavedCase, CommandError> {
+    save_case(state.store()?, &run_id, workflow_path.as_deref())
 }
 
-fn save_case(store: &RunStore, run_id: &str) -> Result<SavedCase, CommandError> {
-    let run = session::case_source(store, run_id)?;
-    // The window names no other file: a run not started from a file has no evaluation file beside it.
+/// `workflow_path`: the file the workflow was saved to since, for a run made before its first save (it names no
+/// file): its case goes beside that file. A run that names its file keeps it.
+fn save_case(store: &RunStore, run_id: &str, workflow_path: Option<&str>) -> Result<SavedCase, CommandError> {
+    let mut run = session::case_source(store, run_id)?;
+    if run.workflow_file.is_none() {
+        run.workflow_file = workflow_path.map(PathBuf::from);
+    }
+    // A run not started from a file, of a workflow not saved since, has no evaluation file beside it.
     let added = eval::add_case(&run, None, None).map_err(|e| match e.code {
         "NO_WORKFLOW_FILE" => CommandError::new(
             "NO_WORKFLOW_FILE",
@@ -762,7 +771,7 @@ mod tests {
         let id = finished_run(dir.path(), &store, true, true);
         let evals = dir.path().join("approval-flow.evals.yaml");
 
-        let saved = save_case(&store, &id).unwrap();
+        let saved = save_case(&store, &id, None).unwrap();
         assert_eq!(std::fs::canonicalize(&saved.path).unwrap(), std::fs::canonicalize(&evals).unwrap());
         assert_eq!(saved.case_id, format!("run-{}", &id[..8]));
         let text = std::fs::read_to_string(&evals).unwrap();
@@ -771,18 +780,18 @@ mod tests {
         assert!(saved.expectations > 0);
 
         // Saved again: the next free id, appended.
-        let again = save_case(&store, &id).unwrap();
+        let again = save_case(&store, &id, None).unwrap();
         assert_eq!(again.case_id, format!("run-{}-2", &id[..8]));
         assert!(std::fs::read_to_string(&evals).unwrap().starts_with(&text));
 
         // `cases:` no longer last: refused, and the file is left as it was.
         let moved = std::fs::read_to_string(&evals).unwrap() + "judge: local/small\n";
         std::fs::write(&evals, &moved).unwrap();
-        let refused = save_case(&store, &id).unwrap_err();
+        let refused = save_case(&store, &id, None).unwrap_err();
         assert_eq!(refused.code, "EVALS_NOT_APPENDABLE");
         assert_eq!(std::fs::read_to_string(&evals).unwrap(), moved);
 
-        assert_eq!(save_case(&store, "no-such-run").unwrap_err().code, "NO_SUCH_RUN");
+        assert_eq!(save_case(&store, "no-such-run", None).unwrap_err().code, "NO_SUCH_RUN");
     }
 
     #[test]
@@ -790,11 +799,29 @@ mod tests {
         let dir = Scratch::new();
         let store = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
         let interrupted = finished_run(dir.path(), &store, true, false);
-        assert_eq!(save_case(&store, &interrupted).unwrap_err().code, "RUN_NOT_ENDED");
+        assert_eq!(save_case(&store, &interrupted, None).unwrap_err().code, "RUN_NOT_ENDED");
         let unsaved = finished_run(dir.path(), &store, false, true);
-        let refused = save_case(&store, &unsaved).unwrap_err();
+        let refused = save_case(&store, &unsaved, None).unwrap_err();
         assert_eq!(refused.code, "NO_WORKFLOW_FILE");
         assert!(refused.message.contains("not run from a saved file"), "{}", refused.message);
         assert!(!dir.path().join("approval-flow.evals.yaml").exists());
+    }
+
+    #[test]
+    fn a_run_made_before_the_workflow_was_first_saved_is_saved_as_a_test_case_beside_the_file_it_was_saved_to() {
+        let dir = Scratch::new();
+        let store = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+        let unsaved = finished_run(dir.path(), &store, false, true);
+        let saved_to = dir.path().join("approval-flow.yaml").to_string_lossy().into_owned();
+        let saved = save_case(&store, &unsaved, Some(&saved_to)).unwrap();
+        let evals = dir.path().join("approval-flow.evals.yaml");
+        assert_eq!(std::fs::canonicalize(&saved.path).unwrap(), std::fs::canonicalize(&evals).unwrap());
+        let text = std::fs::read_to_string(&evals).unwrap();
+        assert!(text.contains("\nworkflow: approval-flow.yaml\ncases:\n"), "{text}");
+        // A run that names its own file keeps it: the path given is only for runs that name none.
+        let from_file = finished_run(dir.path(), &store, true, true);
+        let elsewhere = dir.path().join("other.yaml").to_string_lossy().into_owned();
+        let kept = save_case(&store, &from_file, Some(&elsewhere)).unwrap();
+        assert_eq!(std::fs::canonicalize(&kept.path).unwrap(), std::fs::canonicalize(&evals).unwrap());
     }
 }

@@ -60,7 +60,7 @@ export const commands = {
 	 *  Adds a stored run to its workflow's evaluation file (`NAME.evals.yaml` beside the workflow) as a test case: its
 	 *  input, answers and decisions, and what each node did. The same as `switchyard eval add RUN_ID` (`eval::add_case`).
 	 */
-	saveTestCase: (runId: string) => typedError<SavedCase, CommandError>(__TAURI_INVOKE("save_test_case", { runId })),
+	saveTestCase: (runId: string, workflowPath: string | null) => typedError<SavedCase, CommandError>(__TAURI_INVOKE("save_test_case", { runId, workflowPath })),
 	/**  The evaluation file beside a workflow file: its cases and its last evaluation. */
 	evalSuite: (workflowPath: string) => typedError<EvalSuiteView_Serialize, CommandError>(__TAURI_INVOKE("eval_suite", { workflowPath })),
 	/**
@@ -74,7 +74,10 @@ export const commands = {
 	getSettings: () => __TAURI_INVOKE<SettingsState_Serialize>("get_settings"),
 	/**  Saves the settings, or refuses with the problems by field (nothing is written then). */
 	saveSettings: (settings: Settings_Deserialize) => typedError<null, CommandError>(__TAURI_INVOKE("save_settings", { settings })),
-	/**  What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the bundled alert-triage example. */
+	/**
+	 *  What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the workflow the person opened or saved
+	 *  last (the newest recent file, kept in `ui-prefs.json`, that still exists), else the bundled alert-triage example.
+	 */
 	startupFile: () => __TAURI_INVOKE<Startup_Serialize | null>("startup_file"),
 	/**  Every node type as the engine defines it (handles, fields, labels): the palette, canvas and inspector read this. */
 	nodeTypes: () => __TAURI_INVOKE<NodeTypeSpec_Serialize[]>("node_types"),

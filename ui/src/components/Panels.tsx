@@ -192,6 +192,7 @@ function RunList() {
 function History() {
   const history = useHistory((s) => s.runs);
   const path = useDocument((s) => s.path);
+  const docName = useDocument((s) => s.workflow.name);
   const [all, setAll] = useState(false);
   const stored = useHistory.getState();
   const runControl = useRunControl.getState();
@@ -206,7 +207,11 @@ function History() {
   }, [server]);
   // This workflow's runs, and every run that waits for the person (paused, or interrupted when its process died).
   const waits = (r: (typeof history)[number]) => (r.status === "paused" || r.status === "interrupted" || (r.server != null && r.status === "ready")) && !r.live;
-  const runs = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r));
+  // A run made before the workflow's first save names no file: it is this workflow's when it has its name.
+  const unsaved = (r: (typeof history)[number]) => !r.workflowRef && !r.server && r.workflow === docName;
+  const runs = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r) || unsaved(r));
+  // Its test case goes beside the file the workflow was saved to since; before that there is no file to go beside.
+  const caseFile = (r: (typeof history)[number]) => (r.workflowRef ? null : unsaved(r) ? path : null);
   return (
     <div data-testid="history">
       <label className="muted small">
@@ -240,6 +245,11 @@ function History() {
                 <td className="run-id" title={`Run ${r.id}: the id switchyard runs and the API show`}>{r.id.slice(0, 8)}</td>
                 <td title={r.workflowRef ?? ""}>
                   {r.workflow}
+                  {!r.workflowRef && !r.server && (
+                    <span className="test-case-tag" title="Run before the workflow was saved to a file" data-testid={`history-unsaved-${r.id}`}>
+                      unsaved
+                    </span>
+                  )}
                   {r.eval && (
                     <span className="test-case-tag" title="Run by the Evals tab as a test case" data-testid={`history-eval-${r.id}`}>
                       <FlaskConical size={11} aria-hidden /> test case
@@ -256,7 +266,14 @@ function History() {
                   {!onServer() && !r.server && (
                     <>
                       <button onClick={() => stored.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
-                      <button onClick={() => stored.saveTestCase(r.id)} disabled={r.status === "running" || r.status === "interrupted"} title="Add this run to the workflow's evaluation file as a test case: its input, answers and decisions, and what each node did" data-testid={`history-save-case-${r.id}`}>Save as test case</button>
+                      <button
+                        onClick={() => stored.saveTestCase(r.id, caseFile(r))}
+                        disabled={r.status === "running" || r.status === "interrupted" || (!r.workflowRef && !caseFile(r))}
+                        title={!r.workflowRef && !caseFile(r) ? "Save the workflow first: its test cases go in a file beside it" : "Add this run to the workflow's evaluation file as a test case: its input, answers and decisions, and what each node did"}
+                        data-testid={`history-save-case-${r.id}`}
+                      >
+                        Save as test case
+                      </button>
                     </>
                   )}
                   {!onServer() && !r.server && (r.status === "paused" || r.status === "interrupted") && !r.live && (

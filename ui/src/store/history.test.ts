@@ -23,7 +23,7 @@ describe("save as test case", () => {
   it("asks the engine for the run and says where the case went", async () => {
     const calls = engine(() => ({ path: "/w/approval-flow.evals.yaml", caseId: "run-1a2b3c4d", expectations: 6 }));
     await useHistory.getState().saveTestCase("1a2b3c4d-5e6f");
-    expect(calls.filter((c) => c.cmd === "save_test_case").map((c) => c.args)).toEqual([{ runId: "1a2b3c4d-5e6f" }]);
+    expect(calls.filter((c) => c.cmd === "save_test_case").map((c) => c.args)).toEqual([{ runId: "1a2b3c4d-5e6f", workflowPath: null }]);
     expect(useMessages.getState().messages).toEqual([
       expect.objectContaining({ kind: "info", text: "Saved as test case run-1a2b3c4d in approval-flow.evals.yaml (6 expectations)" }),
     ]);

@@ -32,9 +32,10 @@ type HistoryState = {
   replayRun: (id: string) => Promise<void>;
   /**
    * Adds a run that ended to its workflow's evaluation file (`NAME.evals.yaml` beside it) as a test case: its input,
-   * answers and decisions, and what each node did. As `switchyard eval add RUN_ID`.
+   * answers and decisions, and what each node did. As `switchyard eval add RUN_ID`. `workflowPath`: for a run made
+   * before the workflow's first save (it names no file), the file the workflow was saved to since.
    */
-  saveTestCase: (id: string) => Promise<void>;
+  saveTestCase: (id: string, workflowPath?: string | null) => Promise<void>;
 };
 
 /** Loads the document a stored run started with, and an empty run view for it. */
@@ -125,9 +126,9 @@ export const useHistory = create<HistoryState>((set) => ({
     }
   },
 
-  saveTestCase: async (id) => {
+  saveTestCase: async (id, workflowPath) => {
     try {
-      const saved = await unwrap(commands.saveTestCase(id));
+      const saved = await unwrap(commands.saveTestCase(id, workflowPath ?? null));
       const n = saved.expectations;
       useMessages.getState().info(`Saved as test case ${saved.caseId} in ${baseName(saved.path)} (${n} expectation${n === 1 ? "" : "s"})`);
     } catch (e) {
