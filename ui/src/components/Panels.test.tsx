@@ -145,4 +145,21 @@ describe("panels", () => {
     expect(screen.queryByTestId("history-eval-priced")).toBeNull();
     useHistory.setState({ runs: [] });
   });
+
+  it("History's columns have fixed widths beside the inspector, and a cell cut short shows its whole text on hover", () => {
+    useDocument.getState().load(emptyWorkflow(), null);
+    const long = "Alert triage for the on-call team with a very long name";
+    const run = { id: "r1", workflow: long, workflowRef: "/w/triage.yaml", answersPath: null, status: "paused", started: "2026-11-25T10:00:00Z", durationMs: 12, pending: ["review", "sign_off"], usage: {}, tokens: 0, cost: null, eval: null, live: false } as unknown as RunSummary;
+    useHistory.setState({ runs: [run] });
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-history"));
+    const heads = [...screen.getByTestId("history").querySelectorAll("thead th")].map((th) => th.className);
+    expect(heads.every((c) => /\bcol-/.test(c)), "every column has its width").toBe(true);
+    const cells = [...screen.getByTestId("history-r1").querySelectorAll("td")];
+    expect(cells[2].title).toBe(`${long} — /w/triage.yaml`);
+    expect(cells[3].title, "the start in full").toBe(new Date(run.started).toLocaleString());
+    expect(cells[7].title).toBe("review, sign_off");
+    expect(cells[0].title).toBe("waits for you");
+    useHistory.setState({ runs: [] });
+  });
 });

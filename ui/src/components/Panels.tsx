@@ -228,12 +228,12 @@ function History() {
       ) : (
         <table className="run-list history">
           <thead>
-            <tr><th>status</th><th>run</th><th>workflow</th><th>started</th><th>time</th><th className="num">tokens</th><th className="num">cost</th><th>waiting at</th><th /></tr>
+            <tr><th className="col-status">status</th><th className="col-run">run</th><th className="col-workflow">workflow</th><th className="col-started">started</th><th className="num col-time">time</th><th className="num col-tokens">tokens</th><th className="num col-cost">cost</th><th className="col-waiting">waiting at</th><th className="col-actions" /></tr>
           </thead>
           <tbody>
             {runs.slice(0, MAX_ROWS).map((r) => (
               <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status}>
-                <td className={`status ${r.status}`}>
+                <td className={`status ${r.status}`} title={`${STATUS_WORDS[r.status] ?? r.status}${r.live ? " (in this window)" : ""}${r.server ? ` · run by the workers of ${r.server}` : ""}`}>
                   {STATUS_WORDS[r.status] ?? r.status}
                   {r.live ? " (in this window)" : ""}
                   {r.server && (
@@ -243,7 +243,7 @@ function History() {
                   )}
                 </td>
                 <td className="run-id" title={`Run ${r.id}: the id switchyard runs and the API show`}>{r.id.slice(0, 8)}</td>
-                <td title={r.workflowRef ?? ""}>
+                <td title={r.workflowRef ? `${r.workflow} — ${r.workflowRef}` : r.workflow}>
                   {r.workflow}
                   {!r.workflowRef && !r.server && (
                     <span className="test-case-tag" title="Run before the workflow was saved to a file" data-testid={`history-unsaved-${r.id}`}>
@@ -256,11 +256,11 @@ function History() {
                     </span>
                   )}
                 </td>
-                <td>{new Date(r.started).toLocaleString()}</td>
+                <td title={new Date(r.started).toLocaleString()}>{new Date(r.started).toLocaleString(undefined, { dateStyle: "short", timeStyle: "short" })}</td>
                 <td className="num">{formatDuration(r.durationMs)}</td>
                 <td className="num">{r.tokens || ""}</td>
                 <td className="num" title={r.cost == null && r.tokens ? "A model it used has no price in the settings" : undefined} data-testid={`history-cost-${r.id}`}>{formatCost(r.cost, r.tokens)}</td>
-                <td>{r.pending.join(", ")}</td>
+                <td title={r.pending.join(", ")}>{r.pending.join(", ")}</td>
                 <td className="actions">
                   <button onClick={() => stored.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
                   {!onServer() && !r.server && (
