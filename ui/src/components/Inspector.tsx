@@ -17,6 +17,8 @@ import { useLayoutPrefs, type InspectorTab } from "../store/layoutPrefs";
 import { handleName } from "../model/labels";
 import { NodeIcon } from "./NodeIcon";
 import { inAppWords } from "../model/words";
+import { useRunControl } from "../store/runControl";
+import { TOKENS_UNREPORTED, tokensUnreported } from "../model/usage";
 
 function Field({ label, help, children }: { label: string; help?: string | null; children: React.ReactNode }) {
   return (
@@ -407,6 +409,7 @@ function RunDetails({ id }: { id: string }) {
   const pinnable = Boolean(type && nodeTypeSpec(type)?.fields.some((f) => f.key === "pinned"));
   const pick = useLayoutPrefs((s) => s.inspector.iteration);
   const setPick = (iteration: number) => useLayoutPrefs.getState().inspect("run", iteration);
+  const onModel = useRunControl((s) => s.mode === "model");
   if (!run || !run.iterations.length) return <p className="muted" data-testid="run-details-empty">This node has not run yet. Run the workflow to see what it received and produced.</p>;
   const it = run.iterations.find((i) => i.iteration === pick) ?? run.iterations[run.iterations.length - 1];
   return (
@@ -420,6 +423,7 @@ function RunDetails({ id }: { id: string }) {
         {run.status}
         {it.durationMs != null ? ` · ${it.durationMs} ms` : ""}
         {it.tokens != null ? ` · ${it.tokens} tokens` : ""}
+        {tokensUnreported({ tokens: it.tokens, succeeded: it.result?.status === "success", type, onModel }) && <span data-testid="run-details-tokens"> · {TOKENS_UNREPORTED}</span>}
       </div>
       {it.instruction && (<><h4>Rendered prompt</h4><pre>{it.instruction}</pre></>)}
       {run.status === "running" && run.streamed && (<><h4>Streaming</h4><pre>{run.streamed}</pre></>)}

@@ -9,6 +9,8 @@ import { useRun } from "../store/run";
 import { useDialogs } from "../store/dialogs";
 import { useHistory, type RunSummary } from "../store/history";
 import { SHORTCUTS } from "../shortcuts";
+import { useRunControl } from "../store/runControl";
+import { TOKENS_UNREPORTED } from "../model/usage";
 
 const ev = (seq: number, body: Record<string, unknown>): Event => ({ seq, run: "r", ts: "", ...body }) as Event;
 
@@ -109,6 +111,28 @@ describe("panels", () => {
     expect(row.textContent).toContain("the draft");
     fireEvent.click(row);
     expect(useDocument.getState().selection.nodes).toEqual(["draft"]);
+  });
+
+  it("the run list says a streamed local model step's tokens were not reported, instead of nothing or 0", () => {
+    const workflow = { ...emptyWorkflow(), nodes: [...emptyWorkflow().nodes, { id: "draft", type: "agent", position: { x: 300, y: 0 } }] } as ReturnType<typeof emptyWorkflow>;
+    useDocument.getState().load(workflow, null);
+    useRunControl.setState({ mode: "model" });
+    useRun.getState().begin("r", ["start", "draft"]);
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    act(() =>
+      useRun.getState().apply([
+        ev(1, { type: "workflow:start", workflow: "w", input: null }),
+        ev(2, { type: "node:enter", node: "draft", iteration: 1, instruction: "write" }),
+        ev(3, { type: "node:progress", node: "draft", message: "streamed " }),
+        ev(4, { type: "node:exit", node: "draft", iteration: 1, durationMs: 900, result: { status: "success", data: { text: "streamed" }, toolCalls: [] } }),
+      ]),
+    );
+    fireEvent.click(screen.getByTestId("tab-run"));
+    const cell = screen.getByTestId("run-tokens-draft-1");
+    expect(cell.textContent).toBe("not reported");
+    expect(cell.title).toContain(TOKENS_UNREPORTED);
+    act(() => useRunControl.setState({ mode: "answers" }));
+    expect(screen.getByTestId("run-tokens-draft-1").textContent, "an answers file calls no model: nothing to report").toBe("");
   });
 
   it("the events tab filters the raw events", () => {

@@ -7,6 +7,7 @@ import { nodeName, useDocument } from "../store/document";
 import { STATUS_WORDS, useNodeRun, useRun, type Execution, type PendingApproval } from "../store/run";
 import { useDialogs } from "../store/dialogs";
 import { useHistory } from "../store/history";
+import { TOKENS_UNREPORTED, tokensUnreported } from "../model/usage";
 import { useRunControl } from "../store/runControl";
 import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
@@ -100,9 +101,6 @@ export function BottomPanel() {
   );
 }
 
-/** Whether a node's work is a model call (its tokens are worth showing). */
-const isModelNode = (type?: string) => type === "agent";
-
 function Problems() {
   const report = useValidation((s) => s.report);
   const failure = useValidation((s) => s.failure);
@@ -134,7 +132,7 @@ function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean;
   const doc = useDocument((s) => s.workflow.nodes.find((n) => n.id === row.node));
   // A model step without a count: the server did not report one (an answers file calls no model, so says nothing).
   const onModel = useRunControl((s) => s.mode === "model");
-  const unreported = row.tokens == null && row.status === "succeeded" && onModel && isModelNode(doc?.type);
+  const unreported = tokensUnreported({ tokens: row.tokens, succeeded: row.status === "succeeded", type: doc?.type, onModel });
   const live = row.status === "running" && run?.status === "running" && run.iteration === row.iteration;
   const preview = live ? run.streamed.slice(-160).replace(/\s+/g, " ") : row.preview;
   return (
@@ -145,7 +143,9 @@ function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean;
       <td className="num">{row.iteration || ""}</td>
       <td className={`status ${row.routing ? "routing" : row.status}`}>{row.routing ? "choosing a route…" : STATUS_WORDS[row.status] ?? row.status}</td>
       <td className="num">{formatDuration(row.durationMs)}</td>
-      <td className="num" title={unreported ? "The model server reported no token usage for this step" : undefined}>{row.tokens ?? (unreported ? "—" : "")}</td>
+      <td className="num" title={unreported ? `${TOKENS_UNREPORTED}: it sent no usage with its answer, and none is estimated` : undefined} data-testid={`run-tokens-${row.node}-${row.iteration}`}>
+        {row.tokens ?? (unreported ? <span className="tokens-unreported">not reported</span> : "")}
+      </td>
       <td className="preview" title={preview}>{preview}</td>
     </tr>
   );
