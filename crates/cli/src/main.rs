@@ -454,6 +454,7 @@ async fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted:
     let loaded = load(file, format)?;
     let configured = session::settings_for_check(settings(), scripted)?;
     let mut options = session::validation_options(configured.as_ref(), scripted);
+    options.format = Some(loaded.format);
     // Single tools the workflow names are checked against what their servers list (it starts those servers).
     let servers = configured.as_ref().map(|s| s.mcp_servers.clone()).unwrap_or_default();
     options.mcp_tools = switchyard_engine::mcp::list_named(&loaded.workflow, &servers).await;

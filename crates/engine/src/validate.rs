@@ -111,6 +111,9 @@ pub struct Options {
     /// An answers file answers the run's calls, code steps included, so a step that cannot run by itself (an
     /// unsupported TEA action) may still be answered.
     pub answered: bool,
+    /// The system the document was read from (`Loaded::format`), when known: what its own loader refuses of a graph
+    /// is an error here too, on its node (SWEny: a node its entry cannot reach).
+    pub format: Option<crate::format::Format>,
 }
 
 /// The nodes that call a model but name none, so they use the run's default: agents that are not pinned, and nodes
@@ -152,7 +155,7 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     check_edges(workflow, &topo, &mut report);
     check_cycles(workflow, &topo, &mut report);
     check_subagents(workflow, &topo, &mut report);
-    check_reachability(workflow, &topo, &mut report);
+    check_reachability(workflow, &topo, options, &mut report);
     templates::check(workflow, &topo, &mut report);
     triggers::check(workflow, &mut report);
     report
@@ -692,7 +695,7 @@ fn check_subagents(workflow: &Workflow, topo: &Topology, report: &mut Report) {
 }
 
 /// Unreachable nodes (warning) and nodes from which the run can never end (error).
-fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report) {
+fn check_reachability(workflow: &Workflow, topo: &Topology, options: &Options, report: &mut Report) {
     if topo.start.is_none() {
         return;
     }
@@ -733,13 +736,20 @@ fn check_reachability(workflow: &Workflow, topo: &Topology, report: &mut Report)
         }
         if !reachable[v] {
             if !is_subagent_child[v] {
-                report.node_warning(
+                // SWEny's loader refuses the file; elsewhere the node simply never runs.
+                let (severity, refuses) = match options.format {
+                    Some(crate::format::Format::Sweny) => (Severity::Error, " (SWEny refuses the file)"),
+                    _ => (Severity::Warning, ""),
+                };
+                report.push(
+                    severity,
                     "UNREACHABLE_NODE",
-                    &node.id,
                     format!(
-                        "`{}` cannot be reached from the start node, so it never runs; connect it or delete it",
+                        "`{}` cannot be reached from the start node, so it never runs{refuses}; connect it or delete it",
                         node.id
                     ),
+                    Some(&node.id),
+                    None,
                 );
             }
         } else if !ends[v] {

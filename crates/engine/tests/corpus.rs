@@ -62,7 +62,12 @@ fn open(path: &Path, format: Format) -> Ours {
     };
     // As `switchyard validate` checks a file on a machine with only the built-in local provider: a provider the
     // machine lacks is a warning, never a refusal of the file.
-    let options = Options { purpose: Purpose::Check, providers: Some(vec!["local".into()]), ..Options::default() };
+    let options = Options {
+        purpose: Purpose::Check,
+        providers: Some(vec!["local".into()]),
+        format: Some(loaded.format),
+        ..Options::default()
+    };
     let report = validate(&loaded.workflow, &options);
     if report.errors.is_empty() {
         Ours::Accepted

@@ -563,9 +563,14 @@ fn a_sweny_file_that_breaks_sweny_graph_rules_opens_and_validation_shows_each_on
         "{:?}",
         loaded.notes
     );
-    let report = validate(&loaded.workflow, &Options::default());
-    let found = report.warnings.iter().find(|f| f.code == "UNREACHABLE_NODE").expect("UNREACHABLE_NODE");
+    // Checked as SWEny's file (as `switchyard validate` checks it), that is an error, as SWEny's loader refuses it.
+    let report = validate(&loaded.workflow, &Options { format: Some(loaded.format), ..Options::default() });
+    let found = report.errors.iter().find(|f| f.code == "UNREACHABLE_NODE").expect("UNREACHABLE_NODE");
     assert_eq!(found.node.as_deref(), Some("c"));
+    assert!(found.message.contains("SWEny refuses"), "{}", found.message);
+    // In a workflow of its own, an unreachable node only never runs: a warning.
+    let report = validate(&loaded.workflow, &Options::default());
+    assert!(report.warnings.iter().any(|f| f.code == "UNREACHABLE_NODE" && f.node.as_deref() == Some("c")));
     // An unbounded self-loop: an error on the edge, so the file cannot run until it is bounded.
     let text = format!(
         "id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: a}}\n  - {{from: a, to: b, when: done}}\n  - {{from: b, to: c}}\n"

@@ -224,7 +224,8 @@ fn note(next: &mut Catalog, scanned: &mut Scanned, previous: &Catalog, path: &Pa
 /// A workflow file, loaded and validated as a server runs it (providers are the workers' to check).
 fn load(path: &Path) -> Result<Loaded, String> {
     let loaded = format::load_file(path, None).map_err(|e| format!("not served: {e}"))?;
-    let options = validate::Options { purpose: validate::Purpose::Run, ..Default::default() };
+    let options =
+        validate::Options { purpose: validate::Purpose::Run, format: Some(loaded.format), ..Default::default() };
     let report = validate::validate(&loaded.workflow, &options);
     if let Some(first) = report.errors.first() {
         return Err(format!("not served: {} problem(s); the first: {}", report.errors.len(), first.message));

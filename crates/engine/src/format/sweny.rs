@@ -161,7 +161,9 @@ pub(super) fn import(value: &Value, base_dir: Option<&Path>) -> Result<(Workflow
                 ))
                 .with_code("INVALID_EDGE"));
             }
-        } else {
+        } else if from != to || raw.get("max_iterations").is_some_and(|m| !m.is_null()) {
+            // An unbounded self-loop is not a way on: validation refuses it on its edge (`SELF_LOOP_UNBOUNDED`), as
+            // SWEny's loader does before it looks for ambiguity.
             unconditional
                 .entry(raw["from"].as_str().unwrap_or_default())
                 .or_default()
