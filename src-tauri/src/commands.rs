@@ -636,7 +636,7 @@ mod tests {
             std::fs::write(file, "name: x\n").unwrap();
         }
         let text = |p: &Path| p.to_string_lossy().into_owned();
-        let recent = vec![text(&gone), text(&last), text(&older)];
+        let recent = [text(&gone), text(&last), text(&older)];
         assert_eq!(startup_choice(None, &recent, &example), Some(text(&last)), "the deleted file is passed over");
         assert_eq!(startup_choice(Some("/asked.yaml".into()), &recent, &example).as_deref(), Some("/asked.yaml"));
         assert_eq!(startup_choice(None, &[text(&gone)], &example), Some(text(&example)));
