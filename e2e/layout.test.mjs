@@ -58,6 +58,18 @@ async function measure() {
 
 const viewShown = () => browser.execute(() => Number(document.querySelector(".canvas-inner").dataset.viewShown));
 
+/** Waits until the canvas draws no further view: the same view count before and after two frames. */
+async function viewSettled(timeout = 20000) {
+  await browser.waitUntil(
+    async () => {
+      const before = await viewShown();
+      await frames(browser);
+      return (await viewShown()) === before;
+    },
+    { timeout, timeoutMsg: "the canvas kept drawing new views" },
+  );
+}
+
 /** Presses a key chord and waits until the canvas has drawn the view it asked for (a fit, the fit after Layout). */
 async function andWaitForView(keys, timeout = 20000) {
   const before = await viewShown();
@@ -116,6 +128,8 @@ test("Layout (Ctrl+L) fits every example, the SWEny triage import and a 30-node 
   const figures = [];
   for (const file of files) {
     await openFile(browser, file);
+    // The view the file opened with may be drawn after the message says it opened: Layout's own view comes after it.
+    await viewSettled();
     await andWaitForView([KEY.control, "l"]);
     const m = await measure();
     const nodes = await browser.execute(() => document.querySelectorAll(".react-flow__node").length);

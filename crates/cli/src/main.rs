@@ -558,6 +558,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     let store = if args.no_store && args.reuse.is_none() { None } else { Some(open_runs(args.db.as_deref())?) };
     let request = RunRequest {
         workflow_ref: Some(WorkflowRef::new(&args.file, args.format)),
+        format: Some(loaded.format),
         input,
         answers_path: args.answers.clone(),
         model: args.model.clone(),

@@ -879,7 +879,12 @@ fn a_tea_step_sure_to_fail_stops_run_before_anything_runs_unless_an_answers_file
     let out = cli.run(&["validate", &flow]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains("warning") && stderr(&out).contains("UNSUPPORTED_ACTION"), "{}", stderr(&out));
-    // An answers file that answers both steps runs it.
+    assert!(said.contains("TEA action `http.get`") && said.contains("answers file"), "{said}");
+    // An answers file that does not answer that step does not lift the refusal; one that answers both runs it.
+    let partial = cli.write("prepare-only.script.yaml", "nodes:\n  prepare: {data: {url: x}}\n");
+    let out = cli.run(&["run", &flow, "--answers", &partial]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("UNSUPPORTED_ACTION") && stderr(&out).contains("`fetch`"), "{}", stderr(&out));
     let answers = cli.write("fetch.script.yaml", "nodes:\n  prepare: {data: {url: x}}\n  fetch: {data: {body: ok}}\n");
     let (code, result) = cli.json(&["run", &flow, "--answers", &answers, "--json"]);
     assert_eq!(code, 0, "{result}");
@@ -907,4 +912,19 @@ fn validate_sums_up_many_findings_of_one_code_in_a_line_and_json_still_lists_eve
     let (_, report) = cli.json(&["validate", &flow, "--json"]);
     let unreachable = report["warnings"].as_array().unwrap().iter().filter(|w| w["code"] == "UNREACHABLE_NODE").count();
     assert_eq!(unreachable, 50);
+}
+
+#[test]
+fn run_refuses_a_sweny_file_its_loader_refuses_as_validate_does() {
+    let cli = Cli::new();
+    let flow = cli.write(
+        "island.yml",
+        "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: hi}\n  b: {name: B, instruction: hi}\n  c: {name: C, instruction: hi}\nedges:\n  - {from: a, to: b}\n",
+    );
+    let answers = cli.write("island.script.yaml", "nodes:\n  a: {text: x}\n  b: {text: y}\n");
+    let out = cli.run(&["validate", &flow]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let out = cli.run(&["run", &flow, "--answers", &answers]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("UNREACHABLE_NODE") && stderr(&out).contains("nothing was run"), "{}", stderr(&out));
 }

@@ -152,6 +152,9 @@ pub struct RunRequest {
     pub reuse: Option<(String, String)>,
     /// The person allows this run's code steps (`--allow-code`), trusted or not.
     pub allow_code: bool,
+    /// The system the workflow was read from (`Loaded::format`), when the shell knows it: validation applies that
+    /// system's own graph rules (`validate::Options::format`).
+    pub format: Option<Format>,
     /// The evaluation this run is a case of: kept with the run.
     pub eval: Option<String>,
 }
@@ -189,7 +192,6 @@ pub fn validation_options(settings: Option<&Settings>, scripted: bool) -> valida
     validate::Options {
         providers: settings.filter(|_| !scripted).map(Settings::provider_ids),
         mcp_servers: settings.map(|s| s.mcp_servers.keys().cloned().collect()),
-        answered: scripted,
         ..Default::default()
     }
 }
@@ -350,7 +352,12 @@ pub async fn prepare<S: Store + ?Sized>(
         mcp_servers: mcp_names.clone(),
         no_default_model,
         // Offline runs answer model calls from recorded calls, not code steps: only an answers file answers those.
-        answered: answers.is_some(),
+        answered: answers
+            .iter()
+            .flat_map(|a| workflow.nodes.iter().filter(|n| a.answer(&n.id, 0).is_some()).map(|n| n.id.clone()))
+            .collect(),
+        // What the file's own system refuses of its graph is refused here too, as `switchyard validate` refuses it.
+        format: request.format,
         ..validation_options(settings.as_ref(), answered)
     };
     let report = if request.model.is_some() {

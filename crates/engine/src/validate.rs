@@ -108,9 +108,9 @@ pub struct Options {
     /// model and name none get `NO_MODEL`. False when that is not known; ignored when a script answers (`providers`
     /// is `None`).
     pub no_default_model: bool,
-    /// An answers file answers the run's calls, code steps included, so a step that cannot run by itself (an
-    /// unsupported TEA action) may still be answered.
-    pub answered: bool,
+    /// The nodes an answers file answers (code steps included): a step that cannot run by itself (an unsupported TEA
+    /// action) runs when it is among them.
+    pub answered: Vec<String>,
     /// The system the document was read from (`Loaded::format`), when known: what its own loader refuses of a graph
     /// is an error here too, on its node (SWEny: a node its entry cannot reach).
     pub format: Option<crate::format::Format>,
@@ -174,13 +174,17 @@ fn check_code_step(node: &crate::Node, options: &Options, report: &mut Report) {
     if node.language.as_deref() == Some("tea-action") {
         // A run that would reach it and fail is not started: nothing (no consent, no model call) happens first.
         let severity = match options.purpose {
-            Purpose::Run if !options.answered => Severity::Error,
+            Purpose::Run if !options.answered.iter().any(|n| n == id) => Severity::Error,
             _ => Severity::Warning,
         };
+        let code: Option<serde_json::Value> = node.code.as_deref().and_then(|c| serde_yaml::from_str(c).ok());
+        let action = code.as_ref().and_then(|c| c.get("uses")).and_then(serde_json::Value::as_str).unwrap_or("?");
         report.push(
             severity,
             "UNSUPPORTED_ACTION",
-            "this TEA action is not supported yet, so the node fails when it runs; pin its output or answer it from an answers file".into(),
+            format!(
+                "TEA action `{action}` is not supported yet, so `{id}` cannot run by itself: answer it in an answers file (under `nodes:`) or pin its output"
+            ),
             Some(id),
             None,
         );
