@@ -125,6 +125,12 @@ test("Layout (Ctrl+L) fits every example, the SWEny triage import and a 30-node 
     chainFile("Chain of seven", 7),
     chainFile("Chain of thirty", 30, (i) => ({ x: i * 280, y: 0 })),
   ];
+  // The canvas as a new user has it: an earlier test file may have left the bottom panel open (its size is kept).
+  const paneHeight = async () => (await measure()).pane.height;
+  if ((await paneHeight()) < 700) {
+    await click(browser, await pointOf(browser, '[data-testid="bottom-toggle"]'));
+    await browser.waitUntil(async () => (await paneHeight()) >= 700, { timeout: 5000, timeoutMsg: "the bottom panel did not close" });
+  }
   const figures = [];
   for (const file of files) {
     await openFile(browser, file);
