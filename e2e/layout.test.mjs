@@ -116,7 +116,7 @@ test("the first screen's branch labels sit on their own edges, off the cards, wi
   assert.ok(up.y < down.y, "the create-issue chip is above the note-duplicate chip");
 });
 
-test("Layout (Ctrl+L) fits every example, the SWEny triage import and a 30-node chain with titles of 11 px or more in a 1400 × 900 window", async () => {
+test("Layout (Ctrl+L) fits every example, the SWEny triage import and a 30-node chain with titles of 11 px or more in a 1400 × 900 window", async (t) => {
   await browser.setWindowSize(1400, 900);
   await frames(browser);
   const files = [
@@ -126,11 +126,16 @@ test("Layout (Ctrl+L) fits every example, the SWEny triage import and a 30-node 
     chainFile("Chain of thirty", 30, (i) => ({ x: i * 280, y: 0 })),
   ];
   // The canvas as a new user has it: an earlier test file may have left the bottom panel open (its size is kept).
+  // It is opened again at the end, so the files after this one find the window as the ones before left it.
   const paneHeight = async () => (await measure()).pane.height;
-  if ((await paneHeight()) < 700) {
+  const closed = (await paneHeight()) < 700;
+  if (closed) {
     await click(browser, await pointOf(browser, '[data-testid="bottom-toggle"]'));
     await browser.waitUntil(async () => (await paneHeight()) >= 700, { timeout: 5000, timeoutMsg: "the bottom panel did not close" });
   }
+  t.after(async () => {
+    if (closed) await click(browser, await pointOf(browser, '[data-testid="bottom-toggle"]'));
+  });
   const figures = [];
   for (const file of files) {
     await openFile(browser, file);

@@ -71,10 +71,17 @@ before(() => {
   solo = cliRun(alone, null);
 });
 
+
+/** Where a History row's button is, once the table is scrolled to it as a person scrolls to a row below the fold. */
+async function rowButton(selector) {
+  await browser.execute((sel) => document.querySelector(sel)?.scrollIntoView({ block: "nearest" }), selector);
+  return pointOf(browser, selector);
+}
+
 test("History → Resume of another workflow's run goes on with that run's answers file, not the open workflow's", async () => {
   await waitSource(/answers: approval-flow\.script\.yaml/, "the example opens with the answers file beside it");
   await openHistory();
-  await click(browser, await pointOf(browser, `[data-testid="history-resume-${paused}"]`));
+  await click(browser, await rowButton(`[data-testid="history-resume-${paused}"]`));
   await waitMessage(browser, new RegExp(`Continued run ${paused.slice(0, 8)}`));
   // The resumed run waits for its approval: the dialog asking for it is put off for later.
   const later = await browser.$('[data-testid="approval-later"]');
@@ -84,7 +91,7 @@ test("History → Resume of another workflow's run goes on with that run's answe
 
 test("History → Open of another workflow's run selects that workflow's answers, and Run runs on them", async () => {
   await openHistory();
-  await click(browser, await pointOf(browser, `[data-testid="history-open-${fixLoop}"]`));
+  await click(browser, await rowButton(`[data-testid="history-open-${fixLoop}"]`));
   await waitMessage(browser, new RegExp(`Run ${fixLoop.slice(0, 8)}`));
   await waitSource(/answers: fixloop\.script\.yaml/, "the opened run's workflow runs on its own answers file");
 
@@ -98,7 +105,7 @@ test("History → Open of another workflow's run selects that workflow's answers
 test("History → Open of a run that used no answers file runs on a model, not on the answers of the workflow before", async () => {
   await waitSource(/answers: fixloop\.script\.yaml/, "fixloop's answers are in use");
   await openHistory();
-  await click(browser, await pointOf(browser, `[data-testid="history-open-${solo}"]`));
+  await click(browser, await rowButton(`[data-testid="history-open-${solo}"]`));
   await waitMessage(browser, new RegExp(`Run ${solo.slice(0, 8)}`));
   await waitSource(/^model: /, "the opened run's workflow has no answers file");
 });
