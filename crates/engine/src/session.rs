@@ -591,13 +591,7 @@ fn going_on(stored: &StoredRun, allow_code: bool) -> Result<GoingOn, SessionErro
 /// default, else the run's (`fallback`); a model written as a template is known only when the node runs.
 fn missing_provider(workflow: &Workflow, fallback: Option<&str>, settings: &Settings) -> Result<(), SessionError> {
     let configured = settings.provider_ids();
-    let routes: std::collections::HashSet<&str> =
-        workflow.edges.iter().filter(|e| e.when.is_some()).map(|e| e.from.as_str()).collect();
-    let calling = workflow
-        .nodes
-        .iter()
-        .filter(|n| (n.node_type == crate::NodeType::Agent && n.pinned.is_none()) || routes.contains(n.id.as_str()));
-    for node in calling {
+    for node in validate::nodes_calling_a_model(workflow) {
         let Some(model) = node.model.as_deref().or(workflow.defaults.model.as_deref()).or(fallback) else { continue };
         if crate::template::is_template(model) {
             continue;

@@ -122,15 +122,17 @@ pub fn nodes_needing_a_model(workflow: &Workflow) -> Vec<&str> {
     if workflow.defaults.model.is_some() {
         return Vec::new();
     }
+    nodes_calling_a_model(workflow).filter(|n| n.model.is_none()).map(|n| n.id.as_str()).collect()
+}
+
+/// The nodes that call a model when they run: agents that are not pinned, and nodes that choose their route with
+/// natural-language `when` edges.
+pub fn nodes_calling_a_model(workflow: &Workflow) -> impl Iterator<Item = &crate::Node> {
     let routes_by_model: HashSet<&str> =
         workflow.edges.iter().filter(|e| e.when.is_some()).map(|e| e.from.as_str()).collect();
-    workflow
-        .nodes
-        .iter()
-        .filter(|n| n.model.is_none())
-        .filter(|n| (n.node_type == NodeType::Agent && n.pinned.is_none()) || routes_by_model.contains(n.id.as_str()))
-        .map(|n| n.id.as_str())
-        .collect()
+    workflow.nodes.iter().filter(move |n| {
+        (n.node_type == NodeType::Agent && n.pinned.is_none()) || routes_by_model.contains(n.id.as_str())
+    })
 }
 
 /// `NO_MODEL`: a node calls a model, names none, and no default can be found.
