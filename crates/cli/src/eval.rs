@@ -35,8 +35,8 @@ pub struct EvalCli {
     /// Default model for agents (and judges) that name none (provider/model).
     #[arg(long)]
     model: Option<String>,
-    /// Run each case this many times; a case that passes in some runs and fails in others is flaky.
-    #[arg(long, default_value_t = 1)]
+    /// Run each case this many times (1 or more); a case that passes in some runs and fails in others is flaky.
+    #[arg(long, default_value_t = 1, value_parser = at_least_one::<u32>, allow_negative_numbers = true)]
     repeat: u32,
     /// Run only this case.
     #[arg(long = "case", value_name = "ID")]
@@ -45,8 +45,8 @@ pub struct EvalCli {
     /// its case fail to run (OFFLINE_UNRECORDED).
     #[arg(long)]
     offline: bool,
-    /// Cases run at once.
-    #[arg(long, default_value_t = 4)]
+    /// Cases run at once (1 or more).
+    #[arg(long, default_value_t = 4, value_parser = at_least_one::<usize>, allow_negative_numbers = true)]
     jobs: usize,
     /// Let the workflow's code steps execute (see `run --allow-code`).
     #[arg(long)]
@@ -73,15 +73,22 @@ enum EvalAction {
     },
 }
 
+/// A count of 1 or more (`--repeat`, `--jobs`): clap says "invalid value '0' for '--jobs <JOBS>': must be at least
+/// 1", for a negative number too, instead of taking `-1` for a flag.
+fn at_least_one<T: TryFrom<u64>>(given: &str) -> Result<T, String> {
+    match given.trim().parse::<i128>() {
+        Ok(n) if n < 1 => Err("must be at least 1".into()),
+        Ok(n) => u64::try_from(n).ok().and_then(|n| T::try_from(n).ok()).ok_or_else(|| "is too large".into()),
+        Err(_) => Err("must be a whole number of at least 1".into()),
+    }
+}
+
 pub async fn cmd(cli: EvalCli) -> Result<u8, Unusable> {
     if let Some(EvalAction::Add { run_id, to, id }) = cli.action {
         return cmd_add(&run_id, to, id);
     }
     if !(0.0..=1.0).contains(&cli.min_pass_rate) {
         return Err(coded("INVALID_PASS_RATE", "--min-pass-rate: give a fraction from 0 to 1, e.g. 0.9"));
-    }
-    if cli.repeat == 0 {
-        return Err(coded("INVALID_REPEAT", "--repeat: give 1 or more runs per case"));
     }
     let options = eval::Options {
         model: cli.model,

@@ -626,3 +626,24 @@ fn with_json_a_command_line_that_cannot_be_used_or_a_workflow_that_cannot_be_loa
     assert_eq!(v["errors"][0]["code"], "INVALID_WORKFLOW", "{v}");
     assert!(v["errors"][0]["message"].as_str().unwrap().contains("NO_NODES"), "{v}");
 }
+
+#[test]
+fn a_jobs_or_repeat_below_one_is_refused_by_the_command_line_saying_it_must_be_at_least_1() {
+    let home = tempfile::tempdir().unwrap();
+    let (_dir, file) = suite(ONE_PASSES_ONE_FAILS);
+    for (flag, value) in [("--jobs", "0"), ("--jobs", "-2"), ("--repeat", "0"), ("--repeat", "-1")] {
+        let out = switchyard(home.path(), &["eval", &file, flag, value]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(
+            stderr.contains(&format!("invalid value '{value}' for '{flag}")) && stderr.contains("must be at least 1"),
+            "{flag} {value}: {stderr}"
+        );
+        assert!(!stderr.contains("unexpected argument"), "{flag} {value} is a value, not a flag: {stderr}");
+        assert!(text(&out.stdout).is_empty(), "no case ran: {}", text(&out.stdout));
+        let json = switchyard(home.path(), &["eval", &file, flag, value, "--json"]);
+        let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(v["errors"][0]["code"], "INVALID_ARGUMENTS", "{v}");
+        assert!(v["errors"][0]["message"].as_str().unwrap().contains("must be at least 1"), "{v}");
+    }
+}
