@@ -367,9 +367,7 @@ fn arguments_refused(e: clap::Error) -> ExitCode {
 
 fn load(file: &Path, format: Option<Format>) -> Result<Loaded, Unusable> {
     let loaded = format::load_file(file, format).map_err(Unusable::from)?;
-    for note in &loaded.notes {
-        errln!("note: {}: {note}", file.display());
-    }
+    print_notes(file, &loaded.notes);
     Ok(loaded)
 }
 
@@ -415,30 +413,93 @@ const SHOWN_PER_CODE: usize = 3;
 
 fn print_list(file: &Path, report: &Report) {
     for (kind, list) in [("error", &report.errors), ("warning", &report.warnings)] {
-        let mut by_code: Vec<(&str, Vec<&validate::Finding>)> = Vec::new();
-        for f in list {
-            match by_code.iter_mut().find(|(code, _)| *code == f.code) {
-                Some((_, same)) => same.push(f),
-                None => by_code.push((f.code, vec![f])),
-            }
-        }
-        for (code, same) in by_code {
-            for f in same.iter().take(SHOWN_PER_CODE) {
-                errln!("{kind}: {}:{} [{code}] {}", file.display(), place(f), f.message);
-            }
-            if same.len() > SHOWN_PER_CODE {
-                let rest = &same[SHOWN_PER_CODE..];
-                let places: Vec<String> = rest.iter().take(5).map(|f| place(f).trim_start().to_string()).collect();
-                let more = if rest.len() > places.len() { ", …" } else { "" };
-                errln!(
-                    "{kind}: {}: [{code}] {} more like these, at {}{more} (--json lists every one)",
-                    file.display(),
-                    rest.len(),
-                    places.join(", ")
-                );
-            }
+        let lines = list.iter().map(|f| Said {
+            kind: f.code.to_string(),
+            place: place(f).trim_start().to_string(),
+            line: format!("{kind}: {}:{} [{}] {}", file.display(), place(f), f.code, f.message),
+        });
+        print_grouped(lines, |code, more| {
+            format!("{kind}: {}: [{code}] {more} (--json lists every one)", file.display())
+        });
+    }
+}
+
+/// One line the CLI prints of a kind that may repeat: what kind it is, where it is (`node `a``, or empty), the line.
+struct Said {
+    kind: String,
+    place: String,
+    line: String,
+}
+
+/// Lines grouped by kind, in the order each kind first appears: the first `SHOWN_PER_CODE` of a kind, then one line
+/// (`summary(kind, "N more like these, at node `a`, node `b`, …")`) for the rest, naming each place once.
+fn print_grouped(lines: impl IntoIterator<Item = Said>, summary: impl Fn(&str, &str) -> String) {
+    let mut by_kind: Vec<(String, Vec<Said>)> = Vec::new();
+    for said in lines {
+        match by_kind.iter_mut().find(|(kind, _)| *kind == said.kind) {
+            Some((_, same)) => same.push(said),
+            None => by_kind.push((said.kind.clone(), vec![said])),
         }
     }
+    for (kind, same) in by_kind {
+        for said in same.iter().take(SHOWN_PER_CODE) {
+            errln!("{}", said.line);
+        }
+        let rest = same.get(SHOWN_PER_CODE..).unwrap_or_default();
+        if rest.is_empty() {
+            continue;
+        }
+        let mut places: Vec<&str> = Vec::new();
+        for said in rest.iter().filter(|s| !s.place.is_empty()) {
+            if !places.contains(&said.place.as_str()) {
+                places.push(&said.place);
+            }
+        }
+        const NAMED: usize = 5;
+        let mut more = format!("{} more like these", rest.len());
+        if !places.is_empty() {
+            more.push_str(", at ");
+            more.push_str(&places[..places.len().min(NAMED)].join(", "));
+            if places.len() > NAMED {
+                more.push_str(", …");
+            }
+        }
+        errln!("{}", summary(&kind, &more));
+    }
+}
+
+/// An import note's kind, to group notes that say the same thing of different nodes: its text with every
+/// `backticked` name left out, so "node `a` cannot be reached from the entry `e`…" is one kind for every node.
+fn note_kind(note: &str) -> String {
+    let mut kind = String::new();
+    for (i, part) in note.split('`').enumerate() {
+        kind.push_str(if i % 2 == 0 { part } else { "`…`" });
+    }
+    kind
+}
+
+/// Where an import note is: its leading `node `id``, `edges[i]` or `connection a -> b`, else nowhere.
+fn note_place(note: &str) -> String {
+    let head = note.split(':').next().unwrap_or_default();
+    let named = |prefix: &str| head.starts_with(prefix) && head.matches('`').count() == 2;
+    if named("node `") || head.starts_with("edges[") || head.starts_with("connection ") {
+        return head.to_string();
+    }
+    // "node `a` cannot be reached …": the node named first.
+    match note.strip_prefix("node `").and_then(|rest| rest.split_once('`')) {
+        Some((id, _)) => format!("node `{id}`"),
+        None => String::new(),
+    }
+}
+
+/// What an importer approximated or left out, grouped by kind as findings are.
+fn print_notes(file: &Path, notes: &[String]) {
+    let lines = notes.iter().map(|note| Said {
+        kind: note_kind(note),
+        place: note_place(note),
+        line: format!("note: {}: {note}", file.display()),
+    });
+    print_grouped(lines, |_, more| format!("note: {}: {more}", file.display()));
 }
 
 /// Where a finding is: ` node `id``, ` edge `a->b``, or nothing for the whole workflow.

@@ -928,3 +928,49 @@ fn run_refuses_a_sweny_file_its_loader_refuses_as_validate_does() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("UNREACHABLE_NODE") && stderr(&out).contains("nothing was run"), "{}", stderr(&out));
 }
+
+#[test]
+fn import_notes_that_say_the_same_of_many_nodes_are_summed_up_in_a_line_naming_where_the_rest_are() {
+    let cli = Cli::new();
+    let mut text = String::from("id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: hi}\n");
+    for i in 0..50 {
+        text.push_str(&format!("  lost_{i}: {{name: L, instruction: hi}}\n"));
+    }
+    text.push_str("edges: []\n");
+    let flow = cli.write("islands.yml", &text);
+    for command in ["validate", "run", "export"] {
+        let out = cli.run(&[command, &flow]);
+        let said = stderr(&out);
+        let notes: Vec<&str> = said.lines().filter(|l| l.starts_with("note:")).collect();
+        let unreachable: Vec<&&str> = notes.iter().filter(|l| l.contains("cannot be reached")).collect();
+        assert_eq!(unreachable.len(), 3, "{command}: three notes shown, then one line for the rest: {said}");
+        assert!(unreachable[0].contains("node `lost_0`"), "{command}: {said}");
+        let summed: Vec<&&str> = notes.iter().filter(|l| l.contains("more like these")).collect();
+        assert_eq!(summed.len(), 1, "{command}: {said}");
+        assert!(
+            summed[0].contains("47 more like these, at node `lost_3`, node `lost_4`")
+                && summed[0].contains("islands.yml")
+                && summed[0].ends_with(", …"),
+            "{command}: {said}"
+        );
+    }
+}
+
+#[test]
+fn a_summed_up_line_names_each_node_once_however_many_of_its_findings_it_sums_up() {
+    let cli = Cli::new();
+    let conditions: Vec<String> = (0..9).map(|i| format!("{{operator: contains, value: v{i}}}")).collect();
+    let flow = cli.write(
+        "branches.yaml",
+        &format!(
+            "switchyard: 1\nname: b\nnodes:\n  - {{id: start, type: start}}\n  - {{id: choose, type: if, conditions: [{}]}}\nedges:\n  - {{from: start, to: choose}}\n",
+            conditions.join(", ")
+        ),
+    );
+    let out = cli.run(&["validate", &flow]);
+    let said = stderr(&out);
+    let summed = said.lines().find(|l| l.contains("[UNCONNECTED_BRANCH]") && l.contains("more like these"));
+    let summed = summed.unwrap_or_else(|| panic!("the branches are summed up: {said}"));
+    assert!(summed.contains("more like these, at node `choose` (--json lists every one)"), "{summed}");
+    assert_eq!(summed.matches("choose").count(), 1, "{summed}");
+}
