@@ -9,7 +9,7 @@ use switchyard_engine::eval::{self, report, CaseReport, Suite, Verdict};
 use switchyard_engine::session;
 use switchyard_engine::store::RunStore;
 
-use crate::out::{errln, outln};
+use crate::out::{errln, outln, printable};
 use crate::{coded, open_store, Unusable};
 
 #[derive(Args)]
@@ -244,7 +244,8 @@ fn print_comparison(c: &eval::Comparison) {
         let (d0, d1) = case.duration_ms;
         let was = |v: Option<u64>| v.map_or("–".to_string(), |v| v.to_string());
         line.push_str(&format!("; tokens {} → {t1}; {} → {d1} ms", was(t0), was(d0)));
-        outln!("{line}");
+        // Case ids and outputs come from files and models: shown, never obeyed by the terminal.
+        outln!("{}", printable(&line));
     }
 }
 
@@ -257,10 +258,11 @@ fn case_line(case: &CaseReport) -> String {
         Verdict::Error => "!",
     };
     let a = case.shown();
-    let mut text = format!("{mark} {} · {} ms · {} tokens", case.id, a.duration_ms, a.tokens);
+    // What a model answered (and a file named) is shown escaped, one line each: it never drives the terminal.
+    let mut text = format!("{mark} {} · {} ms · {} tokens", printable(&case.id), a.duration_ms, a.tokens);
     if case.verdict != Verdict::Passed {
         for line in report::failure_lines(case) {
-            text.push_str(&format!("\n    {line}"));
+            text.push_str(&format!("\n    {}", printable(&line)));
         }
         if let Some(run) = &a.run_id {
             text.push_str(&format!("\n    its run: `switchyard show {run}`"));

@@ -113,7 +113,8 @@ impl Observer for LiveLog {
             },
             _ => return Ok(()),
         };
-        outln!("{line}");
+        // Models' answers and code steps' output are shown, never obeyed by the terminal.
+        outln!("{}", crate::out::printable_lines(&line));
         Ok(())
     }
 }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use out::{errln, out, outln};
+use out::{errln, out, outln, printable};
 use serde_json::{json, Value};
 use switchyard_engine::code::consent::TrustStore;
 use switchyard_engine::events::Event;
@@ -443,7 +443,7 @@ fn print_grouped(lines: impl IntoIterator<Item = Said>, summary: impl Fn(&str, &
     }
     for (kind, same) in by_kind {
         for said in same.iter().take(SHOWN_PER_CODE) {
-            errln!("{}", said.line);
+            errln!("{}", printable(&said.line));
         }
         let rest = same.get(SHOWN_PER_CODE..).unwrap_or_default();
         if rest.is_empty() {
@@ -464,7 +464,7 @@ fn print_grouped(lines: impl IntoIterator<Item = Said>, summary: impl Fn(&str, &
                 more.push_str(", …");
             }
         }
-        errln!("{}", summary(&kind, &more));
+        errln!("{}", printable(&summary(&kind, &more)));
     }
 }
 
@@ -962,10 +962,10 @@ fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8, Unusable> 
         for (node, result) in &result.results {
             let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
             let text: String = text.chars().take(100).collect();
-            outln!("  {node:<20} {:<9} {}", result.status.word(), text.replace('\n', " "));
+            outln!("  {:<20} {:<9} {}", printable(node), result.status.word(), printable(&text.replace('\n', " ")));
         }
         for p in &result.pending {
-            outln!("  waits for `{}`: {}", p.node, p.message);
+            outln!("  waits for `{}`: {}", p.node, printable(&p.message));
         }
         if !result.pending.is_empty() {
             let decide: Vec<String> = result.pending.iter().map(|p| format!("--decide {}=approve", p.node)).collect();

@@ -59,3 +59,46 @@ macro_rules! errln {
 }
 
 pub(crate) use {errln, out, outln};
+
+/// Text from outside (a model's answer, a file's names) as it may be printed to a terminal: a control character
+/// (an escape sequence's ESC, a carriage return, a line feed, …) or a character that reorders text (bidirectional
+/// overrides) is written as its Rust escape, `\u{1b}`, `\r`, `\n`, so it shows and never drives the terminal.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |_| true)
+}
+
+/// As `printable`, keeping line feeds and tabs: text laid out in lines (a code step's output).
+pub fn printable_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    escaped(text, |c| !matches!(c, '\n' | '\t'))
+}
+
+fn escaped(text: &str, escape: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    let drives = |c: char| {
+        (c.is_control() || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
+            && escape(c)
+    };
+    if !text.chars().any(drives) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if drives(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_carriage_returns_and_direction_overrides_are_shown_not_obeyed() {
+        assert_eq!(printable("\u{1b}[31mred\r\nx\u{202E}y\u{7f}"), "\\u{1b}[31mred\\r\\nx\\u{202e}y\\u{7f}");
+        assert_eq!(printable_lines("a\tb\nc\u{1b}]0;t\u{7}"), "a\tb\nc\\u{1b}]0;t\\u{7}");
+        assert!(matches!(printable("plain · ünïcode"), std::borrow::Cow::Borrowed(_)));
+    }
+}

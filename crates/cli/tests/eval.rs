@@ -647,3 +647,32 @@ fn a_jobs_or_repeat_below_one_is_refused_by_the_command_line_saying_it_must_be_a
         assert!(v["errors"][0]["message"].as_str().unwrap().contains("must be at least 1"), "{v}");
     }
 }
+
+#[test]
+fn control_characters_in_an_answer_are_printed_escaped_so_they_never_drive_the_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, file) = suite(
+        "workflow: approval-flow.yaml
+cases:
+  - id: \"shouts\\e[2J\"
+    answers: loud.script.yaml
+    decisions: {review: approve}
+    expect: [{node: publish, contains: Light mode}]
+",
+    );
+    std::fs::write(
+        dir.path().join("loud.script.yaml"),
+        "nodes:\n  draft: {text: ok}\n  publish: {text: \"\\e[31mDark\\rmode\\e]0;owned\\a\\u202Eevil\"}\n",
+    )
+    .unwrap();
+    let out = switchyard(home.path(), &["eval", &file]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains(['\u{1b}', '\r', '\u{7}', '\u{202E}']), "nothing raw reaches the terminal: {stdout:?}");
+    assert!(stdout.contains("✗ shouts\\u{1b}[2J"), "{stdout}");
+    assert!(stdout.contains("got \\u{1b}[31mDark\\rmode\\u{1b}]0;owned\\u{7}\\u{202e}evil"), "{stdout}");
+    // The JSON report keeps the answer exactly, as JSON escapes it.
+    let json = switchyard(home.path(), &["eval", &file, "--json"]);
+    let report: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(report.to_string().contains("\\u001b[31mDark\\rmode"), "{report}");
+}
