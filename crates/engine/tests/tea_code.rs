@@ -278,6 +278,30 @@ nodes:
 }
 
 #[test]
+fn llm_call_parameters_an_agent_has_no_field_for_are_each_a_note_naming_the_node_and_the_parameter() {
+    let (wf, notes) = tea(r#"name: llm
+nodes:
+  - name: ask
+    uses: llm.call
+    with: {model: openai/gpt-4o-mini, prompt: hi, temperature: 0.2, max_tokens: 100, backend: ollama, seed: 7}
+"#);
+    assert_eq!(wf.node("ask").unwrap().model.as_deref(), Some("openai/gpt-4o-mini"));
+    for (param, why) in [
+        ("temperature", "provider's default temperature"),
+        ("max_tokens", "not capped"),
+        ("backend", "the model its `model` names"),
+        ("seed", "no such setting"),
+    ] {
+        let said = notes.iter().find(|n| n.contains(&format!("parameter `{param}` is not used")));
+        let said = said.unwrap_or_else(|| panic!("a note names `{param}`: {notes:?}"));
+        assert!(said.starts_with("node `ask`: `llm.call` parameter") && said.contains(why), "{said}");
+    }
+    for used in ["prompt", "model"] {
+        assert!(!notes.iter().any(|n| n.contains(&format!("`{used}` is not used"))), "{notes:?}");
+    }
+}
+
+#[test]
 fn dynamic_parallel_load_errors_are_teas() {
     let node = |extra: &str| {
         format!("name: t\nnodes:\n  - name: p\n    type: dynamic_parallel\n    items: state.xs\n    fan_in: c\n{extra}  - name: c\n    run: return {{}}\n")

@@ -370,6 +370,17 @@ fn action_node(node: &mut Node, uses: &str, with: Option<&Value>, notes: &mut Ve
         _ => {}
     }
     notes.push(format!("node `{name}`: `{uses}` is an agent; its answer is `text` here (TEA names it `content`)"));
+    // What the agent node has no field for is said, never dropped silently.
+    for key in with.and_then(Value::as_object).into_iter().flat_map(|w| w.keys()) {
+        let why = match key.as_str() {
+            "system" | "prompt" | "messages" | "provider" | "model" => continue,
+            "temperature" => "the model is called with its provider's default temperature",
+            "max_tokens" => "the answer's length is not capped here",
+            "backend" => "the agent calls the model its `model` names (provider/model), or the run's default",
+            _ => "an agent has no such setting",
+        };
+        notes.push(format!("node `{name}`: `{uses}` parameter `{key}` is not used: {why}"));
+    }
 }
 
 /// A `while_loop` node, checked as TEA checks it: a condition, an integer `max_iterations` from 1 to 1000, a body of
