@@ -676,3 +676,17 @@ cases:
     let report: Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(report.to_string().contains("\\u001b[31mDark\\rmode"), "{report}");
 }
+
+#[test]
+fn offline_a_node_never_recorded_is_said_to_be_never_recorded_not_changed() {
+    let home = tempfile::tempdir().unwrap();
+    let (_dir, file) = suite("workflow: approval-flow.yaml\ncases:\n  - {id: live, expect: [{status: paused}]}\n");
+    let out = switchyard(home.path(), &["eval", &file, "--offline"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("no recorded call for `draft`: none was ever recorded for it, and --offline calls no model; run without --offline to record it"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("changed since"), "{stdout}");
+}

@@ -163,6 +163,22 @@ impl Calls {
         found
     }
 
+    /// Adds calls a run made (`switchyard eval add`): a later evaluation answers them from the record. Returns how
+    /// many were not recorded before.
+    pub fn add(&self, calls: impl IntoIterator<Item = (String, Call)>) -> usize {
+        let mut known = self.known.lock().unwrap();
+        let mut added = 0;
+        for (key, call) in calls {
+            if known.insert(key, call).is_none() {
+                added += 1;
+            }
+        }
+        if added > 0 {
+            self.changed.store(true, Ordering::Relaxed);
+        }
+        added
+    }
+
     fn record(&self, key: String, call: Call) {
         self.model_calls.fetch_add(1, Ordering::Relaxed);
         self.used.lock().unwrap().insert(key.clone());
@@ -182,7 +198,8 @@ fn key(what: Value) -> String {
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-fn execute_key(r: &ExecuteRequest<'_>) -> String {
+/// The key of an agent's model call: what decides its answer.
+pub fn execute_key(r: &ExecuteRequest<'_>) -> String {
     let tools: Vec<Value> = r.tools.iter().map(|t| json!([t.name, t.description, t.parameters])).collect();
     key(json!({
         "kind": "execute",
@@ -200,7 +217,8 @@ fn execute_key(r: &ExecuteRequest<'_>) -> String {
     }))
 }
 
-fn route_key(r: &RouteRequest<'_>) -> String {
+/// The key of a routing call: what decides its choice.
+pub fn route_key(r: &RouteRequest<'_>) -> String {
     key(json!({
         "kind": "route",
         "node": r.node,
@@ -212,10 +230,23 @@ fn route_key(r: &RouteRequest<'_>) -> String {
     }))
 }
 
-fn unrecorded(node: &str) -> ModelError {
-    let mut e = ModelError::fatal(format!(
-        "no recorded answer for `{node}` (its prompt or inputs changed since the calls were recorded), and --offline calls no model; run without --offline to record it"
-    ));
+/// Offline, a call with no record fails its node, saying which of three it is: the node was never recorded, its call
+/// changed since it was, or `--repeat` keeps the record from answering at all.
+fn unrecorded(calls: &Calls, node: &str) -> ModelError {
+    let message = if !calls.answers {
+        format!(
+            "no recorded call answers `{node}`: --repeat above 1 asks the models every time, and --offline calls no model; drop --repeat to replay the recorded calls, or --offline to ask the models"
+        )
+    } else if calls.known.lock().unwrap().values().any(|c| c.node == node) {
+        format!(
+            "the call of `{node}` changed since it was recorded (its prompt, inputs or model differ), and --offline calls no model; run without --offline to record it again"
+        )
+    } else {
+        format!(
+            "no recorded call for `{node}`: none was ever recorded for it, and --offline calls no model; run without --offline to record it"
+        )
+    };
+    let mut e = ModelError::fatal(message);
     e.code = Some("OFFLINE_UNRECORDED");
     e
 }
@@ -231,7 +262,7 @@ impl Model for RecordedModel {
             }
             return Ok(ModelOutput { data: call.data, text: call.text, usage: None });
         }
-        let Some(inner) = &self.inner else { return Err(unrecorded(request.node)) };
+        let Some(inner) = &self.inner else { return Err(unrecorded(&self.calls, request.node)) };
         let output = inner.execute(request, io).await?;
         let call = Call {
             node: request.node.to_string(),
@@ -250,7 +281,7 @@ impl Model for RecordedModel {
             let choice = call.choice.unwrap_or_default();
             return Ok(RouteAnswer { choice, note: Some("recorded".into()), usage: None });
         }
-        let Some(inner) = &self.inner else { return Err(unrecorded(request.node)) };
+        let Some(inner) = &self.inner else { return Err(unrecorded(&self.calls, request.node)) };
         let answer = inner.route(request, io).await?;
         let call = Call {
             node: request.node.to_string(),
@@ -267,6 +298,24 @@ impl Model for RecordedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn offline_a_call_with_no_record_says_whether_its_node_was_never_recorded_or_its_call_changed() {
+        let known = BTreeMap::from([(
+            "k1".to_string(),
+            Call { node: "draft".into(), data: None, text: Some("ok".into()), choice: None, usage: None },
+        )]);
+        let calls = Calls::with(PathBuf::from("x.evals.calls.json"), known);
+        let changed = unrecorded(&calls, "draft");
+        assert_eq!(changed.code, Some("OFFLINE_UNRECORDED"));
+        assert!(changed.message.contains("the call of `draft` changed since it was recorded"), "{}", changed.message);
+        assert!(changed.message.contains("run without --offline to record it again"), "{}", changed.message);
+        let never = unrecorded(&calls, "publish");
+        assert!(never.message.contains("no recorded call for `publish`: none was ever recorded"), "{}", never.message);
+        assert!(!never.message.contains("changed"), "{}", never.message);
+        let repeated = unrecorded(&Calls::counting(), "draft");
+        assert!(repeated.message.contains("--repeat above 1") && repeated.message.contains("drop --repeat"));
+    }
 
     #[test]
     fn the_tokens_a_record_saved_stay_at_the_most_a_count_holds_when_its_calls_claim_more() {

@@ -131,13 +131,16 @@ async fn editing_one_prompt_calls_the_model_for_that_node_and_what_its_answer_ch
     let error = offline[0].shown().error.clone().unwrap();
     assert_eq!(error.code, "OFFLINE_UNRECORDED");
     assert!(error.message.contains("`a3`") && error.message.contains("run without --offline"), "{}", error.message);
+    assert!(error.message.contains("changed since it was recorded"), "a3 was recorded before: {}", error.message);
     assert_eq!(server.requests().len(), 11);
     assert_eq!(std::fs::read_to_string(&recorded).unwrap(), pruned, "an offline run that failed changes no record");
 
     // Repeats ask the models each time, but offline never: without a record to answer, the case could not run.
     let (repeated, calls) = run_with(true, 2).await;
     assert_eq!(repeated[0].verdict, Verdict::Error);
-    assert_eq!(repeated[0].shown().error.as_ref().unwrap().code, "OFFLINE_UNRECORDED");
+    let error = repeated[0].shown().error.clone().unwrap();
+    assert_eq!(error.code, "OFFLINE_UNRECORDED");
+    assert!(error.message.contains("--repeat above 1"), "{}", error.message);
     assert_eq!(calls.model_calls, 0);
     assert_eq!(server.requests().len(), 11, "offline, nothing reaches the model server");
 
