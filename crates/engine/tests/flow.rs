@@ -352,3 +352,20 @@ edges:
     assert_eq!(calls[1].output, Some(json!("read")), "{calls:?}");
     assert!(!ran.ran().contains(&"writer"), "the denied subagent never ran: {:?}", ran.ran());
 }
+
+#[tokio::test]
+async fn a_call_of_a_denied_tool_whose_server_is_not_configured_is_refused_by_tools_deny() {
+    let wf = workflow(
+        "nodes:
+  - {id: start, type: start}
+  - {id: a, type: agent, tools: {deny: [github/create_issue]}}
+edges:
+  - {from: start, to: a}",
+    );
+    let ran =
+        run(&wf, "nodes:\n  a: {tool_calls: [{tool: github__create_issue, input: {title: x}}], text: done}").await;
+    assert_eq!(ran.result().status, RunStatus::Completed, "{:?}", ran.result().error);
+    let calls = &ran.result().node("a").unwrap().tool_calls;
+    let error = calls[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("may not call `github__create_issue`: its tools.deny names it"), "{calls:?}");
+}

@@ -510,7 +510,8 @@ impl NodeIo for AgentIo {
             .flatten();
         let mcp_tool =
             crate::mcp::split_name(tool).filter(|(server, _)| child.is_none() && shared.mcp.is_configured(server));
-        let is_denied = match (child, mcp_tool) {
+        // Denied whether or not its server is configured: tools.deny is said before "has no tool".
+        let is_denied = match (child, crate::mcp::split_name(tool)) {
             (None, Some((server, name))) => denied(parent, Some(server), name),
             _ => denied(parent, None, tool),
         };
