@@ -974,3 +974,35 @@ fn a_summed_up_line_names_each_node_once_however_many_of_its_findings_it_sums_up
     assert!(summed.contains("more like these, at node `choose` (--json lists every one)"), "{summed}");
     assert_eq!(summed.matches("choose").count(), 1, "{summed}");
 }
+
+#[test]
+fn a_sweny_self_loop_beside_another_edge_is_reported_with_the_ambiguity_in_one_validate() {
+    let cli = Cli::new();
+    let nodes = "nodes:\n  a: {name: A, instruction: hi}\n  b: {name: B, instruction: hi}\n";
+    let flow = cli.write(
+        "loop.yml",
+        &format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: a}}\n  - {{from: a, to: b}}\n"),
+    );
+    let out = cli.run(&["validate", &flow, "--answers", "examples/approval-flow.script.yaml"]);
+    let said = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("edge `a->a` [SELF_LOOP_UNBOUNDED]"), "{said}");
+    assert!(said.contains("node `a` [AMBIGUOUS_EDGES] `a` has 2 unconditional edges (to a, b)"), "{said}");
+    assert!(!said.contains("NO_TERMINAL_REACHABLE"), "{said}");
+    // Both fixed in one go, the file is valid.
+    let fixed = cli.write(
+        "fixed.yml",
+        &format!("id: f\nname: F\nentry: a\n{nodes}edges:\n  - {{from: a, to: a, max_iterations: 2, when: again}}\n  - {{from: a, to: b}}\n"),
+    );
+    let out = cli.run(&["validate", &fixed, "--answers", "examples/approval-flow.script.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // A lone unbounded self-loop is that one error, not also a run that can never end.
+    let lone = cli.write(
+        "lone.yml",
+        "id: f\nname: F\nentry: a\nnodes:\n  a: {name: A, instruction: hi}\nedges:\n  - {from: a, to: a}\n",
+    );
+    let (code, report) = cli.json(&["validate", &lone, "--answers", "examples/approval-flow.script.yaml", "--json"]);
+    assert_eq!(code, 1, "{report}");
+    let codes: Vec<&str> = report["errors"].as_array().unwrap().iter().map(|e| e["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["SELF_LOOP_UNBOUNDED"], "{report}");
+}

@@ -158,6 +158,7 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     check_cycles(workflow, &topo, &mut report);
     check_subagents(workflow, &topo, &mut report);
     check_reachability(workflow, &topo, options, &mut report);
+    check_sweny_routes(workflow, &topo, options, &mut report);
     templates::check(workflow, &topo, &mut report);
     triggers::check(workflow, &mut report);
     report
@@ -700,6 +701,39 @@ fn check_subagents(workflow: &Workflow, topo: &Topology, report: &mut Report) {
     }
 }
 
+/// `AMBIGUOUS_EDGES`, for a file checked as SWEny's: SWEny follows exactly one edge out of a node, so two without a
+/// `when` leave it nothing to decide between. Its loader refuses the others; a file whose ambiguity includes an
+/// unbounded self-loop opens (so the self-loop is shown on its edge), and both problems are reported at once, as
+/// SWEny lists them, so bounding the self-loop does not reveal the second one.
+fn check_sweny_routes(workflow: &Workflow, topo: &Topology, options: &Options, report: &mut Report) {
+    if options.format != Some(crate::format::Format::Sweny) {
+        return;
+    }
+    for (v, node) in topo.nodes().zip(&workflow.nodes) {
+        if topo.index.get(&node.id) != Some(&v) {
+            continue;
+        }
+        let to: Vec<&str> = topo.out[v]
+            .iter()
+            .map(|&e| &workflow.edges[e])
+            .filter(|e| e.when.is_none() && e.r#if.is_none())
+            .map(|e| e.to.as_str())
+            .collect();
+        if to.len() > 1 {
+            report.node_error(
+                "AMBIGUOUS_EDGES",
+                &node.id,
+                format!(
+                    "`{}` has {} unconditional edges (to {}); SWEny follows exactly one: give all but one a `when`",
+                    node.id,
+                    to.len(),
+                    to.join(", ")
+                ),
+            );
+        }
+    }
+}
+
 /// Unreachable nodes (warning) and nodes from which the run can never end (error).
 fn check_reachability(workflow: &Workflow, topo: &Topology, options: &Options, report: &mut Report) {
     if topo.start.is_none() {
@@ -714,11 +748,12 @@ fn check_reachability(workflow: &Workflow, topo: &Topology, options: &Options, r
         }
     }
     // A node can end the run when nothing leaves it, when all it has are bounded loops, or when it can choose a
-    // branch nothing leaves by.
+    // branch nothing leaves by. An unbounded self-loop counts as bounded here: it is its own error on its edge
+    // (`SELF_LOOP_UNBOUNDED`), and a run that cannot end because of it is that error, not another one.
     let can_end = |v: NodeIx| {
         let outs = &topo.out[v];
         outs.is_empty()
-            || outs.iter().all(|&e| workflow.edges[e].max_iterations.is_some())
+            || outs.iter().all(|&e| workflow.edges[e].max_iterations.is_some() || topo.ends[e] == Some((v, v)))
             || (node_types::spec(workflow.nodes[v].node_type).chooses_branch()
                 && !unconnected_branches(workflow, topo, v).is_empty())
     };

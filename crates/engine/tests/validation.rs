@@ -421,3 +421,19 @@ fn triggers_are_webhooks_or_schedules_named_once_with_a_cron_a_server_can_fire_a
     let error = switchyard_engine::format::load_str(&text, None, None).unwrap_err();
     assert!(error.to_string().contains("secrt_env"), "{error}");
 }
+
+#[test]
+fn a_lone_unbounded_self_loop_is_its_own_error_and_not_also_a_run_that_can_never_end() {
+    let wf = workflow(&format!(
+        "nodes:\n{S}  - {{id: a, type: agent, model: openai/gpt-4o}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: a, to: a}}"
+    ));
+    let report = validate(&wf, &Options::default());
+    let codes: Vec<(&str, Option<&str>)> =
+        report.errors.iter().map(|f| (f.code, f.edge.as_deref().or(f.node.as_deref()))).collect();
+    assert_eq!(codes, [("SELF_LOOP_UNBOUNDED", Some("a->a"))], "{:?}", report.errors);
+    // A loop through two nodes that nothing leaves still can never end.
+    let wf = workflow(&format!(
+        "nodes:\n{S}  - {{id: a, type: agent}}\n  - {{id: b, type: agent}}\nedges:\n  - {{from: start, to: a}}\n  - {{from: a, to: b}}\n  - {{from: b, to: a}}"
+    ));
+    assert!(validate(&wf, &Options::default()).codes().contains(&"NO_TERMINAL_REACHABLE"));
+}
