@@ -9,7 +9,7 @@ use switchyard_engine::eval::{self, report, CaseReport, Suite, Verdict};
 use switchyard_engine::session;
 use switchyard_engine::store::RunStore;
 
-use crate::out::{errln, outln, printable};
+use crate::out::{counted, errln, outln, printable};
 use crate::{coded, open_store, Unusable};
 
 #[derive(Args)]
@@ -187,17 +187,17 @@ async fn cmd_eval(mut args: EvalArgs) -> Result<u8, Unusable> {
         outln!("{}", serde_json::to_string_pretty(&report).expect("a report is JSON"));
     } else {
         outln!(
-            "{}/{} passed ({} failed, {} flaky, {} could not run) · {} tokens · {:.1} s · {} model calls, {} recorded answers reused ({} tokens saved){}{}",
+            "{}/{} passed ({} failed, {} flaky, {} could not run) · {} · {:.1} s · {}, {} reused ({} saved){}{}",
             report.passed,
             report.cases.len(),
             report.failed,
             report.flaky,
             report.errors,
-            report.tokens,
+            counted(report.tokens, "token"),
             report.duration_ms as f64 / 1000.0,
-            report.calls.model_calls,
-            report.calls.reused,
-            report.calls.tokens_saved,
+            counted(report.calls.model_calls, "model call"),
+            counted(report.calls.reused, "recorded answer"),
+            counted(report.calls.tokens_saved, "token"),
             match (report.tokens, report.cost) {
                 (0, _) => String::new(),
                 (_, Some(usd)) => format!(" · ${usd:.4}"),
@@ -259,7 +259,7 @@ fn case_line(case: &CaseReport) -> String {
     };
     let a = case.shown();
     // What a model answered (and a file named) is shown escaped, one line each: it never drives the terminal.
-    let mut text = format!("{mark} {} · {} ms · {} tokens", printable(&case.id), a.duration_ms, a.tokens);
+    let mut text = format!("{mark} {} · {} ms · {}", printable(&case.id), a.duration_ms, counted(a.tokens, "token"));
     if case.verdict != Verdict::Passed {
         for line in report::failure_lines(case) {
             text.push_str(&format!("\n    {}", printable(&line)));

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use out::{errln, out, outln, printable};
+use out::{counted, errln, out, outln, printable};
 use serde_json::{json, Value};
 use switchyard_engine::code::consent::TrustStore;
 use switchyard_engine::events::Event;
@@ -532,11 +532,11 @@ async fn cmd_validate(file: &Path, json: bool, format: Option<Format>, scripted:
         print_findings(file, &report);
         if report.is_ok() {
             outln!(
-                "{}: valid ({} nodes, {} edges, {} warnings)",
+                "{}: valid ({}, {}, {})",
                 file.display(),
-                loaded.workflow.nodes.len(),
-                loaded.workflow.edges.len(),
-                report.warnings.len()
+                counted(loaded.workflow.nodes.len() as u64, "node"),
+                counted(loaded.workflow.edges.len() as u64, "edge"),
+                counted(report.warnings.len() as u64, "warning")
             );
         }
     }
@@ -636,7 +636,11 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
             }
             let count = if let SessionError::Invalid { count, .. } = &e { *count } else { 0 };
             let mut unusable = Unusable::from(e);
-            unusable.message = format!("{} does not validate ({count} errors); nothing was run", args.file.display());
+            unusable.message = format!(
+                "{} does not validate ({}); nothing was run",
+                args.file.display(),
+                counted(count as u64, "error")
+            );
             return Err(unusable);
         }
         // Named as the option that asked for it: "--model x/y: provider `x` is not configured".
@@ -659,8 +663,8 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     if !consent.steps.is_empty() && !prepared.code.allowed {
         let nodes: Vec<&str> = consent.steps.iter().map(|s| s.node.as_str()).collect();
         errln!(
-            "warning: {} code step(s) ({}) will not run without your consent: add --allow-code, or run `switchyard trust {}` once for this version",
-            nodes.len(),
+            "warning: {} ({}) will not run without your consent: add --allow-code, or run `switchyard trust {}` once for this version",
+            counted(nodes.len() as u64, "code step"),
             nodes.join(", "),
             args.file.display()
         );
@@ -684,7 +688,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         _ => {}
     }
     if let Some((run_id, from)) = &args.reuse {
-        errln!("reusing {} node result(s) of run {run_id} upstream of `{from}`", prepared.reused);
+        errln!("reusing {} of run {run_id} upstream of `{from}`", counted(prepared.reused as u64, "node result"));
     }
     let store = if args.no_store { None } else { store };
     if args.detach {
@@ -771,7 +775,7 @@ fn finish(outcome: Outcome, store: Option<&dyn Store>, json: bool) -> Result<u8,
         let out = result_json(r, row.as_ref());
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else if let Some(row) = row.filter(|row| row.tokens > 0) {
-        errln!("{} tokens{}", row.tokens, row.cost.map(|usd| format!(", ${usd:.4}")).unwrap_or_default());
+        errln!("{}{}", counted(row.tokens, "token"), row.cost.map(|usd| format!(", ${usd:.4}")).unwrap_or_default());
     }
     print_hints(r.results.values().filter_map(|n| n.error_code.as_deref()));
     if r.status == RunStatus::Paused {
@@ -829,7 +833,11 @@ fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Un
         let removed = trust
             .forget(&workflow_ref.path.display().to_string())
             .map_err(|e| coded("TRUST_UNREADABLE", e.to_string()))?;
-        outln!("{}: forgot {removed} trusted version(s); its code needs consent again", file.display());
+        outln!(
+            "{}: forgot {}; its code needs consent again",
+            file.display(),
+            counted(removed as u64, "trusted version")
+        );
         return Ok(0);
     }
     let loaded = load(file, format)?;
@@ -845,14 +853,16 @@ fn cmd_trust(file: &Path, format: Option<Format>, forget: bool) -> Result<u8, Un
         let what = step
             .module
             .as_deref()
-            .map_or_else(|| format!("{} line(s)", step.source.lines().count()), |m| format!("module {m}"));
+            .map_or_else(|| counted(step.source.lines().count() as u64, "line"), |m| format!("module {m}"));
         outln!("  {} ({}): {what}", step.node, step.language);
     }
     outln!(
-        "{}: trusted {} code step(s), fingerprint {}; they run without --allow-code until their code changes",
+        "{}: trusted {}, fingerprint {}; {} without --allow-code until {} code changes",
         file.display(),
-        consent.steps.len(),
-        &fingerprint[..12]
+        counted(consent.steps.len() as u64, "code step"),
+        &fingerprint[..12],
+        if consent.steps.len() == 1 { "it runs" } else { "they run" },
+        if consent.steps.len() == 1 { "its" } else { "their" },
     );
     Ok(0)
 }
@@ -875,7 +885,7 @@ async fn cmd_mcp(json: bool) -> Result<u8, Unusable> {
         if !json {
             match &probed {
                 Ok(tools) => {
-                    outln!("✓ {name} ({transport}): {} tool(s)", tools.len());
+                    outln!("✓ {name} ({transport}): {}", counted(tools.len() as u64, "tool"));
                     for t in tools {
                         let marker = if t.destructive { " [changes things]" } else { "" };
                         outln!("    {name}__{}{marker}  {}", t.name, t.description.lines().next().unwrap_or(""));
@@ -955,8 +965,8 @@ fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8, Unusable> 
     } else {
         let cost = match (row.tokens, row.cost) {
             (0, _) => String::new(),
-            (tokens, Some(usd)) => format!(", {tokens} tokens, ${usd:.4}"),
-            (tokens, None) => format!(", {tokens} tokens (no price under `prices` in the settings)"),
+            (tokens, Some(usd)) => format!(", {}, ${usd:.4}", counted(tokens, "token")),
+            (tokens, None) => format!(", {} (no price under `prices` in the settings)", counted(tokens, "token")),
         };
         outln!("run {run_id}: {} ({}{cost})", status.as_str(), row.workflow);
         for (node, result) in &result.results {

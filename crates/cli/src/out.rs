@@ -102,3 +102,29 @@ mod tests {
         assert!(matches!(printable("plain · ünïcode"), std::borrow::Cow::Borrowed(_)));
     }
 }
+
+/// A count and its noun, singular for one: `counted(1, "edge")` is "1 edge", `counted(2, "edge")` "2 edges"; a
+/// noun whose plural is not `+s` is given as "singular/plural": `counted(n, "run was/runs were")`.
+pub fn counted(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    match noun.split_once('/') {
+        Some((one, _)) if n == 1 => format!("{n} {one}"),
+        Some((_, many)) => format!("{n} {many}"),
+        None if n == 1 => format!("{n} {noun}"),
+        None => format!("{n} {noun}s"),
+    }
+}
+
+#[cfg(test)]
+mod counted_tests {
+    use super::counted;
+
+    #[test]
+    fn one_of_a_thing_is_singular_and_any_other_number_plural() {
+        assert_eq!(counted(1u32, "edge"), "1 edge");
+        assert_eq!(counted(0u32, "edge"), "0 edges");
+        assert_eq!(counted(2u64, "code step"), "2 code steps");
+        assert_eq!(counted(1u32, "run is/runs are"), "1 run is");
+        assert_eq!(counted(3u32, "run is/runs are"), "3 runs are");
+    }
+}

@@ -50,7 +50,7 @@ pub async fn cmd(db: Option<&str>, args: WorkerArgs) -> Result<u8, Unusable> {
 
     use switchyard_engine::worker::{self, Options, Report};
 
-    use crate::out::errln;
+    use crate::out::{counted, errln};
 
     let Some(db) = db else {
         return Err(coded(
@@ -105,11 +105,17 @@ pub async fn cmd(db: Option<&str>, args: WorkerArgs) -> Result<u8, Unusable> {
         Report::Released { run } => errln!("{run} given up: ready for another worker"),
         Report::Unavailable { code, message } => errln!("warning: [{code}] {message}; trying again"),
         Report::Idle => errln!("waiting for runs"),
-        Report::Stopping { running } => errln!("stopping: taking nothing more; {running} run(s) going on"),
+        Report::Stopping { running } => {
+            errln!("stopping: taking nothing more; {} going on", counted(running as u64, "run"))
+        }
     });
     let summary =
         worker::work(store, options, report, stop_signal()).await.map_err(|e| coded(e.code(), e.to_string()))?;
-    errln!("worker stopped: took {} run(s); {} stale write(s) refused", summary.claimed, summary.stale_writes);
+    errln!(
+        "worker stopped: took {}; {} refused",
+        counted(summary.claimed as u64, "run"),
+        counted(summary.stale_writes as u64, "stale write")
+    );
     Ok(0)
 }
 

@@ -594,7 +594,7 @@ fn code_runs_with_allow_code_or_a_trusted_fingerprint_and_never_without_consent(
     let copy = cli.write("fanout.yaml", &std::fs::read_to_string(&fixture).unwrap());
     let out = cli.run(&["trust", &copy]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("trusted 5 code step(s)"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("trusted 5 code steps"));
     let (code, r) = cli.json(&["run", &copy, "--no-store", "--json"]);
     assert_eq!((code, r["state"]["count"].clone()), (0, serde_json::json!(6)));
     let changed = std::fs::read_to_string(&copy).unwrap().replace("return {\"count\": 3}", "return {\"count\": 30}");
@@ -973,6 +973,27 @@ fn a_summed_up_line_names_each_node_once_however_many_of_its_findings_it_sums_up
     let summed = summed.unwrap_or_else(|| panic!("the branches are summed up: {said}"));
     assert!(summed.contains("more like these, at node `choose` (--json lists every one)"), "{summed}");
     assert_eq!(summed.matches("choose").count(), 1, "{summed}");
+}
+
+#[test]
+fn counts_of_one_are_singular_in_what_the_command_line_says() {
+    let cli = Cli::new();
+    let flow = cli.write(
+        "one.yaml",
+        "switchyard: 1\nname: one\nnodes:\n  - {id: start, type: start}\n  - {id: ok, type: approval, message: Ship it?}\nedges:\n  - {from: start, to: ok}\n",
+    );
+    let out = cli.run(&["validate", &flow]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("valid (2 nodes, 1 edge, 2 warnings)"), "{stdout}{}", stderr(&out));
+    let broken = cli.write(
+        "broken.yaml",
+        "switchyard: 1\nname: broken\nnodes:\n  - {id: start, type: start}\n  - {id: ok, type: approval, message: Ship it?}\nedges:\n  - {from: start, to: ok}\n  - {from: ok, to: nowhere}\n",
+    );
+    let out = cli.run(&["run", &broken]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not validate (1 error); nothing was run"), "{}", stderr(&out));
+    let (_, json) = cli.json(&["run", &broken, "--json"]);
+    assert_eq!(json["status"], "invalid", "{json}");
 }
 
 #[test]

@@ -71,7 +71,7 @@ impl fmt::Display for WorkflowRef {
 /// Why a run cannot be prepared, started or continued.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    #[error("{file} does not validate ({count} errors): {first}")]
+    #[error("{file} does not validate ({}): {first}", crate::validate::errors_counted(*.count))]
     Invalid { file: String, count: usize, first: String, report: Box<Report> },
     #[error("model {model}: provider `{provider}` is not configured (configured: {configured})")]
     UnknownProvider { model: String, provider: String, configured: String },

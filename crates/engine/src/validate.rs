@@ -149,6 +149,14 @@ fn check_default_model(workflow: &Workflow, options: &Options, report: &mut Repo
     }
 }
 
+/// "1 error", "2 errors": how many errors a report has, for messages.
+pub(crate) fn errors_counted(n: usize) -> String {
+    match n {
+        1 => "1 error".to_string(),
+        n => format!("{n} errors"),
+    }
+}
+
 pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     let mut report = Report::default();
     let topo = Topology::new(workflow);

@@ -222,7 +222,7 @@ fn check_one(e: &Expectation, result: &RunResult, events: &[Event], workflow: &W
             // A total that reached the most a count holds overflowed: it is more than any limit, never within it.
             match spent(events, e.node.as_deref()).tokens {
                 SATURATED => fail(describe(&e.check), format!("more than {SATURATED} tokens (the count overflowed)")),
-                used => (used > *max).then(|| fail(describe(&e.check), format!("{used} tokens")))?,
+                used => (used > *max).then(|| fail(describe(&e.check), tokens(used)))?,
             }
         }
         Check::MaxLatencyMs(max) => {
@@ -293,7 +293,7 @@ pub fn describe(check: &Check) -> String {
         },
         Check::Approval(v) => format!("is decided {}", v.as_str()),
         Check::Status(s) => format!("status {s}"),
-        Check::MaxTokens(n) => format!("at most {n} tokens"),
+        Check::MaxTokens(n) => format!("at most {}", tokens(*n)),
         Check::MaxLatencyMs(n) => format!("at most {n} ms"),
         Check::Judge(j) => match &j.model {
             Some(model) => format!("judged by {model} ≥ {} on \"{}\"", j.threshold, short(&j.rubric, 80)),
@@ -327,5 +327,13 @@ pub(super) fn short(text: &str, max: usize) -> String {
         text.to_string()
     } else {
         format!("{}…", text.chars().take(max - 1).collect::<String>())
+    }
+}
+
+/// "1 token", "2 tokens".
+pub(super) fn tokens(n: u64) -> String {
+    match n {
+        1 => "1 token".to_string(),
+        n => format!("{n} tokens"),
     }
 }

@@ -133,14 +133,14 @@ impl Report {
             Verdict::Error => "⛔",
         };
         let mut out = format!(
-            "### Evaluation of `{}`: {}/{} passed\n\n{} failed, {} flaky, {} could not run · {} tokens · {:.1} s\n\n",
+            "### Evaluation of `{}`: {}/{} passed\n\n{} failed, {} flaky, {} could not run · {} · {:.1} s\n\n",
             self.workflow,
             self.passed,
             self.cases.len(),
             self.failed,
             self.flaky,
             self.errors,
-            self.tokens,
+            super::check::tokens(self.tokens),
             self.duration_ms as f64 / 1000.0
         );
         out.push_str("| case | verdict | what did not hold |\n|---|---|---|\n");

@@ -150,7 +150,11 @@ pub async fn run(
     // A workflow that does not validate cannot be evaluated: said before any case runs.
     let report = crate::validate::validate(workflow, &crate::validate::Options::default());
     if let Some(first) = report.errors.first() {
-        let message = format!("the workflow does not validate ({} errors): {}", report.errors.len(), first.message);
+        let message = format!(
+            "the workflow does not validate ({}): {}",
+            crate::validate::errors_counted(report.errors.len()),
+            first.message
+        );
         return Err(LoadError::new(message).with_code("INVALID_WORKFLOW").at_file(&workflow_path));
     }
     let dir = suite.dir();
