@@ -73,7 +73,9 @@ impl AppState {
     }
 }
 
-#[tauri::command]
+// `async`: off the main thread. A command on it freezes the window's painting in WebKitGTK while it runs, and
+// reading or validating a 5,000-node document takes a second in a debug build (`npm run bench:app`).
+#[tauri::command(async)]
 #[specta::specta]
 pub fn open_file(path: String) -> Result<Opened, CommandError> {
     let loaded = format::load_file(Path::new(&path), None)?;
@@ -81,7 +83,7 @@ pub fn open_file(path: String) -> Result<Opened, CommandError> {
 }
 
 /// Reads pasted or dropped text; `format` forces one (`switchyard`, `agentflow`, `sweny`).
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn parse_document(text: String, format: Option<String>) -> Result<Opened, CommandError> {
     let forced = match format {
@@ -95,7 +97,7 @@ pub fn parse_document(text: String, format: Option<String>) -> Result<Opened, Co
 }
 
 /// Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half a file.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn save_file(path: String, workflow: Workflow) -> Result<(), CommandError> {
     let path = PathBuf::from(path);
@@ -122,7 +124,7 @@ pub fn to_yaml(workflow: Workflow) -> String {
 }
 
 /// The one validator, with providers checked unless the run will be scripted.
-#[tauri::command]
+#[tauri::command(async)]
 #[specta::specta]
 pub fn validate(state: State<'_, AppState>, workflow: Workflow, scripted: bool) -> Result<Report, CommandError> {
     validate_with(&state, &workflow, scripted, Settings::load(&Settings::default_path()).map_err(CommandError::from))
@@ -297,6 +299,9 @@ pub struct SavedCase {
     pub path: String,
     pub case_id: String,
     pub expectations: u32,
+    /// The run's model calls kept in the file's record (0 for a run on an answers file): the case asks again only
+    /// the calls an edit changes.
+    pub recorded_calls: u32,
 }
 
 /// Adds a stored run to its workflow's evaluation file (`NAME.evals.yaml` beside the workflow) as a test case: its
@@ -330,6 +335,7 @@ fn save_case(store: &RunStore, run_id: &str, workflow_path: Option<&str>) -> Res
         path: added.path.display().to_string(),
         case_id: added.case_id,
         expectations: u32::try_from(added.expectations).unwrap_or(u32::MAX),
+        recorded_calls: u32::try_from(added.recorded_calls).unwrap_or(u32::MAX),
     })
 }
 

@@ -158,6 +158,12 @@ export type Attempt_Deserialize = {
 	outputs?: { [key in string]: string },
 	/**  The run, as kept in the run store (when the evaluation keeps its runs). */
 	runId?: string | null,
+	/**
+	 *  The nodes whose model was asked because the recorded calls did not answer them, each with why: `never
+	 *  recorded`, `its prompt, model, tools or schema changed` (the node was edited), `what reached it changed` (an
+	 *  earlier node answered differently).
+	 */
+	asked?: { [key in string]: string },
 };
 
 /**  One run of a case. */
@@ -181,6 +187,12 @@ export type Attempt_Serialize = {
 	outputs?: { [key in string]: string },
 	/**  The run, as kept in the run store (when the evaluation keeps its runs). */
 	runId?: string,
+	/**
+	 *  The nodes whose model was asked because the recorded calls did not answer them, each with why: `never
+	 *  recorded`, `its prompt, model, tools or schema changed` (the node was edited), `what reached it changed` (an
+	 *  earlier node answered differently).
+	 */
+	asked?: { [key in string]: string },
 };
 
 /**  How many calls were answered how, and the tokens the record saved. */
@@ -1374,6 +1386,11 @@ export type SavedCase = {
 	path: string,
 	caseId: string,
 	expectations: number,
+	/**
+	 *  The run's model calls kept in the file's record (0 for a run on an answers file): the case asks again only
+	 *  the calls an edit changes.
+	 */
+	recordedCalls: number,
 };
 
 /**

@@ -268,6 +268,10 @@ fn case_line(case: &CaseReport) -> String {
             text.push_str(&format!("\n    its run: `switchyard show {run}`"));
         }
     }
+    // The nodes the recorded calls did not answer, and why: what an edit made the case ask again.
+    for (node, why) in &a.asked {
+        text.push_str(&format!("\n    asked the model again: {} ({why})", printable(node)));
+    }
     text
 }
 
@@ -290,10 +294,15 @@ fn cmd_add(run_id: &str, to: Option<PathBuf>, id: Option<String>) -> Result<u8, 
         coded(e.code, message)
     })?;
     let file = added.path.display();
+    // A run on a model keeps its calls in the file's record: the case asks again only what an edit changes.
+    let calls = match added.recorded_calls {
+        0 => String::new(),
+        n => format!(", {} kept in {}", counted(n as u64, "model call"), eval::calls_path(&added.path).display()),
+    };
     outln!(
-        "added case `{}` to {file} ({} expectations); run it with `switchyard eval {file}`",
+        "added case `{}` to {file} ({}{calls}); run it with `switchyard eval {file}`",
         added.case_id,
-        added.expectations
+        counted(added.expectations as u64, "expectation")
     );
     Ok(0)
 }

@@ -1,5 +1,9 @@
 //! `npm run bench` (bench/engine.sh): engine overhead per shape against a bare tokio task-and-channel floor.
 //!
+//! `agent_turns` is one agent whose conversation is `n` model turns, each followed by a tool call, on a model that
+//! answers at once: what the run log's journal of turns and tool calls (docs/runs.md, "What a resume repeats") costs,
+//! logged against not logged.
+//!
 //! Each shape and each floor runs in a fresh child process (this binary re-invoked with `--one`), so peak RSS
 //! (VmHWM) belongs to that shape alone. The parent prints one JSON line per shape and a summary line of targets.
 
@@ -12,13 +16,20 @@ use switchyard_engine::answers::{Answer, Answers, AnswersModel, OneOrMany};
 use switchyard_engine::document::{Edge, Node, NodeType, Workflow};
 use switchyard_engine::events::Event;
 use switchyard_engine::log::{LogError, Observer, RunLog};
+use switchyard_engine::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
 use switchyard_engine::run::{self, RunOptions, Runtime};
 use switchyard_engine::store::{NewRun, RunStore};
 use switchyard_engine::validate::{validate, Options};
 use switchyard_engine::RunStatus;
 
-const SHAPES: &[(&str, usize)] =
-    &[("chain", 1_000), ("chain", 10_000), ("fanout_50ms", 1_000), ("loop", 1_000), ("validate", 100_000)];
+const SHAPES: &[(&str, usize)] = &[
+    ("chain", 1_000),
+    ("chain", 10_000),
+    ("fanout_50ms", 1_000),
+    ("loop", 1_000),
+    ("agent_turns", 20),
+    ("validate", 100_000),
+];
 const LATENCY_MS: u64 = 50;
 
 fn main() {
@@ -74,7 +85,9 @@ fn main() {
         "fanout_over_latency": round(find("fanout_50ms", 1_000)["wall_ms"].as_f64().unwrap() / LATENCY_MS as f64),
         "chain_10000_peak_rss_mb": find("chain", 10_000)["peak_rss_mb"],
         "chain_10000_logged_peak_rss_mb": find("chain", 10_000)["logged_peak_rss_mb"],
-        "log_cost_x_worst": lines.iter().filter(|l| l["shape"] != "validate").map(|l| l["log_cost_x"].as_f64().unwrap()).fold(0.0, f64::max),
+        // The journal's cost is its own line: every turn and tool call waits for its entry to be written.
+        "log_cost_x_worst": lines.iter().filter(|l| l["shape"] != "validate" && l["shape"] != "agent_turns").map(|l| l["log_cost_x"].as_f64().unwrap()).fold(0.0, f64::max),
+        "agent_turns_20_logged_per_step_us": find("agent_turns", 20)["logged_per_step_us"],
         "validate_100000_ms": find("validate", 100_000)["wall_ms"],
     });
     println!("{summary}");
@@ -165,6 +178,10 @@ fn build(shape: &str, n: usize) -> (Workflow, Answers) {
                 wf.edges.push(Edge::new(from, format!("c{i}")));
             }
         }
+        "agent_turns" => {
+            wf.nodes.push(agent("talker".into()));
+            wf.edges.push(Edge::new("start", "talker"));
+        }
         "loop" => {
             wf.nodes.push(agent("body".into()));
             wf.edges.push(Edge::new("start", "body"));
@@ -175,6 +192,26 @@ fn build(shape: &str, n: usize) -> (Workflow, Answers) {
         other => panic!("unknown shape {other}"),
     }
     (wf, script)
+}
+
+/// A model whose answer takes `n` turns, each asking for one tool call, every turn answered at once.
+struct Turns(usize);
+
+#[async_trait::async_trait]
+impl Model for Turns {
+    async fn execute(&self, request: &ExecuteRequest<'_>, io: &dyn NodeIo) -> Result<ModelOutput, ModelError> {
+        for turn in 0..self.0 {
+            let asked = json!({"node": request.node, "turn": turn});
+            let answer = io.turn(&asked, Box::pin(async move { Ok(json!({"text": "", "call": turn})) })).await?;
+            // The tool is not there: its error goes back as its result, as a real tool's would.
+            let _ = io.call_tool("lookup", answer).await;
+        }
+        Ok(ModelOutput { text: Some("done".into()), ..ModelOutput::default() })
+    }
+
+    async fn route(&self, _: &RouteRequest<'_>, _: &dyn NodeIo) -> Result<RouteAnswer, ModelError> {
+        Err(ModelError::fatal("no routing in this shape"))
+    }
 }
 
 /// Counts events like a real observer would see them, without keeping them.
@@ -217,9 +254,14 @@ fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
         } else {
             None
         };
+        // A conversation of turns is a model's, not an answers file's: no answers, so it is journaled as on a model.
+        let (model, answers): (Arc<dyn Model>, _) = match shape {
+            "agent_turns" => (Arc::new(Turns(n)), None),
+            _ => (Arc::new(AnswersModel::new(script.clone())), Some(script)),
+        };
         let runtime = Runtime {
-            model: Arc::new(AnswersModel::new(script.clone())),
-            answers: Some(script),
+            model,
+            answers,
             log,
             observers: vec![Arc::new(Counter(Default::default()))],
             code: switchyard_engine::code::Code { allowed: true, dir: Some(dir.path().into()), ..Default::default() },
@@ -231,7 +273,9 @@ fn engine(shape: &str, n: usize, logged: bool) -> (Duration, usize) {
         drop(claim);
         let wall = t.elapsed();
         assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
-        (wall, outcome.result.trace.steps.len())
+        // A turn and a tool call are the steps of a conversation.
+        let steps = if shape == "agent_turns" { n * 2 } else { outcome.result.trace.steps.len() };
+        (wall, steps)
     })
 }
 

@@ -159,6 +159,14 @@ impl Answers {
             .collect()
     }
 
+    /// Whether these answers stand in for a model anywhere in `workflow`: a routing decision, or a node that is not a
+    /// code step. Answers that pin only code steps leave the model calls to the model.
+    pub fn answers_a_model(&self, workflow: &crate::document::Workflow) -> bool {
+        let is_code =
+            |id: &str| workflow.nodes.iter().any(|n| n.id == id && n.node_type == crate::document::NodeType::Script);
+        !self.routes.is_empty() || self.nodes.keys().any(|id| !is_code(id))
+    }
+
     pub fn answer(&self, node: &str, call_index: u32) -> Option<&Answer> {
         self.nodes.get(node).and_then(|a| a.at(call_index))
     }

@@ -47,6 +47,7 @@ pub mod events;
 pub mod files;
 pub mod format;
 pub mod graph;
+pub mod journal;
 pub mod log;
 pub mod mcp;
 pub mod model;

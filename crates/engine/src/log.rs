@@ -134,6 +134,8 @@ enum Queued {
     Item(LogItem),
     /// Answered once everything queued before it is committed and delivered.
     Flush(std::sync::mpsc::SyncSender<()>),
+    /// As `Flush`, for a task that must not block its thread while it waits.
+    Committed(tokio::sync::oneshot::Sender<()>),
 }
 
 /// Numbers, timestamps and delivers the events of one run.
@@ -228,6 +230,21 @@ impl Emitter {
         }
     }
 
+    /// Keeps a journal entry of a node task (`crate::journal`) and returns once it is in the log: the task goes on
+    /// only after that, so what it did is never lost to a crash after it went on. Nothing to keep without a log.
+    pub async fn journal(&self, entry: crate::journal::Entry) {
+        let Some(Sink::Committed(tx)) = &self.sink else { return };
+        let (done, committed) = tokio::sync::oneshot::channel();
+        {
+            let state = self.state.lock().unwrap();
+            let input = Recorded { seq: state.seq + 1, input: Input::Journaled(Box::new(entry)) };
+            if tx.send(Queued::Item(LogItem::Input(input))).is_err() || tx.send(Queued::Committed(done)).is_err() {
+                return;
+            }
+        }
+        let _ = committed.await;
+    }
+
     /// Returns once everything emitted so far is in the log and with the observers.
     pub fn flush(&self) {
         if let Some(Sink::Committed(tx)) = &self.sink {
@@ -298,7 +315,8 @@ fn commit_loop(
         while let Some(queued) = next.take() {
             match queued {
                 Queued::Item(item) => batch.push(item),
-                Queued::Flush(done) => flushes.push(done),
+                Queued::Flush(done) => flushes.push(Done::Thread(done)),
+                Queued::Committed(done) => flushes.push(Done::Task(done)),
             }
             if batch.len() < MAX_BATCH {
                 next = rx.try_recv().ok();
@@ -315,9 +333,22 @@ fn commit_loop(
             }
         }
         for done in flushes.drain(..) {
-            let _ = done.send(());
+            match done {
+                Done::Thread(done) => {
+                    let _ = done.send(());
+                }
+                Done::Task(done) => {
+                    let _ = done.send(());
+                }
+            }
         }
     }
+}
+
+/// Who waits for a batch to be written: a thread (`flush`) or a task (`journal`).
+enum Done {
+    Thread(std::sync::mpsc::SyncSender<()>),
+    Task(tokio::sync::oneshot::Sender<()>),
 }
 
 #[cfg(test)]

@@ -21,6 +21,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// What separates the server from the tool in the names the model sees: `github__create_issue`.
 pub const SEPARATOR: &str = "__";
 
+/// The key of a tool call's `_meta` that carries its idempotency key (`crate::journal::idempotency_key`).
+pub const IDEMPOTENCY_META: &str = "switchyard/idempotencyKey";
+
 /// One server in the settings: a command to start (stdio) or a URL (streamable HTTP). `env` and `headers` values
 /// may name environment variables as `${NAME}`, read when the server starts, so secrets never sit in the file.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -100,7 +103,9 @@ pub trait ToolServer: Send + Sync {
     /// Every tool, following pagination.
     async fn tools(&self) -> Result<Vec<McpTool>, McpError>;
     /// Calls a tool; `Err` when the call itself failed, `Ok(Err)` when the tool reported an error.
-    async fn call(&self, tool: &str, input: Value) -> Result<Result<Value, String>, McpError>;
+    /// Calls `tool`; `key` is the call's idempotency key (`crate::journal::idempotency_key`), sent in the request's
+    /// `_meta` as `switchyard/idempotencyKey`: a call made again after a crash carries the same key.
+    async fn call(&self, tool: &str, input: Value, key: Option<&str>) -> Result<Result<Value, String>, McpError>;
 }
 
 message_error!(
@@ -209,8 +214,12 @@ mod client {
                 .collect())
         }
 
-        async fn call(&self, tool: &str, input: Value) -> Result<Result<Value, String>, McpError> {
+        async fn call(&self, tool: &str, input: Value, key: Option<&str>) -> Result<Result<Value, String>, McpError> {
             let mut params = CallToolRequestParams::new(tool.to_string());
+            if let Some(key) = key {
+                let meta = Map::from_iter([(IDEMPOTENCY_META.to_string(), Value::String(key.to_string()))]);
+                params.meta = Some(meta.into());
+            }
             match input {
                 Value::Object(arguments) => params = params.with_arguments(arguments),
                 Value::Null => {}
@@ -300,10 +309,16 @@ impl McpSessions {
         tools.into_iter().find(|t| t.name == tool)
     }
 
-    /// Calls `tool` of `server`.
-    pub async fn call(&self, server: &str, tool: &str, input: Value) -> Result<Result<Value, String>, McpError> {
+    /// Calls `tool` of `server`, with the call's idempotency key when it has one.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        input: Value,
+        key: Option<&str>,
+    ) -> Result<Result<Value, String>, McpError> {
         let (live, _) = self.server(server).await?;
-        live.call(tool, input).await
+        live.call(tool, input, key).await
     }
 }
 

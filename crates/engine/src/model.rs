@@ -41,6 +41,9 @@ pub struct ExecuteRequest<'a> {
     pub repair: Option<&'a str>,
     /// A tool (as named in `tools`) the model must call in its first turn; later turns choose freely.
     pub first_tool: Option<&'a str>,
+    /// A digest of the node as written — its prompts as templates, model, tools, schema — not of what reached it:
+    /// recorded calls say whether a call changed because the node was edited or because its inputs changed.
+    pub definition: Option<&'a str>,
 }
 
 /// What the model answered.
@@ -115,6 +118,23 @@ pub trait NodeIo: Send + Sync {
     async fn call_tool(&self, tool: &str, input: Value) -> Result<Value, String>;
     /// A transient failure is being retried (shown as an `llm_error` log event).
     fn retry_notice(&self, message: &str);
+    /// Something the run's log should say about this node's call (a log event of `kind`).
+    fn note(&self, kind: &str, message: &str) {
+        let _ = (kind, message);
+    }
+    /// One model turn of an agent's conversation. `asked` is what the turn asks (model, messages, tools, schema:
+    /// everything that decides the answer); `call` asks the model and gives its answer as the provider reads it
+    /// back. A rebuilt agent is answered from the run's journal when this turn was journaled asking the same, so a
+    /// resumed conversation asks only what it had not asked (the run's journal); otherwise the answer is journaled
+    /// before the agent goes on. A provider calls this for every turn of its tool-calling loop.
+    async fn turn(
+        &self,
+        asked: &Value,
+        call: futures::future::BoxFuture<'_, Result<Value, ModelError>>,
+    ) -> Result<Value, ModelError> {
+        let _ = asked;
+        call.await
+    }
 }
 
 #[async_trait]

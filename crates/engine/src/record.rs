@@ -63,6 +63,9 @@ pub enum Input {
     /// on no longer have a task (until a task asks for the same call again).
     Continued,
     Cancelled,
+    /// Something that happened inside a running node task (a model turn, a tool call's result): it changes nothing
+    /// the scheduler knows, but a rebuilt task is fed it instead of asking again (`crate::journal`).
+    Journaled(Box<crate::journal::Entry>),
 }
 
 /// An input and the number the run's next event had when it was applied.
@@ -82,6 +85,7 @@ impl Input {
             | Input::Decided { node, .. }
             | Input::TimedOut { node }
             | Input::ToolAsked { node, .. } => Some(node),
+            Input::Journaled(entry) => Some(&entry.node),
             Input::Continued | Input::Cancelled => None,
         }
     }

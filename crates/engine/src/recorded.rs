@@ -21,22 +21,25 @@ use sha2::{Digest, Sha256};
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
 use crate::result::Usage;
 
-/// What a model answered to one call.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Call {
-    /// The node that asked, for a person reading the file.
-    pub node: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-    /// A routing call's choice.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub choice: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+pub use crate::journal::Call;
+
+/// Why a call was not answered from the record, for a person: shown on the node, in the case's report, and in the
+/// error offline.
+pub fn why_asked(calls: &Calls, node: &str, definition: Option<&str>) -> String {
+    let known = calls.known.lock().unwrap();
+    let mut same_node = known.values().filter(|c| c.node == node).peekable();
+    if same_node.peek().is_none() {
+        return "never recorded".into();
+    }
+    match definition {
+        Some(d) if same_node.any(|c| c.definition.as_deref() == Some(d)) => "what reached it changed".into(),
+        Some(_) => "its prompt, model, tools or schema changed".into(),
+        None => "its prompt, inputs or model changed".into(),
+    }
 }
+
+/// The log event type that says a node's model was asked because the record did not answer it, and why.
+pub const ASKED_AGAIN: &str = "asked_again";
 
 /// The record file's shape.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -232,19 +235,20 @@ pub fn route_key(r: &RouteRequest<'_>) -> String {
 
 /// Offline, a call with no record fails its node, saying which of three it is: the node was never recorded, its call
 /// changed since it was, or `--repeat` keeps the record from answering at all.
-fn unrecorded(calls: &Calls, node: &str) -> ModelError {
+fn unrecorded(calls: &Calls, node: &str, definition: Option<&str>) -> ModelError {
     let message = if !calls.answers {
         format!(
             "no recorded call answers `{node}`: --repeat above 1 asks the models every time, and --offline calls no model; drop --repeat to replay the recorded calls, or --offline to ask the models"
         )
-    } else if calls.known.lock().unwrap().values().any(|c| c.node == node) {
-        format!(
-            "the call of `{node}` changed since it was recorded (its prompt, inputs or model differ), and --offline calls no model; run without --offline to record it again"
-        )
     } else {
-        format!(
-            "no recorded call for `{node}`: none was ever recorded for it, and --offline calls no model; run without --offline to record it"
-        )
+        match why_asked(calls, node, definition).as_str() {
+            "never recorded" => format!(
+                "no recorded call for `{node}`: none was ever recorded for it, and --offline calls no model; run without --offline to record it"
+            ),
+            why => format!(
+                "the call of `{node}` changed since it was recorded ({why}), and --offline calls no model; run without --offline to record it again"
+            ),
+        }
     };
     let mut e = ModelError::fatal(message);
     e.code = Some("OFFLINE_UNRECORDED");
@@ -262,7 +266,10 @@ impl Model for RecordedModel {
             }
             return Ok(ModelOutput { data: call.data, text: call.text, usage: None });
         }
-        let Some(inner) = &self.inner else { return Err(unrecorded(&self.calls, request.node)) };
+        let Some(inner) = &self.inner else { return Err(unrecorded(&self.calls, request.node, request.definition)) };
+        if self.calls.answers {
+            io.note(ASKED_AGAIN, &why_asked(&self.calls, request.node, request.definition));
+        }
         let output = inner.execute(request, io).await?;
         let call = Call {
             node: request.node.to_string(),
@@ -270,6 +277,7 @@ impl Model for RecordedModel {
             text: output.text.clone(),
             choice: None,
             usage: output.usage.clone(),
+            definition: request.definition.map(str::to_string),
         };
         self.calls.record(key, call);
         Ok(output)
@@ -281,7 +289,10 @@ impl Model for RecordedModel {
             let choice = call.choice.unwrap_or_default();
             return Ok(RouteAnswer { choice, note: Some("recorded".into()), usage: None });
         }
-        let Some(inner) = &self.inner else { return Err(unrecorded(&self.calls, request.node)) };
+        let Some(inner) = &self.inner else { return Err(unrecorded(&self.calls, request.node, None)) };
+        if self.calls.answers {
+            io.note(ASKED_AGAIN, &why_asked(&self.calls, request.node, None));
+        }
         let answer = inner.route(request, io).await?;
         let call = Call {
             node: request.node.to_string(),
@@ -289,6 +300,7 @@ impl Model for RecordedModel {
             text: None,
             choice: Some(answer.choice.clone()),
             usage: answer.usage.clone(),
+            definition: None,
         };
         self.calls.record(key, call);
         Ok(answer)
@@ -303,17 +315,29 @@ mod tests {
     fn offline_a_call_with_no_record_says_whether_its_node_was_never_recorded_or_its_call_changed() {
         let known = BTreeMap::from([(
             "k1".to_string(),
-            Call { node: "draft".into(), data: None, text: Some("ok".into()), choice: None, usage: None },
+            Call {
+                node: "draft".into(),
+                data: None,
+                text: Some("ok".into()),
+                choice: None,
+                usage: None,
+                definition: Some("d1".into()),
+            },
         )]);
         let calls = Calls::with(PathBuf::from("x.evals.calls.json"), known);
-        let changed = unrecorded(&calls, "draft");
+        let changed = unrecorded(&calls, "draft", None);
         assert_eq!(changed.code, Some("OFFLINE_UNRECORDED"));
         assert!(changed.message.contains("the call of `draft` changed since it was recorded"), "{}", changed.message);
         assert!(changed.message.contains("run without --offline to record it again"), "{}", changed.message);
-        let never = unrecorded(&calls, "publish");
+        // Whether the node was edited, or only what reached it changed: told apart by the node's definition.
+        let edited = unrecorded(&calls, "draft", Some("d2"));
+        assert!(edited.message.contains("(its prompt, model, tools or schema changed)"), "{}", edited.message);
+        let fed = unrecorded(&calls, "draft", Some("d1"));
+        assert!(fed.message.contains("(what reached it changed)"), "{}", fed.message);
+        let never = unrecorded(&calls, "publish", Some("d1"));
         assert!(never.message.contains("no recorded call for `publish`: none was ever recorded"), "{}", never.message);
         assert!(!never.message.contains("changed"), "{}", never.message);
-        let repeated = unrecorded(&Calls::counting(), "draft");
+        let repeated = unrecorded(&Calls::counting(), "draft", None);
         assert!(repeated.message.contains("--repeat above 1") && repeated.message.contains("drop --repeat"));
     }
 

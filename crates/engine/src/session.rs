@@ -316,11 +316,15 @@ pub async fn prepare<S: Store + ?Sized>(
         Some(given) => Some(Arc::new(given)),
         None => load_answers(request.answers_path.as_deref())?,
     };
+    // An evaluation case made from a run on a model pins only its code steps (`eval::from_run`): its model calls are
+    // answered from the recorded calls, or asked again where an edit changed what they ask.
+    let pins_code_only = request.recorded.is_some() && answers.as_ref().is_some_and(|a| !a.answers_a_model(&workflow));
+    let scripted = answers.is_some() && !pins_code_only;
     // With an answers file every answer is given, and offline no model is called: providers are not checked.
-    let answered = answers.is_some() || request.offline;
+    let answered = scripted || request.offline;
     // Offline, the settings are read only for their default model (recorded calls are keyed by the model); nothing in
     // them is checked, and no model server is looked for.
-    let settings = match (answers.is_some(), request.offline) {
+    let settings = match (scripted, request.offline) {
         (true, _) => None,
         (false, true) => Settings::load(&Settings::default_path()).ok(),
         (false, false) => Some(load_settings()?),
@@ -434,6 +438,10 @@ pub async fn prepare<S: Store + ?Sized>(
         consent,
         // Offline, a model is never called: what the answers and the record do not answer fails.
         model: match (&request.recorded, &answers, request.offline) {
+            (Some(calls), Some(_), offline) if pins_code_only => Arc::new(RecordedModel {
+                calls: calls.clone(),
+                inner: (!offline).then(|| model_for(&None, settings.as_ref())),
+            }),
             (_, Some(_), _) => model_for(&answers, settings.as_ref()),
             (Some(calls), None, offline) => Arc::new(RecordedModel {
                 calls: calls.clone(),

@@ -132,9 +132,11 @@ fn the_layers_know_nothing_of_the_layers_above_them() {
     // The run's vocabulary: results, events, and the inputs a run records, over the document only.
     only("result", &["document"]);
     only("events", &["document", "result"]);
-    only("record", &["document", "result", "events"]);
+    only("record", &["document", "result", "events", "journal"]);
+    // The journal of node tasks is vocabulary too: what a model turn, a tool call or a model call answered.
+    only("journal", &["result"]);
     // Keeping and delivering events knows the vocabulary, nothing of the executor.
-    only("log", &["events", "record", "result"]);
+    only("log", &["events", "record", "result", "journal"]);
     // Reading files knows nothing of running them.
     for module in ["format", "validate", "graph", "node_types"] {
         for above in ["run", "log", "store", "session", "providers", "mcp"] {
@@ -145,8 +147,9 @@ fn the_layers_know_nothing_of_the_layers_above_them() {
     for above in ["store", "session", "providers", "format"] {
         assert!(!uses("run").contains(above), "`run` uses `{above}`");
     }
-    // Recorded calls are a model over a model: they know the model interface and the results, nothing else.
-    only("recorded", &["model", "result"]);
+    // Recorded calls are a model over a model: they know the model interface, the results and what a call answered
+    // (the journal's vocabulary), nothing else.
+    only("recorded", &["model", "result", "journal"]);
     // Evaluations run through the session, as every front end does; like a front end, they name the store their
     // cases' runs are kept in, and keep their own reports there.
     for above in ["providers", "mcp"] {

@@ -20,7 +20,7 @@ function engine() {
     if (cmd === "server_runs") return [];
     if (cmd === "save_test_case") {
       saved.push(args as Record<string, unknown>);
-      return { path: "/w/pets.evals.yaml", caseId: "run-before-s", expectations: 3 };
+      return { path: "/w/pets.evals.yaml", caseId: "run-before-s", expectations: 3, recordedCalls: 0 };
     }
     return null;
   });

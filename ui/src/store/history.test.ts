@@ -21,12 +21,18 @@ beforeEach(() => {
 
 describe("save as test case", () => {
   it("asks the engine for the run and says where the case went", async () => {
-    const calls = engine(() => ({ path: "/w/approval-flow.evals.yaml", caseId: "run-1a2b3c4d", expectations: 6 }));
+    const calls = engine(() => ({ path: "/w/approval-flow.evals.yaml", caseId: "run-1a2b3c4d", expectations: 6, recordedCalls: 0 }));
     await useHistory.getState().saveTestCase("1a2b3c4d-5e6f");
     expect(calls.filter((c) => c.cmd === "save_test_case").map((c) => c.args)).toEqual([{ runId: "1a2b3c4d-5e6f", workflowPath: null }]);
     expect(useMessages.getState().messages).toEqual([
       expect.objectContaining({ kind: "info", text: "Saved as test case run-1a2b3c4d in approval-flow.evals.yaml (6 expectations)" }),
     ]);
+  });
+
+  it("says how many model calls a run on a model kept for the case", async () => {
+    engine(() => ({ path: "/w/chain.evals.yaml", caseId: "run-9f8e7d6c", expectations: 4, recordedCalls: 3 }));
+    await useHistory.getState().saveTestCase("9f8e7d6c-5b4a");
+    expect(useMessages.getState().messages.map((m) => m.text)).toEqual(["Saved as test case run-9f8e7d6c in chain.evals.yaml (4 expectations, 3 model calls kept)"]);
   });
 
   it("shows a refusal with its code, in the app's words", async () => {

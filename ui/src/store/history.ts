@@ -130,7 +130,10 @@ export const useHistory = create<HistoryState>((set) => ({
     try {
       const saved = await unwrap(commands.saveTestCase(id, workflowPath ?? null));
       const n = saved.expectations;
-      useMessages.getState().info(`Saved as test case ${saved.caseId} in ${baseName(saved.path)} (${n} expectation${n === 1 ? "" : "s"})`);
+      const calls = saved.recordedCalls;
+      // A run on a model keeps its calls: the case asks the model again only where an edit changed what it asks.
+      const kept = calls ? `, ${calls} model call${calls === 1 ? "" : "s"} kept` : "";
+      useMessages.getState().info(`Saved as test case ${saved.caseId} in ${baseName(saved.path)} (${n} expectation${n === 1 ? "" : "s"}${kept})`);
     } catch (e) {
       failWith(`Could not save run ${id.slice(0, 8)} as a test case`, e);
     }

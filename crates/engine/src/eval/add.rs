@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::file::Suite;
-use super::from_run::{case_from_run, case_yaml};
+use super::from_run::{case_from_run, case_yaml, FromRun};
 use crate::session::CaseSource;
 
 /// Where the case went.
@@ -14,6 +14,9 @@ pub struct Added {
     pub path: PathBuf,
     pub case_id: String,
     pub expectations: usize,
+    /// The model calls the case keeps, in the evaluation file's record (`NAME.evals.calls.json`), when the run was
+    /// made on a model; 0 for a run made on an answers file (its answers are in the case).
+    pub recorded_calls: usize,
 }
 
 /// Why a run could not be added, with its code (docs/errors.md).
@@ -55,7 +58,8 @@ pub fn add_case(run: &CaseSource, to: Option<PathBuf>, id: Option<String>) -> Re
     let taken = |candidate: &str| existing.as_ref().is_some_and(|s| s.file.cases.iter().any(|c| c.id == candidate));
     let base = id.unwrap_or_else(|| format!("run-{}", run_id.chars().take(8).collect::<String>()));
     let case_id = (1..).map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") }).find(|c| !taken(c)).unwrap();
-    let case = case_from_run(case_id.clone(), &run.workflow, &run.options, &run.recording, &run.result);
+    let FromRun { case, calls } =
+        case_from_run(case_id.clone(), &run.workflow, &run.options, &run.recording, &run.result);
     let block = case_yaml(&case);
     let text = match &existing {
         None => {
@@ -84,9 +88,17 @@ pub fn add_case(run: &CaseSource, to: Option<PathBuf>, id: Option<String>) -> Re
             ),
         ));
     }
+    // The calls first: a case whose calls were not kept would ask the models again.
+    let recorded_calls = calls.len();
+    if !calls.is_empty() {
+        let record = super::file::calls_path(&path);
+        let kept = crate::recorded::Calls::open(&record).map_err(|e| refuse("CALLS_UNREADABLE", e))?;
+        kept.add(calls);
+        kept.save(false).map_err(|e| refuse("CALLS_UNWRITABLE", e))?;
+    }
     std::fs::write(&path, text)
         .map_err(|e| refuse("EVALS_UNWRITABLE", format!("cannot write {}: {e}", path.display())))?;
-    Ok(Added { path, case_id, expectations: case.expect.len() })
+    Ok(Added { path, case_id, expectations: case.expect.len(), recorded_calls })
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {

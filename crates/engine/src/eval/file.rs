@@ -314,10 +314,7 @@ impl Suite {
 
     /// Where the suite's model calls are recorded: `NAME.evals.calls.json` beside `NAME.evals.yaml`.
     pub fn calls_path(&self) -> PathBuf {
-        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let stem =
-            name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml")).or_else(|| name.strip_suffix(".json"));
-        self.path.with_file_name(format!("{}.calls.json", stem.unwrap_or(&name)))
+        calls_path(&self.path)
     }
 
     pub fn workflow_path(&self) -> PathBuf {
@@ -331,4 +328,11 @@ pub fn schema_json() -> String {
     let mut text = serde_json::to_string_pretty(&schema).expect("schemas serialize");
     text.push('\n');
     text
+}
+
+/// Where the model calls of the evaluation file at `path` are recorded: `NAME.evals.calls.json` beside it.
+pub fn calls_path(path: &std::path::Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = name.strip_suffix(".yaml").or_else(|| name.strip_suffix(".yml")).or_else(|| name.strip_suffix(".json"));
+    path.with_file_name(format!("{}.calls.json", stem.unwrap_or(&name)))
 }

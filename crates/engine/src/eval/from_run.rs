@@ -1,7 +1,9 @@
-//! A recorded run becomes a case (`switchyard eval add RUN_ID`): its input; as answers, what its models and code
-//! steps returned and the routes they chose, so the case runs offline at zero tokens; the decisions people made; and
-//! as expectations, what each node did, with a comparison a person can edit (structured data: `equals`; text:
-//! `contains` its first line; decisions: `approval`; choices: `route`).
+//! A recorded run becomes a case (`switchyard eval add RUN_ID`): its input; the decisions people made; as
+//! expectations, what each node did, with a comparison a person can edit (structured data: `equals`; text:
+//! `contains` its first line; decisions: `approval`; choices: `route`); and how its calls are answered. A run made
+//! on a model keeps its model calls, keyed by what they asked (`crate::recorded`), for the evaluation file's record:
+//! the case replays them at zero tokens while nothing changed, and asks again exactly the calls an edit changes. Its
+//! code steps are pinned as answers. A run made on an answers file pins everything it answered, as answers.
 
 use std::collections::BTreeMap;
 
@@ -10,9 +12,17 @@ use serde_json::{json, Value};
 use super::file::{AnswersRef, Case, Check, Expectation};
 use crate::answers::{Answer, AnswerStatus, Answers, OneOrMany};
 use crate::document::{NodeType, Workflow};
+use crate::journal::{Entry, What};
 use crate::record::{Input, Recording};
+use crate::recorded::Call;
 use crate::result::{NodeStatus, RunResult};
 use crate::run::{output_text, RunOptions};
+
+/// A case made from a run, and the model calls it keeps (empty for a run made on an answers file).
+pub struct FromRun {
+    pub case: Case,
+    pub calls: Vec<(String, Call)>,
+}
 
 pub fn case_from_run(
     id: String,
@@ -20,12 +30,27 @@ pub fn case_from_run(
     options: &RunOptions,
     recording: &Recording,
     result: &RunResult,
-) -> Case {
+) -> FromRun {
     let mut nodes: BTreeMap<String, Vec<Answer>> = BTreeMap::new();
     let mut routes: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut decisions: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let calls: Vec<(String, Call)> = recording
+        .inputs
+        .iter()
+        .filter_map(|r| match &r.input {
+            Input::Journaled(entry) => match &**entry {
+                Entry { what: What::Asked { key, call }, .. } => Some((key.clone(), call.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    // On a model, only code steps are pinned: the model calls are kept as calls.
+    let is_code = |id: &str| workflow.nodes.iter().any(|n| n.id == id && n.node_type == NodeType::Script);
+    let pinned = |id: &str| calls.is_empty() || is_code(id);
     for recorded in &recording.inputs {
         match &recorded.input {
+            Input::NodeDone { node, .. } | Input::Routed { node, .. } if !pinned(node) => {}
             Input::NodeDone { node, data, .. } => {
                 let answered = nodes.entry(node.clone()).or_default();
                 // A `for_each` node asks once per item: its answers are its items, in order.
@@ -99,14 +124,16 @@ pub fn case_from_run(
         }
     }
     expect.push(Expectation { node: None, check: Check::Status(result.status.as_str().into()) });
-    Case {
+    let answered = !answers.nodes.is_empty() || !answers.routes.is_empty() || calls.is_empty();
+    let case = Case {
         id,
         description: Some(format!("made from run {}", result.run_id)),
         input: options.input.clone(),
-        answers: Some(AnswersRef::Inline(serde_json::to_value(&answers).expect("answers are JSON"))),
+        answers: answered.then(|| AnswersRef::Inline(serde_json::to_value(&answers).expect("answers are JSON"))),
         decisions: decisions.into_iter().map(|(k, v)| (k, many(v))).collect(),
         expect,
-    }
+    };
+    FromRun { case, calls }
 }
 
 /// What a node answered, as an answers file writes it: `text` for text, `data` for anything else.

@@ -232,6 +232,7 @@ mod tests {
             cost: Some(0.0),
             outputs: BTreeMap::new(),
             run_id: None,
+            asked: BTreeMap::new(),
         }
     }
 

@@ -91,6 +91,11 @@ pub struct Attempt {
     /// The run, as kept in the run store (when the evaluation keeps its runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// The nodes whose model was asked because the recorded calls did not answer them, each with why: `never
+    /// recorded`, `its prompt, model, tools or schema changed` (the node was edited), `what reached it changed` (an
+    /// earlier node answered differently).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub asked: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -270,6 +275,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         cost: Some(0.0),
         outputs: BTreeMap::new(),
         run_id: None,
+        asked: BTreeMap::new(),
     };
     let answers = match answers_for(case, dir) {
         Ok(answers) => answers,
@@ -354,6 +360,17 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
             .map(|(id, r)| (id.clone(), r.error.clone().unwrap_or_else(|| crate::run::output_text(&r.data))))
             .collect(),
         run_id: store.map(|_| outcome.result.run_id.clone()),
+        asked: events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                crate::events::EventKind::Log { node: Some(node), log_type, content }
+                    if log_type == crate::recorded::ASKED_AGAIN =>
+                {
+                    Some((node.clone(), content.as_str()?.to_string()))
+                }
+                _ => None,
+            })
+            .collect(),
     }
 }
 

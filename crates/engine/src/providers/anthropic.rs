@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::http::{excerpt, Failure, Http, Limits};
@@ -152,14 +153,17 @@ impl Anthropic {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 struct Turn {
     blocks: Vec<Block>,
     stop_reason: Option<String>,
     usage: Usage,
+    #[serde(skip)]
     emitted: bool,
 }
 
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 enum Block {
     Text(String),
     Tool { id: String, name: String, json: String },
@@ -209,25 +213,33 @@ impl Model for Anthropic {
             if let Some(first) = request.first_tool.filter(|_| turn_index == 0) {
                 body["tool_choice"] = json!({"type": "tool", "name": first});
             }
-            let mut attempt = 0;
-            let turn = loop {
-                let resp = self.post(io, &body).await?;
-                match self.stream_turn(io, resp).await {
-                    Ok(turn) => break turn,
-                    Err((e, false)) if attempt < self.http.limits.retries => {
-                        attempt += 1;
-                        let wait = self.http.backoff(attempt);
-                        io.retry_notice(&format!(
-                            "{}; retry {attempt} of {} in {} ms",
-                            e.message,
-                            self.http.limits.retries,
-                            wait.as_millis()
-                        ));
-                        tokio::time::sleep(wait).await;
+            // What decides the answer, for the journal: the whole request (model, messages, tools, tool choice).
+            let asked = body.clone();
+            let call = async {
+                let mut attempt = 0;
+                let turn = loop {
+                    let resp = self.post(io, &body).await?;
+                    match self.stream_turn(io, resp).await {
+                        Ok(turn) => break turn,
+                        Err((e, false)) if attempt < self.http.limits.retries => {
+                            attempt += 1;
+                            let wait = self.http.backoff(attempt);
+                            io.retry_notice(&format!(
+                                "{}; retry {attempt} of {} in {} ms",
+                                e.message,
+                                self.http.limits.retries,
+                                wait.as_millis()
+                            ));
+                            tokio::time::sleep(wait).await;
+                        }
+                        Err((e, _)) => return Err(e),
                     }
-                    Err((e, _)) => return Err(e),
-                }
+                };
+                Ok(serde_json::to_value(&turn).expect("a turn is JSON"))
             };
+            let answer = io.turn(&asked, Box::pin(call)).await?;
+            let turn: Turn = serde_json::from_value(answer)
+                .map_err(|e| ModelError::fatal(format!("a journaled model turn is not readable: {e}")))?;
             usage.add(&turn.usage);
             if let Some(Block::Tool { json, .. }) =
                 turn.blocks.iter().find(|b| matches!(b, Block::Tool { name, .. } if name == RESPOND))

@@ -274,15 +274,17 @@ fn openai_usage(u: &Value) -> Option<Usage> {
     })
 }
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 struct Turn {
     text: String,
     calls: Vec<CallAcc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     usage: Option<Usage>,
+    #[serde(skip)]
     emitted: bool,
 }
 
-#[derive(Default, Clone)]
+#[derive(Default, Clone, Serialize, Deserialize)]
 struct CallAcc {
     id: String,
     name: String,
@@ -356,26 +358,38 @@ impl Model for OpenAi {
                 }
                 body
             };
-            let mut attempt = 0;
-            let turn = loop {
-                let resp = self.post(io, build, request.output_schema.is_some()).await?;
-                match self.stream_turn(io, resp).await {
-                    Ok(turn) => break turn,
-                    // A stream that breaks before anything was shown is retried; after, it is a clean failure.
-                    Err(f) if !f.emitted && attempt < self.http.limits.retries => {
-                        attempt += 1;
-                        let wait = self.http.backoff(attempt);
-                        io.retry_notice(&format!(
-                            "{}; retry {attempt} of {} in {} ms",
-                            f.error.message,
-                            self.http.limits.retries,
-                            wait.as_millis()
-                        ));
-                        tokio::time::sleep(wait).await;
+            // What decides the answer, for the journal: the same messages to the same model with the same tools
+            // and schema get the same answer back on a resume.
+            let asked = json!({
+                "model": model, "messages": messages, "tools": tools, "schema": request.output_schema,
+                "effort": request.reasoning_effort, "first": request.first_tool.filter(|_| turn_index == 0),
+            });
+            let call = async {
+                let mut attempt = 0;
+                let turn = loop {
+                    let resp = self.post(io, build, request.output_schema.is_some()).await?;
+                    match self.stream_turn(io, resp).await {
+                        Ok(turn) => break turn,
+                        // A stream that breaks before anything was shown is retried; after, it is a clean failure.
+                        Err(f) if !f.emitted && attempt < self.http.limits.retries => {
+                            attempt += 1;
+                            let wait = self.http.backoff(attempt);
+                            io.retry_notice(&format!(
+                                "{}; retry {attempt} of {} in {} ms",
+                                f.error.message,
+                                self.http.limits.retries,
+                                wait.as_millis()
+                            ));
+                            tokio::time::sleep(wait).await;
+                        }
+                        Err(f) => return Err(f.error),
                     }
-                    Err(f) => return Err(f.error),
-                }
+                };
+                Ok(serde_json::to_value(&turn).expect("a turn is JSON"))
             };
+            let answer = io.turn(&asked, Box::pin(call)).await?;
+            let turn: Turn = serde_json::from_value(answer)
+                .map_err(|e| ModelError::fatal(format!("a journaled model turn is not readable: {e}")))?;
             if let Some(u) = turn.usage {
                 usage.get_or_insert_with(Usage::default).add(&u);
             }

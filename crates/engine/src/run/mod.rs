@@ -180,6 +180,8 @@ pub(crate) struct Shared {
     pub code: crate::code::CodeRunner,
     pub mcp: Arc<crate::mcp::McpSessions>,
     model_calls: Mutex<HashMap<String, u32>>,
+    /// What the node tasks a rebuilt run starts again did before (their model turns and tool calls).
+    pub journal: crate::journal::Journal,
     /// Where node tasks ask the scheduler to approve a tool call.
     tool_asks: mpsc::UnboundedSender<ToolAsk>,
 }
@@ -468,6 +470,7 @@ impl Scheduler {
             code: crate::code::CodeRunner::new(runtime.code, declared_env),
             mcp: runtime.mcp,
             model_calls: Mutex::new(HashMap::new()),
+            journal: crate::journal::Journal::default(),
             tool_asks,
         });
         Scheduler {
@@ -706,6 +709,7 @@ impl Scheduler {
         let input = match done {
             Done::Node { node, iteration, started, outcome } => {
                 let id = self.state.id(node);
+                self.shared.journal.ended(id, iteration);
                 let calls = self.shared.model_calls.lock().unwrap().get(id).copied().unwrap_or(0);
                 input::node_done(id, iteration, outcome, elapsed_ms(started), calls)
             }
@@ -721,7 +725,7 @@ impl Scheduler {
         let cancel = self.cancel.clone();
         tokio::spawn(async move {
             // A node task that panics (a bug) fails its node, and so the run, rather than never reporting back.
-            let running = AssertUnwindSafe(node::execute(shared, node, scope)).catch_unwind();
+            let running = AssertUnwindSafe(node::execute(shared, node, iteration, scope)).catch_unwind();
             let outcome = tokio::select! {
                 o = running => o.unwrap_or_else(|panic| node::NodeOutcome {
                     data: Err(panicked(panic.as_ref())),
@@ -762,6 +766,21 @@ impl Scheduler {
                 a = asking => a.unwrap_or_else(|panic| Err(panicked(panic.as_ref()).into())).map_err(|e| e.message),
                 _ = cancel.cancelled() => Err("cancelled".into()),
             };
+            // A run on a model keeps the call under the key evaluations record calls by (`journal::What::Asked`).
+            if let (Ok(a), None) = (&answer, &shared.answers) {
+                let call = crate::recorded::Call {
+                    node: n.id.clone(),
+                    data: None,
+                    text: None,
+                    choice: Some(a.choice.clone()),
+                    usage: a.usage.clone(),
+                    definition: None,
+                };
+                let what = crate::journal::What::Asked { key: crate::recorded::route_key(&request), call };
+                let entry =
+                    crate::journal::Entry { node: n.id.clone(), iteration: visit, at: format!("r{visit}"), what };
+                shared.emitter.journal(entry).await;
+            }
             let _ = tx.send(Done::Route { node, answer });
         });
     }
@@ -806,6 +825,14 @@ impl Scheduler {
         self.catch_up(recorded.seq);
         let unfit = |e: Unfit| format!("the recording does not fit this workflow: {e}");
         let input = recorded.input;
+        // What a task did before it ended or the recording stopped: a task started again is fed it (a replay runs
+        // no task, and needs none of it).
+        if let Input::Journaled(entry) = input {
+            if self.rebuild.as_ref().is_some_and(|r| r.mode == Rebuild::Resume) {
+                self.shared.journal.keep(*entry);
+            }
+            return Ok(());
+        }
         // Checked once here; a recorded input is not kept again, so it is applied as it is (not through `input`).
         if !self.state.admit(&input).map_err(unfit)? {
             return Ok(());
@@ -816,6 +843,7 @@ impl Scheduler {
                 let at = topo.index[node];
                 self.unpark(|p| matches!(p, Parked::Node { node, iteration: i, .. } if *node == at && i == iteration));
                 self.shared.model_calls.lock().unwrap().insert(node.clone(), *model_calls);
+                self.shared.journal.ended(node, *iteration);
             }
             Input::Routed { node, .. } => {
                 let at = topo.index[node];
@@ -903,6 +931,11 @@ impl crate::model::NodeIo for RouteIo {
 
     fn retry_notice(&self, message: &str) {
         self.shared.llm_error(self.node, message);
+    }
+
+    fn note(&self, kind: &str, message: &str) {
+        let node = &self.shared.workflow.nodes[self.node].id;
+        self.shared.emitter.emit(EventKind::log(Some(node), kind, message.to_string()));
     }
 }
 

@@ -2,7 +2,7 @@
 //! output schema check with one repair turn, and subagents offered as tools. The scheduler owns all run state; this
 //! code only reads a snapshot of the context and reports back.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use crate::code::{self, Body, Call, CodeError, Language};
 use crate::document::{Node, NodeType, ToolApproval};
 use crate::events::{EventKind, ToolRequest, Usage};
 use crate::graph::NodeIx;
+use crate::journal::{self, Entry, What};
 use crate::model::{ExecuteRequest, ModelError, NodeIo, ToolSpec};
 use crate::result::ToolCall;
 use crate::template::{self, Scope};
@@ -37,13 +38,46 @@ impl NodeOutcome {
     }
 }
 
+/// Where a piece of a node task's work is, for its journal (`crate::journal`): the node's iteration, and the place
+/// inside the task (`i2` for a `for_each` item, `c1/child` for a subagent asked by a tool call).
+#[derive(Debug, Clone)]
+pub(super) struct Place {
+    iteration: u32,
+    at: String,
+}
+
+impl Place {
+    fn task(iteration: u32) -> Place {
+        Place { iteration, at: String::new() }
+    }
+
+    /// `part` inside this place (`i2.t0`).
+    fn within(&self, part: &str) -> String {
+        if self.at.is_empty() {
+            part.to_string()
+        } else {
+            format!("{}.{part}", self.at)
+        }
+    }
+
+    fn item(&self, index: usize) -> Place {
+        Place { iteration: self.iteration, at: self.within(&format!("i{index}")) }
+    }
+
+    /// A subagent's work, under the tool call at `call` that asked it.
+    fn subagent(&self, call: &str, child: &str) -> Place {
+        Place { iteration: self.iteration, at: format!("{call}/{child}") }
+    }
+}
+
 /// Runs an agent or script node, with `for_each` when it has one.
-pub(super) async fn execute(shared: Arc<Shared>, node: NodeIx, scope: Scope) -> NodeOutcome {
+pub(super) async fn execute(shared: Arc<Shared>, node: NodeIx, iteration: u32, scope: Scope) -> NodeOutcome {
     let n = &shared.workflow.nodes[node];
     let calls = Arc::new(Mutex::new(Vec::new()));
     let usage = Arc::new(Mutex::new(None::<Usage>));
+    let place = Place::task(iteration);
     let data = match &n.for_each {
-        None => execute_once(&shared, node, &scope, &calls, &usage, 0).await,
+        None => execute_once(&shared, node, &scope, &calls, &usage, 0, &place).await,
         Some(for_each) => {
             let items = match template::evaluate(&for_each.items, &scope) {
                 Ok(Value::Array(items)) => Ok(items),
@@ -65,7 +99,8 @@ pub(super) async fn execute(shared: Arc<Shared>, node: NodeIx, scope: Scope) -> 
                         let mut scope = scope.clone();
                         scope.item = Some((item, index));
                         let (shared, calls, usage) = (&shared, &calls, &usage);
-                        async move { execute_once(shared, node, &scope, calls, usage, 0).await }
+                        let place = place.item(index);
+                        async move { execute_once(shared, node, &scope, calls, usage, 0, &place).await }
                     }))
                     .buffered(limit)
                     .collect::<Vec<_>>()
@@ -95,6 +130,7 @@ fn execute_once<'a>(
     calls: &'a Calls,
     usage: &'a UsageCell,
     depth: u32,
+    place: &'a Place,
 ) -> BoxFuture<'a, Result<Value, ModelError>> {
     async move {
         let n = &shared.workflow.nodes[node];
@@ -104,7 +140,7 @@ fn execute_once<'a>(
         loop {
             let result = match n.node_type {
                 NodeType::Script => run_script(shared, node, scope).await,
-                _ => run_agent(shared, node, scope, calls, usage, depth).await,
+                _ => run_agent(shared, node, scope, calls, usage, depth, place).await,
             };
             match result {
                 Ok(data) => return Ok(data),
@@ -244,6 +280,7 @@ async fn run_agent(
     calls: &Calls,
     usage: &UsageCell,
     depth: u32,
+    place: &Place,
 ) -> Result<Value, ModelError> {
     let n = &shared.workflow.nodes[node];
     let system_prompt = match &n.system_prompt {
@@ -260,9 +297,17 @@ async fn run_agent(
         calls: calls.clone(),
         usage: usage.clone(),
         depth,
+        place: place.clone(),
+        turns: AtomicU32::new(0),
+        tool_calls: AtomicU32::new(0),
     };
     let model = model_for(n.model.as_deref(), shared.default_model.as_deref(), scope)?;
     let model_ref = model.as_deref();
+    let tool_names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let definition = journal::digest(&json!({
+        "system": n.system_prompt, "prompt": n.user_prompt, "model": model_ref, "schema": n.output_schema,
+        "effort": n.reasoning_effort, "tools": tool_names, "first": first_tool,
+    }));
     let mut repair: Option<String> = None;
     loop {
         let request = ExecuteRequest {
@@ -282,8 +327,23 @@ async fn run_agent(
             repair: repair.as_deref(),
             // Only the first model call of the node's execution is forced, not the repair turn.
             first_tool: first_tool.as_deref().filter(|_| repair.is_none()),
+            definition: Some(&definition),
         };
         let output = shared.model.execute(&request, &io).await?;
+        // A run on a model keeps each call under the key evaluations record calls by (`journal::What::Asked`).
+        if shared.answers.is_none() {
+            let call = crate::recorded::Call {
+                node: n.id.clone(),
+                data: output.data.clone(),
+                text: output.text.clone(),
+                choice: None,
+                usage: output.usage.clone(),
+                definition: Some(definition.clone()),
+            };
+            let key = crate::recorded::execute_key(&request);
+            let at = place.within(&format!("x{}", request.call_index));
+            io.journal(at, What::Asked { key, call }).await;
+        }
         if let Some(u) = &output.usage {
             let mut cell = usage.lock().unwrap();
             cell.get_or_insert_with(Usage::default).add(u);
@@ -456,9 +516,28 @@ struct AgentIo {
     calls: Calls,
     usage: UsageCell,
     depth: u32,
+    place: Place,
+    /// Model turns taken so far, and tool calls made so far, in this execution: where the next one is journaled.
+    turns: AtomicU32,
+    tool_calls: AtomicU32,
 }
 
 impl AgentIo {
+    fn node_id(&self) -> &str {
+        &self.shared.workflow.nodes[self.node].id
+    }
+
+    /// The idempotency key of the tool call at `at`: the same when the call is made again after a crash.
+    fn key(&self, at: &str) -> String {
+        journal::idempotency_key(self.shared.emitter.run_id(), self.node_id(), self.place.iteration, at)
+    }
+
+    /// Keeps what happened at `at` in the run log, and returns once it is there.
+    async fn journal(&self, at: String, what: What) {
+        let entry = Entry { node: self.node_id().to_string(), iteration: self.place.iteration, at, what };
+        self.shared.emitter.journal(entry).await;
+    }
+
     /// When the agent's `tools.approval` asks for it, waits for a decision on the call; `Some` with what the model
     /// is told when it is rejected.
     async fn approval(&self, tool: &str, server: &str, name: &str, input: &Value) -> Option<String> {
@@ -494,7 +573,42 @@ impl NodeIo for AgentIo {
         self.shared.llm_error(self.node, message);
     }
 
+    fn note(&self, kind: &str, message: &str) {
+        self.shared.emitter.emit(EventKind::log(Some(self.node_id()), kind, message.to_string()));
+    }
+
+    async fn turn(&self, asked: &Value, call: BoxFuture<'_, Result<Value, ModelError>>) -> Result<Value, ModelError> {
+        let at = self.place.within(&format!("t{}", self.turns.fetch_add(1, Ordering::Relaxed)));
+        let asked = journal::digest(asked);
+        if let Some(answer) = self.shared.journal.turn(self.node_id(), self.place.iteration, &at, &asked) {
+            return Ok(answer);
+        }
+        let answer = call.await?;
+        self.journal(at, What::Turn { asked, answer: answer.clone() }).await;
+        Ok(answer)
+    }
+
     async fn call_tool(&self, tool: &str, input: Value) -> Result<Value, String> {
+        let at = self.place.within(&format!("c{}", self.tool_calls.fetch_add(1, Ordering::Relaxed)));
+        // Made before the process that runs this died: what it returned, without calling it again.
+        if let Some(result) = self.shared.journal.tool(self.node_id(), self.place.iteration, &at, tool, &input) {
+            self.calls.lock().unwrap().push(ToolCall {
+                tool: tool.to_string(),
+                input,
+                output: result.as_ref().ok().cloned(),
+                error: result.as_ref().err().cloned(),
+            });
+            return result;
+        }
+        let result = self.call_tool_live(tool, input.clone(), &at).await;
+        self.journal(at, What::Tool { tool: tool.to_string(), arguments: input, output: result.clone() }).await;
+        result
+    }
+}
+
+impl AgentIo {
+    /// Calls a tool for real (it was not journaled): `at` is where, for its idempotency key and a subagent's place.
+    async fn call_tool_live(&self, tool: &str, input: Value, at: &str) -> Result<Value, String> {
         let shared = &self.shared;
         let parent = &shared.workflow.nodes[self.node];
         let call_id = format!("call_{}", CALL_IDS.fetch_add(1, Ordering::Relaxed));
@@ -521,7 +635,7 @@ impl NodeIo for AgentIo {
                 let (server, name) = mcp_tool.expect("checked");
                 match self.approval(tool, server, name, &input).await {
                     Some(rejected) => Err(rejected),
-                    None => match shared.mcp.call(server, name, input.clone()).await {
+                    None => match shared.mcp.call(server, name, input.clone(), Some(&self.key(at))).await {
                         // A tool's own error goes back to the model as the tool's result (SEMANTICS §4).
                         Ok(result) => result,
                         Err(e) => Err(e.to_string()),
@@ -557,7 +671,15 @@ impl NodeIo for AgentIo {
                 let result = PARENT_CALL
                     .scope(
                         Some(call_id.clone()),
-                        execute_once(shared, child, &scope, &child_calls, &self.usage, self.depth + 1),
+                        execute_once(
+                            shared,
+                            child,
+                            &scope,
+                            &child_calls,
+                            &self.usage,
+                            self.depth + 1,
+                            &self.place.subagent(at, &shared.workflow.nodes[child].id),
+                        ),
                     )
                     .await
                     .map_err(|e| e.message);

@@ -8,7 +8,7 @@ import asyncio
 import os
 import sys
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
 
 port = int(sys.argv[2]) if len(sys.argv) > 2 else 8000
@@ -52,6 +52,23 @@ def write_file(path: str, text: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return "written"
+
+
+@server.tool()
+async def tally(path: str, n: int, ctx: Context, hold_file: str = "") -> str:
+    """Appends a line to the file at path: n and the call's idempotency key (from the request's _meta). When
+    hold_file holds n, removes it and then waits an hour: a call in flight, for a test to stop the client during it."""
+    meta = ctx.request_context.meta
+    key = (meta.model_extra or {}).get("switchyard/idempotencyKey", "") if meta else ""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"{n} {key}\n")
+    if hold_file and os.path.exists(hold_file):
+        with open(hold_file, encoding="utf-8") as f:
+            held = f.read().strip()
+        if held == str(n):
+            os.remove(hold_file)
+            await asyncio.sleep(3600)
+    return f"tallied {n}"
 
 
 @server.tool()

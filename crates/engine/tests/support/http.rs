@@ -44,7 +44,24 @@ impl Reply {
         events.push("[DONE]".into());
         Reply::Sse { events: events.into_iter().map(|e| format!("data: {e}\n\n")).collect(), cut_after: None }
     }
+
+    /// An OpenAI-style stream of one tool call (`name` with `arguments`), ending with a finish reason and usage.
+    pub fn openai_tool_call(id: &str, name: &str, arguments: &Value) -> Reply {
+        let call = serde_json::json!({"index": 0, "id": id, "type": "function",
+            "function": {"name": name, "arguments": arguments.to_string()}});
+        let events = [
+            serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]}),
+            serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            serde_json::json!({"choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 5}}),
+        ];
+        let mut events: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        events.push("data: [DONE]\n\n".into());
+        Reply::Sse { events, cut_after: None }
+    }
 }
+
+/// Decides each reply from the request and its number (from 0), for a server that answers what it is asked.
+pub type Responder = Arc<dyn Fn(&Recorded, usize) -> Reply + Send + Sync>;
 
 #[derive(Clone, Debug)]
 pub struct Recorded {
@@ -67,6 +84,11 @@ pub struct TestServer {
 impl TestServer {
     /// Serves `replies` in order, one per request; the last one repeats.
     pub async fn start(replies: Vec<Reply>) -> TestServer {
+        TestServer::answering(Arc::new(move |_, served| replies.get(served).or(replies.last()).cloned().unwrap())).await
+    }
+
+    /// Answers each request with what `respond` makes of it.
+    pub async fn answering(respond: Responder) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -78,11 +100,12 @@ impl TestServer {
                 // Replies are written in pieces (a head, then events): without this, Nagle's algorithm holds each
                 // piece until the client acknowledges the last, which it delays (~40 ms a reply).
                 let _ = socket.set_nodelay(true);
-                let reply = replies.get(served).or(replies.last()).cloned().unwrap();
+                let (at, respond) = (served, respond.clone());
                 served += 1;
                 let recorded = recorded.clone();
                 tokio::spawn(async move {
                     let Some(request) = read_request(&mut socket).await else { return };
+                    let reply = respond(&request, at);
                     recorded.lock().unwrap().push(request);
                     match reply {
                         Reply::Hang => {

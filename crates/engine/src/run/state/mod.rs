@@ -277,6 +277,8 @@ impl RunState {
             Input::ToolAsked { node, .. } => index(node).map(|_| self.is_live()),
             Input::Continued => Ok(self.approvals.has_attended_tool_calls()),
             Input::Cancelled => Ok(self.is_live()),
+            // The journal is the tasks' business: kept by them, never applied here.
+            Input::Journaled(_) => Ok(false),
         }
     }
 
@@ -350,6 +352,7 @@ impl RunState {
             }
             Input::Continued => self.continued(),
             Input::Cancelled => self.cancel(),
+            Input::Journaled(_) => {}
         }
     }
 
