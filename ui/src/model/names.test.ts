@@ -64,3 +64,46 @@ describe("names the app shows for ids", () => {
     expect(namedValue('contains "high"', triage, "agent_3")).toBe('contains "high"');
   });
 });
+
+describe("names in a large workflow", () => {
+  // What displayName means, one search per question: the indexed version must say the same in every case.
+  const reference = (w: Workflow, id: string) => {
+    const node = w.nodes.find((n) => n.id === id);
+    if (!node) return id;
+    const shown = node.name || node.id;
+    const twins = w.nodes.some((n) => n.id !== id && ((n.name || n.id) === shown || n.id === shown));
+    return twins && shown !== id ? `${shown} (${id})` : shown;
+  };
+
+  it("names every node as a search through all nodes would, duplicated ids and names that are ids included", () => {
+    const w = doc([
+      { id: "a", type: "agent", name: "Review" },
+      { id: "b", type: "agent", name: "Review" },
+      { id: "c", type: "agent", name: "d" },
+      { id: "d", type: "agent" },
+      { id: "e", type: "agent", name: "Solo" },
+      { id: "e", type: "agent", name: "Other" },
+      { id: "f", type: "agent", name: "Twin" },
+      { id: "f", type: "agent", name: "Twin" },
+      { id: "g", type: "agent", name: "g" },
+    ]);
+    for (const id of ["a", "b", "c", "d", "e", "f", "g", "missing"]) expect(displayName(w, id)).toBe(reference(w, id));
+  });
+
+  it("sees an edit: another node list is indexed again", () => {
+    const before = doc([{ id: "a", type: "agent", name: "Review" }, { id: "b", type: "agent" }]);
+    expect(displayName(before, "a")).toBe("Review");
+    const after = { ...before, nodes: [...before.nodes, { id: "c", type: "agent", name: "Review" } as Node] };
+    expect(displayName(after, "a")).toBe("Review (a)");
+    expect(displayName(before, "a")).toBe("Review");
+  });
+
+  it("finds an edge by id or by its ends, the first in order, as before", () => {
+    const w = doc([{ id: "x", type: "agent", name: "X" }, { id: "y", type: "agent", name: "Y" }], [{ from: "x", to: "y", handle: "error" }, { id: "named", from: "y", to: "x" }]);
+    expect(edgeTitle(w, "x->y")).toBe("X → Y (on failure)");
+    expect(edgeTitle(w, "x->y:error")).toBe("X → Y (on failure)");
+    expect(edgeTitle(w, "named")).toBe("Y → X");
+    expect(edgeTitle(w, "y->x")).toBe("Y → X");
+    expect(edgeTitle(w, "nowhere")).toBe("nowhere");
+  });
+});

@@ -7,22 +7,62 @@ import { canonicalHandle, sourceHandles } from "./handles";
 import { handleName } from "./labels";
 
 type Doc = Pick<Workflow, "nodes" | "edges">;
+type Node = Workflow["nodes"][number];
+type Edge = Workflow["edges"][number];
+
+/**
+ * The nodes by id (the first of a duplicated id, as a search in order finds it), and how many nodes are shown by
+ * each name: built once per node list (documents are immutable), so that naming the thousands of problems of a large
+ * workflow costs one pass, not one pass per problem.
+ */
+type NodeIndex = { length: number; byId: Map<string, Node>; shown: Map<string, number>; idShown: Map<string, number> };
+const nodeIndexes = new WeakMap<Node[], NodeIndex>();
+function nodeIndex(nodes: Node[]): NodeIndex {
+  let ix = nodeIndexes.get(nodes);
+  if (ix && ix.length === nodes.length) return ix;
+  ix = { length: nodes.length, byId: new Map(), shown: new Map(), idShown: new Map() };
+  for (const n of nodes) {
+    if (!ix.byId.has(n.id)) ix.byId.set(n.id, n);
+    const shown = n.name || n.id;
+    ix.shown.set(shown, (ix.shown.get(shown) ?? 0) + 1);
+    const pair = `${n.id}\u0000${shown}`;
+    ix.idShown.set(pair, (ix.idShown.get(pair) ?? 0) + 1);
+  }
+  nodeIndexes.set(nodes, ix);
+  return ix;
+}
+
+/** The edges by id and by `from->to` (and `from->to:handle`), the first in order for each. */
+const edgeIndexes = new WeakMap<Edge[], { length: number; byId: Map<string, Edge>; byRef: Map<string, Edge> }>();
+function edgeIndex(edges: Edge[]) {
+  let ix = edgeIndexes.get(edges);
+  if (ix && ix.length === edges.length) return ix;
+  ix = { length: edges.length, byId: new Map(), byRef: new Map() };
+  for (const e of edges) {
+    if (e.id != null && !ix.byId.has(e.id)) ix.byId.set(e.id, e);
+    for (const ref of [`${e.from}->${e.to}`, `${e.from}->${e.to}:${e.handle}`]) if (!ix.byRef.has(ref)) ix.byRef.set(ref, e);
+  }
+  edgeIndexes.set(edges, ix);
+  return ix;
+}
 
 /**
  * The name a node is shown by: its name, else its id; with its id after it where another node is shown by the same
  * words (two nodes named "Review"), so that the name alone never leaves a doubt. An id no node has stays as it is.
  */
 export function displayName(workflow: Doc, id: string): string {
-  const node = workflow.nodes.find((n) => n.id === id);
+  const ix = nodeIndex(workflow.nodes);
+  const node = ix.byId.get(id);
   if (!node) return id;
   const shown = node.name || node.id;
-  const twins = workflow.nodes.some((n) => n.id !== id && ((n.name || n.id) === shown || n.id === shown));
+  // Another node (not one with this id) shown by the same words, or whose id is those words.
+  const twins = (ix.shown.get(shown) ?? 0) - (ix.idShown.get(`${id}\u0000${shown}`) ?? 0) > 0 || (shown !== id && ix.byId.has(shown));
   return twins && shown !== id ? `${shown} (${id})` : shown;
 }
 
 /** The label the card shows for the branch `handle` of node `nodeId` (an `if`'s condition, else, approve…), or null. */
 export function branchName(workflow: Doc, nodeId: string | null | undefined, handle: string): string | null {
-  const node = nodeId ? workflow.nodes.find((n) => n.id === nodeId) : undefined;
+  const node = nodeId ? nodeIndex(workflow.nodes).byId.get(nodeId) : undefined;
   if (node) {
     const id = canonicalHandle(node, handle);
     if (!sourceHandles(node).some((h) => h.id === id)) return null;
@@ -40,7 +80,7 @@ const quoted = (name: string) => `“${name}”`;
  * label its card shows, a node in backticks by its name, and an edge `from->to` as "From → To".
  */
 export function namedMessage(message: string, workflow: Doc, nodeId?: string | null): string {
-  const ids = new Set(workflow.nodes.map((n) => n.id));
+  const ids = nodeIndex(workflow.nodes).byId;
   return message
     .replace(/`([^`\s]+)`/g, (whole, token: string) => {
       const branch = nodeId ? branchName(workflow, nodeId, token) : null;
@@ -56,7 +96,8 @@ export function namedMessage(message: string, workflow: Doc, nodeId?: string | n
  * ("Triage → Page (high)"). An edge the workflow does not have is shown as the engine named it.
  */
 export function edgeTitle(workflow: Doc, ref: string): string {
-  const edge = workflow.edges.find((e) => e.id === ref) ?? workflow.edges.find((e) => `${e.from}->${e.to}` === ref || `${e.from}->${e.to}:${e.handle}` === ref);
+  const ix = edgeIndex(workflow.edges);
+  const edge = ix.byId.get(ref) ?? ix.byRef.get(ref);
   if (!edge) return ref;
   const branch = edge.handle ? branchName(workflow, edge.from, edge.handle) : null;
   return `${displayName(workflow, edge.from)} → ${displayName(workflow, edge.to)}${branch ? ` (${branch})` : ""}`;
@@ -68,7 +109,7 @@ export function edgeTitle(workflow: Doc, ref: string): string {
  * `` `agent_3` did not run ``) by their names. `nodeId` is the node the expectation is about.
  */
 export function namedValue(text: string, workflow: Doc, nodeId?: string | null): string {
-  const ids = new Set(workflow.nodes.map((n) => n.id));
+  const ids = nodeIndex(workflow.nodes).byId;
   const ofIf = nodeId ?? workflow.nodes.find((n) => n.type === "if")?.id;
   return namedMessage(text, workflow, nodeId)
     .replace(/\{[^{}]*\}/g, (whole) => {
