@@ -27,6 +27,14 @@ type Sizes = (id: string) => { width: number; height: number } | undefined;
 /** Every node's card as flat arrays (flow coordinates), built once per document change. */
 export type Boxes = { nodes: Node[]; x: Float64Array; y: Float64Array; w: Float64Array; h: Float64Array; index: Map<string, number> };
 
+/** A node's least height, once per node object (documents are immutable: an edit makes new node objects). */
+const leastHeights = new WeakMap<Node, number>();
+function leastHeight(node: Node): number {
+  let h = leastHeights.get(node);
+  if (h === undefined) leastHeights.set(node, (h = minNodeHeight(node)));
+  return h;
+}
+
 export function nodeBoxes(nodes: Node[], sizes?: Sizes): Boxes {
   const n = nodes.length;
   const b: Boxes = { nodes, x: new Float64Array(n), y: new Float64Array(n), w: new Float64Array(n), h: new Float64Array(n), index: new Map() };
@@ -35,7 +43,7 @@ export function nodeBoxes(nodes: Node[], sizes?: Sizes): Boxes {
     b.x[i] = node.position?.x ?? 0;
     b.y[i] = node.position?.y ?? 0;
     b.w[i] = s?.width ?? NODE_WIDTH;
-    b.h[i] = s?.height ?? minNodeHeight(node);
+    b.h[i] = s?.height ?? leastHeight(node);
     b.index.set(node.id, i);
   });
   return b;

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Workflow } from "../types";
-import { edgeKey, emptyWorkflow, holdDraft, useDocument } from "./document";
+import { edgeKey, emptyWorkflow, holdDraft, useDocument, withoutItems } from "./document";
 
 const doc = () => useDocument.getState();
 
@@ -149,5 +149,29 @@ describe("document editing", () => {
     expect(b).toBe("agent"); // the id it took was free once the draft was in
     doc().undo();
     expect(doc().workflow.nodes.map((n) => n.id)).toEqual(["start", "writer"]);
+  });
+});
+
+describe("withoutItems", () => {
+  const chain = (n: number): Workflow => ({
+    switchyard: 1,
+    name: "chain",
+    nodes: Array.from({ length: n }, (_, i) => ({ id: `n${i}`, type: "agent", position: { x: i, y: 0 } }) as Workflow["nodes"][number]),
+    edges: Array.from({ length: n - 1 }, (_, i) => ({ from: `n${i}`, to: `n${i + 1}` }) as Workflow["edges"][number]),
+  });
+
+  it("removes the nodes named, every edge touching them, and the edges named", () => {
+    const w = chain(6);
+    const after = withoutItems(w, ["n2"], ["n4->n5"]);
+    expect(after.nodes.map((n) => n.id)).toEqual(["n0", "n1", "n3", "n4", "n5"]);
+    expect(after.edges.map(edgeKey)).toEqual(["n0->n1", "n3->n4"]);
+    expect(w.nodes).toHaveLength(6); // the document it was given is unchanged
+  });
+
+  it("keeps the node list itself when only edges go, so the canvas re-adopts no node", () => {
+    const w = chain(3);
+    const after = withoutItems(w, [], ["n0->n1"]);
+    expect(after.nodes).toBe(w.nodes);
+    expect(after.edges.map(edgeKey)).toEqual(["n1->n2"]);
   });
 });

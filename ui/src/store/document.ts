@@ -63,6 +63,20 @@ export const emptyWorkflow = (): Workflow => ({
 /** The key an edge is known by on the canvas: its id, or from->to plus handle. */
 export const edgeKey = (e: Edge): string => e.id ?? `${e.from}->${e.to}${e.handle && e.handle !== "output" ? `:${e.handle}` : ""}`;
 
+/**
+ * `w` without the nodes `nodeIds` (and every edge to or from them) and without the edges `edgeKeys`, in one pass over
+ * each list (a selection of hundreds in a 5,000-node document stays instant).
+ */
+export function withoutItems(w: Workflow, nodeIds: Iterable<string>, edgeKeys: Iterable<string>): Workflow {
+  const nodes = new Set(nodeIds);
+  const edges = new Set(edgeKeys);
+  return {
+    ...w,
+    nodes: nodes.size ? w.nodes.filter((n) => !nodes.has(n.id)) : w.nodes,
+    edges: w.edges.filter((e) => !nodes.has(e.from) && !nodes.has(e.to) && !edges.has(edgeKey(e))),
+  };
+}
+
 export function uniqueId(workflow: Workflow, base: string): string {
   const taken = new Set(workflow.nodes.map((n) => n.id));
   if (!taken.has(base)) return base;
@@ -192,11 +206,7 @@ export const useDocument = create<DocumentState>((set, get) => ({
     const edges = selection.edges;
     const refused = keep.size && selection.nodes.some((id) => keep.has(id)) ? "the start node stays: a workflow needs one" : null;
     if (!nodes.length && !edges.length) return refused;
-    get().edit((w) => ({
-      ...w,
-      nodes: w.nodes.filter((n) => !nodes.includes(n.id)),
-      edges: w.edges.filter((e) => !edges.includes(edgeKey(e)) && !nodes.includes(e.from) && !nodes.includes(e.to)),
-    }));
+    get().edit((w) => withoutItems(w, nodes, edges));
     set({ selection: { nodes: [...keep].filter((id) => selection.nodes.includes(id)), edges: [] } });
     return refused;
   },
