@@ -64,6 +64,26 @@ pub struct CallCounts {
     pub tokens_saved: u64,
 }
 
+/// Why the record of model calls could not be read or written, each with its stable code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallsError {
+    /// The file exists and cannot be read, or is not a record of calls (`CALLS_UNREADABLE`).
+    #[error("{0}")]
+    Unreadable(String),
+    /// The record could not be written (`CALLS_UNWRITABLE`).
+    #[error("{0}")]
+    Unwritable(String),
+}
+
+impl CallsError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            CallsError::Unreadable(_) => "CALLS_UNREADABLE",
+            CallsError::Unwritable(_) => "CALLS_UNWRITABLE",
+        }
+    }
+}
+
 /// The record of an evaluation file's model calls, shared by its cases.
 pub struct Calls {
     path: PathBuf,
@@ -80,16 +100,18 @@ pub struct Calls {
 
 impl Calls {
     /// The record at `path`; empty when the file does not exist.
-    pub fn open(path: &Path) -> Result<Calls, String> {
+    pub fn open(path: &Path) -> Result<Calls, CallsError> {
         let file: CallsFile = match std::fs::read_to_string(path) {
             Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                format!(
+                CallsError::Unreadable(format!(
                     "{}: the recorded calls are not readable ({e}); delete the file to record them again",
                     path.display()
-                )
+                ))
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => CallsFile::default(),
-            Err(e) => return Err(format!("{}: cannot read the recorded calls: {e}", path.display())),
+            Err(e) => {
+                return Err(CallsError::Unreadable(format!("{}: cannot read the recorded calls: {e}", path.display())))
+            }
         };
         Ok(Calls::with(path.to_path_buf(), file.calls))
     }
@@ -128,7 +150,7 @@ impl Calls {
 
     /// Writes the record when a call was added; with `prune`, calls nobody asked for this time are dropped (every
     /// case ran, so they belong to prompts that no longer exist).
-    pub fn save(&self, prune: bool) -> Result<bool, String> {
+    pub fn save(&self, prune: bool) -> Result<bool, CallsError> {
         if !self.answers {
             return Ok(false);
         }
@@ -146,7 +168,8 @@ impl Calls {
         }
         let mut text = serde_json::to_string_pretty(&CallsFile { version: 1, calls }).expect("calls are JSON");
         text.push('\n');
-        std::fs::write(&self.path, text).map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+        std::fs::write(&self.path, text)
+            .map_err(|e| CallsError::Unwritable(format!("cannot write {}: {e}", self.path.display())))?;
         Ok(true)
     }
 

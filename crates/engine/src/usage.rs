@@ -31,14 +31,20 @@ pub fn tokens(used: &BTreeMap<String, Usage>) -> u64 {
     used.values().fold(0u64, |sum, u| sum.saturating_add(u.tokens()))
 }
 
-/// The cost of a usage table in US dollars, or the first model that used tokens without a price ("" for calls
-/// made with no model named).
-pub fn cost(used: &BTreeMap<String, Usage>, prices: &BTreeMap<String, Price>) -> Result<f64, String> {
+/// A model that used tokens and has no price, so a cost is unknown: `model` is "" for calls made with no model named.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{model} used tokens and has no price under `prices` in the settings")]
+pub struct Unpriced {
+    pub model: String,
+}
+
+/// The cost of a usage table in US dollars, or the first model that used tokens without a price.
+pub fn cost(used: &BTreeMap<String, Usage>, prices: &BTreeMap<String, Price>) -> Result<f64, Unpriced> {
     let mut total = 0.0;
     for (model, usage) in used {
         match prices.get(model) {
             Some(price) => total += price.cost(usage),
-            None => return Err(model.clone()),
+            None => return Err(Unpriced { model: model.clone() }),
         }
     }
     Ok(total)
@@ -76,6 +82,6 @@ mod tests {
     #[test]
     fn a_model_without_a_price_is_named_instead_of_a_cost() {
         let used = by_model(&[exit("a", 1, 1)], |_| Some("p/unpriced".into()));
-        assert_eq!(cost(&used, &BTreeMap::new()), Err("p/unpriced".to_string()));
+        assert_eq!(cost(&used, &BTreeMap::new()), Err(Unpriced { model: "p/unpriced".into() }));
     }
 }

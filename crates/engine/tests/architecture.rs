@@ -193,3 +193,128 @@ fn the_run_state_knows_nothing_of_tasks_clocks_or_the_run_log() {
     }
     assert!(read >= 5, "the state's files were not found in {}", dir.display());
 }
+
+/// The top-level parts of a generic argument list, split at commas outside `<…>`, `(…)` and `[…]`.
+fn generic_arguments(text: &str) -> Vec<&str> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(text[start..].trim());
+    parts
+}
+
+/// The public functions (and commands: `#[tauri::command]`) in `text` whose return type is `Result<…, String>`, by
+/// name. A `Result<…, String>` inside another type (a tool's answer in `Option<…>`) is data, not the function's error.
+fn bare_string_errors(text: &str) -> Vec<String> {
+    let code = without_tests(text);
+    let mut found = Vec::new();
+    let lines: Vec<&str> = code.lines().collect();
+    for (at, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let command =
+            at > 0 && lines[..at].iter().rev().take(3).any(|l| l.trim_start().starts_with("#[tauri::command"));
+        let rest = match trimmed.strip_prefix("pub ") {
+            Some(rest) => rest,
+            None if command => trimmed,
+            None => continue,
+        };
+        let rest = rest.trim_start_matches("const ").trim_start_matches("async ").trim_start_matches("unsafe ");
+        let Some(rest) = rest.strip_prefix("fn ") else { continue };
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        // The signature runs past its generics and parameters to the body or the `;` of a declaration, over as many
+        // lines as it takes.
+        let from = lines[..at].iter().map(|l| l.len() + 1).sum::<usize>() + line.find("fn ").unwrap() + 3 + name.len();
+        let Some(after) = past_brackets(&code[from..]) else { continue };
+        let tail = &code[from + after..];
+        let signature = &tail[..tail.find(['{', ';']).unwrap_or(tail.len())];
+        let Some(returned) = signature.trim_start().strip_prefix("->") else { continue };
+        let returned = returned.split_whitespace().collect::<Vec<_>>().join(" ");
+        let returned = returned.split(" where ").next().unwrap_or(&returned);
+        let returned = returned.strip_prefix("std::result::").unwrap_or(returned);
+        let Some(arguments) = returned.strip_prefix("Result<").and_then(|r| r.strip_suffix('>')) else { continue };
+        if let [_, error] = generic_arguments(arguments)[..] {
+            if error == "String" || error == "std::string::String" {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+/// How far past a function's generics (`<…>`, if any) and parameters (`(…)`) `text` goes, starting at the first.
+fn past_brackets(text: &str) -> Option<usize> {
+    let mut depth = 0i32;
+    let mut previous = ' ';
+    for (i, c) in text.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' if previous == '-' => {}
+            '>' | ']' => depth -= 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+        previous = c;
+    }
+    None
+}
+
+fn rust_files(dir: &Path, into: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, into);
+        } else if path.extension().is_some_and(|e| e == "rs") && path.file_stem().is_some_and(|s| s != "tests") {
+            into.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_error_reader_sees_bare_string_errors_in_any_signature() {
+    let text = "pub fn a() -> Result<u8, String> {}\nfn b() -> Result<u8, String> {}\npub async fn c(\n    x: u8,\n) \
+                -> Result<Vec<(u8, u8)>, String>\nwhere u8: Copy {}\npub fn d() -> Result<u8, Error> {}\npub fn e() -> \
+                Option<Result<u8, String>> {}\n#[tauri::command]\n#[specta::specta]\nasync fn f() -> Result<(), String> \
+                {}\npub fn h<F: Fn() -> u8>(f: F) -> Result<u8, String>;\npub fn i(f: impl Fn() -> Result<u8, \
+                String>) {}\npub(crate) fn j() -> Result<u8, String> {}\n#[cfg(test)]\nmod tests {\n pub fn g() -> \
+                Result<u8, String> {}\n}";
+    assert_eq!(bare_string_errors(text), ["a", "c", "f", "h"]);
+}
+
+#[test]
+fn no_public_engine_function_or_command_returns_a_bare_string_error() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    let engine = files.len();
+    assert!(engine > 30, "the engine's sources were not found");
+    // The commands: the desktop's, and the server's (which answers the same commands over HTTP) with its API.
+    files.push(root.join("src-tauri/src/commands.rs"));
+    rust_files(&root.join("crates/server/src"), &mut files);
+    let mut found = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        for name in bare_string_errors(&text) {
+            found.push(format!("{} `{name}`", path.strip_prefix(&root).unwrap_or(path).display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these return `Result<_, String>`; give each a typed error (`message_error!` in the engine's lib.rs, or a \
+         thiserror enum where callers branch on the kind):\n{}",
+        found.join("\n")
+    );
+}

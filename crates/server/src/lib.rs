@@ -63,7 +63,7 @@ pub enum ServeError {
     #[error("cannot listen on {addr}: {detail} (is another server on that port? pick one with --listen)")]
     Listen { addr: SocketAddr, detail: String },
     #[error("{0}")]
-    Workflows(String),
+    Workflows(registry::ScanError),
     #[error(transparent)]
     Store(#[from] switchyard_engine::postgres::PgError),
 }

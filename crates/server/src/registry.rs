@@ -19,6 +19,11 @@ use switchyard_engine::postgres::PgStore;
 use switchyard_engine::validate;
 use switchyard_engine::Workflow;
 
+/// Why the workflows folder could not be scanned: it cannot be read, or a version could not be kept in the store.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ScanError(pub String);
+
 /// One served workflow, at its current version.
 #[derive(Clone)]
 pub struct Served {
@@ -140,9 +145,10 @@ impl Registry {
 
     /// Reads the folder again when a file was added, changed or removed since the last scan, registering new
     /// versions in `store`. Blocking.
-    pub fn scan(&self, store: &PgStore) -> Result<Scanned, String> {
-        let files =
-            self.files().map_err(|e| format!("cannot read the workflows folder {}: {e}", self.folder.display()))?;
+    pub fn scan(&self, store: &PgStore) -> Result<Scanned, ScanError> {
+        let files = self
+            .files()
+            .map_err(|e| ScanError(format!("cannot read the workflows folder {}: {e}", self.folder.display())))?;
         let now: BTreeMap<PathBuf, (Option<SystemTime>, u64)> = files
             .iter()
             .map(|p| {
@@ -168,8 +174,9 @@ impl Registry {
                         note(&mut next, &mut scanned, &previous, path, problem);
                         continue;
                     }
-                    let version =
-                        store.register_workflow(&path.display().to_string(), &workflow).map_err(|e| e.to_string())?;
+                    let version = store
+                        .register_workflow(&path.display().to_string(), &workflow)
+                        .map_err(|e| ScanError(e.to_string()))?;
                     if previous.workflows.get(&workflow.name).is_none_or(|p| p.version != version) {
                         scanned.registered.push((workflow.name.clone(), version));
                     }

@@ -92,9 +92,9 @@ pub fn add_case(run: &CaseSource, to: Option<PathBuf>, id: Option<String>) -> Re
     let recorded_calls = calls.len();
     if !calls.is_empty() {
         let record = super::file::calls_path(&path);
-        let kept = crate::recorded::Calls::open(&record).map_err(|e| refuse("CALLS_UNREADABLE", e))?;
+        let kept = crate::recorded::Calls::open(&record).map_err(|e| refuse(e.code(), e.to_string()))?;
         kept.add(calls);
-        kept.save(false).map_err(|e| refuse("CALLS_UNWRITABLE", e))?;
+        kept.save(false).map_err(|e| refuse(e.code(), e.to_string()))?;
     }
     std::fs::write(&path, text)
         .map_err(|e| refuse("EVALS_UNWRITABLE", format!("cannot write {}: {e}", path.display())))?;

@@ -14,7 +14,7 @@ pub fn cost(
     workflow: &Workflow,
     default_model: Option<&str>,
     prices: &BTreeMap<String, Price>,
-) -> Result<f64, String> {
+) -> Result<f64, crate::usage::Unpriced> {
     let used = crate::usage::by_model(events, |node| {
         workflow.nodes.iter().find(|n| n.id == node).and_then(|n| n.model.clone()).or(default_model.map(str::to_string))
     });

@@ -171,7 +171,7 @@ pub async fn run(
     let recorded = Arc::new(if options.repeat > 1 {
         Calls::counting()
     } else {
-        Calls::open(&calls_path).map_err(|e| LoadError::new(e).with_code("CALLS_UNREADABLE").at_file(&calls_path))?
+        Calls::open(&calls_path).map_err(|e| LoadError::new(e.to_string()).with_code(e.code()).at_file(&calls_path))?
     });
     let mut reports: Vec<(usize, CaseReport)> = futures::stream::iter(cases.into_iter().enumerate())
         .map(|(at, case)| {
@@ -213,7 +213,7 @@ pub async fn run(
     let complete = options.case.is_none()
         && !options.offline
         && reports.iter().all(|(_, r)| r.attempts.iter().all(|a| a.error.is_none()));
-    recorded.save(complete).map_err(|e| LoadError::new(e).with_code("CALLS_UNWRITABLE").at_file(&calls_path))?;
+    recorded.save(complete).map_err(|e| LoadError::new(e.to_string()).with_code(e.code()).at_file(&calls_path))?;
     Ok((reports.into_iter().map(|(_, r)| r).collect(), recorded.counts()))
 }
 
@@ -328,12 +328,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         match &cost {
             Ok(usd) if *usd <= max => {}
             Ok(usd) => failures.push(Failure { node: None, name: None, expected, actual: format!("${usd:.6}") }),
-            Err(model) => failures.push(Failure {
-                node: None,
-                name: None,
-                expected,
-                actual: format!("{model} used tokens and has no price under `prices` in the settings"),
-            }),
+            Err(unpriced) => failures.push(Failure { node: None, name: None, expected, actual: unpriced.to_string() }),
         }
     }
     if case.expect.iter().any(|e| matches!(e.check, Check::Code(_))) {

@@ -35,12 +35,17 @@ pub(super) fn check(workflow: &Workflow, report: &mut Report) {
     }
 }
 
+message_error!(
+    /// Why a cron expression is not one a server fires: the count of its fields, or what the cron parser says.
+    CronError
+);
+
 /// A schedule's cron expression, as a server fires it: five fields, in UTC.
-pub fn parse_cron(cron: &str) -> Result<croner::Cron, String> {
+pub fn parse_cron(cron: &str) -> Result<croner::Cron, CronError> {
     if cron.split_whitespace().count() != 5 {
-        return Err(format!("{} fields", cron.split_whitespace().count()));
+        return Err(CronError(format!("{} fields", cron.split_whitespace().count())));
     }
-    croner::Cron::from_str(cron).map_err(|e| e.to_string())
+    croner::Cron::from_str(cron).map_err(|e| CronError(e.to_string()))
 }
 
 /// What makes a trigger unusable, in the order a reader fixes it.
