@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use switchyard_engine::code::consent::TrustStore;
 use switchyard_engine::events::Event;
 use switchyard_engine::format::{self, Format, Loaded};
+use switchyard_engine::journal;
 use switchyard_engine::log::{Observer, RunLog};
 use switchyard_engine::providers::{self, DefaultSource, Providers, Settings};
 use switchyard_engine::run::{self, Outcome};
@@ -84,6 +85,17 @@ enum Command {
         /// With --reuse: the node to run from; it and everything after it run for real.
         #[arg(long, requires = "reuse")]
         from: Option<String>,
+        /// Fork this stored run: a run from the --at node where the model said --answer instead; everything before
+        /// it is reused at no model or tool call.
+        #[arg(long, requires_all = ["at", "answer"], conflicts_with = "reuse", value_name = "RUN")]
+        fork: Option<String>,
+        /// With --fork: NODE (its result is the answer) or NODE#TURN (what the model said at that turn of NODE's
+        /// conversation, from 1; the turns and tool calls before it are replayed).
+        #[arg(long, requires = "fork", value_name = "NODE[#TURN]")]
+        at: Option<String>,
+        /// With --fork: the answer, as text (JSON for a node with an output schema), or @FILE.
+        #[arg(long, requires = "fork", value_name = "TEXT|@FILE")]
+        answer: Option<String>,
         /// Let this run execute the workflow's code steps (python, javascript, bash, lua). Without it, code runs
         /// only when `switchyard trust FILE` recorded this version of the workflow's code.
         #[arg(long)]
@@ -271,10 +283,17 @@ fn main() -> ExitCode {
             no_store,
             reuse,
             from,
+            fork,
+            at,
+            answer,
             allow_code,
             detach,
         } => {
             let reuse = reuse.zip(from);
+            let fork = match (fork, at, answer) {
+                (Some(run), Some(at), Some(answer)) => Some((run, at, answer)),
+                _ => None,
+            };
             runtime.block_on(cmd_run(RunArgs {
                 db,
                 detach,
@@ -288,6 +307,7 @@ fn main() -> ExitCode {
                 step_budget,
                 no_store,
                 reuse,
+                fork,
                 allow_code,
             }))
         }
@@ -570,7 +590,31 @@ struct RunArgs {
     no_store: bool,
     /// A stored run, and the node to run from.
     reuse: Option<(String, String)>,
+    /// A stored run to fork, where (`NODE[#TURN]`), and what the model said there instead (`TEXT|@FILE`).
+    fork: Option<(String, String, String)>,
     allow_code: bool,
+}
+
+/// `--fork RUN --at NODE[#TURN] --answer TEXT|@FILE`.
+fn parse_fork(run: String, at: &str, answer: &str) -> Result<(String, String, run::Fork), Unusable> {
+    let (node, turn) = match at.split_once('#') {
+        None => (at, None),
+        Some((node, turn)) => match turn.parse::<u32>() {
+            Ok(t) if t >= 1 => (node, Some(t)),
+            _ => {
+                return Err(coded(
+                    "INVALID_ARGUMENTS",
+                    format!("--at {at}: the turn after `#` is a number from 1 (the node's first model turn is #1)"),
+                ))
+            }
+        },
+    };
+    let answer = match answer.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| coded("INPUT_UNREADABLE", format!("--answer: cannot read {path}: {e}")))?,
+        None => answer.to_string(),
+    };
+    Ok((run, node.to_string(), run::Fork { turn, answer }))
 }
 
 fn parse_input(raw: &str) -> Result<Value, Unusable> {
@@ -613,10 +657,12 @@ fn sinks(log: Option<Arc<dyn RunLog>>, events: &Option<PathBuf>, json: bool) -> 
 }
 
 async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
+    let fork = args.fork.as_ref().map(|(run, at, answer)| parse_fork(run.clone(), at, answer)).transpose()?;
     let loaded = load(&args.file, args.format)?;
     let input = args.input.as_deref().map(parse_input).transpose()?;
     // The store keeps the run; running from a node reads an earlier run from it even with --no-store.
-    let store = if args.no_store && args.reuse.is_none() { None } else { Some(open_runs(args.db.as_deref())?) };
+    let earlier = args.reuse.is_some() || args.fork.is_some();
+    let store = if args.no_store && !earlier { None } else { Some(open_runs(args.db.as_deref())?) };
     let request = RunRequest {
         workflow_ref: Some(WorkflowRef::new(&args.file, args.format)),
         format: Some(loaded.format),
@@ -625,6 +671,7 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
         model: args.model.clone(),
         step_budget: args.step_budget,
         reuse: args.reuse.clone(),
+        fork: fork.clone(),
         allow_code: args.allow_code,
         ..RunRequest::default()
     };
@@ -654,6 +701,9 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
             let mut unusable = Unusable::from(e);
             if let Some((_, from)) = &args.reuse {
                 unusable.message = format!("--from {from}: {}", unusable.message);
+            }
+            if let Some((_, at, _)) = &args.fork {
+                unusable.message = format!("--at {at}: {}", unusable.message);
             }
             return Err(unusable);
         }
@@ -689,6 +739,10 @@ async fn cmd_run(args: RunArgs) -> Result<u8, Unusable> {
     }
     if let Some((run_id, from)) = &args.reuse {
         errln!("reusing {} of run {run_id} upstream of `{from}`", counted(prepared.reused as u64, "node result"));
+    }
+    if let Some((run_id, node, fork)) = &fork {
+        let at = fork.turn.map_or(format!("`{node}`"), |t| format!("turn {t} of `{node}`"));
+        errln!("forking run {run_id}: the answer given at {at}; what came before it is reused");
     }
     let store = if args.no_store { None } else { store };
     if args.detach {
@@ -960,7 +1014,12 @@ fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8, Unusable> 
             _ => format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()),
         });
     }
+    // Inside each agent: its model turns and tool calls, as the run's journal keeps them.
+    let turns = session::turns(&*store, run_id)?;
     if json {
+        if !turns.is_empty() {
+            out["turns"] = json!(turns);
+        }
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
         let cost = match (row.tokens, row.cost) {
@@ -973,6 +1032,14 @@ fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8, Unusable> 
             let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
             let text: String = text.chars().take(100).collect();
             outln!("  {:<20} {:<9} {}", printable(node), result.status.word(), printable(&text.replace('\n', " ")));
+            let journaled = turns.get(node).map(Vec::as_slice).unwrap_or_default();
+            let model_turns = journaled.iter().filter(|e| matches!(e.what, journal::What::Turn { .. })).count();
+            let tool_calls = journaled.iter().filter(|e| matches!(e.what, journal::What::Tool { .. })).count();
+            if model_turns + tool_calls > 0 {
+                let (model_turns, tool_calls) =
+                    (counted(model_turns as u64, "model turn"), counted(tool_calls as u64, "tool call"));
+                outln!("  {:<20} {model_turns}, {tool_calls} (--json lists them)", "");
+            }
         }
         for p in &result.pending {
             outln!("  waits for `{}`: {}", p.node, printable(&p.message));

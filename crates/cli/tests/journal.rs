@@ -258,3 +258,90 @@ fn on_postgres_a_run_parked_at_each_tool_call_approval_goes_on_mid_conversation_
     let _ = worker.kill();
     let _ = worker.wait();
 }
+
+/// The model of the fork test: `talker` asks `lookup` (a tool nobody has: its error is the result) until three
+/// results are in, then answers; `after` summarises what reached it.
+fn lookups(request: &Recorded) -> Reply {
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    let first = messages.iter().find(|m| m["role"] == "user").and_then(|m| m["content"].as_str()).unwrap_or("");
+    if first.starts_with("Summarise") {
+        return Reply::openai_stream(&["summary of ", first.trim_start_matches("Summarise: ")]);
+    }
+    let results = messages.iter().filter(|m| m["role"] == "tool").count();
+    if results >= 3 {
+        return Reply::openai_stream(&["found three"]);
+    }
+    Reply::openai_tool_call(&format!("call_{results}"), "lookup", &json!({"n": results}))
+}
+
+#[test]
+fn a_fork_at_a_turn_replays_the_conversation_before_it_at_no_call_and_runs_on_from_the_answer_given() {
+    let tokio = tokio::runtime::Runtime::new().unwrap();
+    let server = tokio.block_on(TestServer::answering(Arc::new(|r, _| lookups(r))));
+    let home = Home { dir: tempfile::tempdir().unwrap(), model_url: format!("{}/v1", server.url) };
+    let flow = support::write_file(
+        home.dir.path(),
+        "fork.yaml",
+        "switchyard: 1\nname: fork\ndefaults:\n  model: local/m\nnodes:\n  - {id: start, type: start}\n  - {id: talker, type: agent, user_prompt: Look it up three times}\n  - {id: after, type: agent, user_prompt: \"Summarise: {{ talker.text }}\"}\nedges:\n  - {from: start, to: talker}\n  - {from: talker, to: after}\n",
+    );
+    let run = |args: &[&str]| {
+        let out = home.command(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let (code, result) = support::json_output(args, out);
+        (code, result, stderr)
+    };
+    let (code, first, _) = run(&["run", &flow, "--json"]);
+    assert_eq!(
+        (code, first["results"]["after"]["data"]["text"].as_str()),
+        (0, Some("summary of found three")),
+        "{first}"
+    );
+    assert_eq!(server.requests().len(), 5, "four turns of talker, one of after");
+    let id = first["runId"].as_str().unwrap().to_string();
+    // `show --json` lists what happened inside the agent: its turns and tool calls, in order.
+    let (code, shown, _) = run(&["show", &id, "--json"]);
+    assert_eq!(code, 0, "{shown}");
+    let kinds: Vec<&str> =
+        shown["turns"]["talker"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["turn", "tool", "turn", "tool", "turn", "tool", "turn"], "{shown}");
+    assert_eq!(shown["turns"]["talker"][1]["arguments"], json!({"n": 0}), "{shown}");
+
+    // At turn 3: turns 1 and 2 and their lookups come from the journal; the answer given ends the conversation.
+    let before = server.requests().len();
+    let (code, forked, stderr) =
+        run(&["run", &flow, "--fork", &id, "--at", "talker#3", "--answer", "found it early", "--json"]);
+    assert_eq!(code, 0, "{forked}\n{stderr}");
+    assert!(stderr.contains(&format!("forking run {id}: the answer given at turn 3 of `talker`")), "{stderr}");
+    assert_eq!(forked["results"]["talker"]["data"]["text"], "found it early");
+    assert_eq!(forked["results"]["talker"]["toolCalls"].as_array().map(Vec::len), Some(2), "the two lookups before it");
+    assert_eq!(forked["results"]["after"]["data"]["text"], "summary of found it early");
+    assert_eq!(server.requests().len() - before, 1, "only `after` asks the model");
+    // The fork is a run like any other: stored with where it came from, replayed from its log as it went.
+    let fork_id = forked["runId"].as_str().unwrap().to_string();
+    let replayed = home.command(&["replay", &fork_id]).output().unwrap();
+    assert_eq!(replayed.status.code(), Some(0), "{}", String::from_utf8_lossy(&replayed.stderr));
+
+    // At the node: its result is the answer given, and nothing of it is asked.
+    let before = server.requests().len();
+    let (code, whole, _) = run(&["run", &flow, "--fork", &id, "--at", "talker", "--answer", "all at once", "--json"]);
+    assert_eq!(
+        (code, whole["results"]["after"]["data"]["text"].as_str()),
+        (0, Some("summary of all at once")),
+        "{whole}"
+    );
+    assert_eq!(server.requests().len() - before, 1);
+
+    // A turn the node did not take, or a node the workflow does not have, is refused before anything runs.
+    let before = server.requests().len();
+    let (code, refused, stderr) = run(&["run", &flow, "--fork", &id, "--at", "talker#9", "--answer", "x", "--json"]);
+    assert_eq!((code, refused["errors"][0]["code"].as_str()), (2, Some("REUSE_FAILED")), "{refused}");
+    let message = refused["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("took no turn 9") && message.contains("it took 4"), "{message}");
+    assert!(stderr.contains("error: --at talker#9: "), "said as the flag that asked for it: {stderr}");
+    let (code, refused, _) = run(&["run", &flow, "--fork", &id, "--at", "talker#0", "--answer", "x", "--json"]);
+    assert_eq!((code, refused["errors"][0]["code"].as_str()), (2, Some("INVALID_ARGUMENTS")), "{refused}");
+    let (code, refused, _) = run(&["run", &flow, "--fork", &id, "--at", "nobody", "--answer", "x", "--json"]);
+    assert_eq!(code, 2, "{refused}");
+    assert!(refused["errors"][0]["message"].as_str().unwrap().contains("no such node `nobody`"), "{refused}");
+    assert_eq!(server.requests().len(), before, "nothing was asked");
+}

@@ -45,6 +45,9 @@ pub enum What {
     /// A tool call and what it returned (an error goes back to the model as the tool's result). Its input is
     /// `arguments`: the run log's inputs are tagged `input`.
     Tool { tool: String, arguments: Value, output: Result<Value, String> },
+    /// What the model said at this turn, as a person edited it in a fork of the run (`--fork … --answer`): the
+    /// agent's answer, ending its conversation there.
+    Said { text: String },
     /// A whole model call of the node (its conversation, or a routing question) that answered, under the key the
     /// recorded calls of evaluations use (`recorded.rs`): what a test case made from the run keeps, so that the
     /// case asks again exactly the calls an edit changes. Kept only for runs on a model (not on an answers file).
@@ -108,6 +111,15 @@ impl Journal {
         let tasks = self.tasks.lock().unwrap();
         match tasks.get(&(node.to_string(), iteration))?.get(at)? {
             What::Turn { asked: was, answer } if was == asked => Some(answer.clone()),
+            _ => None,
+        }
+    }
+
+    /// The answer a fork gives at the turn at `at`, when the run was forked there.
+    pub fn said(&self, node: &str, iteration: u32, at: &str) -> Option<String> {
+        let tasks = self.tasks.lock().unwrap();
+        match tasks.get(&(node.to_string(), iteration))?.get(at)? {
+            What::Said { text } => Some(text.clone()),
             _ => None,
         }
     }

@@ -150,6 +150,9 @@ pub struct RunRequest {
     pub step_budget: Option<u32>,
     /// Run from a node: (the stored run whose results stand upstream of it, the node).
     pub reuse: Option<(String, String)>,
+    /// A fork of a stored run: (the run, the node, where at it and the answer given there) — a run from that node
+    /// where the model said that (`run::Reuse::forked`).
+    pub fork: Option<(String, String, run::Fork)>,
     /// The person allows this run's code steps (`--allow-code`), trusted or not.
     pub allow_code: bool,
     /// The system the workflow was read from (`Loaded::format`), when the shell knows it: validation applies that
@@ -389,13 +392,20 @@ pub async fn prepare<S: Store + ?Sized>(
         }
     }
     check_input(&workflow, request.input.as_ref())?;
-    let reuse = match (&request.reuse, store) {
-        (None, _) => None,
-        (Some(_), None) => return Err(SessionError::Reuse("running from a node needs the run store".into())),
-        (Some((run_id, from)), Some(store)) => {
+    let reuse = match (&request.reuse, &request.fork, store) {
+        (None, None, _) => None,
+        (_, _, None) => return Err(SessionError::Reuse("running from a node needs the run store".into())),
+        (Some((run_id, from)), _, Some(store)) => {
             let earlier = store.load(run_id)?;
             Some(
                 Reuse::upstream_of(&workflow, from, run_id, &earlier.recording)
+                    .map_err(|e| SessionError::Reuse(e.0))?,
+            )
+        }
+        (None, Some((run_id, node, fork)), Some(store)) => {
+            let earlier = store.load(run_id)?;
+            Some(
+                Reuse::forked(&workflow, node, fork.clone(), run_id, &earlier.recording)
                     .map_err(|e| SessionError::Reuse(e.0))?,
             )
         }
@@ -895,6 +905,24 @@ pub fn show(store: &dyn Store, run_id: &str) -> Result<(RunRow, RunResult), Sess
         result.state.clear();
     }
     Ok((priced(row, &prices()), result))
+}
+
+/// What happened inside each node of a stored run, in order (`crate::journal`): each model turn's answer as its
+/// provider read it, each tool call with what it returned, and a fork's answer; by node id.
+pub fn turns(
+    store: &dyn Store,
+    run_id: &str,
+) -> Result<std::collections::BTreeMap<String, Vec<crate::journal::Entry>>, SessionError> {
+    let stored = store.load(run_id)?;
+    let mut turns: std::collections::BTreeMap<String, Vec<crate::journal::Entry>> = Default::default();
+    for recorded in stored.recording.inputs {
+        if let crate::record::Input::Journaled(entry) = recorded.input {
+            if !matches!(entry.what, crate::journal::What::Asked { .. }) {
+                turns.entry(entry.node.clone()).or_default().push(*entry);
+            }
+        }
+    }
+    Ok(turns)
 }
 
 /// The runs of the store, newest first, each priced at the settings' prices.

@@ -12,7 +12,7 @@ pub use crate::record::{Input, Recorded, Recording};
 use crate::result::RunStatus;
 pub use crate::result::{Decision, Verdict};
 pub use input::Rebuild;
-pub use reuse::{Reuse, ReusedResult};
+pub use reuse::{Fork, Reuse, ReusedResult};
 pub use state::output_text;
 use state::{stand, Effect, RunState, Standing, Step, Unfit};
 
@@ -460,6 +460,11 @@ impl Scheduler {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         let (tool_asks, asks) = mpsc::unbounded_channel();
         let declared_env = workflow.env.clone();
+        // A fork at a turn: its node's conversation before that turn, and the answer given at it.
+        let journal = crate::journal::Journal::default();
+        for entry in options.reuse.iter().flat_map(|r| r.journal.iter()) {
+            journal.keep(entry.clone());
+        }
         let shared = Arc::new(Shared {
             workflow,
             topo: state.topo.clone(),
@@ -470,7 +475,7 @@ impl Scheduler {
             code: crate::code::CodeRunner::new(runtime.code, declared_env),
             mcp: runtime.mcp,
             model_calls: Mutex::new(HashMap::new()),
-            journal: crate::journal::Journal::default(),
+            journal,
             tool_asks,
         });
         Scheduler {

@@ -300,6 +300,7 @@ async fn run_agent(
         place: place.clone(),
         turns: AtomicU32::new(0),
         tool_calls: AtomicU32::new(0),
+        forked: Mutex::new(None),
     };
     let model = model_for(n.model.as_deref(), shared.default_model.as_deref(), scope)?;
     let model_ref = model.as_deref();
@@ -329,7 +330,14 @@ async fn run_agent(
             first_tool: first_tool.as_deref().filter(|_| repair.is_none()),
             definition: Some(&definition),
         };
-        let output = shared.model.execute(&request, &io).await?;
+        let output = match shared.model.execute(&request, &io).await {
+            // A fork's answer at this turn is the model's answer: the conversation ends with it.
+            Err(_) if io.forked.lock().unwrap().is_some() => {
+                let text = io.forked.lock().unwrap().take().unwrap_or_default();
+                return super::reuse::answer_data(&text, n.output_schema.is_some()).map_err(ModelError::fatal);
+            }
+            other => other?,
+        };
         // A run on a model keeps each call under the key evaluations record calls by (`journal::What::Asked`).
         if shared.answers.is_none() {
             let call = crate::recorded::Call {
@@ -520,6 +528,8 @@ struct AgentIo {
     /// Model turns taken so far, and tool calls made so far, in this execution: where the next one is journaled.
     turns: AtomicU32,
     tool_calls: AtomicU32,
+    /// The answer a fork gave at the turn reached (`journal::What::Said`): the conversation ends there with it.
+    forked: Mutex<Option<String>>,
 }
 
 impl AgentIo {
@@ -579,6 +589,14 @@ impl NodeIo for AgentIo {
 
     async fn turn(&self, asked: &Value, call: BoxFuture<'_, Result<Value, ModelError>>) -> Result<Value, ModelError> {
         let at = self.place.within(&format!("t{}", self.turns.fetch_add(1, Ordering::Relaxed)));
+        if let Some(text) = self.shared.journal.said(self.node_id(), self.place.iteration, &at) {
+            self.note(
+                "forked",
+                &format!("turn {} is the answer given for this fork", self.turns.load(Ordering::Relaxed)),
+            );
+            *self.forked.lock().unwrap() = Some(text);
+            return Err(ModelError::fatal("the conversation ends here with the answer given for this fork"));
+        }
         let asked = journal::digest(asked);
         if let Some(answer) = self.shared.journal.turn(self.node_id(), self.place.iteration, &at, &asked) {
             return Ok(answer);

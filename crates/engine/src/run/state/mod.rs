@@ -572,7 +572,12 @@ impl RunState {
             NodeType::Agent | NodeType::Script => {
                 if let Some(reused) = self.reuse.as_ref().and_then(|r| r.result(&n.id, iteration)).cloned() {
                     let from = self.reuse.as_ref().map_or("", |r| r.run.as_str());
-                    self.emit(EventKind::log(Some(&n.id), "reused", format!("result of run {from}")));
+                    let forked = self.reuse.as_ref().is_some_and(|r| r.fork.is_some() && r.from == n.id);
+                    let said = match forked {
+                        true => format!("the answer given for this fork of run {from}"),
+                        false => format!("result of run {from}"),
+                    };
+                    self.emit(EventKind::log(Some(&n.id), "reused", said));
                     let outcome = node::NodeOutcome {
                         data: reused.data,
                         tool_calls: reused.tool_calls,
