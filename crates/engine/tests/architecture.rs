@@ -95,6 +95,151 @@ fn cycle_through(graph: &Graph, from: &str) -> Option<Vec<String>> {
     None
 }
 
+/// Files mounted with `#[path]` under another module than their place says: the PostgreSQL store is
+/// `crate::postgres` (feature `postgres`), kept in `store/postgres.rs` as part of `store`, with its `team` module beside it.
+const MOUNTED: [(&str, &str); 2] =
+    [("store/postgres.rs", "store::postgres"), ("store/team.rs", "store::postgres::team")];
+
+/// Reads one path's use tree at the start of `text` (after `prefix::`): `a::b`, `a::{b, c::{self, D}}`, adding each
+/// path it names to `out`; returns how far it read.
+fn use_tree(text: &str, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let ident = |s: &str| s.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(s.len());
+    let skip = |s: &str, at: usize| at + s[at..].len() - s[at..].trim_start_matches([' ', '\n', '\t', ',']).len();
+    if text.starts_with('{') {
+        let mut at = 1;
+        loop {
+            at = skip(text, at);
+            if at >= text.len() || text[at..].starts_with('}') {
+                return at + 1;
+            }
+            let read = use_tree(&text[at..], prefix, out);
+            if read == 0 {
+                // Not a path (`*`, `r#x`): step over it.
+                at += text[at..].chars().next().map_or(1, char::len_utf8);
+            }
+            at += read;
+        }
+    }
+    let end = ident(text);
+    if end == 0 {
+        return 0;
+    }
+    let mut path = prefix.to_vec();
+    path.push(text[..end].to_string());
+    match text[end..].strip_prefix("::") {
+        Some(rest) if !rest.starts_with('<') => end + 2 + use_tree(rest, &path, out),
+        _ => {
+            out.push(path);
+            end
+        }
+    }
+}
+
+/// The module (segments) each path in `text` names, read from inside module `me` whose child modules are `children`:
+/// `crate::a::b`, `super::c`, `self::d`, `child::e`, grouped or not. Paths are as written; which module they land in
+/// is `deep_engine`'s to say.
+fn named_paths(text: &str, me: &[String], children: &BTreeSet<String>) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &text[at..];
+        let Some(c) = rest.chars().next() else { break };
+        let before = text[..at].chars().next_back();
+        if !(is_ident(c) && before.is_none_or(|b| !is_ident(b) && b != ':')) {
+            at += c.len_utf8();
+            continue;
+        }
+        let end = rest.find(|c: char| !is_ident(c)).unwrap_or(rest.len());
+        let head = &rest[..end];
+        let Some(after) = rest[end..].strip_prefix("::") else {
+            at += end;
+            continue;
+        };
+        let mut base: Vec<String> = match head {
+            "crate" => Vec::new(),
+            "self" => me.to_vec(),
+            "super" => me[..me.len().saturating_sub(1)].to_vec(),
+            child if children.contains(child) => [me, &[child.to_string()]].concat(),
+            _ => {
+                at += end;
+                continue;
+            }
+        };
+        let mut after = after;
+        while let Some(more) = after.strip_prefix("super::") {
+            base.pop();
+            after = more;
+        }
+        let read = use_tree(after, &base, &mut out);
+        if head != "crate" && head != "self" && head != "super" && read == 0 {
+            out.push(base);
+        }
+        at = text.len() - after.len() + read.max(1);
+    }
+    out
+}
+
+/// Every engine module at any depth (`eval`, `eval::runner`, `run::state::routing`) and the modules it uses, other
+/// than its own submodules (a module is made of them: its children use it and each other, never back).
+fn deep_engine() -> Graph {
+    modules_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The modules of the crate whose sources are in `src`, at any depth, and the modules each uses.
+fn modules_under(src: &Path) -> Graph {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut modules: BTreeMap<String, String> = BTreeMap::new();
+    for path in &files {
+        let relative = path.strip_prefix(src).unwrap().to_string_lossy().replace('\\', "/");
+        if relative == "lib.rs" {
+            continue;
+        }
+        let name = match MOUNTED.iter().find(|(file, _)| *file == relative) {
+            Some((_, module)) => module.to_string(),
+            None => {
+                let stem = relative.trim_end_matches(".rs").trim_end_matches("/mod");
+                stem.replace('/', "::")
+            }
+        };
+        let text = std::fs::read_to_string(path).unwrap();
+        let code: String = without_tests(&text)
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        modules.insert(name, code);
+    }
+    let mut graph = Graph::new();
+    for (module, code) in &modules {
+        let me: Vec<String> = module.split("::").map(String::from).collect();
+        let children: BTreeSet<String> = code
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim_start();
+                let l = l.strip_prefix("pub ").or_else(|| l.strip_prefix("pub(crate) ")).unwrap_or(l);
+                let name = l.strip_prefix("mod ")?.strip_suffix(';')?;
+                Some(name.trim().to_string())
+            })
+            .collect();
+        let uses = graph.entry(module.clone()).or_default();
+        for mut path in named_paths(code, &me, &children) {
+            if path.first().is_some_and(|p| p == "postgres") {
+                path.insert(0, "store".to_string());
+            }
+            // The longest prefix that is a module: `eval::runner::run` is in `eval::runner`, `crate::Workflow` in none.
+            let found = (1..=path.len()).rev().map(|n| path[..n].join("::")).find(|m| modules.contains_key(m));
+            if let Some(used) = found {
+                if used != *module && !used.starts_with(&format!("{module}::")) {
+                    uses.insert(used);
+                }
+            }
+        }
+    }
+    graph
+}
+
 #[test]
 fn the_module_reader_sees_plain_and_grouped_paths() {
     let text = "use crate::a::B;\nuse crate::{c, d::E};\nlet x = crate::f::g();";
@@ -114,6 +259,71 @@ fn no_engine_module_uses_a_module_that_uses_it_back() {
     assert!(graph.len() > 15, "the engine's modules were not found: {graph:?}");
     let cycles: Vec<String> = graph.keys().filter_map(|m| cycle_through(&graph, m)).map(|c| c.join(" → ")).collect();
     assert!(cycles.is_empty(), "modules that use each other in a circle:\n{}", cycles.join("\n"));
+}
+
+#[test]
+fn the_submodule_reader_resolves_super_self_children_and_nested_groups() {
+    let me = ["eval".to_string(), "runner".to_string()];
+    let children = BTreeSet::from(["inner".to_string()]);
+    let text = "use super::{check::{self, Failure}, file::X};\nuse crate::a::{b, c::D};\nlet x = super::judge::f();\n\
+                inner::g(); self::h::I; super::super::top::J; std::fs::read(); other::inner::k(); Vec::<u8>::new();";
+    let paths: Vec<String> = named_paths(text, &me, &children).iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        paths,
+        [
+            "eval::check::self",
+            "eval::check::Failure",
+            "eval::file::X",
+            "a::b",
+            "a::c::D",
+            "eval::judge::f",
+            "eval::runner::inner::g",
+            "eval::runner::h::I",
+            "top::J",
+        ]
+    );
+    let graph = deep_engine();
+    let uses = |m: &str| graph.get(m).cloned().unwrap_or_default();
+    assert!(uses("eval::runner").contains("eval::judge"), "{:?}", uses("eval::runner"));
+    assert!(uses("run::state::routing").contains("document"), "{:?}", uses("run::state::routing"));
+    assert!(uses("store::postgres").contains("store"), "the PostgreSQL store is part of `store`");
+    assert!(!uses("eval").contains("eval::runner"), "a module's own submodules are not uses");
+}
+
+#[test]
+fn a_circle_between_two_submodules_is_found_though_their_parents_use_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("eval")).unwrap();
+    for (file, text) in [
+        ("lib.rs", "pub mod eval;\npub mod session;"),
+        ("session.rs", "pub fn run() {}"),
+        ("eval/mod.rs", "pub mod judge;\npub mod runner;\npub use runner::run;"),
+        ("eval/runner.rs", "use super::judge::judge_all;\nuse crate::session;"),
+        ("eval/judge.rs", "use super::{check, runner::CaseError};"),
+    ] {
+        std::fs::write(src.join(file), text).unwrap();
+    }
+    let graph = modules_under(src);
+    assert_eq!(graph["eval"], BTreeSet::new(), "the parent uses none but its own submodules");
+    let cycles: Vec<Vec<String>> = graph.keys().filter_map(|m| cycle_through(&graph, m)).collect();
+    assert_eq!(
+        cycles,
+        [["eval::judge", "eval::runner", "eval::judge"], ["eval::runner", "eval::judge", "eval::runner"]]
+            .map(|c| c.map(String::from).to_vec())
+    );
+}
+
+#[test]
+fn no_engine_module_at_any_depth_uses_a_module_that_uses_it_back() {
+    let graph = deep_engine();
+    assert!(graph.keys().any(|m| m == "run::state::routing"), "the submodules were not found: {graph:?}");
+    let cycles: Vec<String> = graph.keys().filter_map(|m| cycle_through(&graph, m)).map(|c| c.join(" → ")).collect();
+    assert!(
+        cycles.is_empty(),
+        "modules that use each other in a circle (move what both need to a module both use):\n{}",
+        cycles.join("\n")
+    );
 }
 
 #[test]
@@ -296,7 +506,7 @@ fn the_error_reader_sees_bare_string_errors_in_any_signature() {
 
 #[test]
 fn no_public_engine_function_or_command_returns_a_bare_string_error() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
     let mut files = Vec::new();
     rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
     let engine = files.len();
@@ -308,7 +518,8 @@ fn no_public_engine_function_or_command_returns_a_bare_string_error() {
     for path in &files {
         let text = std::fs::read_to_string(path).unwrap();
         for name in bare_string_errors(&text) {
-            found.push(format!("{} `{name}`", path.strip_prefix(&root).unwrap_or(path).display()));
+            let path = path.canonicalize().unwrap();
+            found.push(format!("{} `{name}`", path.strip_prefix(&root).unwrap_or(&path).display()));
         }
     }
     assert!(

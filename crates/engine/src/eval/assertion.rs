@@ -5,8 +5,8 @@
 use serde_json::{json, Value};
 
 use super::check::{self, Failure};
+use super::collect::CaseError;
 use super::file::{Check, CodeCheck, Expectation};
-use super::runner::CaseError;
 use crate::document::{Edge, Node, NodeType, Workflow};
 use crate::result::{NodeStatus, RunResult};
 use crate::session::RunRequest;
@@ -48,7 +48,7 @@ pub async fn assert_all(
         });
         let request = RunRequest { input: Some(input), allow_code, offline: true, ..RunRequest::default() };
         let (outcome, _, _) =
-            super::runner::run_collecting(assertion_workflow(c), request, None).await.map_err(|e| CaseError {
+            super::collect::run_collecting(assertion_workflow(c), request, None).await.map_err(|e| CaseError {
                 code: e.code().into(),
                 message: format!("the code assertion could not run: {e}"),
             })?;

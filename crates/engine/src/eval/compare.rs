@@ -1,87 +1,14 @@
 //! Comparing an evaluation with an earlier one (`switchyard eval FILE --baseline REPORT`): per case, whether it
 //! improved, regressed or stayed, which nodes' outputs changed, and tokens and time side by side. A pure function of
-//! the two reports.
+//! the two reports; what it gives (`Comparison`) is part of a report, so its types are in `report`.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::report::Report;
+pub use super::report::{CaseChange, Change, Comparison, NodeChange, NodeVerdict};
 use super::runner::Verdict;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub enum Change {
-    /// It passes now and did not before.
-    Improved,
-    /// It passed before and does not now.
-    Regressed,
-    Unchanged,
-    /// The baseline has no such case.
-    New,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct CaseChange {
-    pub id: String,
-    pub change: Change,
-    pub before: Option<String>,
-    pub after: Verdict,
-    /// Nodes whose output differs from the baseline's (or ran in only one of them), by node id.
-    pub changed_nodes: Vec<String>,
-    /// Every node that ran in either, by node id, with both outputs: what a compare view colours and shows side by
-    /// side.
-    pub nodes: Vec<NodeChange>,
-    #[cfg_attr(feature = "specta", specta(type = SideBySide))]
-    pub tokens: (Option<u64>, u64),
-    #[cfg_attr(feature = "specta", specta(type = SideBySide))]
-    pub duration_ms: (Option<u64>, u64),
-}
-
-/// Before and after, as the bindings see them.
-#[cfg(feature = "specta")]
-type SideBySide = (Option<u32>, u32);
-
-/// What became of one node between the baseline and now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(rename_all = "lowercase")]
-pub enum NodeVerdict {
-    /// An expectation about it fails now and did not before.
-    Regressed,
-    /// Its output differs (or it ran in only one of the two).
-    Changed,
-    Unchanged,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(rename_all = "camelCase")]
-pub struct NodeChange {
-    pub node: String,
-    pub change: NodeVerdict,
-    /// Its output (or error) in the baseline; none when it did not run there.
-    pub before: Option<String>,
-    pub after: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct Comparison {
-    pub baseline: String,
-    #[cfg_attr(feature = "specta", specta(type = u32))]
-    pub improved: usize,
-    #[cfg_attr(feature = "specta", specta(type = u32))]
-    pub regressed: usize,
-    #[cfg_attr(feature = "specta", specta(type = u32))]
-    pub unchanged: usize,
-    pub cases: Vec<CaseChange>,
-}
 
 /// Compares `report` with `baseline`, an earlier report as `--json` wrote it (`baseline_name` says where it came from).
 pub fn compare(report: &Report, baseline: &Value, baseline_name: &str) -> Comparison {

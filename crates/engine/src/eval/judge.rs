@@ -5,8 +5,8 @@
 use serde_json::{json, Value};
 
 use super::check::{self, Failure};
+use super::collect::CaseError;
 use super::file::{Check, Expectation, JudgeCheck};
-use super::runner::CaseError;
 use crate::document::{Edge, Node, NodeType, Workflow};
 use crate::result::{NodeStatus, RunResult};
 use crate::session::RunRequest;
@@ -58,7 +58,7 @@ pub async fn judge(j: &JudgeCheck, output: &str, model: Option<String>, asking: 
         offline: asking.offline,
         ..RunRequest::default()
     };
-    match super::runner::run_collecting(judge_workflow(), request, None).await {
+    match super::collect::run_collecting(judge_workflow(), request, None).await {
         Ok((outcome, events, _)) => verdict(&outcome.result, check::spent(&events, None).tokens),
         Err(e) => {
             let setup = CaseError { code: e.code().into(), message: format!("the judge could not run: {e}") };
@@ -76,7 +76,7 @@ fn verdict(result: &RunResult, tokens: u64) -> Judged {
         let setup = r
             .error_code
             .as_deref()
-            .filter(|c| super::runner::SETUP_CODES.contains(c))
+            .filter(|c| super::collect::SETUP_CODES.contains(c))
             .map(|code| CaseError { code: code.into(), message: reason.clone() });
         return Judged { score: None, reason, tokens, setup };
     }

@@ -6,6 +6,7 @@
 pub mod add;
 pub mod assertion;
 pub mod check;
+mod collect;
 pub mod compare;
 pub mod cost;
 pub mod file;

@@ -39,7 +39,81 @@ pub struct Report {
     pub calls: CallCounts,
     /// How it compares with a baseline report (`--baseline`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub comparison: Option<super::compare::Comparison>,
+    pub comparison: Option<Comparison>,
+}
+
+// How a report compares with a baseline: `Comparison` and its parts, which `compare::compare` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub enum Change {
+    /// It passes now and did not before.
+    Improved,
+    /// It passed before and does not now.
+    Regressed,
+    Unchanged,
+    /// The baseline has no such case.
+    New,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct CaseChange {
+    pub id: String,
+    pub change: Change,
+    pub before: Option<String>,
+    pub after: Verdict,
+    /// Nodes whose output differs from the baseline's (or ran in only one of them), by node id.
+    pub changed_nodes: Vec<String>,
+    /// Every node that ran in either, by node id, with both outputs: what a compare view colours and shows side by
+    /// side.
+    pub nodes: Vec<NodeChange>,
+    #[cfg_attr(feature = "specta", specta(type = SideBySide))]
+    pub tokens: (Option<u64>, u64),
+    #[cfg_attr(feature = "specta", specta(type = SideBySide))]
+    pub duration_ms: (Option<u64>, u64),
+}
+
+/// Before and after, as the bindings see them.
+#[cfg(feature = "specta")]
+type SideBySide = (Option<u32>, u32);
+
+/// What became of one node between the baseline and now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "lowercase")]
+pub enum NodeVerdict {
+    /// An expectation about it fails now and did not before.
+    Regressed,
+    /// Its output differs (or it ran in only one of the two).
+    Changed,
+    Unchanged,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase")]
+pub struct NodeChange {
+    pub node: String,
+    pub change: NodeVerdict,
+    /// Its output (or error) in the baseline; none when it did not run there.
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Comparison {
+    pub baseline: String,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
+    pub improved: usize,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
+    pub regressed: usize,
+    #[cfg_attr(feature = "specta", specta(type = u32))]
+    pub unchanged: usize,
+    pub cases: Vec<CaseChange>,
 }
 
 /// Now, as reports and runs give times (RFC 3339, milliseconds, UTC).

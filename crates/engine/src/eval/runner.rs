@@ -11,16 +11,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::check::{self, Failure};
+pub use super::collect::CaseError;
+use super::collect::{run_collecting, SETUP_CODES};
 use super::file::{AnswersRef, Case, Check, Suite};
 use crate::answers::{Answers, OneOrMany};
-use crate::events::Event;
 use crate::format::{self, LoadError};
-use crate::log::Collector;
-use crate::log::RunLog;
 use crate::recorded::{CallCounts, Calls};
 use crate::result::RunStatus;
-use crate::run::Outcome;
-use crate::session::{self, RunRequest, SessionError, Sinks, WorkflowRef};
+use crate::session::{self, RunRequest, WorkflowRef};
 use crate::store::RunStore;
 use crate::Workflow;
 
@@ -96,13 +94,6 @@ pub struct Attempt {
     /// earlier node answered differently).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub asked: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct CaseError {
-    pub code: String,
-    pub message: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -368,33 +359,6 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
             .collect(),
     }
 }
-
-/// Prepares and runs a workflow through the session, as every case, judge and code assertion runs, kept in `store`
-/// when given: its outcome, the events it emitted, and the model its nodes that name none used.
-pub(super) async fn run_collecting(
-    workflow: Workflow,
-    request: RunRequest,
-    store: Option<&Arc<RunStore>>,
-) -> Result<(Outcome, Vec<Event>, Option<String>), SessionError> {
-    let prepared = session::prepare(workflow, request, store.map(Arc::as_ref)).await?;
-    let model = prepared.options.model.clone();
-    let seen = Collector::default();
-    let (log, _claim): (Option<Arc<dyn RunLog>>, _) = match store {
-        Some(store) => (Some(store.clone() as Arc<dyn RunLog>), Some(session::begin(store, &prepared)?)),
-        None => (None, None),
-    };
-    let carry = prepared.carry();
-    let outcome = session::run(prepared, Sinks { log: log.clone(), observers: vec![Arc::new(seen.clone())] }).await;
-    // A case's run that paused waits for a decision the case does not give, and none will come: once its result is
-    // taken, it is ended, cancelled, so that the store (and History) never lists it as waiting for someone.
-    if let (Some(store), Some(log), RunStatus::Paused) = (store, log, outcome.result.status) {
-        session::end_paused(store.as_ref(), log, &outcome.result.run_id, carry).await?;
-    }
-    Ok((outcome, seen.events(), model))
-}
-
-/// Failure codes that mean the case could not run here (docs/errors.md), not that the workflow misbehaved.
-pub(super) const SETUP_CODES: [&str; 4] = ["CODE_NEEDS_CONSENT", "NO_MODEL", "UNKNOWN_PROVIDER", "OFFLINE_UNRECORDED"];
 
 /// The case's answers: its answers file or inline mapping, if it has one.
 fn answers_for(case: &Case, dir: &Path) -> Result<Option<Answers>, String> {
