@@ -36,6 +36,7 @@ import { edgeTypes } from "./WorkflowEdge";
 import { CanvasContextMenu, CanvasMenu, type MenuRequest } from "./CanvasMenu";
 import { revealNow } from "./reveal";
 import { boxesBounds, nodeAt, nodeBoxes, Overview, wantsOverview } from "./Overview";
+import { CULL_FROM, nearRegion, parseRegion, regionKey } from "./culling";
 
 const nodeTypes = { workflow: WorkflowNode };
 
@@ -62,6 +63,50 @@ function applySelect(selection: Selection, kind: keyof Selection, changes: { id:
   }
   const next = [...ids];
   return next.length === selection[kind].length && next.every((id, i) => id === selection[kind][i]) ? selection : { ...selection, [kind]: next };
+}
+
+/** What a canvas edge is made of besides its document edge. */
+type EdgeInputs = { source: DocumentNode | undefined; place: { x: number; y: number } | undefined; lit: unknown; problem: unknown; selected: boolean; running: boolean };
+
+const sameInputs = (a: EdgeInputs, b: EdgeInputs) =>
+  a.source === b.source && a.place?.x === b.place?.x && a.place?.y === b.place?.y && a.lit === b.lit && a.problem === b.problem && a.selected === b.selected && a.running === b.running;
+
+/** The canvas edge of a document edge. */
+export function flowEdge(e: Edge, key: string, { source, place, lit, problem, selected, running }: EdgeInputs): FlowEdge {
+  const handle = edgeHandle(e);
+  return {
+    id: key,
+    type: "workflow",
+    source: e.from,
+    target: e.to,
+    sourceHandle: canonicalHandle(source, handle),
+    targetHandle: "input",
+    label: edgeLabel(e, source) || undefined,
+    data: { ...(place && { labelX: place.x, labelY: place.y }), fullLabel: edgeLabel(e, source, { whole: true }) },
+    selected,
+    animated: Boolean(lit) && running,
+    className: [handle === "subagent" ? "edge-subagent" : "", handle === "error" ? "edge-error" : "", lit ? "edge-followed" : "", problem ? "edge-problem" : ""].join(" "),
+    markerEnd: handle === "subagent" ? undefined : { type: MarkerType.ArrowClosed },
+  };
+}
+
+/** Whether two canvas edges show the same thing (what `flowEdge` sets). */
+export function sameFlowEdge(a: FlowEdge, b: FlowEdge): boolean {
+  const [da, db] = [a.data ?? {}, b.data ?? {}];
+  return (
+    a.id === b.id &&
+    a.source === b.source &&
+    a.target === b.target &&
+    a.sourceHandle === b.sourceHandle &&
+    a.label === b.label &&
+    a.selected === b.selected &&
+    a.animated === b.animated &&
+    a.className === b.className &&
+    (a.markerEnd === undefined) === (b.markerEnd === undefined) &&
+    da.labelX === db.labelX &&
+    da.labelY === db.labelY &&
+    da.fullLabel === db.fullLabel
+  );
 }
 
 export function Canvas() {
@@ -160,10 +205,21 @@ export function Canvas() {
   const pendingView = useRef<{ x: number; y: number; zoom: number } | null>(null);
   const NONE = useMemo(() => ({ nodes: [] as FlowNode<CanvasNodeData>[], edges: [] as FlowEdge[] }), []);
 
+  // A large workflow: React Flow is given only the nodes and edges near the view (components/culling.ts), so that
+  // an edit, a drag frame or a selection costs what is on screen, not the whole document. The region changes when
+  // the view moves on by about its own size; in the overview React Flow is given nothing anyway.
+  const large = workflow.nodes.length >= CULL_FROM;
+  const regionNow = useStore((s) => (large && !shown.current ? regionKey(s.transform, s.width, s.height) : ""));
+  const near = useMemo(() => {
+    const region = parseRegion(regionNow);
+    if (showOverview || !region) return null;
+    return nearRegion(boxes, workflow.edges, region, selection.nodes, new Set(selection.edges), edgeKey);
+  }, [boxes, workflow.edges, regionNow, selection.nodes, selection.edges, showOverview]);
+
   const nodes: FlowNode<CanvasNodeData>[] = useMemo(() => {
     if (showOverview) return NONE.nodes;
     const selected = new Set(selection.nodes);
-    return workflow.nodes.map((n) => {
+    return (near ? workflow.nodes.filter((n) => near.nodes.has(n.id)) : workflow.nodes).map((n) => {
       const hit = cache.current.get(n);
       if (hit && hit.selected === selected.has(n.id)) return hit;
       const size = measured.current.get(n.id) ?? { width: NODE_WIDTH, height: minNodeHeight(n) };
@@ -179,7 +235,7 @@ export function Canvas() {
       cache.current.set(n, node);
       return node;
     });
-  }, [workflow.nodes, selection.nodes, showOverview, NONE]);
+  }, [workflow.nodes, selection.nodes, showOverview, NONE, near]);
 
   // Label chips are placed once for all edges, so that no two overlap.
   const labels = useMemo(() => {
@@ -210,34 +266,45 @@ export function Canvas() {
     return placeLabels(items, { obstacles: workflow.nodes.map((n) => box(n, measured.current.get(n.id)?.height ?? minNodeHeight(n))) });
   }, [workflow.nodes, workflow.edges, showOverview]);
 
+  // Edge objects keep their identity while what they show is unchanged, and the array keeps its identity while every
+  // edge does: React Flow rebuilds its connection index (all edges) whenever it is given another array, which took
+  // most of every drag frame and every selection change at 5,000 edges.
+  const edgeCache = useRef(new WeakMap<Edge, EdgeInputs & { edge: FlowEdge }>());
+  const lastEdges = useRef<FlowEdge[]>([]);
   const edges: FlowEdge[] = useMemo(() => {
-      if (showOverview) return NONE.edges;
-      const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
-      const selectedEdges = new Set(selection.edges);
-      return workflow.edges.map((e) => {
-        const key = edgeKey(e);
-        const handle = edgeHandle(e);
-        const lit = followed[`${e.from}->${e.to}`];
-        const problem = byEdge[key] ?? byEdge[`${e.from}->${e.to}`];
-        const place = labels[key];
-        const source = byId.get(e.from);
-        return {
-          id: key,
-          type: "workflow",
-          source: e.from,
-          target: e.to,
-          sourceHandle: canonicalHandle(source, handle),
-          targetHandle: "input",
-          label: edgeLabel(e, source) || undefined,
-          data: { ...(place && { labelX: place.x, labelY: place.y }), fullLabel: edgeLabel(e, source, { whole: true }) },
-          selected: selectedEdges.has(key),
-          animated: Boolean(lit) && useRun.getState().status === "running",
-          className: [handle === "subagent" ? "edge-subagent" : "", handle === "error" ? "edge-error" : "", lit ? "edge-followed" : "", problem ? "edge-problem" : ""].join(" "),
-          markerEnd: handle === "subagent" ? undefined : { type: MarkerType.ArrowClosed },
-        };
-      });
-    }, [workflow.edges, workflow.nodes, selection.edges, followed, byEdge, labels, showOverview, NONE]);
-
+    if (showOverview) return NONE.edges;
+    const byId = new Map(workflow.nodes.map((n) => [n.id, n]));
+    const selectedEdges = new Set(selection.edges);
+    const running = useRun.getState().status === "running";
+    const previous = lastEdges.current;
+    const given = near ? workflow.edges.filter((e) => near.edges.has(e)) : workflow.edges;
+    let same = given.length === previous.length;
+    const next = given.map((e, i) => {
+      const key = edgeKey(e);
+      const inputs: EdgeInputs = {
+        source: byId.get(e.from),
+        place: labels[key],
+        lit: followed[`${e.from}->${e.to}`],
+        problem: byEdge[key] ?? byEdge[`${e.from}->${e.to}`],
+        selected: selectedEdges.has(key),
+        running,
+      };
+      const hit = edgeCache.current.get(e);
+      let edge: FlowEdge;
+      if (hit && sameInputs(hit, inputs)) edge = hit.edge;
+      else {
+        const fresh = flowEdge(e, key, inputs);
+        // A moved source node changes nothing an edge shows: the edge stays the same object.
+        edge = hit && sameFlowEdge(hit.edge, fresh) ? hit.edge : fresh;
+        edgeCache.current.set(e, { ...inputs, edge });
+      }
+      if (same && previous[i] !== edge) same = false;
+      return edge;
+    });
+    if (same) return previous;
+    lastEdges.current = next;
+    return next;
+  }, [workflow.edges, workflow.nodes, selection.edges, followed, byEdge, labels, showOverview, NONE, near]);
 
   const onNodesChange = useCallback((changes: NodeChange[]) => {
     for (const c of changes) if (c.type === "dimensions" && c.dimensions) measured.current.set(c.id, c.dimensions);
