@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { act, fireEvent, render, screen } from "@testing-library/react";
 import { ReactFlowProvider } from "@xyflow/react";
 import type { Event } from "../types";
-import { ApprovalDialog, BottomPanel, HelpPanel } from "./Panels";
+import { ApprovalDialog, BottomPanel, HelpPanel, PROBLEMS_SHOWN } from "./Panels";
 import { useValidation } from "../store/validation";
 import { useDocument, emptyWorkflow } from "../store/document";
 import { useRun } from "../store/run";
@@ -86,6 +86,24 @@ describe("panels", () => {
       "Severity branch “high” is not connected; when it matches, the branch ends here UNCONNECTED_BRANCH",
       "Severity branch “else” is not connected; when nothing matches, the branch ends here UNCONNECTED_BRANCH",
     ]);
+  });
+
+  it("lists the first problems of thousands, and all of them when asked", () => {
+    const nodes = [{ id: "start", type: "start" }, ...Array.from({ length: 1000 }, (_, i) => ({ id: `n${i}`, type: "agent" }))];
+    useDocument.getState().load({ ...emptyWorkflow(), nodes } as unknown as Parameters<ReturnType<typeof useDocument.getState>["load"]>[0], null);
+    const many = Array.from({ length: 1000 }, (_, i) => ({ code: "UNREACHABLE", message: `node \`n${i}\` is unreachable`, node: `n${i}` }));
+    act(() => useValidation.getState().setReport({ errors: many, warnings: [] }));
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-problems"));
+    const rows = () => screen.getByTestId("problems").querySelectorAll("li[data-code]");
+    expect(rows()).toHaveLength(PROBLEMS_SHOWN);
+    expect(screen.getByTestId("problems-more").textContent).toBe(`Show ${1000 - PROBLEMS_SHOWN} more`);
+    fireEvent.click(screen.getByTestId("problems-more"));
+    expect(rows()).toHaveLength(1000);
+    expect(screen.queryByTestId("problems-more")).toBeNull();
+    // The next report starts short again.
+    act(() => useValidation.getState().setReport({ errors: many.slice(1), warnings: [] }));
+    expect(rows()).toHaveLength(PROBLEMS_SHOWN);
   });
 
   it("the run list shows one row per execution, grows streamed text in place, and selects a node on click", () => {

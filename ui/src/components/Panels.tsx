@@ -2,7 +2,7 @@
 import type { Consent_Serialize as Consent } from "../bindings";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { useReactFlow } from "@xyflow/react";
-import type { Event } from "../types";
+import type { Event, Report } from "../types";
 import { nodeName, useDocument } from "../store/document";
 import { STATUS_WORDS, useNodeRun, useRun, type Execution, type PendingApproval } from "../store/run";
 import { useDialogs } from "../store/dialogs";
@@ -101,6 +101,13 @@ export function BottomPanel() {
   );
 }
 
+/**
+ * The Problems list shows this many at first, errors before warnings; the rest come with one click. A large workflow
+ * can have thousands (a node deleted from the middle of a 5,000-node chain leaves 2,500 unreachable), and drawing
+ * them all froze the window for a second on every edit in WebKitGTK (`npm run bench:app`).
+ */
+export const PROBLEMS_SHOWN = 200;
+
 function Problems() {
   const report = useValidation((s) => s.report);
   const failure = useValidation((s) => s.failure);
@@ -108,16 +115,26 @@ function Problems() {
   const reveal = useReveal();
   // Ids in the engine's words (nodes, branches, edges) are named as the canvas names them.
   const workflow = useDocument((s) => s.workflow);
+  // Shown in full once asked for, until the next report.
+  const [whole, setWhole] = useState<Report | null>(null);
   const problems = [...report.errors.map((f) => ({ ...f, level: "error" })), ...report.warnings.map((f) => ({ ...f, level: "warning" }))];
+  const hidden = whole === report ? 0 : Math.max(0, problems.length - PROBLEMS_SHOWN);
   return (
     <ul className="problems" data-testid="problems">
       {failure && <li className="error">validation could not run: {failure}</li>}
       {!problems.length && !failure && <li className="ok">No problems.</li>}
-      {problems.map((f, i) => (
+      {(hidden ? problems.slice(0, PROBLEMS_SHOWN) : problems).map((f, i) => (
         <li key={i} className={f.level} onClick={() => (f.node ? reveal(f.node) : f.edge ? select({ nodes: [], edges: [f.edge] }) : undefined)} data-code={f.code}>
           {f.node ? <b title={f.node}>{displayName(workflow, f.node)}</b> : f.edge ? <b title={f.edge}>{edgeTitle(workflow, f.edge)}</b> : null} {inAppWords(namedMessage(f.message, workflow, f.node), f.code)} <code className="code-chip">{f.code}</code>
         </li>
       ))}
+      {hidden > 0 && (
+        <li className="more">
+          <button onClick={() => setWhole(report)} data-testid="problems-more">
+            Show {hidden.toLocaleString("en")} more
+          </button>
+        </li>
+      )}
     </ul>
   );
 }
