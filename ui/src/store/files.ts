@@ -72,6 +72,8 @@ export const useFiles = create<FilesState>((_set, get) => ({
   open: async (file) => {
     try {
       const opened = await unwrap(commands.openFile(file));
+      // `npm run bench:app` tells the engine's part of an open (reading the file) from the window's by this mark.
+      performance.mark("switchyard:file-read");
       let workflow = opened.workflow;
       const imported = opened.format !== "switchyard";
       // Files of systems that keep no positions (SWEny, TEA, OpenExpertise), and canonical files without them, are
