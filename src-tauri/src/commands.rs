@@ -21,7 +21,7 @@ use switchyard_engine::run::{RunController, RunHandle};
 use switchyard_engine::session::{self, Sinks, WorkflowRef};
 use switchyard_engine::store::{self, Claim, RunStore};
 use switchyard_engine::validate::{self, Report};
-use switchyard_engine::views::{Opened, OpenedRun, Resumed, RunSummary, Startup};
+use switchyard_engine::views::{self, Opened, OpenedRun, Resumed, RunSummary, Startup, TurnView};
 use switchyard_engine::Workflow;
 use tauri::ipc::Channel;
 use tauri::State;
@@ -548,6 +548,20 @@ pub async fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Ve
         return Ok(remote.call("run_events", json!({ "runId": run_id })).await?);
     }
     Ok(state.store()?.events(&run_id)?)
+}
+
+/// Each agent's model turns and tool calls in a run, by node id, in order (the run log's journal): the Last run tab's
+/// Conversation.
+#[tauri::command]
+#[specta::specta]
+pub async fn run_turns(
+    state: State<'_, AppState>,
+    run_id: String,
+) -> Result<std::collections::BTreeMap<String, Vec<TurnView>>, CommandError> {
+    if let Some(remote) = state.remotes.of(&run_id) {
+        return Ok(remote.call("run_turns", json!({ "runId": run_id })).await?);
+    }
+    Ok(views::turn_views(session::turns(&**state.store()?, &run_id)?))
 }
 
 /// The settings, and why the file could not be used when it could not: the window then shows the defaults and the

@@ -39,6 +39,11 @@ export const commands = {
 	listRuns: () => typedError<RunSummary_Serialize[], CommandError>(__TAURI_INVOKE("list_runs")),
 	runEvents: (runId: string) => typedError<Event_Serialize[], CommandError>(__TAURI_INVOKE("run_events", { runId })),
 	/**
+	 *  Each agent's model turns and tool calls in a run, by node id, in order (the run log's journal): the Last run tab's
+	 *  Conversation.
+	 */
+	runTurns: (runId: string) => typedError<{ [key in string]: TurnView_Serialize[] }, CommandError>(__TAURI_INVOKE("run_turns", { runId })),
+	/**
 	 *  Follows a run that another process runs (a `switchyard run` in a terminal, on the same store): sends its events
 	 *  numbered after `after` as they are written, until it ends. The window follows one run at a time: following
 	 *  another stops this one.
@@ -132,6 +137,12 @@ export type AgentTools_Serialize = {
 	 *  not offered to the model, and a call of one is refused.
 	 */
 	deny?: string[],
+};
+
+/**  A tool call a model turn asked for: the tool's name and its arguments (as JSON when they parse, else the text). */
+export type AskedCall = {
+	name: string,
+	arguments: any,
 };
 
 /**  One run of a case. */
@@ -1646,6 +1657,45 @@ export type Trigger_Serialize = {
 	/**  The input a schedule's runs start with. */
 	input?: any,
 };
+
+/**
+ *  One thing an agent did inside a node, as the Last run tab lists it: a model turn, a tool call, or the answer a
+ *  person gave a fork of the run. `at` is where in the node's execution it happened (`t2`, `c1`, `i3.t0`,
+ *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration.
+ */
+export type TurnView = TurnView_Serialize | TurnView_Deserialize;
+
+/**
+ *  One thing an agent did inside a node, as the Last run tab lists it: a model turn, a tool call, or the answer a
+ *  person gave a fork of the run. `at` is where in the node's execution it happened (`t2`, `c1`, `i3.t0`,
+ *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration.
+ */
+export type TurnView_Deserialize = 
+/**
+ *  A model turn: its number in the conversation (from 1, as `--fork … --at NODE#TURN` counts), what the model
+ *  said, the tool calls it asked for, and its tokens (input + output) when the provider reported them.
+ */
+{ kind: "turn"; iteration: number; at: string; number: number; text: string; calls: AskedCall[]; tokens?: number | null } | 
+/**  A tool call and what it returned, or its error (which went back to the model as the tool's result). */
+{ kind: "tool"; iteration: number; at: string; tool: string; arguments: any; output?: any | null; error?: string | null } | 
+/**  The answer given for a fork of the run (`--fork … --answer`): the agent's answer, ending its conversation. */
+{ kind: "said"; iteration: number; at: string; text: string };
+
+/**
+ *  One thing an agent did inside a node, as the Last run tab lists it: a model turn, a tool call, or the answer a
+ *  person gave a fork of the run. `at` is where in the node's execution it happened (`t2`, `c1`, `i3.t0`,
+ *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration.
+ */
+export type TurnView_Serialize = 
+/**
+ *  A model turn: its number in the conversation (from 1, as `--fork … --at NODE#TURN` counts), what the model
+ *  said, the tool calls it asked for, and its tokens (input + output) when the provider reported them.
+ */
+{ kind: "turn"; iteration: number; at: string; number: number; text: string; calls: AskedCall[]; tokens: number | null } | 
+/**  A tool call and what it returned, or its error (which went back to the model as the tool's result). */
+{ kind: "tool"; iteration: number; at: string; tool: string; arguments: any; output: any | null; error: string | null } | 
+/**  The answer given for a fork of the run (`--fork … --answer`): the agent's answer, ending its conversation. */
+{ kind: "said"; iteration: number; at: string; text: string };
 
 /**  Token counts of one model call, where the provider reports them. */
 export type Usage = Usage_Serialize | Usage_Deserialize;

@@ -4,10 +4,14 @@
 //!
 //! Invariant: these are views built from the document model and the run store; nothing here runs or writes.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::events::Event;
 use crate::format::{Format, Loaded};
+use crate::journal::{Entry, What};
 use crate::store::{RunRow, StoredRun, StoredStatus};
 use crate::Workflow;
 
@@ -130,4 +134,207 @@ pub struct Startup {
     /// The example's answers file, so it runs offline with no account (none on a server: its runs take the
     /// server's).
     pub answers_path: Option<String>,
+}
+
+/// One thing an agent did inside a node, as the Last run tab lists it: a model turn, a tool call, or the answer a
+/// person gave a fork of the run. `at` is where in the node's execution it happened (`t2`, `c1`, `i3.t0`,
+/// `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum TurnView {
+    /// A model turn: its number in the conversation (from 1, as `--fork … --at NODE#TURN` counts), what the model
+    /// said, the tool calls it asked for, and its tokens (input + output) when the provider reported them.
+    Turn {
+        iteration: u32,
+        at: String,
+        number: u32,
+        text: String,
+        calls: Vec<AskedCall>,
+        #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
+        tokens: Option<u64>,
+    },
+    /// A tool call and what it returned, or its error (which went back to the model as the tool's result).
+    Tool {
+        iteration: u32,
+        at: String,
+        tool: String,
+        #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
+        arguments: Value,
+        #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
+        output: Option<Value>,
+        error: Option<String>,
+    },
+    /// The answer given for a fork of the run (`--fork … --answer`): the agent's answer, ending its conversation.
+    Said { iteration: u32, at: String, text: String },
+}
+
+/// A tool call a model turn asked for: the tool's name and its arguments (as JSON when they parse, else the text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AskedCall {
+    pub name: String,
+    #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
+    pub arguments: Value,
+}
+
+/// What a model turn said, read from its journaled answer in either provider's shape: OpenAI-compatible
+/// `{text, calls: [{id, name, arguments}], usage?}` or Anthropic `{blocks: [{text} | {tool: {id, name, json}}],
+/// stop_reason, usage}`. Returns the text, the tool calls asked for, and the tokens (input + output) when reported.
+pub fn turn_said(answer: &Value) -> (String, Vec<AskedCall>, Option<u64>) {
+    let arguments = |text: Option<&str>| {
+        let text = text.unwrap_or_default();
+        serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+    };
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    if let Some(t) = answer.as_str() {
+        text.push_str(t);
+    }
+    if let Some(t) = answer.get("text").and_then(Value::as_str) {
+        text.push_str(t);
+    }
+    for call in answer.get("calls").and_then(Value::as_array).into_iter().flatten() {
+        let name = call.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        calls.push(AskedCall { name, arguments: arguments(call.get("arguments").and_then(Value::as_str)) });
+    }
+    for block in answer.get("blocks").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(t) = block.get("text").and_then(Value::as_str) {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(t);
+        } else if let Some(tool) = block.get("tool") {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            calls.push(AskedCall { name, arguments: arguments(tool.get("json").and_then(Value::as_str)) });
+        }
+    }
+    let count = |u: &Value, camel: &str, snake: &str| u.get(camel).or_else(|| u.get(snake)).and_then(Value::as_u64);
+    let tokens = answer.get("usage").filter(|u| u.is_object()).and_then(|u| {
+        let (input, output) = (count(u, "inputTokens", "input_tokens"), count(u, "outputTokens", "output_tokens"));
+        (input.is_some() || output.is_some()).then(|| input.unwrap_or(0).saturating_add(output.unwrap_or(0)))
+    });
+    (text, calls, tokens)
+}
+
+/// Each agent's turns and tool calls, by node id, in order (from `session::turns`).
+pub fn turn_views(turns: BTreeMap<String, Vec<Entry>>) -> BTreeMap<String, Vec<TurnView>> {
+    turns.into_iter().map(|(node, entries)| (node, entries.into_iter().filter_map(TurnView::of).collect())).collect()
+}
+
+impl TurnView {
+    /// An entry of the journal as the window shows it (none for what it does not list: a whole model call kept for
+    /// evaluations).
+    pub fn of(entry: Entry) -> Option<TurnView> {
+        let Entry { iteration, at, what, .. } = entry;
+        Some(match what {
+            What::Turn { answer, .. } => {
+                let (text, calls, tokens) = turn_said(&answer);
+                TurnView::Turn { iteration, number: turn_number(&at), at, text, calls, tokens }
+            }
+            What::Tool { tool, arguments, output } => {
+                let (output, error) = match output {
+                    Ok(v) => (Some(v), None),
+                    Err(e) => (None, Some(e)),
+                };
+                TurnView::Tool { iteration, at, tool, arguments, output, error }
+            }
+            What::Said { text } => TurnView::Said { iteration, at, text },
+            What::Asked { .. } => return None,
+        })
+    }
+}
+
+/// A turn's number in its conversation, from 1: `t2` (or `i3.t2`, `c1/reviewer.t2`) is turn 3.
+fn turn_number(at: &str) -> u32 {
+    let last = at.rsplit(['/', '.']).next().unwrap_or(at);
+    last.strip_prefix('t').and_then(|n| n.parse::<u32>().ok()).map_or(0, |n| n.saturating_add(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_openai_turn_gives_its_text_its_tool_calls_and_its_tokens() {
+        let answer = json!({
+            "text": "Looking it up.",
+            "calls": [{"id": "call_1", "name": "s__search", "arguments": "{\"q\":\"disk full\"}"}],
+            "usage": {"inputTokens": 100, "outputTokens": 20}
+        });
+        let (text, calls, tokens) = turn_said(&answer);
+        assert_eq!(text, "Looking it up.");
+        assert_eq!(calls, [AskedCall { name: "s__search".into(), arguments: json!({"q": "disk full"}) }]);
+        assert_eq!(tokens, Some(120));
+    }
+
+    #[test]
+    fn an_openai_turn_with_no_usage_has_no_token_count() {
+        let (text, calls, tokens) = turn_said(&json!({"text": "done", "calls": []}));
+        assert_eq!((text.as_str(), calls.len(), tokens), ("done", 0, None));
+    }
+
+    #[test]
+    fn an_anthropic_turn_gives_its_text_blocks_its_tool_blocks_and_its_tokens() {
+        let answer = json!({
+            "blocks": [
+                {"text": "First,"},
+                {"text": "a search."},
+                {"tool": {"id": "toolu_1", "name": "s__search", "json": "{\"q\":\"disk\"}"}},
+                {"tool": {"id": "toolu_2", "name": "s__raw", "json": "not json"}}
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"inputTokens": 50, "outputTokens": 7, "cachedInputTokens": 10}
+        });
+        let (text, calls, tokens) = turn_said(&answer);
+        assert_eq!(text, "First,\na search.");
+        assert_eq!(
+            calls,
+            [
+                AskedCall { name: "s__search".into(), arguments: json!({"q": "disk"}) },
+                AskedCall { name: "s__raw".into(), arguments: json!("not json") },
+            ]
+        );
+        assert_eq!(tokens, Some(57));
+    }
+
+    #[test]
+    fn journal_entries_become_numbered_turns_tool_results_and_errors_and_evaluation_calls_are_left_out() {
+        let entry = |at: &str, what: What| Entry { node: "triage".into(), iteration: 1, at: at.into(), what };
+        let turns = BTreeMap::from([(
+            "triage".to_string(),
+            vec![
+                entry("t0", What::Turn { asked: "d".into(), answer: json!({"text": "hi", "calls": []}) }),
+                entry(
+                    "c0",
+                    What::Tool { tool: "s__add".into(), arguments: json!({"a": 1}), output: Err("no such".into()) },
+                ),
+                entry("i2.t1", What::Turn { asked: "d".into(), answer: json!({"text": "again"}) }),
+                entry("t2", What::Said { text: "edited".into() }),
+                entry(
+                    "t3",
+                    What::Asked {
+                        key: "k".into(),
+                        call: crate::journal::Call {
+                            node: "triage".into(),
+                            data: None,
+                            text: Some("hi".into()),
+                            choice: None,
+                            usage: None,
+                            definition: None,
+                        },
+                    },
+                ),
+            ],
+        )]);
+        let views = turn_views(turns);
+        let shown = &views["triage"];
+        assert_eq!(shown.len(), 4);
+        assert!(matches!(&shown[0], TurnView::Turn { number: 1, text, .. } if text == "hi"));
+        assert!(matches!(&shown[1], TurnView::Tool { output: None, error: Some(e), .. } if e == "no such"));
+        assert!(matches!(&shown[2], TurnView::Turn { number: 2, .. }));
+        assert!(matches!(&shown[3], TurnView::Said { text, .. } if text == "edited"));
+        assert_eq!(turn_number("c1/reviewer.t4"), 5);
+    }
 }

@@ -26,7 +26,7 @@ use switchyard_engine::providers::{DefaultModel, DefaultSource, Settings};
 use switchyard_engine::session;
 use switchyard_engine::store::Store;
 use switchyard_engine::validate;
-use switchyard_engine::views::{Opened, OpenedRun, RunSummary, Startup};
+use switchyard_engine::views::{self, Opened, OpenedRun, RunSummary, Startup};
 use switchyard_engine::Workflow;
 
 use crate::api::Start;
@@ -79,6 +79,11 @@ pub async fn call(
             let RunId { run_id } = parse(&name, args)?;
             let store = state.store.clone();
             to_value(blocking(move || Ok(Store::events(&store, &run_id)?)).await?)
+        }
+        "run_turns" => {
+            let RunId { run_id } = parse(&name, args)?;
+            let store = state.store.clone();
+            to_value(blocking(move || Ok(views::turn_views(session::turns(&store, &run_id)?))).await?)
         }
         "decide" => {
             let a: DecideArgs = parse(&name, args)?;

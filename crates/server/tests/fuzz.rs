@@ -224,6 +224,7 @@ const COMMANDS: &[&str] = &[
     "list_runs",
     "open_run",
     "run_events",
+    "run_turns",
     "decide",
     "cancel_run",
     "start_run",

@@ -16,6 +16,7 @@ import { errorText } from "../store/messages";
 import { useLayoutPrefs, type InspectorTab } from "../store/layoutPrefs";
 import { handleName } from "../model/labels";
 import { NodeIcon } from "./NodeIcon";
+import { Conversation } from "./Conversation";
 import { inAppWords } from "../model/words";
 import { useRunControl } from "../store/runControl";
 import { TOKENS_UNREPORTED, tokensUnreported } from "../model/usage";
@@ -427,6 +428,7 @@ function RunDetails({ id }: { id: string }) {
       </div>
       {it.instruction && (<><h4>Rendered prompt</h4><pre>{it.instruction}</pre></>)}
       {run.status === "running" && run.streamed && (<><h4>Streaming</h4><pre>{run.streamed}</pre></>)}
+      {type === "agent" && <Conversation id={id} iteration={it.iteration} />}
       {it.result && (
         <>
           <h4>Output</h4>
