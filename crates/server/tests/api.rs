@@ -325,6 +325,11 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
     assert_eq!((status, &run["row"]["id"], &run["document"]["workflow"]["name"]), (200, &json!(id), &json!("gate")));
     let (status, answer) = server.command("open_run", json!({ "runId": "nope" })).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_RUN"));
+    // The Last run tab's Conversation: a run no agent has worked in yet has no turns; an unknown run is said so.
+    let (status, turns) = server.command("run_turns", json!({ "runId": id })).await;
+    assert_eq!((status, turns), (200, json!({})));
+    let (status, answer) = server.command("run_turns", json!({ "runId": "nope" })).await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_RUN"));
     let (status, answer) = server.command("open_run", json!({ "run": id })).await;
     assert_eq!((status, code(&answer)), (422, "INVALID_BODY"), "{answer}");
     assert!(answer["message"].as_str().unwrap().contains("open_run"), "{answer}");
