@@ -126,18 +126,28 @@ pub fn to_yaml(workflow: Workflow) -> String {
 /// The one validator, with providers checked unless the run will be scripted.
 #[tauri::command(async)]
 #[specta::specta]
-pub fn validate(state: State<'_, AppState>, workflow: Workflow, scripted: bool) -> Result<Report, CommandError> {
-    validate_with(&state, &workflow, scripted, Settings::load(&Settings::default_path()).map_err(CommandError::from))
+pub fn validate(
+    state: State<'_, AppState>,
+    workflow: Workflow,
+    scripted: bool,
+    format: Option<String>,
+) -> Result<Report, CommandError> {
+    let settings = Settings::load(&Settings::default_path()).map_err(CommandError::from);
+    validate_with(&state, &workflow, scripted, format.as_deref(), settings)
 }
 
+/// `format`: the system the document was read from (`sweny`, …): its own graph rules apply, as `switchyard validate`
+/// applies them to that file (an unreachable node in a SWEny file is an error, as SWEny's loader refuses it).
 fn validate_with(
     state: &AppState,
     workflow: &Workflow,
     scripted: bool,
+    format: Option<&str>,
     settings: Result<Settings, CommandError>,
 ) -> Result<Report, CommandError> {
     let settings = session::settings_for_check(settings, scripted)?;
     let mut options = session::validation_options(settings.as_ref(), scripted);
+    options.format = format.and_then(switchyard_engine::format::Format::from_name);
     options.mcp_tools = state.mcp_tools.lock().unwrap().clone();
     options.mcp_tools.retain(|server, _| options.mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
     // Known only once `default_model` has looked: until then nodes that name no model are not flagged.
@@ -730,7 +740,7 @@ mod tests {
         let text = "switchyard: 1\nname: t\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\nedges:\n  - {from: start, to: a}\n";
         let workflow = format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow;
         let flagged = |scripted: bool| {
-            let report = validate_with(&state, &workflow, scripted, Ok(Settings::default())).unwrap();
+            let report = validate_with(&state, &workflow, scripted, None, Ok(Settings::default())).unwrap();
             report.warnings.iter().filter(|f| f.code == "NO_MODEL").count()
         };
         assert_eq!(flagged(false), 0, "not looked for yet: unknown, so nothing is flagged");
@@ -743,6 +753,30 @@ mod tests {
         assert_eq!((flagged(false), flagged(true)), (1, 0), "flagged unless a script answers");
         *state.default_model.lock().unwrap() = Some(found(Some("local/tiny"), DefaultSource::Local));
         assert_eq!(flagged(false), 0);
+    }
+
+    #[test]
+    fn a_document_read_from_a_sweny_file_is_validated_by_swenys_graph_rules() {
+        let state = AppState {
+            runs: Arc::default(),
+            store: Err(CommandError::new("STORE_UNAVAILABLE", "no store in this test")),
+            mcp_tools: Mutex::default(),
+            default_model: Mutex::default(),
+            following: Arc::default(),
+            remotes: Remotes::default(),
+        };
+        // `lost` cannot be reached: SWEny's loader refuses such a file; a workflow of our own only warns.
+        let text = "switchyard: 1\nname: t\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\n  - {id: lost, type: agent}\nedges:\n  - {from: start, to: a}\n";
+        let workflow = format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow;
+        let unreachable = |format: Option<&str>| {
+            let report = validate_with(&state, &workflow, true, format, Ok(Settings::default())).unwrap();
+            let level =
+                |list: &[switchyard_engine::validate::Finding]| list.iter().any(|f| f.code == "UNREACHABLE_NODE");
+            (level(&report.errors), level(&report.warnings))
+        };
+        assert_eq!(unreachable(Some("sweny")), (true, false), "an error, as `switchyard validate` says of the file");
+        assert_eq!(unreachable(Some("switchyard")), (false, true));
+        assert_eq!(unreachable(None), (false, true));
     }
 
     #[test]

@@ -144,8 +144,10 @@ pub async fn call(
         }
         "validate" => {
             // Providers are the workers' (their settings): the server checks the document, as for a scripted run.
-            let Validate { workflow } = parse(&name, args)?;
-            to_value(validate::validate(&workflow, &session::validation_options(None, true)))
+            let Validate { workflow, format } = parse(&name, args)?;
+            let mut options = session::validation_options(None, true);
+            options.format = format.as_deref().and_then(switchyard_engine::format::Format::from_name);
+            to_value(validate::validate(&workflow, &options))
         }
         "code_consent" => {
             // The workers decide whether code runs (`switchyard worker --allow-code`): a browser asks nothing, and
@@ -161,7 +163,7 @@ pub async fn call(
             detail: "the server's workers choose the model: their settings, or the model each node names".into(),
         }),
         "to_yaml" => {
-            let Validate { workflow } = parse(&name, args)?;
+            let Validate { workflow, .. } = parse(&name, args)?;
             Value::String(format::to_yaml(&workflow))
         }
         "parse_document" => {
@@ -297,6 +299,9 @@ struct StartupArgs {
 #[derive(Deserialize)]
 struct Validate {
     workflow: Workflow,
+    /// The system the document was read from: its own graph rules apply (as the desktop's `validate`).
+    #[serde(default)]
+    format: Option<String>,
 }
 
 #[derive(Deserialize)]

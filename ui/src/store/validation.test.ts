@@ -35,6 +35,31 @@ describe("validation display", () => {
   });
 });
 
+describe("the system a document was read from", () => {
+  it("travels with each check, and a change of it alone is checked again", async () => {
+    const asked: { format?: string | null }[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd !== "validate") return null;
+      asked.push(args as { format?: string | null });
+      return { errors: [], warnings: [] };
+    });
+    const { validateOnEdit } = await import("./validation");
+    const workflow: Workflow = { switchyard: 1, name: "w", nodes: [{ id: "start", type: "start" } as Workflow["nodes"][number]], edges: [] };
+    let state = { workflow, format: "sweny" };
+    const listeners: ((s: typeof state, p: typeof state) => void)[] = [];
+    const document = { getState: () => state, subscribe: (f: (s: typeof state, p: typeof state) => void) => (listeners.push(f), () => undefined) };
+    const stop = validateOnEdit(document, () => true, () => () => undefined);
+    await new Promise((r) => setTimeout(r, 10));
+    // Saved as a workflow of our own: the same graph, held to our rules now.
+    const previous = state;
+    state = { workflow, format: "switchyard" };
+    listeners.forEach((f) => f(state, previous));
+    await new Promise((r) => setTimeout(r, 10));
+    stop();
+    expect(asked.map((a) => a.format)).toEqual(["sweny", "switchyard"]);
+  });
+});
+
 describe("what needs validating again", () => {
   const base: Workflow = { switchyard: 1, name: "w", nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } } as Workflow["nodes"][number], { id: "a", type: "agent", position: { x: 300, y: 0 } } as Workflow["nodes"][number]], edges: [] };
   it("skips a change of positions only, and not any other change", () => {

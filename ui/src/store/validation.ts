@@ -59,7 +59,7 @@ export function sameButPositions(a: Workflow, b: Workflow): boolean {
  * so that a burst of calls is validated once. A later call supersedes an earlier one (only the latest answer is
  * shown), and a change of positions only (a drag) is not validated again.
  */
-export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 0, force = false) {
+export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 0, force = false, format?: string) {
   if (!force && last && last.scripted === scripted && sameButPositions(last.workflow, workflow)) {
     last = { workflow, scripted };
     return;
@@ -69,7 +69,8 @@ export function scheduleValidation(workflow: Workflow, scripted: boolean, delayM
   const mine = ++generation;
   const ask = async () => {
     try {
-      const r = await commands.validate(workflow, scripted);
+      // The system the document was read from: a SWEny file is held to SWEny's own graph rules, as `validate` holds it.
+      const r = await commands.validate(workflow, scripted, format ?? null);
       if (mine !== generation) return;
       if (r.status === "ok") useValidation.getState().setReport(r.data);
       else useValidation.setState({ failure: r.error.message });
@@ -85,13 +86,18 @@ export function scheduleValidation(workflow: Workflow, scripted: boolean, delayM
  * Validates the open document on every edit, from the moment it is made (not after the canvas has redrawn), and
  * again when the run mode changes what is checked (providers are checked unless the run is scripted).
  */
-export function validateOnEdit(document: { getState: () => { workflow: Workflow }; subscribe: (f: (s: { workflow: Workflow }, p: { workflow: Workflow }) => void) => () => void }, scripted: () => boolean, onModeChange: (f: () => void) => () => void) {
-  scheduleValidation(document.getState().workflow, scripted());
-  const stopDocument = document.subscribe((s, p) => s.workflow !== p.workflow && scheduleValidation(s.workflow, scripted()));
+export function validateOnEdit(document: { getState: () => Doc; subscribe: (f: (s: Doc, p: Doc) => void) => () => void }, scripted: () => boolean, onModeChange: (f: () => void) => () => void) {
+  const ask = (d: Doc, force = false) => scheduleValidation(d.workflow, scripted(), 0, force, d.format);
+  ask(document.getState());
+  // Read from another system (a SWEny file) or saved as ours: its graph rules change, so it is validated again.
+  const stopDocument = document.subscribe((s, p) => (s.workflow !== p.workflow || s.format !== p.format) && ask(s, s.format !== p.format));
   // What the app knows changed (the run source, the model found, consent given): validated again even if the graph did not.
-  const stopMode = onModeChange(() => scheduleValidation(document.getState().workflow, scripted(), 0, true));
+  const stopMode = onModeChange(() => ask(document.getState(), true));
   return () => {
     stopDocument();
     stopMode();
   };
 }
+
+/** What validation reads of the document: the workflow, and the system it was read from. */
+type Doc = { workflow: Workflow; format?: string };
