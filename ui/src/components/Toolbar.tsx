@@ -5,6 +5,7 @@ import * as Menu from "@radix-ui/react-dropdown-menu";
 import * as Tooltip from "@radix-ui/react-tooltip";
 import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, LayoutDashboard, Moon, Play, Redo2, Save, Scan, Search, Server, Settings, Share, Square, Sun, Undo2, X } from "lucide-react";
 import { useDocument } from "../store/document";
+import type { Workflow } from "../types";
 import { useReplay } from "../store/replay";
 import { useRun } from "../store/run";
 import { baseName } from "../model/paths";
@@ -42,20 +43,30 @@ function IconButton({ label, keys, onClick, children, testId, disabled }: { labe
   );
 }
 
-/** Models a person may pick: configured defaults and those the workflow names. */
+/** The models a workflow names (its nodes', then its default), one per line: a value that changes only when they do. */
+export function modelsNamed(workflow: Workflow): string {
+  const named = new Set<string>();
+  for (const n of workflow.nodes) if (n.model) named.add(n.model);
+  if (workflow.defaults?.model) named.add(workflow.defaults.model);
+  return [...named].join("\n");
+}
+
+/**
+ * Models a person may pick: configured defaults and those the workflow names. It follows the names, not the
+ * workflow: a drag or an edit that names no other model re-renders nothing (the app's shell uses it).
+ */
 export function useModels(): string[] {
   const settings = usePrefs((s) => s.settings);
-  const workflow = useDocument((s) => s.workflow);
+  const named = useDocument((s) => modelsNamed(s.workflow));
   const found = usePrefs((s) => s.defaultModel?.model);
   return useMemo(() => {
     const refs = new Set<string>();
     if (found) refs.add(found);
     for (const p of settings?.providers ?? []) if (p.default_model) refs.add(`${p.id}/${p.default_model}`);
     if (settings?.default_model) refs.add(settings.default_model);
-    for (const n of workflow.nodes) if (n.model) refs.add(n.model);
-    if (workflow.defaults?.model) refs.add(workflow.defaults.model);
+    for (const m of named.split("\n")) if (m) refs.add(m);
     return [...refs];
-  }, [settings, workflow, found]);
+  }, [settings, named, found]);
 }
 
 /** Where the default model comes from, in the person's words. */
