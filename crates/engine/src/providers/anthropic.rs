@@ -327,3 +327,25 @@ fn anthropic_usage(u: &Value) -> Usage {
         cached_input_tokens: cached,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journaled_turn_reads_in_the_last_run_tab_as_the_model_answered_it() {
+        let turn = Turn {
+            blocks: vec![
+                Block::Text("Looking it up.".into()),
+                Block::Tool { id: "toolu_1".into(), name: "s__find".into(), json: "{\"q\":\"disk\"}".into() },
+            ],
+            stop_reason: Some("tool_use".into()),
+            usage: Usage { input_tokens: 30, output_tokens: 4, cached_input_tokens: 10 },
+            emitted: true,
+        };
+        let (text, calls, tokens) = crate::views::turn_said(&serde_json::to_value(&turn).unwrap());
+        assert_eq!(text, "Looking it up.");
+        assert_eq!(calls, [crate::views::AskedCall { name: "s__find".into(), arguments: json!({"q": "disk"}) }]);
+        assert_eq!(tokens, Some(34));
+    }
+}

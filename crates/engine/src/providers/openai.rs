@@ -466,3 +466,25 @@ impl Model for OpenAi {
         Ok(RouteAnswer { usage, ..parse_route_answer(text, request) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journaled_turn_reads_in_the_last_run_tab_as_the_model_answered_it() {
+        let call = CallAcc { id: "call_1".into(), name: "s__find".into(), arguments: "{\"q\":\"disk\"}".into() };
+        let turn = Turn {
+            text: "Looking it up.".into(),
+            calls: vec![call],
+            usage: Some(Usage { input_tokens: 100, output_tokens: 20, cached_input_tokens: 0 }),
+            emitted: true,
+        };
+        let (text, calls, tokens) = crate::views::turn_said(&serde_json::to_value(&turn).unwrap());
+        assert_eq!(text, "Looking it up.");
+        assert_eq!(calls, [crate::views::AskedCall { name: "s__find".into(), arguments: json!({"q": "disk"}) }]);
+        assert_eq!(tokens, Some(120));
+        let silent = Turn { text: "done".into(), ..Turn::default() };
+        assert_eq!(crate::views::turn_said(&serde_json::to_value(&silent).unwrap()).2, None, "no usage, no count");
+    }
+}
