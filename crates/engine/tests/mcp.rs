@@ -148,8 +148,8 @@ async fn discovery_follows_pagination_past_the_first_page() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["add", "echo", "fail", "hang", "delete_everything", "write_file", "crash"],
-        "four pages of (up to) two"
+        ["add", "echo", "fail", "hang", "delete_everything", "write_file", "tally", "crash"],
+        "four pages of two"
     );
     let (outcome, _) = run_with_server(paged, "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/crash_not_listed, input: {}}\n      - {tool: test/delete_everything, input: {confirm: false}}\n").await;
     let calls = tool_calls(&outcome);
