@@ -726,17 +726,22 @@ mod tests {
         assert!(json["message"].as_str().unwrap().contains("not saved"));
     }
 
-    #[test]
-    fn nodes_without_a_model_are_flagged_only_once_no_default_model_was_found() {
-        use switchyard_engine::providers::DefaultSource;
-        let state = AppState {
+    /// The app's state with no run store, for checks that keep nothing.
+    fn state_without_store() -> AppState {
+        AppState {
             runs: Arc::default(),
             store: Err(CommandError::new("STORE_UNAVAILABLE", "no store in this test")),
             mcp_tools: Mutex::default(),
             default_model: Mutex::default(),
             following: Arc::default(),
             remotes: Remotes::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn nodes_without_a_model_are_flagged_only_once_no_default_model_was_found() {
+        use switchyard_engine::providers::DefaultSource;
+        let state = state_without_store();
         let text = "switchyard: 1\nname: t\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\nedges:\n  - {from: start, to: a}\n";
         let workflow = format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow;
         let flagged = |scripted: bool| {
@@ -757,14 +762,7 @@ mod tests {
 
     #[test]
     fn a_document_read_from_a_sweny_file_is_validated_by_swenys_graph_rules() {
-        let state = AppState {
-            runs: Arc::default(),
-            store: Err(CommandError::new("STORE_UNAVAILABLE", "no store in this test")),
-            mcp_tools: Mutex::default(),
-            default_model: Mutex::default(),
-            following: Arc::default(),
-            remotes: Remotes::default(),
-        };
+        let state = state_without_store();
         // `lost` cannot be reached: SWEny's loader refuses such a file; a workflow of our own only warns.
         let text = "switchyard: 1\nname: t\nnodes:\n  - {id: start, type: start}\n  - {id: a, type: agent}\n  - {id: lost, type: agent}\nedges:\n  - {from: start, to: a}\n";
         let workflow = format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow;

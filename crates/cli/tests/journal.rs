@@ -82,6 +82,22 @@ impl Home {
     }
 }
 
+/// A home whose settings name the test MCP server as `counter`, with `tally.yaml`: one agent on `local/m` asked
+/// `prompt`, whose tools are `tools` (a YAML mapping): its path.
+fn with_counter(home: &Home, prompt: &str, tools: &str) -> String {
+    let mcp_server = repo().join("crates/engine/tests/mcp/server.py");
+    support::write_file(
+        home.dir.path(),
+        "settings.yaml",
+        &format!("mcp_servers:\n  counter: {{command: {:?}, args: [{:?}, stdio]}}\n", mcp_python(), mcp_server),
+    );
+    support::write_file(
+        home.dir.path(),
+        "tally.yaml",
+        &format!("switchyard: 1\nname: tally\nnodes:\n  - {{id: start, type: start}}\n  - {{id: worker, type: agent, model: local/m, user_prompt: {prompt}, tools: {tools}}}\nedges:\n  - {{from: start, to: worker}}\n"),
+    )
+}
+
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !done() {
@@ -111,17 +127,7 @@ fn a_run_killed_at_any_turn_resumes_mid_conversation_asking_only_what_it_had_not
     let answering = trial.clone();
     let server = tokio.block_on(TestServer::answering(Arc::new(move |r, _| answer(&answering, r))));
     let home = Home { dir: tempfile::tempdir().unwrap(), model_url: format!("{}/v1", server.url) };
-    let mcp_server = repo().join("crates/engine/tests/mcp/server.py");
-    support::write_file(
-        home.dir.path(),
-        "settings.yaml",
-        &format!("mcp_servers:\n  counter: {{command: {:?}, args: [{:?}, stdio]}}\n", mcp_python(), mcp_server),
-    );
-    let flow = support::write_file(
-        home.dir.path(),
-        "tally.yaml",
-        "switchyard: 1\nname: tally\nnodes:\n  - {id: start, type: start}\n  - {id: worker, type: agent, model: local/m, user_prompt: Tally five times, tools: {mcp: [counter/tally]}}\nedges:\n  - {from: start, to: worker}\n",
-    );
+    let flow = with_counter(&home, "Tally five times", "{mcp: [counter/tally]}");
     let mut figures = Vec::new();
     for i in 0..20 {
         let dir = tempfile::tempdir().unwrap();
@@ -210,18 +216,8 @@ fn on_postgres_a_run_parked_at_each_tool_call_approval_goes_on_mid_conversation_
     let server = tokio.block_on(TestServer::answering(Arc::new(move |r, _| answer(&answering, r))));
     let home = Home { dir: tempfile::tempdir().unwrap(), model_url: format!("{}/v1", server.url) };
     let db = pg_cluster::database("journal_tool_approvals");
-    let mcp_server = repo().join("crates/engine/tests/mcp/server.py");
-    support::write_file(
-        home.dir.path(),
-        "settings.yaml",
-        &format!("mcp_servers:\n  counter: {{command: {:?}, args: [{:?}, stdio]}}\n", mcp_python(), mcp_server),
-    );
     // `tally` says nothing of being read-only: every call of it waits for a person.
-    let flow = support::write_file(
-        home.dir.path(),
-        "tally.yaml",
-        "switchyard: 1\nname: tally\nnodes:\n  - {id: start, type: start}\n  - {id: worker, type: agent, model: local/m, user_prompt: Tally three times, tools: {mcp: [counter/tally], approval: destructive}}\nedges:\n  - {from: start, to: worker}\n",
-    );
+    let flow = with_counter(&home, "Tally three times", "{mcp: [counter/tally], approval: destructive}");
     let command = |args: &[&str]| {
         let mut c = home.command(args);
         c.env("SWITCHYARD_DB", &db);
