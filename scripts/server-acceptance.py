@@ -24,6 +24,7 @@ import http.server
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -288,8 +289,10 @@ class Fleet:
         total = 0
         for p in self.ended:
             for line in open(p.log_path):
-                if "stale write(s) refused" in line:
-                    total += int(line.split(";")[1].split()[0])
+                # "worker stopped: took 3 runs; 1 stale write refused" (or "… 2 stale writes refused").
+                found = re.search(r"; (\d+) stale writes? refused", line)
+                if found:
+                    total += int(found.group(1))
         return total
 
 
