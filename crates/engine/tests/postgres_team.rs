@@ -83,6 +83,28 @@ fn a_decision_that_comes_while_a_worker_holds_the_run_wakes_it_when_the_worker_p
     assert_eq!(store.get("r").unwrap().status, PgStatus::Paused);
 }
 
+#[test]
+fn a_woken_run_whose_worker_died_before_parking_it_again_is_taken_by_the_next_worker() {
+    let store = store("woken_then_died");
+    parked(&store, "r", "review");
+    store.keep_decision("r", "review", 0, &json!({"decision": "approve"})).unwrap();
+    // Taken (which clears the wake) by a worker that says the run waits, and dies before it applies the decision.
+    let (_, epoch) = store.claim_ready("w", Duration::from_millis(200)).unwrap().unwrap();
+    let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
+    store.write_batch("r", epoch, &[paused]).unwrap();
+    assert!(store.claim_ready("w2", MINUTE).unwrap().is_none(), "held while its lease runs");
+    std::thread::sleep(Duration::from_millis(300));
+    let (run, next) = store.claim_ready("w2", MINUTE).unwrap().expect("its lease is over: another worker takes it");
+    assert_eq!((run.as_str(), next), ("r", epoch + 1));
+    assert_eq!(store.requests("r").unwrap().decisions.len(), 1, "the decision that woke it still waits for it");
+    // Parked properly (given up with no holder), it is not taken again for nothing.
+    store
+        .write_batch("r", next, &[LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] }])
+        .unwrap();
+    store.release("r", next, None).unwrap();
+    assert!(store.claim_ready("w3", MINUTE).unwrap().is_none());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_and_a_cancellation_for_a_held_run_reach_its_holder_at_once_not_at_its_next_heartbeat() {
     // A 60 s lease beats every 20 s: what reaches the holder within 10 s came by the announcement.

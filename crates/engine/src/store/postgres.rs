@@ -488,12 +488,20 @@ const CLAIM_RUN: &str = "UPDATE runs SET status = 'running', owner = $2, epoch =
      WHERE id = $1 AND status IN ('ready', 'paused', 'running') AND (owner IS NULL OR lease_until <= now())
      RETURNING epoch";
 
+/// A paused run is taken when something woke it (a decision, a cancellation, a deadline); and when a worker still
+/// holds it past its lease while a decision kept for it has not been applied: that worker died between taking the
+/// woken run (which clears `wake`) and applying the decision. A paused run nothing is asked of is left alone.
 const CLAIM_READY: &str = "UPDATE runs SET status = 'running', owner = $1, epoch = epoch + 1, updated_at = now(),
        wake = false, wake_at = NULL, lease_until = now() + $2::int8 * interval '1 millisecond'
      WHERE id = (SELECT id FROM runs
                  WHERE status = 'ready' OR (status = 'running' AND (lease_until IS NULL OR lease_until <= now()))
-                    OR (status = 'paused' AND (wake OR wake_at <= now())
-                        AND (owner IS NULL OR lease_until <= now()))
+                    OR (status = 'paused' AND (owner IS NULL OR lease_until <= now())
+                        AND (wake OR wake_at <= now()
+                             OR owner IS NOT NULL AND EXISTS (
+                                  SELECT 1 FROM decisions d WHERE d.run_id = runs.id
+                                    AND d.round >= (SELECT count(*) FROM inputs i WHERE i.run_id = runs.id
+                                                      AND i.input->>'input' IN ('decided', 'timedOut')
+                                                      AND i.input->>'node' = d.node))))
                  ORDER BY started_at, id
                  LIMIT 1
                  FOR UPDATE SKIP LOCKED)
