@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 use crate::model::{ExecuteRequest, Model, ModelError, ModelOutput, NodeIo, RouteAnswer, RouteRequest};
 use crate::result::Usage;
@@ -219,9 +218,9 @@ pub struct RecordedModel {
     pub inner: Option<Arc<dyn Model>>,
 }
 
+/// A call's key: the same digest the journal keeps of what a model turn asks.
 fn key(what: Value) -> String {
-    let digest = Sha256::digest(what.to_string().as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    crate::journal::digest(&what)
 }
 
 /// The key of an agent's model call: what decides its answer.

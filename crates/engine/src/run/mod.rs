@@ -196,7 +196,12 @@ struct ToolAsk {
 impl Shared {
     /// A model-call problem of `node` as AgentFlow's `llm_error` log event (retries, fallbacks).
     pub fn llm_error(&self, node: NodeIx, message: &str) {
-        self.emitter.emit(EventKind::log(Some(&self.workflow.nodes[node].id), "llm_error", message.to_string()));
+        self.note(node, "llm_error", message);
+    }
+
+    /// A log event of `kind` on `node` (what a model call's wrapper says of it: `asked_again`, `forked`, …).
+    pub fn note(&self, node: NodeIx, kind: &str, message: &str) {
+        self.emitter.emit(EventKind::log(Some(&self.workflow.nodes[node].id), kind, message.to_string()));
     }
 
     /// Asks the scheduler to approve a tool call of `node`'s task and waits for the decision. When the run stops
@@ -939,8 +944,7 @@ impl crate::model::NodeIo for RouteIo {
     }
 
     fn note(&self, kind: &str, message: &str) {
-        let node = &self.shared.workflow.nodes[self.node].id;
-        self.shared.emitter.emit(EventKind::log(Some(node), kind, message.to_string()));
+        self.shared.note(self.node, kind, message);
     }
 }
 

@@ -584,7 +584,7 @@ impl NodeIo for AgentIo {
     }
 
     fn note(&self, kind: &str, message: &str) {
-        self.shared.emitter.emit(EventKind::log(Some(self.node_id()), kind, message.to_string()));
+        self.shared.note(self.node, kind, message);
     }
 
     async fn turn(&self, asked: &Value, call: BoxFuture<'_, Result<Value, ModelError>>) -> Result<Value, ModelError> {
@@ -609,17 +609,22 @@ impl NodeIo for AgentIo {
     async fn call_tool(&self, tool: &str, input: Value) -> Result<Value, String> {
         let at = self.place.within(&format!("c{}", self.tool_calls.fetch_add(1, Ordering::Relaxed)));
         // Made before the process that runs this died: what it returned, without calling it again.
-        if let Some(result) = self.shared.journal.tool(self.node_id(), self.place.iteration, &at, tool, &input) {
-            self.calls.lock().unwrap().push(ToolCall {
-                tool: tool.to_string(),
-                input,
-                output: result.as_ref().ok().cloned(),
-                error: result.as_ref().err().cloned(),
-            });
-            return result;
-        }
-        let result = self.call_tool_live(tool, input.clone(), &at).await;
-        self.journal(at, What::Tool { tool: tool.to_string(), arguments: input, output: result.clone() }).await;
+        let result = match self.shared.journal.tool(self.node_id(), self.place.iteration, &at, tool, &input) {
+            Some(result) => result,
+            None => {
+                let result = self.call_tool_live(tool, input.clone(), &at).await;
+                let what = What::Tool { tool: tool.to_string(), arguments: input.clone(), output: result.clone() };
+                self.journal(at, what).await;
+                result
+            }
+        };
+        // The node lists every call it made, in this process or before it.
+        self.calls.lock().unwrap().push(ToolCall {
+            tool: tool.to_string(),
+            input,
+            output: result.as_ref().ok().cloned(),
+            error: result.as_ref().err().cloned(),
+        });
         result
     }
 }
@@ -726,14 +731,8 @@ impl AgentIo {
         shared.emitter.emit(EventKind::ToolResult {
             node: parent.id.clone(),
             tool: tool.to_string(),
-            output: output.clone(),
+            output,
             call_id,
-            error: error.clone(),
-        });
-        self.calls.lock().unwrap().push(ToolCall {
-            tool: tool.to_string(),
-            input,
-            output: result.is_ok().then_some(output),
             error,
         });
         result

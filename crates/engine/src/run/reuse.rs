@@ -149,9 +149,10 @@ impl Reuse {
                 });
                 let at = format!("t{}", turn.saturating_sub(1));
                 let mut kept = Vec::new();
-                let mut turns = 0;
+                let (mut turns, mut took) = (0, false);
                 for entry in entries {
                     if entry.at == at {
+                        took = true;
                         break;
                     }
                     if matches!(entry.what, What::Turn { .. }) {
@@ -161,9 +162,6 @@ impl Reuse {
                         kept.push(entry.clone());
                     }
                 }
-                let took = recording.inputs.iter().any(
-                    |r| matches!(&r.input, Input::Journaled(e) if e.node == node && e.iteration == FIRST && e.at == at),
-                );
                 if turn == 0 || !took {
                     return Err(ReuseError(format!(
                         "run {run}'s `{node}` took no turn {turn} of its conversation (it took {turns}); turns count from 1"
