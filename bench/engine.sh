@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Engine benchmark: one JSON line per shape, then a summary line. See crates/engine/benches/engine.rs.
+# Engine benchmark: the marginal cost per step (chain, fan-out, loop; log off and on) beside a bare tokio floor and
+# LangGraph, as a table and then JSON lines. See crates/engine/benches/engine.rs. `npm run bench -- --quick`: 1k and
+# 10k only, 3 runs each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo bench -q -p switchyard-engine --bench engine
+cargo bench -q --workspace --bench engine -- "$@"

@@ -2,8 +2,9 @@
 // element.click() on a hidden seam. Coordinates are viewport CSS pixels taken from the page's own layout.
 
 /**
- * The centre of the first element matching `selector` (or a point inside it at fractions fx, fy), once it has stopped
- * moving: a view still gliding to a node (a reveal, a fit) would otherwise send the pointer where it was a frame ago.
+ * The centre of the first element matching `selector` (or a point inside it at fractions fx, fy), once it is on
+ * screen and has stopped moving: a view still gliding to a node (a reveal, a fit) would otherwise send the pointer
+ * where it was a frame ago.
  */
 export async function pointOf(browser, selector, fx = 0.5, fy = 0.5) {
   const p = await browser.execute(
@@ -17,14 +18,15 @@ export async function pointOf(browser, selector, fx = 0.5, fy = 0.5) {
         };
         let last = at();
         let frames = 0;
+        // Not there yet (a panel that closes a frame later widens the canvas, and React Flow then draws the nodes
+        // that came into view): it is waited for, as a person waits to see it, for up to 60 frames.
         const next = () => {
           const now = at();
           frames += 1;
-          if (!now || (last && now.x === last.x && now.y === last.y) || frames > 60) return resolve(now);
+          if ((now && last && now.x === last.x && now.y === last.y) || frames > 60) return resolve(now);
           last = now;
           requestAnimationFrame(next);
         };
-        if (!last) return resolve(null);
         requestAnimationFrame(next);
       }),
     selector,
@@ -68,7 +70,7 @@ export async function whatIsAt(browser, { x, y }) {
   );
 }
 
-export const KEY = { shift: "\uE008", control: "\uE009", escape: "\uE00C", delete: "\uE017", backspace: "\uE003", tab: "\uE004", enter: "\uE007" };
+export const KEY = { shift: "\uE008", control: "\uE009", escape: "\uE00C", delete: "\uE017", backspace: "\uE003", tab: "\uE004", enter: "\uE007", home: "\uE011", left: "\uE012", right: "\uE014" };
 
 async function perform(browser, pointerActions, modifiers = []) {
   const pointer = { type: "pointer", id: "mouse", parameters: { pointerType: "mouse" }, actions: pointerActions };

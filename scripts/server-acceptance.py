@@ -683,8 +683,13 @@ def acceptance(args):
         payload = next(p for k, _, p in plan if k == key)
         shown = json.loads(subprocess.run([args.bin, "--db", cluster.url, "show", run, "--json"], env=env,
                                           stdout=subprocess.PIPE, text=True).stdout)
+        # What the webhook gave the run: the request ({body, headers, query}) around the payload it was sent.
+        given = shown.get("result", shown)["results"]["start"]["data"]
+        if given.get("body") != payload:
+            mismatched.append(f"{run} ({kind}: its input's body is not the payload sent)")
+            continue
         single = subprocess.run([args.bin, "--db", sqlite, "run", os.path.join(folder, f"{kind}.yaml"), "--input",
-                                 json.dumps(payload), "--json"], env=env, stdout=subprocess.PIPE,
+                                 json.dumps(given), "--json"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)
         alone = json.loads(single.stdout)
         data = lambda r: {n: v.get("data") for n, v in r.get("results", {}).items()}

@@ -32,10 +32,10 @@ npx eslint . --max-warnings 0
 step "cargo test"
 cargo test --workspace -q 2>&1 | tee -a "$out"
 
-step "MCP tools against real servers (the Python mcp package over stdio and streamable HTTP)"
+step "MCP tools against real servers, and switchyard mcp serve against a real client (the Python mcp package)"
 mcp_python=$(bash scripts/mcp-python.sh)
 # `--workspace --test NAME`, not `-p CRATE`: the same features as `cargo test` above, so nothing is built again.
-SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q --workspace --test mcp --test cli --test journal -- --ignored 2>&1 | tee -a "$out"
+SWITCHYARD_TEST_MCP_PYTHON="$mcp_python" cargo test -q --workspace --test mcp --test cli --test journal --test mcp_serve --test mcp_http -- --ignored 2>&1 | tee -a "$out"
 
 step "generated files are current (JSON Schema, TypeScript bindings)"
 # The binary `cargo test` built for the CLI's tests.

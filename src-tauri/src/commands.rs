@@ -1,35 +1,39 @@
-//! The commands the window calls. Each is a thin adapter: arguments in, one engine call, a result out.
+//! The desktop app as the commands' host (`switchyard_api::Host`): this computer's files, settings and preferences,
+//! its SQLite run store, and runs in this process (decided and cancelled through their controllers). The Tauri
+//! commands themselves are generated from the list of commands (`wrappers.rs`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
-use serde_json::json;
-use specta::Type;
+use async_trait::async_trait;
+use switchyard_api::{
+    client, CommandError, EvalCaseView, EvalSuiteView, Events, Host, Prefs, RunArgs, SavedCase, SettingsState,
+};
 use switchyard_engine::answers::Answers;
 use switchyard_engine::code::consent::{Consent, TrustStore};
 use switchyard_engine::eval;
 use switchyard_engine::events::Event;
 use switchyard_engine::files;
 use switchyard_engine::format::{self, Format};
-use switchyard_engine::log::{Observer, RunLog};
+use switchyard_engine::log::Observer;
 use switchyard_engine::mcp::{McpServerConfig, McpTool};
-use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{self, DefaultModel, Settings};
-use switchyard_engine::run::{RunController, RunHandle};
-use switchyard_engine::session::{self, Sinks, WorkflowRef};
-use switchyard_engine::store::{self, Claim, RunStore};
-use switchyard_engine::validate::{self, Report};
-use switchyard_engine::views::{self, Opened, OpenedRun, Resumed, RunSummary, Startup, TurnView};
+use switchyard_engine::remote::Remote;
+use switchyard_engine::result::Decision;
+use switchyard_engine::run::{self, RunController};
+use switchyard_engine::session::{self, Drive, Driving, Sinks, WorkflowRef};
+use switchyard_engine::store::{self, RunRow, RunStore, Store, StoredRun};
+use switchyard_engine::validate;
+use switchyard_engine::views::{Opened, Resumed, RunSummary, Startup};
 use switchyard_engine::Workflow;
-use tauri::ipc::Channel;
-use tauri::State;
 
-use crate::error::CommandError;
 use crate::forward::Forwarder;
-use crate::prefs::{self, Prefs};
+use crate::prefs;
 use crate::remote::{self, Remotes};
+
+/// How often the window's follower reads a run another process writes (an SQLite store announces nothing).
+const FOLLOW_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Live runs by id, and the durable run store.
 pub struct AppState {
@@ -59,7 +63,7 @@ impl AppState {
         }
     }
 
-    fn store(&self) -> Result<&Arc<RunStore>, CommandError> {
+    fn run_store(&self) -> Result<&Arc<RunStore>, CommandError> {
         self.store.as_ref().map_err(Clone::clone)
     }
 
@@ -71,259 +75,303 @@ impl AppState {
             .cloned()
             .ok_or_else(|| CommandError::new("RUN_NOT_RUNNING", format!("run {run_id} is not running in this window")))
     }
+
+    /// Keeps the run's controller (and this process's hold on it) while it lives; the run log records how it ends.
+    fn track(&self, driving: Driving, forwarder: Forwarder) -> String {
+        let run_id = driving.run_id.clone();
+        self.runs.lock().unwrap().insert(run_id.clone(), driving.controller());
+        let runs = self.runs.clone();
+        let id = run_id.clone();
+        tauri::async_runtime::spawn(async move {
+            let _outcome = driving.finish().await;
+            forwarder.close();
+            runs.lock().unwrap().remove(&id);
+        });
+        run_id
+    }
 }
 
-// `async`: off the main thread. A command on it freezes the window's painting in WebKitGTK while it runs, and
-// reading or validating a 5,000-node document takes a second in a debug build (`npm run bench:app`).
-#[tauri::command(async)]
-#[specta::specta]
-pub fn open_file(path: String) -> Result<Opened, CommandError> {
-    let loaded = format::load_file(Path::new(&path), None)?;
-    Ok(Opened::loaded(loaded, Some(path)))
-}
-
-/// Reads pasted or dropped text; `format` forces one (`switchyard`, `agentflow`, `sweny`).
-#[tauri::command(async)]
-#[specta::specta]
-pub fn parse_document(text: String, format: Option<String>) -> Result<Opened, CommandError> {
-    let forced = match format {
-        Some(name) => Some(
-            Format::from_name(&name)
-                .ok_or_else(|| CommandError::new("UNKNOWN_FORMAT", format!("unknown format `{name}`")))?,
-        ),
-        None => None,
-    };
-    Ok(Opened::loaded(format::load_str(&text, forced, None)?, None))
-}
-
-/// Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half a file.
-#[tauri::command(async)]
-#[specta::specta]
-pub fn save_file(path: String, workflow: Workflow) -> Result<(), CommandError> {
-    let path = PathBuf::from(path);
-    let text = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
-        format::to_json(&workflow)
-    } else {
-        format::to_yaml(&workflow)
-    };
-    files::write_atomically(&path, text.as_bytes())
-        .map_err(|e| CommandError::new("WRITE_FAILED", format!("cannot write {}: {e}", path.display())))
-}
-
-/// Every node type as the engine defines it (handles, fields, labels): the palette, canvas and inspector read this.
-#[tauri::command]
-#[specta::specta]
-pub fn node_types() -> Vec<NodeTypeSpec> {
-    node_types::specs().to_vec()
-}
-
-#[tauri::command]
-#[specta::specta]
-pub fn to_yaml(workflow: Workflow) -> String {
-    format::to_yaml(&workflow)
-}
-
-/// The one validator, with providers checked unless the run will be scripted.
-#[tauri::command(async)]
-#[specta::specta]
-pub fn validate(
-    state: State<'_, AppState>,
-    workflow: Workflow,
-    scripted: bool,
-    format: Option<String>,
-) -> Result<Report, CommandError> {
-    let settings = Settings::load(&Settings::default_path()).map_err(CommandError::from);
-    validate_with(&state, &workflow, scripted, format.as_deref(), settings)
-}
-
-/// `format`: the system the document was read from (`sweny`, …): its own graph rules apply, as `switchyard validate`
-/// applies them to that file (an unreachable node in a SWEny file is an error, as SWEny's loader refuses it).
-fn validate_with(
-    state: &AppState,
-    workflow: &Workflow,
-    scripted: bool,
-    format: Option<&str>,
-    settings: Result<Settings, CommandError>,
-) -> Result<Report, CommandError> {
-    let settings = session::settings_for_check(settings, scripted)?;
-    let mut options = session::validation_options(settings.as_ref(), scripted);
-    options.format = format.and_then(switchyard_engine::format::Format::from_name);
-    options.mcp_tools = state.mcp_tools.lock().unwrap().clone();
-    options.mcp_tools.retain(|server, _| options.mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
-    // Known only once `default_model` has looked: until then nodes that name no model are not flagged.
-    options.no_default_model = state.default_model.lock().unwrap().as_ref().is_some_and(|d| d.model.is_none());
-    Ok(validate::validate(workflow, &options))
-}
-
-/// The model agents that name none use when neither the workflow nor the run names one: the settings'
-/// `default_model`, else the first model a local model server lists, else none (with where it looked). Remembered
-/// for `validate`, which then flags nodes that need a model when there is none (`NO_MODEL`).
-#[tauri::command]
-#[specta::specta]
-pub async fn default_model(state: State<'_, AppState>) -> Result<DefaultModel, CommandError> {
-    let settings = Settings::load(&Settings::default_path())?;
-    let found = providers::discover_default_model(&settings).await;
-    *state.default_model.lock().unwrap() = Some(found.clone());
-    Ok(found)
-}
-
-/// What the window asks to run: the arguments of `start_run` (the session's `RunRequest` is built from them).
-#[derive(Deserialize, Type)]
-#[serde(rename_all = "camelCase")]
-pub struct RunArgs {
-    /// The graph as it is now: later edits on the canvas do not change this run.
-    pub workflow: Workflow,
-    /// Where the document lives, so a paused run can be resumed after a restart.
-    pub workflow_path: Option<String>,
-    #[specta(type = Option<specta_typescript::Any>)]
-    pub input: Option<serde_json::Value>,
-    /// An offline run: answers, decisions and approvals from this answers file.
-    pub answers_path: Option<String>,
-    /// `provider/model` overriding the workflow's default.
-    pub model: Option<String>,
-    /// Run from a node: this stored run's results stand for every node upstream of `from_node`.
-    pub reuse_run: Option<String>,
-    pub from_node: Option<String>,
-}
-
-/// The code steps a run of this document would execute and whether this version of their code is trusted: the
-/// window shows them and asks before the run when it is not.
-#[tauri::command]
-#[specta::specta]
-pub fn code_consent(workflow: Workflow, workflow_path: Option<String>) -> Result<Consent, CommandError> {
-    let workflow_ref = workflow_path.as_deref().map(|p| WorkflowRef::new(Path::new(p), None));
-    let (_, consent) = session::code_for(&workflow, workflow_ref.as_ref(), false, &TrustStore::default_location())?;
-    Ok(consent)
-}
-
-/// Starts an MCP server from the settings being edited and lists its tools: the Settings dialog's Test.
-#[tauri::command]
-#[specta::specta]
-pub async fn probe_mcp(
-    state: State<'_, AppState>,
-    name: String,
-    server: McpServerConfig,
-) -> Result<Vec<McpTool>, CommandError> {
-    let tools = switchyard_engine::mcp::probe(&name, &server)
+/// Work on the SQLite store off the runtime's threads (its calls block).
+async fn off_runtime<T: Send + 'static>(
+    store: Arc<RunStore>,
+    work: impl FnOnce(&RunStore) -> Result<T, CommandError> + Send + 'static,
+) -> Result<T, CommandError> {
+    tokio::task::spawn_blocking(move || work(&store))
         .await
-        .map_err(|e| CommandError::new("MCP_UNAVAILABLE", e.to_string()))?;
-    state.mcp_tools.lock().unwrap().insert(name, tools.iter().map(|t| t.name.clone()).collect());
-    Ok(tools)
+        .unwrap_or_else(|e| Err(CommandError::new("INTERNAL", format!("the command failed: {e}"))))
 }
 
-/// Records the person's consent to this version of a workflow's code (the fingerprint `code_consent` gave).
-#[tauri::command]
-#[specta::specta]
-pub fn trust_code(fingerprint: String, workflow_path: Option<String>) -> Result<(), CommandError> {
-    let label = workflow_path.unwrap_or_else(|| "(unsaved workflow)".into());
-    TrustStore::default_location()
-        .trust(&fingerprint, &label)
-        .map_err(|e| CommandError::new("TRUST_UNREADABLE", e.to_string()))
+#[async_trait]
+impl Host for AppState {
+    /// Every run of this computer's store.
+    async fn stored_runs(&self) -> Result<Vec<RunRow>, CommandError> {
+        off_runtime(self.run_store()?.clone(), |store| Ok(store.list()?)).await
+    }
+
+    async fn stored_run(&self, run_id: String) -> Result<StoredRun, CommandError> {
+        off_runtime(self.run_store()?.clone(), move |store| Ok(store.load(&run_id)?)).await
+    }
+
+    async fn stored_events(&self, run_id: String) -> Result<Vec<Event>, CommandError> {
+        off_runtime(self.run_store()?.clone(), move |store| Ok(store.events(&run_id)?)).await
+    }
+
+    fn remote_of(&self, run_id: &str) -> Option<Remote> {
+        self.remotes.of(run_id)
+    }
+
+    async fn open_file(&self, path: String) -> Result<Opened, CommandError> {
+        let loaded = format::load_file(Path::new(&path), None)?;
+        Ok(Opened::loaded(loaded, Some(path)))
+    }
+
+    /// Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half
+    /// a file.
+    async fn save_file(&self, path: String, workflow: Workflow) -> Result<(), CommandError> {
+        let path = PathBuf::from(path);
+        let text = if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+            format::to_json(&workflow)
+        } else {
+            format::to_yaml(&workflow)
+        };
+        files::write_atomically(&path, text.as_bytes())
+            .map_err(|e| CommandError::new("WRITE_FAILED", format!("cannot write {}: {e}", path.display())))
+    }
+
+    async fn startup_file(&self) -> Result<Option<Startup>, CommandError> {
+        Ok(startup_file())
+    }
+
+    fn script_beside(&self, workflow_path: String) -> Option<String> {
+        script_beside(workflow_path)
+    }
+
+    /// Providers are checked unless the run will be scripted.
+    async fn validation_options(
+        &self,
+        scripted: bool,
+        format: Option<Format>,
+    ) -> Result<validate::Options, CommandError> {
+        let settings = Settings::load(&Settings::default_path()).map_err(CommandError::from);
+        validation_options(self, scripted, format, settings)
+    }
+
+    async fn default_model(&self) -> Result<DefaultModel, CommandError> {
+        let settings = Settings::load(&Settings::default_path())?;
+        let found = providers::discover_default_model(&settings).await;
+        *self.default_model.lock().unwrap() = Some(found.clone());
+        Ok(found)
+    }
+
+    async fn code_consent(&self, workflow: Workflow, workflow_path: Option<String>) -> Result<Consent, CommandError> {
+        let workflow_ref = workflow_path.as_deref().map(|p| WorkflowRef::new(Path::new(p), None));
+        let (_, consent) = session::code_for(&workflow, workflow_ref.as_ref(), false, &TrustStore::default_location())?;
+        Ok(consent)
+    }
+
+    async fn trust_code(&self, fingerprint: String, workflow_path: Option<String>) -> Result<(), CommandError> {
+        let label = workflow_path.unwrap_or_else(|| "(unsaved workflow)".into());
+        TrustStore::default_location()
+            .trust(&fingerprint, &label)
+            .map_err(|e| CommandError::new("TRUST_UNREADABLE", e.to_string()))
+    }
+
+    async fn probe_mcp(&self, name: String, server: McpServerConfig) -> Result<Vec<McpTool>, CommandError> {
+        let tools = switchyard_engine::mcp::probe(&name, &server)
+            .await
+            .map_err(|e| CommandError::new("MCP_UNAVAILABLE", e.to_string()))?;
+        self.mcp_tools.lock().unwrap().insert(name, tools.iter().map(|t| t.name.clone()).collect());
+        Ok(tools)
+    }
+
+    /// Starts the run here; its events go to the window in batches, in order.
+    async fn start_run(&self, request: RunArgs, events: Events<Vec<Event>>) -> Result<String, CommandError> {
+        let store = self.run_store().ok().cloned();
+        let (workflow, asked) = request.request()?;
+        let prepared = session::prepare(workflow, asked, store.as_deref()).await?;
+        // The run's row is written before its first event; this process holds the run while it lives.
+        let held = match store {
+            Some(store) => Some(session::begin(store, &prepared)?),
+            None => None,
+        };
+        let forwarder = Forwarder::spawn(events);
+        let drive = Drive::fresh(prepared, held).until(run::Until::End);
+        let driving = session::drive(drive, window_sinks(&forwarder)).await?;
+        Ok(self.track(driving, forwarder))
+    }
+
+    async fn resume_run(&self, run_id: String, events: Events<Vec<Event>>) -> Result<Resumed, CommandError> {
+        if self.runs.lock().unwrap().contains_key(&run_id) {
+            return Err(CommandError::new("RUN_IN_USE", format!("run {run_id} is already running in this window")));
+        }
+        let store = self.run_store()?.clone();
+        let resuming = session::open_to_resume(store, &run_id, false)?;
+        // The run goes on with the document it started with; the window shows that document.
+        let document = Opened::stored(&resuming.stored);
+        let forwarder = Forwarder::spawn(events);
+        let drive = Drive::stored(resuming).until(run::Until::End);
+        let driving = session::drive(drive, window_sinks(&forwarder)).await?;
+        let run_id = self.track(driving, forwarder);
+        Ok(Resumed { run_id, document })
+    }
+
+    async fn replay_run(&self, run_id: String, events: Events<Vec<Event>>) -> Result<Resumed, CommandError> {
+        let store = self.run_store()?;
+        let document = Opened::stored(&store.load(&run_id)?);
+        let forwarder = Forwarder::spawn(events);
+        let replayed = session::replay(&**store, &run_id, window_sinks(&forwarder));
+        forwarder.close();
+        replayed?;
+        Ok(Resumed { run_id, document })
+    }
+
+    async fn decide(&self, run_id: String, node: String, decision: String, note: String) -> Result<(), CommandError> {
+        let decision =
+            Decision::parse(&decision, note).map_err(|e| CommandError::new("INVALID_DECISION", e.to_string()))?;
+        self.controller(&run_id)?.decide(&node, decision).await.map_err(|e| CommandError::new("DECISION_REFUSED", e))
+    }
+
+    async fn cancel_run(&self, run_id: String) -> Result<(), CommandError> {
+        self.controller(&run_id)?.cancel();
+        Ok(())
+    }
+
+    fn live_runs(&self) -> Vec<String> {
+        self.runs.lock().unwrap().keys().cloned().collect()
+    }
+
+    async fn server_runs(&self) -> Result<Vec<RunSummary>, CommandError> {
+        let Some(remote) = remote::configured()? else { return Ok(Vec::new()) };
+        let mut runs = client::list_runs(&remote).await?;
+        self.remotes.listed(&remote, runs.iter().map(|r| r.row.id.as_str()));
+        for run in &mut runs {
+            run.server = Some(remote.host().to_string());
+        }
+        Ok(runs)
+    }
+
+    /// Follows a run another process runs (a terminal's `switchyard run` on the same store, or a server's), one at a
+    /// time: following another stops this one.
+    async fn follow_run(&self, run_id: String, after: u32, events: Events<Vec<Event>>) -> Result<(), CommandError> {
+        let following = self.following.clone();
+        let me = following.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let current = move || following.load(std::sync::atomic::Ordering::SeqCst) == me;
+        if let Some(remote) = self.remotes.of(&run_id) {
+            tauri::async_runtime::spawn(async move {
+                let send = |batch: Vec<Event>| events.send(batch);
+                remote.follow(&run_id, u64::from(after), send, || !current()).await;
+            });
+            return Ok(());
+        }
+        let store = self.run_store()?.clone();
+        store.get(&run_id)?;
+        tauri::async_runtime::spawn(async move {
+            let mut follow = session::follow(store, &run_id, u64::from(after), FOLLOW_POLL);
+            while current() {
+                // Ended, the store cannot be read, or the window stopped listening: nothing more to send.
+                let Ok(session::Followed::Events(batch)) = follow.next().await else { return };
+                if !events.send(batch) {
+                    return;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    async fn save_test_case(&self, run_id: String, workflow_path: Option<String>) -> Result<SavedCase, CommandError> {
+        save_case(self.run_store()?, &run_id, workflow_path.as_deref())
+    }
+
+    async fn eval_suite(&self, workflow_path: String) -> Result<EvalSuiteView, CommandError> {
+        let file = eval::Suite::beside(Path::new(&workflow_path));
+        let shown = file.display().to_string();
+        if !file.exists() {
+            return Ok(EvalSuiteView { file: shown, exists: false, cases: Vec::new(), last: None });
+        }
+        let suite = eval::Suite::load(&file)?;
+        let last = eval::kept::latest(self.run_store()?, &file)?;
+        let cases = suite
+            .file
+            .cases
+            .iter()
+            .map(|c| EvalCaseView {
+                id: c.id.clone(),
+                description: c.description.clone(),
+                expectations: u32::try_from(c.expect.len()).unwrap_or(u32::MAX),
+            })
+            .collect();
+        Ok(EvalSuiteView { file: shown, exists: true, cases, last })
+    }
+
+    async fn run_evals(
+        &self,
+        workflow_path: String,
+        case_id: Option<String>,
+        offline: bool,
+        on_case: Events<eval::CaseReport>,
+    ) -> Result<eval::Report, CommandError> {
+        let file = eval::Suite::beside(Path::new(&workflow_path));
+        let suite = eval::Suite::load(&file)?;
+        let store = self.run_store()?.clone();
+        let baseline = eval::kept::last(&store, &file)?;
+        let options = eval::Options {
+            case: case_id,
+            offline,
+            store: Some((store, eval::kept::new_id())),
+            ..eval::Options::default()
+        };
+        // The cases' futures borrow the suite across a bounded stream, which the compiler cannot prove `Send`: the
+        // evaluation runs on a blocking thread of its own, driving it on the app's runtime.
+        let runtime = tokio::runtime::Handle::current();
+        let report = tokio::task::spawn_blocking(move || {
+            runtime.block_on(eval::kept::evaluate(&suite, &options, baseline, |case: &eval::CaseReport| {
+                on_case.send(case.clone());
+            }))
+        })
+        .await
+        .map_err(|e| CommandError::new("EVAL_FAILED", format!("the evaluation stopped: {e}")))??;
+        Ok(report)
+    }
+
+    /// Never fails: when the file cannot be used, the defaults come with the problem.
+    fn get_settings(&self) -> SettingsState {
+        settings_state(&Settings::default_path())
+    }
+
+    fn save_settings(&self, settings: Settings) -> Result<(), CommandError> {
+        settings.save(&Settings::default_path())?;
+        // The default model may have changed with them: it is found again when next asked.
+        *self.default_model.lock().unwrap() = None;
+        Ok(())
+    }
+
+    fn load_prefs(&self) -> Prefs {
+        prefs::load(&prefs::path())
+    }
+
+    fn save_prefs(&self, prefs: Prefs) -> Result<(), CommandError> {
+        prefs::save(&prefs::path(), &prefs)
+    }
 }
 
-/// Starts a run; its events arrive on `on_events` in batches, in order.
-#[tauri::command]
-#[specta::specta]
-pub async fn start_run(
-    state: State<'_, AppState>,
-    request: RunArgs,
-    on_events: Channel<Vec<Event>>,
-) -> Result<String, CommandError> {
-    let store = state.store().ok().cloned();
-    let asked = session::RunRequest {
-        workflow_ref: request.workflow_path.as_deref().map(|p| WorkflowRef::new(Path::new(p), None)),
-        input: request.input,
-        answers_path: request.answers_path.map(PathBuf::from),
-        model: request.model,
-        step_budget: None,
-        reuse: request.reuse_run.zip(request.from_node),
-        // The app's consent is the trust file: the window asks (`code_consent`, `trust_code`) before it runs.
-        allow_code: false,
+/// The validator's options: the settings' providers and servers (unless the run is scripted), the tools each MCP
+/// server listed when last asked, and whether a default model was found.
+fn validation_options(
+    state: &AppState,
+    scripted: bool,
+    format: Option<Format>,
+    settings: Result<Settings, CommandError>,
+) -> Result<validate::Options, CommandError> {
+    let settings = session::settings_for_check(settings, scripted)?;
+    Ok(session::validation_options(session::Checking {
+        settings: settings.as_ref(),
+        scripted,
+        format,
+        mcp_tools: state.mcp_tools.lock().unwrap().clone(),
+        // Known only once `default_model` has looked: until then nodes that name no model are not flagged.
+        no_default_model: state.default_model.lock().unwrap().as_ref().is_some_and(|d| d.model.is_none()),
         ..Default::default()
-    };
-    let prepared = session::prepare(request.workflow, asked, store.as_deref()).await?;
-    // The run's row is written before its first event; this process holds the run while it lives.
-    let claim = match &store {
-        Some(store) => Some(session::begin(store, &prepared)?),
-        None => None,
-    };
-    let forwarder = Forwarder::spawn(on_events);
-    let handle = session::start(prepared, window_sinks(store.map(|s| s as Arc<dyn RunLog>), &forwarder));
-    Ok(track(&state, handle, forwarder, claim))
-}
-
-/// Continues a paused run stored by an earlier session (or this one), streaming its events like `start_run`.
-#[tauri::command]
-#[specta::specta]
-pub async fn resume_run(
-    state: State<'_, AppState>,
-    run_id: String,
-    on_events: Channel<Vec<Event>>,
-) -> Result<Resumed, CommandError> {
-    if state.runs.lock().unwrap().contains_key(&run_id) {
-        return Err(CommandError::new("RUN_IN_USE", format!("run {run_id} is already running in this window")));
-    }
-    let store = state.store()?.clone();
-    let resuming = session::open_to_resume(&store, &run_id, false)?;
-    // The run goes on with the document it started with; the window shows that document.
-    let document = Opened::stored(&resuming.stored);
-    let forwarder = Forwarder::spawn(on_events);
-    let (handle, claim) = session::resume_live(resuming, window_sinks(Some(store), &forwarder))?;
-    let run_id = track(&state, handle, forwarder, Some(claim));
-    Ok(Resumed { run_id, document })
-}
-
-/// Opens a stored run: the document it started with (not the file as it is now) and what happened.
-#[tauri::command]
-#[specta::specta]
-pub async fn open_run(state: State<'_, AppState>, run_id: String) -> Result<OpenedRun, CommandError> {
-    if let Some(remote) = state.remotes.of(&run_id) {
-        return Ok(remote.call("open_run", json!({ "runId": run_id })).await?);
-    }
-    Ok(OpenedRun::new(state.store()?.load(&run_id)?))
-}
-
-/// Plays a stored run again through the engine from its recorded inputs — no model or tool call — streaming its
-/// events like a live run.
-#[tauri::command]
-#[specta::specta]
-pub fn replay_run(
-    state: State<'_, AppState>,
-    run_id: String,
-    on_events: Channel<Vec<Event>>,
-) -> Result<Resumed, CommandError> {
-    let store = state.store()?;
-    let document = Opened::stored(&store.load(&run_id)?);
-    let forwarder = Forwarder::spawn(on_events);
-    let replayed = session::replay(store, &run_id, window_sinks(None, &forwarder));
-    forwarder.close();
-    replayed?;
-    Ok(Resumed { run_id, document })
-}
-
-/// A stored run saved as a test case: the evaluation file it went into, the case's id and how many expectations it
-/// holds.
-#[derive(Debug, Serialize, Type)]
-#[serde(rename_all = "camelCase")]
-pub struct SavedCase {
-    pub path: String,
-    pub case_id: String,
-    pub expectations: u32,
-    /// The run's model calls kept in the file's record (0 for a run on an answers file): the case asks again only
-    /// the calls an edit changes.
-    pub recorded_calls: u32,
-}
-
-/// Adds a stored run to its workflow's evaluation file (`NAME.evals.yaml` beside the workflow) as a test case: its
-/// input, answers and decisions, and what each node did. The same as `switchyard eval add RUN_ID` (`eval::add_case`).
-#[tauri::command]
-#[specta::specta]
-pub fn save_test_case(
-    state: State<'_, AppState>,
-    run_id: String,
-    workflow_path: Option<String>,
-) -> Result<SavedCase, CommandError> {
-    save_case(state.store()?, &run_id, workflow_path.as_deref())
+    }))
 }
 
 /// `workflow_path`: the file the workflow was saved to since, for a run made before its first save (it names no
@@ -349,244 +397,9 @@ fn save_case(store: &RunStore, run_id: &str, workflow_path: Option<&str>) -> Res
     })
 }
 
-/// A workflow's evaluation file as the Evals tab shows it.
-#[derive(Serialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct EvalSuiteView {
-    /// `NAME.evals.yaml` beside the workflow file.
-    pub file: String,
-    /// Whether it exists yet ("Save as test case" in History makes it).
-    pub exists: bool,
-    pub cases: Vec<EvalCaseView>,
-    /// What the earlier evaluations of this file kept in the run store found (each case's latest), if any.
-    pub last: Option<eval::Report>,
-}
-
-#[derive(Serialize, specta::Type)]
-#[serde(rename_all = "camelCase")]
-pub struct EvalCaseView {
-    pub id: String,
-    pub description: Option<String>,
-    /// How many expectations it checks.
-    pub expectations: u32,
-}
-
-/// The evaluation file beside a workflow file: its cases and its last evaluation.
-#[tauri::command]
-#[specta::specta]
-pub fn eval_suite(state: State<'_, AppState>, workflow_path: String) -> Result<EvalSuiteView, CommandError> {
-    let file = eval::Suite::beside(Path::new(&workflow_path));
-    let shown = file.display().to_string();
-    if !file.exists() {
-        return Ok(EvalSuiteView { file: shown, exists: false, cases: Vec::new(), last: None });
-    }
-    let suite = eval::Suite::load(&file)?;
-    let last = eval::kept::latest(state.store()?, &file)?;
-    let cases = suite
-        .file
-        .cases
-        .iter()
-        .map(|c| EvalCaseView {
-            id: c.id.clone(),
-            description: c.description.clone(),
-            expectations: u32::try_from(c.expect.len()).unwrap_or(u32::MAX),
-        })
-        .collect();
-    Ok(EvalSuiteView { file: shown, exists: true, cases, last })
-}
-
-/// Runs the evaluation file beside a workflow file (every case, or one), sending each case's report as it finishes;
-/// the report compares with the file's earlier evaluations and is kept with its cases' runs. As `switchyard eval FILE
-/// --baseline last [--offline]`: online, an agent a case has no answer for calls the settings' model (and is
-/// recorded); offline, no model is called and such a case could not run.
-#[tauri::command]
-#[specta::specta]
-pub async fn run_evals(
-    state: State<'_, AppState>,
-    workflow_path: String,
-    case_id: Option<String>,
-    offline: bool,
-    on_case: Channel<eval::CaseReport>,
-) -> Result<eval::Report, CommandError> {
-    let file = eval::Suite::beside(Path::new(&workflow_path));
-    let suite = eval::Suite::load(&file)?;
-    let store = state.store()?.clone();
-    let baseline = eval::kept::last(&store, &file)?;
-    let options = eval::Options {
-        case: case_id,
-        offline,
-        store: Some((store, eval::kept::new_id())),
-        ..eval::Options::default()
-    };
-    // The cases' futures borrow the suite across a bounded stream, which the compiler cannot prove `Send`: the
-    // evaluation runs on a blocking thread of its own, driving it on the app's runtime.
-    let runtime = tokio::runtime::Handle::current();
-    let report = tokio::task::spawn_blocking(move || {
-        runtime.block_on(eval::kept::evaluate(&suite, &options, baseline, |case: &eval::CaseReport| {
-            let _ = on_case.send(case.clone());
-        }))
-    })
-    .await
-    .map_err(|e| CommandError::new("EVAL_FAILED", format!("the evaluation stopped: {e}")))??;
-    Ok(report)
-}
-
-/// Where a run's events go in the app: the store (written first), then the window.
-fn window_sinks(log: Option<Arc<dyn RunLog>>, forwarder: &Forwarder) -> Sinks {
-    Sinks { log, observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>] }
-}
-
-/// Keeps the run's controller (and this process's claim on it) while it lives; the run log records how it ends.
-fn track(state: &State<'_, AppState>, handle: RunHandle, forwarder: Forwarder, claim: Option<Claim>) -> String {
-    let run_id = handle.run_id.clone();
-    state.runs.lock().unwrap().insert(run_id.clone(), handle.controller());
-    let runs = state.runs.clone();
-    let id = run_id.clone();
-    tauri::async_runtime::spawn(async move {
-        let _outcome = handle.finish().await;
-        forwarder.close();
-        runs.lock().unwrap().remove(&id);
-        drop(claim);
-    });
-    run_id
-}
-
-#[tauri::command]
-#[specta::specta]
-pub async fn decide(
-    state: State<'_, AppState>,
-    run_id: String,
-    node: String,
-    decision: String,
-    note: String,
-) -> Result<(), CommandError> {
-    if let Some(remote) = state.remotes.of(&run_id) {
-        let args = json!({ "runId": run_id, "node": node, "decision": decision, "note": note });
-        return Ok(remote.call("decide", args).await?);
-    }
-    let controller = state.controller(&run_id)?;
-    controller
-        .decide(&node, serde_json::json!({ "decision": decision, "note": note }))
-        .await
-        .map_err(|e| CommandError::new("DECISION_REFUSED", e))
-}
-
-#[tauri::command]
-#[specta::specta]
-pub async fn cancel_run(state: State<'_, AppState>, run_id: String) -> Result<(), CommandError> {
-    if let Some(remote) = state.remotes.of(&run_id) {
-        return Ok(remote.call("cancel_run", json!({ "runId": run_id })).await?);
-    }
-    state.controller(&run_id)?.cancel();
-    Ok(())
-}
-
-/// Stored runs, newest first; paused and interrupted ones can go on.
-#[tauri::command]
-#[specta::specta]
-pub fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, CommandError> {
-    let live = state.runs.lock().unwrap().keys().cloned().collect::<Vec<_>>();
-    let rows = session::runs(state.store()?)?;
-    Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row, server: None }).collect())
-}
-
-/// The runs of the server the settings name (`server:`), newest first, each marked with the server's `HOST:PORT`;
-/// none when no server is named. Opening, following, deciding and cancelling them then goes to that server.
-#[tauri::command]
-#[specta::specta]
-pub async fn server_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>, CommandError> {
-    let Some(remote) = remote::configured()? else { return Ok(Vec::new()) };
-    let mut runs: Vec<RunSummary> = remote.call("list_runs", json!({})).await?;
-    state.remotes.listed(&remote, runs.iter().map(|r| r.row.id.as_str()));
-    for run in &mut runs {
-        run.server = Some(remote.host().to_string());
-    }
-    Ok(runs)
-}
-
-/// Follows a run that another process runs (a `switchyard run` in a terminal, on the same store): sends its events
-/// numbered after `after` as they are written, until it ends. The window follows one run at a time: following
-/// another stops this one.
-#[tauri::command]
-#[specta::specta]
-pub fn follow_run(
-    state: State<'_, AppState>,
-    run_id: String,
-    after: u32,
-    on_events: Channel<Vec<Event>>,
-) -> Result<(), CommandError> {
-    let following = state.following.clone();
-    let me = following.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-    let current = move || following.load(std::sync::atomic::Ordering::SeqCst) == me;
-    if let Some(remote) = state.remotes.of(&run_id) {
-        tauri::async_runtime::spawn(async move {
-            let send = |events: Vec<Event>| on_events.send(events).is_ok();
-            remote.follow(&run_id, u64::from(after), send, || !current()).await;
-        });
-        return Ok(());
-    }
-    let store = state.store()?.clone();
-    store.get(&run_id)?;
-    tauri::async_runtime::spawn(async move {
-        let mut last = u64::from(after);
-        while current() {
-            // The status first: a run seen ended has all its events written, so reading them after it misses none.
-            let (read, id) = (store.clone(), run_id.clone());
-            let read = tauri::async_runtime::spawn_blocking(move || {
-                Ok::<_, switchyard_engine::store::StoreError>((read.get(&id)?, read.events_after(&id, last)?))
-            });
-            let Ok(Ok((row, new))) = read.await else { return };
-            if let Some(e) = new.last() {
-                last = e.seq;
-                if on_events.send(new).is_err() {
-                    return;
-                }
-            }
-            if row.status.ended() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
-    });
-    Ok(())
-}
-
-#[tauri::command]
-#[specta::specta]
-pub async fn run_events(state: State<'_, AppState>, run_id: String) -> Result<Vec<Event>, CommandError> {
-    if let Some(remote) = state.remotes.of(&run_id) {
-        return Ok(remote.call("run_events", json!({ "runId": run_id })).await?);
-    }
-    Ok(state.store()?.events(&run_id)?)
-}
-
-/// Each agent's model turns and tool calls in a run, by node id, in order (the run log's journal): the Last run tab's
-/// Conversation.
-#[tauri::command]
-#[specta::specta]
-pub async fn run_turns(
-    state: State<'_, AppState>,
-    run_id: String,
-) -> Result<std::collections::BTreeMap<String, Vec<TurnView>>, CommandError> {
-    if let Some(remote) = state.remotes.of(&run_id) {
-        return Ok(remote.call("run_turns", json!({ "runId": run_id })).await?);
-    }
-    Ok(views::turn_views(session::turns(&**state.store()?, &run_id)?))
-}
-
-/// The settings, and why the file could not be used when it could not: the window then shows the defaults and the
-/// problem, and saving replaces the file.
-#[derive(Serialize, Type)]
-pub struct SettingsState {
-    pub settings: Settings,
-    pub problem: Option<CommandError>,
-}
-
-/// The settings to edit. Never fails: when the file cannot be used, the defaults come with the problem.
-#[tauri::command]
-#[specta::specta]
-pub fn get_settings() -> SettingsState {
-    settings_state(&Settings::default_path())
+/// Where a run's events go in the app besides its log: the window.
+fn window_sinks(forwarder: &Forwarder) -> Sinks {
+    Sinks { log: None, observers: vec![Arc::new(forwarder.clone()) as Arc<dyn Observer>] }
 }
 
 fn settings_state(path: &Path) -> SettingsState {
@@ -596,21 +409,9 @@ fn settings_state(path: &Path) -> SettingsState {
     }
 }
 
-/// Saves the settings, or refuses with the problems by field (nothing is written then).
-#[tauri::command]
-#[specta::specta]
-pub fn save_settings(state: State<'_, AppState>, settings: Settings) -> Result<(), CommandError> {
-    settings.save(&Settings::default_path())?;
-    // The default model may have changed with them: it is found again when next asked.
-    *state.default_model.lock().unwrap() = None;
-    Ok(())
-}
-
 /// What to open at start: `SWITCHYARD_OPEN`, else the first argument, else the workflow the person opened or saved
 /// last (the newest recent file, kept in `ui-prefs.json`, that still exists), else the bundled alert-triage example.
-#[tauri::command]
-#[specta::specta]
-pub fn startup_file() -> Option<Startup> {
+fn startup_file() -> Option<Startup> {
     let asked = std::env::var("SWITCHYARD_OPEN").ok().or_else(|| std::env::args().nth(1));
     let recent = prefs::load(&prefs::path()).recent_files;
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/alert-triage.yaml");
@@ -627,29 +428,27 @@ fn startup_choice(asked: Option<String>, recent: &[String], example: &Path) -> O
 }
 
 /// The answers file beside a workflow (`<stem>.script.yaml`), as an absolute path, when there is one.
-#[tauri::command]
-#[specta::specta]
-pub fn script_beside(workflow_path: String) -> Option<String> {
+fn script_beside(workflow_path: String) -> Option<String> {
     Answers::beside(Path::new(&workflow_path)).map(|p| p.to_string_lossy().into_owned())
-}
-
-/// The window's preferences; the defaults when the file is missing or corrupt.
-#[tauri::command]
-#[specta::specta]
-pub fn load_prefs() -> Prefs {
-    prefs::load(&prefs::path())
-}
-
-/// Keeps the window's preferences (written atomically); refuses a theme the window does not have.
-#[tauri::command]
-#[specta::specta]
-pub fn save_prefs(prefs: Prefs) -> Result<(), CommandError> {
-    prefs::save(&prefs::path(), &prefs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use switchyard_engine::validate::Report;
+
+    /// `validate` as the window asks it, with these settings.
+    fn validate_with(
+        state: &AppState,
+        workflow: &Workflow,
+        scripted: bool,
+        format: Option<&str>,
+        settings: Result<Settings, CommandError>,
+    ) -> Result<Report, CommandError> {
+        let options = validation_options(state, scripted, format.and_then(Format::from_name), settings)?;
+        Ok(validate::validate(workflow, &options))
+    }
     use crate::test_support::Scratch;
     use switchyard_engine::providers::{ProviderConfig, ProviderKind};
 
@@ -805,13 +604,11 @@ mod tests {
         };
         tauri::async_runtime::block_on(async {
             let prepared = session::prepare(workflow, request, Some(store.as_ref())).await.unwrap();
-            let claim = session::begin(store, &prepared).unwrap();
+            let held = session::begin(store.clone(), &prepared).unwrap();
             let id = prepared.options.run_id.clone().unwrap();
             if to_the_end {
-                session::run(prepared, Sinks { log: Some(store.clone() as Arc<dyn RunLog>), observers: Vec::new() })
-                    .await;
+                session::drive(Drive::fresh(prepared, Some(held)), Sinks::default()).await.unwrap().finish().await;
             }
-            drop(claim);
             id
         })
     }
@@ -857,6 +654,46 @@ mod tests {
         assert_eq!(refused.code, "NO_WORKFLOW_FILE");
         assert!(refused.message.contains("not run from a saved file"), "{}", refused.message);
         assert!(!dir.path().join("approval-flow.evals.yaml").exists());
+    }
+
+    #[test]
+    fn a_fork_asked_by_the_window_runs_on_from_the_answer_given_and_is_listed_with_the_run_it_forked() {
+        let dir = Scratch::new();
+        let store = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+        let id = finished_run(dir.path(), &store, true, true);
+        let path = dir.path().join("approval-flow.yaml");
+        let workflow = format::load_file(&path, None).unwrap().workflow;
+        // As the window sends it: start_run's arguments with a fork at `draft`, the node's result as a whole.
+        let args = |fork: serde_json::Value, from: Option<&str>| -> RunArgs {
+            serde_json::from_value(json!({
+                "workflow": workflow, "workflowPath": path, "input": null,
+                "answersPath": dir.path().join("approval-flow.script.yaml"), "model": null,
+                "reuseRun": from.map(|_| &id), "fromNode": from, "fork": fork,
+            }))
+            .unwrap()
+        };
+        let fork = json!({"run": id, "node": "draft", "turn": null, "answer": "Dark mode ships Monday."});
+        let (workflow, request) = args(fork.clone(), None).request().unwrap();
+        let forked = tauri::async_runtime::block_on(async {
+            let prepared = session::prepare(workflow, request, Some(store.as_ref())).await.unwrap();
+            let held = session::begin(store.clone(), &prepared).unwrap();
+            session::drive(Drive::fresh(prepared, Some(held)), Sinks::default()).await.unwrap().finish().await.result
+        });
+        assert_eq!(forked.results["draft"].data["text"], "Dark mode ships Monday.");
+        assert_eq!(forked.results["publish"].status, switchyard_engine::result::NodeStatus::Success);
+        let listed = session::runs(&store).unwrap();
+        let row = listed.iter().find(|r| r.id == forked.run_id).unwrap();
+        assert_eq!(row.forked_from.as_deref(), Some(id.as_str()), "History links the fork to the run it forked");
+        assert_eq!(listed.iter().find(|r| r.id == id).unwrap().forked_from, None);
+
+        // A fork is not also a run from a node; a turn the node never took is refused before anything runs.
+        assert_eq!(args(fork, Some("review")).request().err().map(|e| e.code), Some("REUSE_FAILED".into()));
+        let at_turn = json!({"run": id, "node": "draft", "turn": 3, "answer": "x"});
+        let (workflow, request) = args(at_turn, None).request().unwrap();
+        let refused = tauri::async_runtime::block_on(session::prepare(workflow, request, Some(store.as_ref())));
+        let refused = CommandError::from(refused.err().unwrap());
+        assert_eq!(refused.code, "REUSE_FAILED");
+        assert!(refused.message.contains("took no turn 3"), "{}", refused.message);
     }
 
     #[test]

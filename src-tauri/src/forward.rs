@@ -1,12 +1,12 @@
-//! Run events to the window: an observer queues events; a forwarder sends them as one batch per ~frame over the
-//! run's channel, so a burst of thousands of events costs the UI one message per frame, in order, none dropped.
+//! Run events to the window: an observer queues events; a forwarder sends them as one batch per ~frame to the
+//! run's channel (the command's `Events`), so a burst of thousands of events costs the UI one message per frame, in order, none dropped.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use switchyard_api::Events;
 use switchyard_engine::events::Event;
 use switchyard_engine::log::{LogError, Observer};
-use tauri::ipc::Channel;
 use tokio::sync::Notify;
 
 /// How long the forwarder gathers events before sending a batch.
@@ -38,7 +38,7 @@ impl Observer for Forwarder {
 
 impl Forwarder {
     /// Starts the sending half on the runtime; it ends after `close` once the queue is drained.
-    pub fn spawn(channel: Channel<Vec<Event>>) -> Forwarder {
+    pub fn spawn(channel: Events<Vec<Event>>) -> Forwarder {
         let queue = Arc::new(Queue::default());
         let q = queue.clone();
         tauri::async_runtime::spawn(async move {
@@ -46,7 +46,7 @@ impl Forwarder {
                 q.ready.notified().await;
                 tokio::time::sleep(FRAME).await;
                 let batch = std::mem::take(&mut *q.events.lock().unwrap());
-                if !batch.is_empty() && channel.send(batch).is_err() {
+                if !batch.is_empty() && !channel.send(batch) {
                     q.gone.store(true, std::sync::atomic::Ordering::Release);
                     q.events.lock().unwrap().clear();
                     return;

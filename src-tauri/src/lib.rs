@@ -1,54 +1,19 @@
 //! The desktop shell: typed commands over the engine, run events streamed to the window, file dialogs (in the front
 //! end, through tauri-plugin-dialog) and settings. No workflow semantics live here: every command is a few lines
-//! that call the engine. The TypeScript bindings are generated from these signatures (`ui/src/bindings.ts`).
+//! that call the engine. The commands are the app's (`switchyard_api`): this shell is their host (`commands.rs`) and
+//! their Tauri wrappers are generated from their list (`wrappers.rs`), and the TypeScript bindings from those
+//! (`ui/src/bindings.ts`).
 
 mod commands;
-mod error;
 mod forward;
 mod prefs;
 mod remote;
 #[cfg(test)]
 mod test_support;
-
-use tauri_specta::{collect_commands, Builder};
+mod wrappers;
 
 pub use commands::AppState;
-
-/// The command set, shared by the app and by the bindings export.
-pub fn specta_builder() -> Builder<tauri::Wry> {
-    Builder::<tauri::Wry>::new().commands(collect_commands![
-        commands::open_file,
-        commands::parse_document,
-        commands::save_file,
-        commands::to_yaml,
-        commands::validate,
-        commands::default_model,
-        commands::code_consent,
-        commands::trust_code,
-        commands::probe_mcp,
-        commands::start_run,
-        commands::resume_run,
-        commands::decide,
-        commands::cancel_run,
-        commands::list_runs,
-        commands::run_events,
-        commands::run_turns,
-        commands::follow_run,
-        commands::server_runs,
-        commands::open_run,
-        commands::replay_run,
-        commands::save_test_case,
-        commands::eval_suite,
-        commands::run_evals,
-        commands::get_settings,
-        commands::save_settings,
-        commands::startup_file,
-        commands::node_types,
-        commands::load_prefs,
-        commands::save_prefs,
-        commands::script_beside,
-    ])
-}
+pub use wrappers::specta_builder;
 
 /// Writes the TypeScript bindings of every command and type.
 pub fn export_bindings(path: &std::path::Path) -> Result<(), specta_typescript::Error> {
@@ -82,12 +47,22 @@ mod tests {
         assert!(text.contains("startRun") && text.contains("export type Workflow"));
     }
 
+    /// Keeps `ui/src/generated/commands.json` current: the list of commands as the browser's transport reads it
+    /// (each command's arguments and channel, what it needs of a host, what a browser keeps or follows itself).
+    #[test]
+    fn export_command_table() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/generated/commands.json");
+        let json = serde_json::to_string_pretty(&switchyard_api::table()).unwrap() + "\n";
+        std::fs::write(&path, &json).unwrap();
+        assert!(json.contains("\"keptBy\": \"save_prefs\""), "the browser keeps its preferences");
+    }
+
     /// Keeps `ui/src/generated/node-types.json` current: the engine's node type definitions as the `node_types`
     /// command returns them, which the UI's unit tests and first frame use. CI fails when the committed copy differs.
     #[test]
     fn export_node_types() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/src/generated/node-types.json");
-        let json = serde_json::to_string_pretty(&super::commands::node_types()).unwrap() + "\n";
+        let json = serde_json::to_string_pretty(&switchyard_engine::node_types::specs()).unwrap() + "\n";
         std::fs::write(&path, &json).unwrap();
         assert!(json.contains("\"perCondition\": true"), "the if node's condition handles are described");
     }

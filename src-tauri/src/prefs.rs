@@ -4,30 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-use specta::Type;
+use switchyard_api::CommandError;
+pub use switchyard_api::{Prefs, THEMES};
 use switchyard_engine::{files, store};
-
-use crate::error::CommandError;
-
-/// The themes the window has.
-pub const THEMES: [&str; 2] = ["light", "dark"];
-
-/// What the window remembers between sessions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Type)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Prefs {
-    /// Files opened or saved lately, newest first.
-    pub recent_files: Vec<String>,
-    /// `light` or `dark`.
-    pub theme: String,
-}
-
-impl Default for Prefs {
-    fn default() -> Prefs {
-        Prefs { recent_files: Vec::new(), theme: THEMES[0].into() }
-    }
-}
 
 /// `ui-prefs.json` in the data directory.
 pub fn path() -> PathBuf {

@@ -5,10 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use switchyard_api::CommandError;
 use switchyard_engine::providers::Settings;
-use switchyard_engine::remote::{Remote, RemoteError};
-
-use crate::error::CommandError;
+use switchyard_engine::remote::Remote;
 
 /// The runs listed from a server, by id.
 #[derive(Default)]
@@ -35,10 +34,4 @@ impl Remotes {
 pub fn configured() -> Result<Option<Remote>, CommandError> {
     let settings = Settings::load(&Settings::default_path())?;
     settings.server.as_ref().map(|s| Remote::new(s).map_err(CommandError::from)).transpose()
-}
-
-impl From<RemoteError> for CommandError {
-    fn from(e: RemoteError) -> CommandError {
-        CommandError::new(e.code(), e.to_string())
-    }
 }

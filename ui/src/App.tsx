@@ -20,8 +20,9 @@ import { useRun } from "./store/run";
 import { baseName } from "./model/paths";
 import { commitEditing } from "./store/ask";
 import { useDialogs } from "./store/dialogs";
-import { useHistory } from "./store/history";
+import * as storedRuns from "./store/history";
 import { usePrefs } from "./store/prefs";
+import * as runControl from "./store/runControl";
 import { runBlocked, useRunControl } from "./store/runControl";
 import { startUp } from "./store/startup";
 import { useValidation, validateOnEdit } from "./store/validation";
@@ -54,7 +55,7 @@ const QuickAdd = lazy(() => import("./components/QuickAdd").then((m) => ({ defau
 function CodeConsent() {
   const asked = useRunControl((s) => s.consent);
   if (!asked) return null;
-  return <CodeConsentDialog consent={asked.consent} onAnswer={(allow) => void useRunControl.getState().answerConsent(allow)} />;
+  return <CodeConsentDialog consent={asked.consent} onAnswer={(allow) => void runControl.answerConsent(allow)} />;
 }
 
 function Approvals() {
@@ -63,7 +64,7 @@ function Approvals() {
   const dismissed = useDialogs((s) => s.dismissed);
   const approval = pending.find((p) => p.node === reviewing) ?? pending.find((p) => !dismissed.includes(p.node));
   if (!approval) return null;
-  return <ApprovalDialog key={approval.node} approval={approval} onClose={() => useDialogs.getState().dismissApproval(approval.node)} onDecide={(d, note) => useRunControl.getState().decide(approval.node, d, note)} />;
+  return <ApprovalDialog key={approval.node} approval={approval} onClose={() => useDialogs.getState().dismissApproval(approval.node)} onDecide={(d, note) => runControl.decide(approval.node, d, note)} />;
 }
 
 /** Why Run cannot start, over the top of the canvas (it covers nothing the person works with, and shifts nothing). */
@@ -148,7 +149,22 @@ function useInspectorFollowsSelection(panel: ReturnType<typeof usePanelRef>) {
     if (!p) return;
     if (selected || pinned) {
       if (p.isCollapsed()) p.expand();
-    } else if (!p.isCollapsed()) p.collapse();
+      return;
+    }
+    if (p.isCollapsed()) return;
+    // Closed after the frame that shows what emptied the selection (a Delete, Escape) was painted: the canvas then
+    // widens and draws what came into view as a second step, instead of holding back the first (at 5,000 nodes the
+    // deletion showed ~100 ms later). A selection made meanwhile keeps it open.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const frame = requestAnimationFrame(() => {
+      timer = setTimeout(() => {
+        if (!p.isCollapsed()) p.collapse();
+      });
+    });
+    return () => {
+      cancelAnimationFrame(frame);
+      clearTimeout(timer);
+    };
   }, [selected, pinned, panel]);
 }
 
@@ -222,7 +238,7 @@ function Workbench() {
     void startUp();
     // The history changes when a run ends or pauses.
     return useRun.subscribe((r, p) => {
-      if (r.status !== p.status) void useHistory.getState().refresh();
+      if (r.status !== p.status) void storedRuns.refresh();
     });
   }, []);
 

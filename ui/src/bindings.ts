@@ -751,6 +751,36 @@ export type ForEach_Serialize = {
 	concurrency?: number,
 };
 
+/**
+ *  Where a fork gives its answer, and the answer: `turn` counts the node's model turns from 1 (none: the node's
+ *  result as a whole); the answer is text, or JSON for a node with an output schema.
+ */
+export type ForkArgs = ForkArgs_Serialize | ForkArgs_Deserialize;
+
+/**
+ *  Where a fork gives its answer, and the answer: `turn` counts the node's model turns from 1 (none: the node's
+ *  result as a whole); the answer is text, or JSON for a node with an output schema.
+ */
+export type ForkArgs_Deserialize = {
+	/**  The stored run forked. */
+	run: string,
+	node: string,
+	turn?: number | null,
+	answer: string,
+};
+
+/**
+ *  Where a fork gives its answer, and the answer: `turn` counts the node's model turns from 1 (none: the node's
+ *  result as a whole); the answer is text, or JSON for a node with an output schema.
+ */
+export type ForkArgs_Serialize = {
+	/**  The stored run forked. */
+	run: string,
+	node: string,
+	turn: number | null,
+	answer: string,
+};
+
 /**  Another name for a handle, accepted on edges. */
 export type HandleAlias = {
 	alias: string,
@@ -939,6 +969,28 @@ export type NodeTypeSpec_Deserialize = {
 	description: string,
 	/**  Whether execution edges may lead into it (every type but `start`). */
 	hasInput: boolean,
+	/**
+	 *  Whether a run begins here (`start`). The editor never deletes a workflow's last one and opens a workflow
+	 *  looking at it.
+	 */
+	entry: boolean,
+	/**
+	 *  Whether it asks a model (`agent`): it uses the default model when it names none, its Last run tab lists its
+	 *  conversation, and a run can be forked at it.
+	 */
+	asksModel: boolean,
+	/**
+	 *  Whether a node of this type can be a subagent (`agent`): another agent's `subagent` handle may link to it, and
+	 *  it then runs only as that agent's tool.
+	 */
+	subagent: boolean,
+	/**  The id a node of this type added in the editor is given (`check` for an `if`; `check_2` when taken). */
+	newId: string,
+	/**
+	 *  The fields a node of this type added in the editor starts with (an `if` has one condition, an approval asks
+	 *  the default question).
+	 */
+	newFields: any,
 	handles: HandleSpec[],
 	/**
 	 *  Other names edges may give a handle, and the handle each stands for (an `if` node's `true` is `condition-0`,
@@ -959,6 +1011,28 @@ export type NodeTypeSpec_Serialize = {
 	description: string,
 	/**  Whether execution edges may lead into it (every type but `start`). */
 	hasInput: boolean,
+	/**
+	 *  Whether a run begins here (`start`). The editor never deletes a workflow's last one and opens a workflow
+	 *  looking at it.
+	 */
+	entry: boolean,
+	/**
+	 *  Whether it asks a model (`agent`): it uses the default model when it names none, its Last run tab lists its
+	 *  conversation, and a run can be forked at it.
+	 */
+	asksModel: boolean,
+	/**
+	 *  Whether a node of this type can be a subagent (`agent`): another agent's `subagent` handle may link to it, and
+	 *  it then runs only as that agent's tool.
+	 */
+	subagent: boolean,
+	/**  The id a node of this type added in the editor is given (`check` for an `if`; `check_2` when taken). */
+	newId: string,
+	/**
+	 *  The fields a node of this type added in the editor starts with (an `if` has one condition, an approval asks
+	 *  the default question).
+	 */
+	newFields: any,
 	handles: HandleSpec[],
 	/**
 	 *  Other names edges may give a handle, and the handle each stands for (an `if` node's `true` is `condition-0`,
@@ -1285,6 +1359,11 @@ export type RunArgs_Deserialize = {
 	/**  Run from a node: this stored run's results stand for every node upstream of `from_node`. */
 	reuseRun?: string | null,
 	fromNode?: string | null,
+	/**
+	 *  A fork of a stored run (the Last run tab's Fork from here): a run from a node where the model said something
+	 *  else, as `switchyard run --fork RUN --at NODE[#TURN] --answer TEXT`. Not with `reuse_run`.
+	 */
+	fork?: ForkArgs_Deserialize | null,
 };
 
 /**  What the window asks to run: the arguments of `start_run` (the session's `RunRequest` is built from them). */
@@ -1301,6 +1380,11 @@ export type RunArgs_Serialize = {
 	/**  Run from a node: this stored run's results stand for every node upstream of `from_node`. */
 	reuseRun: string | null,
 	fromNode: string | null,
+	/**
+	 *  A fork of a stored run (the Last run tab's Fork from here): a run from a node where the model said something
+	 *  else, as `switchyard run --fork RUN --at NODE[#TURN] --answer TEXT`. Not with `reuse_run`.
+	 */
+	fork: ForkArgs_Serialize | null,
 };
 
 /**  One run of the history. */
@@ -1332,6 +1416,8 @@ export type RunRow_Deserialize = {
 	cost?: number | null,
 	/**  The evaluation it was a case of, if any. */
 	eval?: string | null,
+	/**  The run it is a fork of (`run --fork RUN`, the Last run tab's Fork from here), if it is one. */
+	forkedFrom?: string | null,
 };
 
 /**  One run of the history. */
@@ -1360,6 +1446,8 @@ export type RunRow_Serialize = {
 	cost: number | null,
 	/**  The evaluation it was a case of, if any. */
 	eval: string | null,
+	/**  The run it is a fork of (`run --fork RUN`, the Last run tab's Fork from here), if it is one. */
+	forkedFrom: string | null,
 };
 
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";
@@ -1607,14 +1695,14 @@ export type ToolRequest = {
 };
 
 /**
- *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request's JSON
- *  body as the run's input) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
+ *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request as the
+ *  run's input: {body, headers, query}) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
  */
 export type Trigger = Trigger_Serialize | Trigger_Deserialize;
 
 /**
- *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request's JSON
- *  body as the run's input) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
+ *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request as the
+ *  run's input: {body, headers, query}) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
  */
 export type Trigger_Deserialize = {
 	/**  A webhook's name: lowercase letters, digits and `-`; its URL is `/hooks/NAME`. */
@@ -1636,8 +1724,8 @@ export type Trigger_Deserialize = {
 };
 
 /**
- *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request's JSON
- *  body as the run's input) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
+ *  One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request as the
+ *  run's input: {body, headers, query}) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
  */
 export type Trigger_Serialize = {
 	/**  A webhook's name: lowercase letters, digits and `-`; its URL is `/hooks/NAME`. */
@@ -1661,39 +1749,48 @@ export type Trigger_Serialize = {
 /**
  *  One thing an agent did inside a node, as the Last run tab lists it: a model turn, a tool call, or the answer a
  *  person gave a fork of the run. `at` is where in the node's execution it happened (`t2`, `c1`, `i3.t0`,
- *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration.
+ *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration. A turn and a tool call kept in this
+ *  run's log also say where they fall among the run's events (`seq`: the number the next event had), when they
+ *  ended (`ts`, RFC 3339) and how long they took (`ms`: since what came before them in the conversation, or the
+ *  node's start); a fork's turns taken from the run it forked have none of these, older logs no `ts` nor `ms`.
  */
 export type TurnView = TurnView_Serialize | TurnView_Deserialize;
 
 /**
  *  One thing an agent did inside a node, as the Last run tab lists it: a model turn, a tool call, or the answer a
  *  person gave a fork of the run. `at` is where in the node's execution it happened (`t2`, `c1`, `i3.t0`,
- *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration.
+ *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration. A turn and a tool call kept in this
+ *  run's log also say where they fall among the run's events (`seq`: the number the next event had), when they
+ *  ended (`ts`, RFC 3339) and how long they took (`ms`: since what came before them in the conversation, or the
+ *  node's start); a fork's turns taken from the run it forked have none of these, older logs no `ts` nor `ms`.
  */
 export type TurnView_Deserialize = 
 /**
  *  A model turn: its number in the conversation (from 1, as `--fork … --at NODE#TURN` counts), what the model
  *  said, the tool calls it asked for, and its tokens (input + output) when the provider reported them.
  */
-{ kind: "turn"; iteration: number; at: string; number: number; text: string; calls: AskedCall[]; tokens?: number | null } | 
+{ kind: "turn"; iteration: number; at: string; number: number; text: string; calls: AskedCall[]; tokens?: number | null; seq?: number | null; ts?: string | null; ms?: number | null } | 
 /**  A tool call and what it returned, or its error (which went back to the model as the tool's result). */
-{ kind: "tool"; iteration: number; at: string; tool: string; arguments: any; output?: any | null; error?: string | null } | 
+{ kind: "tool"; iteration: number; at: string; tool: string; arguments: any; output?: any | null; error?: string | null; seq?: number | null; ts?: string | null; ms?: number | null } | 
 /**  The answer given for a fork of the run (`--fork … --answer`): the agent's answer, ending its conversation. */
 { kind: "said"; iteration: number; at: string; text: string };
 
 /**
  *  One thing an agent did inside a node, as the Last run tab lists it: a model turn, a tool call, or the answer a
  *  person gave a fork of the run. `at` is where in the node's execution it happened (`t2`, `c1`, `i3.t0`,
- *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration.
+ *  `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration. A turn and a tool call kept in this
+ *  run's log also say where they fall among the run's events (`seq`: the number the next event had), when they
+ *  ended (`ts`, RFC 3339) and how long they took (`ms`: since what came before them in the conversation, or the
+ *  node's start); a fork's turns taken from the run it forked have none of these, older logs no `ts` nor `ms`.
  */
 export type TurnView_Serialize = 
 /**
  *  A model turn: its number in the conversation (from 1, as `--fork … --at NODE#TURN` counts), what the model
  *  said, the tool calls it asked for, and its tokens (input + output) when the provider reported them.
  */
-{ kind: "turn"; iteration: number; at: string; number: number; text: string; calls: AskedCall[]; tokens: number | null } | 
+{ kind: "turn"; iteration: number; at: string; number: number; text: string; calls: AskedCall[]; tokens: number | null; seq: number | null; ts: string | null; ms: number | null } | 
 /**  A tool call and what it returned, or its error (which went back to the model as the tool's result). */
-{ kind: "tool"; iteration: number; at: string; tool: string; arguments: any; output: any | null; error: string | null } | 
+{ kind: "tool"; iteration: number; at: string; tool: string; arguments: any; output: any | null; error: string | null; seq: number | null; ts: string | null; ms: number | null } | 
 /**  The answer given for a fork of the run (`--fork … --answer`): the agent's answer, ending its conversation. */
 { kind: "said"; iteration: number; at: string; text: string };
 

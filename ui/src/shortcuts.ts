@@ -3,8 +3,8 @@
 import { edgeKey, useDocument } from "./store/document";
 import { useMessages } from "./store/messages";
 import { useDialogs } from "./store/dialogs";
-import { useFiles } from "./store/files";
-import { useRunControl } from "./store/runControl";
+import * as files from "./store/files";
+import * as runControl from "./store/runControl";
 import { useView } from "./store/view";
 import { selectedNode, useQuickAdd } from "./store/quickAdd";
 import { desktopOnly, NOT_IN_BROWSER } from "./desktopOnly";
@@ -25,7 +25,6 @@ export type Shortcut = {
 const mod = (e: KeyboardEvent) => e.ctrlKey || e.metaKey;
 const key = (e: KeyboardEvent, k: string) => e.key.toLowerCase() === k;
 const doc = () => useDocument.getState();
-const files = () => useFiles.getState();
 const dialogs = () => useDialogs.getState();
 const view = () => useView.getState();
 /** The focus is on the canvas (a node card, the pane) or nowhere in particular: not on a toolbar button or a panel. */
@@ -41,11 +40,11 @@ function deleteSelection() {
 }
 
 export const SHORTCUTS: Shortcut[] = [
-  { keys: "Ctrl+N", does: "new workflow", matches: (e) => mod(e) && key(e, "n"), run: desktopOnly(NOT_IN_BROWSER.new, () => void files().newWorkflow()), inFields: true, desktop: true },
-  { keys: "Ctrl+O", does: "open a workflow (any supported format)", matches: (e) => mod(e) && !e.shiftKey && key(e, "o"), run: desktopOnly(NOT_IN_BROWSER.open, () => void files().openPicked()), inFields: true, desktop: true },
-  { keys: "Ctrl+S", does: "save", matches: (e) => mod(e) && !e.shiftKey && key(e, "s"), run: desktopOnly(NOT_IN_BROWSER.save, () => void files().save()), inFields: true, desktop: true },
-  { keys: "Ctrl+Shift+S", does: "save as", matches: (e) => mod(e) && e.shiftKey && key(e, "s"), run: desktopOnly(NOT_IN_BROWSER.save, () => void files().saveAs()), inFields: true, desktop: true },
-  { keys: "Ctrl+Shift+E", does: "export canonical YAML", matches: (e) => mod(e) && e.shiftKey && key(e, "e"), run: desktopOnly(NOT_IN_BROWSER.export, () => void files().exportYaml()), inFields: true, desktop: true },
+  { keys: "Ctrl+N", does: "new workflow", matches: (e) => mod(e) && key(e, "n"), run: desktopOnly(NOT_IN_BROWSER.new, () => void files.newWorkflow()), inFields: true, desktop: true },
+  { keys: "Ctrl+O", does: "open a workflow (any supported format)", matches: (e) => mod(e) && !e.shiftKey && key(e, "o"), run: desktopOnly(NOT_IN_BROWSER.open, () => void files.openPicked()), inFields: true, desktop: true },
+  { keys: "Ctrl+S", does: "save", matches: (e) => mod(e) && !e.shiftKey && key(e, "s"), run: desktopOnly(NOT_IN_BROWSER.save, () => void files.save()), inFields: true, desktop: true },
+  { keys: "Ctrl+Shift+S", does: "save as", matches: (e) => mod(e) && e.shiftKey && key(e, "s"), run: desktopOnly(NOT_IN_BROWSER.save, () => void files.saveAs()), inFields: true, desktop: true },
+  { keys: "Ctrl+Shift+E", does: "export canonical YAML", matches: (e) => mod(e) && e.shiftKey && key(e, "e"), run: desktopOnly(NOT_IN_BROWSER.export, () => void files.exportYaml()), inFields: true, desktop: true },
   { keys: "Ctrl+Z", does: "undo", matches: (e) => mod(e) && !e.shiftKey && key(e, "z"), run: () => doc().undo() },
   { keys: "Ctrl+Shift+Z / Ctrl+Y", does: "redo", matches: (e) => mod(e) && ((e.shiftKey && key(e, "z")) || key(e, "y")), run: () => doc().redo() },
   { keys: "Ctrl+C", does: "copy the selected nodes", matches: (e) => mod(e) && key(e, "c"), run: () => doc().copySelection() },
@@ -60,7 +59,7 @@ export const SHORTCUTS: Shortcut[] = [
   { keys: "Ctrl+K / Ctrl+F", does: "find a node or a command", matches: (e) => mod(e) && (key(e, "k") || key(e, "f")), run: () => dialogs().setDialog("find", true), inFields: true },
   { keys: "Ctrl+L", does: "lay the workflow out", matches: (e) => mod(e) && key(e, "l"), run: () => void view().layout() },
   { keys: "Shift+1", does: "fit the whole workflow in view", matches: (e) => e.shiftKey && !mod(e) && (e.code === "Digit1" || e.key === "!"), run: () => view().requestView("fit") },
-  { keys: "Ctrl+Enter", does: "run", matches: (e) => mod(e) && e.key === "Enter", run: () => void useRunControl.getState().run(), inFields: true },
+  { keys: "Ctrl+Enter", does: "run", matches: (e) => mod(e) && e.key === "Enter", run: () => void runControl.run(), inFields: true },
   { keys: "F1 or ?", does: "this help", matches: (e) => e.key === "F1" || e.key === "?", run: () => dialogs().setDialog("help", true) },
 ];
 

@@ -3,14 +3,12 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use switchyard_engine::events::{Event, EventKind};
-use switchyard_engine::log::{LogError, LogItem, Observer, RunLog};
+use switchyard_engine::log::{LogError, Observer, RunLog};
 use switchyard_engine::result::{PendingApproval, Verdict};
-use switchyard_engine::run::Recorded;
 use switchyard_engine::NodeStatus;
-use switchyard_engine::RunStatus;
 
 use crate::out::outln;
 
@@ -29,35 +27,6 @@ impl RunLog for JsonLines {
         let mut w = self.0.lock().unwrap();
         serde_json::to_writer(&mut *w, event).map_err(|e| LogError(e.to_string()))?;
         w.write_all(b"\n").and_then(|_| w.flush()).map_err(|e| LogError(e.to_string()))
-    }
-}
-
-/// Several run logs written in order.
-pub struct Tee(pub Vec<Arc<dyn RunLog>>);
-
-impl RunLog for Tee {
-    fn append(&self, event: &Event) -> Result<(), LogError> {
-        let mut first_error = Ok(());
-        for log in &self.0 {
-            if let Err(e) = log.append(event) {
-                if first_error.is_ok() {
-                    first_error = Err(e);
-                }
-            }
-        }
-        first_error
-    }
-
-    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), LogError> {
-        self.0.iter().map(|log| log.write_batch(run, items)).fold(Ok(()), Result::and)
-    }
-
-    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), LogError> {
-        self.0.iter().map(|log| log.record_input(run, input)).fold(Ok(()), Result::and)
-    }
-
-    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), LogError> {
-        self.0.iter().map(|log| log.run_status(run, status, pending)).fold(Ok(()), Result::and)
     }
 }
 

@@ -58,7 +58,16 @@ macro_rules! errln {
     ($($arg:tt)*) => { $crate::out::stderr(format_args!($($arg)*)) };
 }
 
-pub(crate) use {errln, out, outln};
+/// `errln!` for a long-running process's log (`serve`, `worker`): the line starts with when it was written (RFC 3339,
+/// milliseconds, UTC).
+macro_rules! logln {
+    ($($arg:tt)*) => {
+        $crate::out::stderr(format_args!("{} {}", switchyard_engine::eval::report::now(), format_args!($($arg)*)))
+    };
+}
+
+#[allow(unused_imports)]
+pub(crate) use {errln, logln, out, outln};
 
 /// Text from outside (a model's answer, a file's names) as it may be printed to a terminal: a control character
 /// (an escape sequence's ESC, a carriage return, a line feed, …) or a character that reorders text (bidirectional

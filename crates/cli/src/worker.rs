@@ -50,7 +50,8 @@ pub async fn cmd(db: Option<&str>, args: WorkerArgs) -> Result<u8, Unusable> {
 
     use switchyard_engine::worker::{self, Options, Report};
 
-    use crate::out::{counted, errln};
+    // Every line of the worker's log starts with when it was written.
+    use crate::out::{counted, logln as errln};
 
     let Some(db) = db else {
         return Err(coded(

@@ -207,7 +207,8 @@ fn a_run_killed_at_any_turn_resumes_mid_conversation_asking_only_what_it_had_not
 #[test]
 #[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
 fn on_postgres_a_run_parked_at_each_tool_call_approval_goes_on_mid_conversation_and_calls_each_tool_once() {
-    use switchyard_engine::postgres::PgStore;
+    use switchyard_engine::result::{Decision, Verdict};
+    use switchyard_engine::store::postgres::{PgStore, Wait};
     let tokio = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let tally = dir.path().join("tally.txt");
@@ -245,7 +246,7 @@ fn on_postgres_a_run_parked_at_each_tool_call_approval_goes_on_mid_conversation_
         let lines: Vec<usize> = tallies(&tally).into_iter().map(|(n, _)| n).collect();
         assert_eq!(lines, (0..round as usize).collect::<Vec<_>>(), "round {round}: {}", read_log());
         assert_eq!(trial.lock().unwrap().requests, round as usize + 1, "round {round}: each turn asked once");
-        store.keep_decision(&id, "worker", round, &json!({"decision": "approve"})).unwrap();
+        store.keep_decision(&id, "worker", round, &Decision::new(Verdict::Approve, "")).wait().unwrap();
     }
     wait_for("the run to complete", || read_log().contains(&format!("{id} completed")));
     let lines = tallies(&tally);
@@ -301,6 +302,12 @@ fn a_fork_at_a_turn_replays_the_conversation_before_it_at_no_call_and_runs_on_fr
         shown["turns"]["talker"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["turn", "tool", "turn", "tool", "turn", "tool", "turn"], "{shown}");
     assert_eq!(shown["turns"]["talker"][1]["arguments"], json!({"n": 0}), "{shown}");
+    // Each with where it falls among the run's events, when it ended and how long it took.
+    for turn in shown["turns"]["talker"].as_array().unwrap() {
+        assert!(turn["seq"].as_u64().is_some() && turn["ms"].as_u64().is_some(), "{turn}");
+        let ts = turn["ts"].as_str().unwrap_or_default();
+        assert!(ts.len() == 24 && ts.ends_with('Z') && ts.as_bytes()[10] == b'T', "RFC 3339 in milliseconds: {turn}");
+    }
 
     // At turn 3: turns 1 and 2 and their lookups come from the journal; the answer given ends the conversation.
     let before = server.requests().len();
@@ -340,4 +347,63 @@ fn a_fork_at_a_turn_replays_the_conversation_before_it_at_no_call_and_runs_on_fr
     assert_eq!(code, 2, "{refused}");
     assert!(refused["errors"][0]["message"].as_str().unwrap().contains("no such node `nobody`"), "{refused}");
     assert_eq!(server.requests().len(), before, "nothing was asked");
+}
+
+/// A code step killed while it runs is run again by `resume` with the same idempotency key in its environment
+/// (`SWITCHYARD_IDEMPOTENCY_KEY`), so the code can tell it made its side effect before.
+#[test]
+fn a_code_step_killed_while_it_runs_is_run_again_on_resume_with_the_same_idempotency_key() {
+    use std::os::unix::process::CommandExt;
+    let home = Home { dir: tempfile::tempdir().unwrap(), model_url: "http://127.0.0.1:9/v1".into() };
+    let work = tempfile::tempdir().unwrap();
+    // The step runs in the workflow's folder: it writes its key, then (the first time) its pid and waits for the kill.
+    let flow = support::write_file(
+        work.path(),
+        "keyed.yaml",
+        r#"switchyard: 1
+name: keyed
+nodes:
+  - {id: start, type: start}
+  - id: step
+    type: script
+    language: python
+    code: |
+      import os, time
+      key = os.environ["SWITCHYARD_IDEMPOTENCY_KEY"]
+      with open("keys.txt", "a") as f:
+          f.write(key + "\n")
+      if os.path.exists("hold"):
+          os.remove("hold")
+          with open("pid.txt", "w") as f:
+              f.write(str(os.getpid()))
+          time.sleep(3600)
+      return {"key": key}
+edges:
+  - {from: start, to: step}
+"#,
+    );
+    std::fs::write(work.path().join("hold"), "").unwrap();
+    let (keys, pid) = (work.path().join("keys.txt"), work.path().join("pid.txt"));
+    let mut run = home.command(&["run", &flow, "--allow-code", "--json"]);
+    run.process_group(0);
+    let mut child = run.spawn().unwrap();
+    wait_for("the step to hold", || std::fs::read_to_string(&pid).is_ok_and(|p| !p.is_empty()));
+    // The run's process group, then the step's own (code runs in a process group of its own): the machine went away.
+    for group in [child.id().to_string(), std::fs::read_to_string(&pid).unwrap()] {
+        let killed = Command::new("kill").args(["-s", "KILL", "--", &format!("-{group}")]).status().unwrap();
+        assert!(killed.success(), "process group {group} was killed");
+    }
+    let _ = child.wait();
+    let listed = home.command(&["runs", "--json"]).output().unwrap();
+    let runs: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let run_id = runs[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(runs[0]["status"], "interrupted", "{runs}");
+
+    let out = home.command(&["resume", &run_id, "--allow-code", "--json"]).output().unwrap();
+    let (code, result) = support::json_output(&["resume"], out);
+    assert_eq!((code, &result["status"]), (0, &json!("completed")), "{result}");
+    let expected = format!("{run_id}/step/1/s0");
+    let lines: Vec<String> = std::fs::read_to_string(&keys).unwrap().lines().map(str::to_string).collect();
+    assert_eq!(lines, [expected.clone(), expected.clone()], "the killed run and the resumed one, with the same key");
+    assert_eq!(result["results"]["step"]["data"]["key"], expected.as_str());
 }

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use switchyard_engine::events::{Event, EventKind};
-use switchyard_engine::postgres::{PgStatus, PgStore};
+use switchyard_engine::result::{Decision, Verdict};
+use switchyard_engine::store::postgres::{PgStore, Wait};
+use switchyard_engine::store::StoredStatus;
 use switchyard_engine::RunStatus;
 
 fn repo() -> PathBuf {
@@ -189,7 +191,7 @@ fn a_run_submitted_for_workers_is_announced_taken_and_run_to_completion_by_a_wor
     assert_eq!(shown["results"]["synthesize"]["data"]["text"], "Move.", "{shown}");
     let (code, replayed) = team.json(&["replay", &id, "--json"]);
     assert_eq!((code, &replayed["results"]), (0, &shown["results"]), "the replay tells the same story");
-    let (entered, exited) = visits(&team.store().events(&id).unwrap());
+    let (entered, exited) = visits(&team.store().events(&id).wait().unwrap());
     assert!(entered.values().chain(exited.values()).all(|n| *n == 1), "{entered:?} {exited:?}");
 }
 
@@ -205,13 +207,19 @@ fn two_workers_share_the_runs_several_at_a_time_and_no_run_is_worked_twice() {
         runs.as_array().unwrap().iter().all(|r| r["status"] == "completed")
     });
     let logs: Vec<String> = workers.into_iter().map(|w| w.stop().1).collect();
-    let claimed = |log: &str| log.lines().filter(|l| l.starts_with("claimed ")).count();
+    // Each line starts with when it was written (RFC 3339, UTC), then what happened.
+    let said = |line: &str| {
+        let (at, what) = line.split_once(' ').unwrap_or_else(|| panic!("no time on {line:?}"));
+        assert!(at.ends_with('Z') && chrono_like(at), "{line:?} starts with an RFC 3339 UTC time");
+        what.to_string()
+    };
+    let claimed = |log: &str| log.lines().map(said).filter(|l| l.starts_with("claimed ")).count();
     assert_eq!(claimed(&logs[0]) + claimed(&logs[1]), ids.len(), "each run claimed once:\n{}\n{}", logs[0], logs[1]);
     let store = team.store();
     for id in &ids {
-        let (entered, exited) = visits(&store.events(id).unwrap());
+        let (entered, exited) = visits(&store.events(id).wait().unwrap());
         assert!(entered.values().chain(exited.values()).all(|n| *n == 1) && exited.len() == 6, "{id}: {exited:?}");
-        assert_eq!(store.get(id).unwrap().lease.epoch, 1, "{id} was claimed once");
+        assert_eq!(store.lease(id).wait().unwrap().epoch, 1, "{id} was claimed once");
     }
 }
 
@@ -225,20 +233,20 @@ fn a_worker_killed_mid_run_has_its_run_taken_over_after_its_lease_and_no_complet
     let store = team.store();
     // Mid-branch: `cost` and `speed` done and in the log, `security` in flight.
     until("cost and speed to finish while security runs", || {
-        let events = store.events(&id).unwrap();
+        let events = store.events(&id).wait().unwrap();
         has(&events, "node:exit", "cost")
             && has(&events, "node:exit", "speed")
             && has(&events, "node:enter", "security")
     });
     first.signal("-KILL");
     let killed = Instant::now();
-    let logged = store.events(&id).unwrap().len();
-    assert_eq!(store.get(&id).unwrap().status, PgStatus::Running, "its lease has not run out yet");
+    let logged = store.events(&id).wait().unwrap().len();
+    assert_eq!(store.get(&id).wait().unwrap().status, StoredStatus::Running, "its lease has not run out yet");
 
     // The same answers without the delay, for whoever goes on.
     team.write("answers.yaml", FAST);
     let second = team.worker("second", &["--lease", "2"]);
-    until("another worker to take the run over", || store.get(&id).unwrap().lease.epoch == 2);
+    until("another worker to take the run over", || store.lease(&id).wait().unwrap().epoch == 2);
     let reclaimed = killed.elapsed();
     until("the run to complete", || team.status(&id) == "completed");
     eprintln!("kill to reclaim: {} ms; to completion: {} ms", reclaimed.as_millis(), killed.elapsed().as_millis());
@@ -247,7 +255,7 @@ fn a_worker_killed_mid_run_has_its_run_taken_over_after_its_lease_and_no_complet
     let (code, log) = second.stop();
     assert_eq!(code, 0, "{log}");
 
-    let events = store.events(&id).unwrap();
+    let events = store.events(&id).wait().unwrap();
     let (entered, exited) = visits(&events);
     // Entries are derived from the log when a run is rebuilt, not emitted again: one each, in flight or not.
     assert!(entered.values().all(|n| *n == 1), "{entered:?}");
@@ -275,13 +283,13 @@ fn a_worker_stopped_past_its_lease_loses_its_run_and_writes_nothing_more_to_it()
     let mut stale = team.worker("stale", &["--lease", "1"]);
     stale.wait_for(&format!("claimed {id}"));
     let store = team.store();
-    until("security to start", || has(&store.events(&id).unwrap(), "node:enter", "security"));
+    until("security to start", || has(&store.events(&id).wait().unwrap(), "node:enter", "security"));
     stale.signal("-STOP");
 
     team.write("answers.yaml", FAST);
     let other = team.worker("other", &["--lease", "5"]);
     until("the other worker to complete the run", || team.status(&id) == "completed");
-    let ended = store.events(&id).unwrap();
+    let ended = store.events(&id).wait().unwrap();
 
     // Woken after its run was taken over and completed: whatever it had in flight is refused, and it stops.
     stale.signal("-CONT");
@@ -289,8 +297,8 @@ fn a_worker_stopped_past_its_lease_loses_its_run_and_writes_nothing_more_to_it()
     let (code, log) = stale.stop();
     assert_eq!(code, 0, "{log}");
     eprintln!("the stale worker: {}", log.lines().last().unwrap_or(""));
-    assert_eq!(store.events(&id).unwrap(), ended, "the stale worker wrote nothing after the takeover");
-    assert_eq!(store.get(&id).unwrap().lease.epoch, 2);
+    assert_eq!(store.events(&id).wait().unwrap(), ended, "the stale worker wrote nothing after the takeover");
+    assert_eq!(store.lease(&id).wait().unwrap().epoch, 2);
     let (_, exited) = visits(&ended);
     assert!(exited.values().all(|n| *n == 1), "{exited:?}");
     let (code, log) = other.stop();
@@ -305,7 +313,7 @@ fn a_worker_told_to_stop_gives_up_a_run_it_cannot_finish_in_time_and_another_wor
     let mut worker = team.worker("first", &["--lease", "30", "--grace", "0.2"]);
     worker.wait_for(&format!("claimed {id}"));
     let store = team.store();
-    until("security to start", || has(&store.events(&id).unwrap(), "node:enter", "security"));
+    until("security to start", || has(&store.events(&id).wait().unwrap(), "node:enter", "security"));
     let (code, log) = worker.stop();
     assert_eq!(code, 0, "{log}");
     assert!(log.contains(&format!("{id} given up")), "{log}");
@@ -315,7 +323,7 @@ fn a_worker_told_to_stop_gives_up_a_run_it_cannot_finish_in_time_and_another_wor
     team.write("answers.yaml", FAST);
     let next = team.worker("next", &["--lease", "30"]);
     until("the next worker to complete the run", || team.status(&id) == "completed");
-    let (_, exited) = visits(&store.events(&id).unwrap());
+    let (_, exited) = visits(&store.events(&id).wait().unwrap());
     assert!(exited.values().all(|n| *n == 1) && exited.len() == 6, "{exited:?}");
     drop(next);
 }
@@ -329,7 +337,7 @@ fn a_run_started_here_on_postgres_is_held_by_its_process_and_pauses_for_a_person
     assert_eq!((code, paused["status"].as_str()), (0, Some("paused")), "{paused}");
     let id = paused["runId"].as_str().unwrap();
     assert_eq!(team.status(id), "paused");
-    assert_eq!(team.store().get(id).unwrap().lease.owner, None, "a paused run is given up");
+    assert_eq!(team.store().lease(id).wait().unwrap().owner, None, "a paused run is given up");
     // A worker leaves it alone: it waits for a person.
     let mut worker = team.worker("w", &["--lease", "2"]);
     worker.wait_for("waiting for runs");
@@ -395,12 +403,12 @@ fn a_decision_kept_in_the_database_wakes_a_parked_run_and_a_worker_applies_it_on
     let id = submit_approval(&team);
     worker.wait_for(&format!("{id} paused: waits for review; parked"));
     let store = team.store();
-    let decision = serde_json::json!({"decision": "reject", "note": "say when"});
-    store.keep_decision(&id, "review", 0, &decision).unwrap();
+    let decision = Decision::new(Verdict::Reject, "say when");
+    store.keep_decision(&id, "review", 0, &decision).wait().unwrap();
     // Sent again, as a client that retries does: kept once.
-    store.keep_decision(&id, "review", 0, &decision).unwrap();
+    store.keep_decision(&id, "review", 0, &decision).wait().unwrap();
     until("the run to complete", || team.status(&id) == "completed");
-    let events = store.events(&id).unwrap();
+    let events = store.events(&id).wait().unwrap();
     let received = events.iter().filter(|e| matches!(e.kind, EventKind::ApprovalReceived { .. })).count();
     assert_eq!(received, 1, "one decision applied");
     assert!(has(&events, "node:exit", "revise") && !has(&events, "node:enter", "publish"), "the reject branch ran");
@@ -419,12 +427,12 @@ fn a_kept_decision_its_run_cannot_take_is_left_out_and_the_run_goes_on() {
     let store = team.store();
     // Kept for a node that waits for nothing (as a decision kept for a round that never came would be): it wakes
     // the run, and the worker that takes it must not stop on it, or every worker after it would too.
-    store.keep_decision(&id, "revise", 0, &serde_json::json!({"decision": "approve"})).unwrap();
+    store.keep_decision(&id, "revise", 0, &Decision::new(Verdict::Approve, "")).wait().unwrap();
     until("the run to be parked again", || worker.log().matches(&parked).count() == 2);
     assert!(!worker.log().contains("left for its lease"), "{}", worker.log());
-    store.keep_decision(&id, "review", 0, &serde_json::json!({"decision": "approve"})).unwrap();
+    store.keep_decision(&id, "review", 0, &Decision::new(Verdict::Approve, "")).wait().unwrap();
     until("the run to complete", || team.status(&id) == "completed");
-    let events = store.events(&id).unwrap();
+    let events = store.events(&id).wait().unwrap();
     assert!(has(&events, "node:exit", "publish") && !has(&events, "node:enter", "revise"), "{events:?}");
     let (code, log) = worker.stop();
     assert_eq!(code, 0, "{log}");
@@ -440,14 +448,14 @@ fn a_cancellation_sent_through_the_database_ends_a_parked_run_and_a_running_one(
     let running = team.submit(&slow);
     worker.wait_for(&format!("claimed {running}"));
     let store = team.store();
-    until("the slow researcher to start", || has(&store.events(&running).unwrap(), "node:enter", "security"));
-    assert!(store.request_cancel(&parked).unwrap());
-    assert!(store.request_cancel(&running).unwrap());
+    until("the slow researcher to start", || has(&store.events(&running).wait().unwrap(), "node:enter", "security"));
+    assert!(store.request_cancel(&parked).wait().unwrap());
+    assert!(store.request_cancel(&running).wait().unwrap());
     // The running one hears it at its worker's next heartbeat (a third of the 1 s lease), not after the 60 s node.
     until("both runs to be cancelled", || team.status(&parked) == "cancelled" && team.status(&running) == "cancelled");
-    assert!(!store.request_cancel(&running).unwrap(), "an ended run is not cancelled again");
+    assert!(!store.request_cancel(&running).wait().unwrap(), "an ended run is not cancelled again");
     for run in [&parked, &running] {
-        let events = store.events(run).unwrap();
+        let events = store.events(run).wait().unwrap();
         // A pause closes its stretch of the log with an end that says `paused`; the run itself ends once.
         let ended =
             |e: &&Event| matches!(&e.kind, EventKind::WorkflowEnd { status, .. } if *status != RunStatus::Paused);
@@ -471,14 +479,14 @@ fn an_approval_that_waits_while_another_branch_works_is_decided_through_the_data
     let _worker = team.worker("w", &["--lease", "1"]);
     let store = team.store();
     // The approval waits while `slow` works: the database says so before the run pauses.
-    until("the approval to be listed as pending", || store.get(&id).unwrap().pending == ["check"]);
-    assert_eq!(store.get(&id).unwrap().status, PgStatus::Running);
-    store.keep_decision(&id, "check", 0, &serde_json::json!({"decision": "approve"})).unwrap();
-    until("the decision to be applied", || has(&store.events(&id).unwrap(), "approval:received", "check"));
-    let events = store.events(&id).unwrap();
+    until("the approval to be listed as pending", || store.get(&id).wait().unwrap().pending == ["check"]);
+    assert_eq!(store.get(&id).wait().unwrap().status, StoredStatus::Running);
+    store.keep_decision(&id, "check", 0, &Decision::new(Verdict::Approve, "")).wait().unwrap();
+    until("the decision to be applied", || has(&store.events(&id).wait().unwrap(), "approval:received", "check"));
+    let events = store.events(&id).wait().unwrap();
     assert!(!has(&events, "node:exit", "slow"), "applied while `slow` still worked");
     until("the run to complete", || team.status(&id) == "completed");
-    let events = store.events(&id).unwrap();
+    let events = store.events(&id).wait().unwrap();
     assert!(events.iter().all(|e| !matches!(e.kind, EventKind::WorkflowPaused { .. })), "it never paused");
     assert!(has(&events, "node:exit", "polish"));
 }
@@ -512,4 +520,46 @@ fn a_worker_without_the_provider_a_run_needs_leaves_it_for_another_and_says_whic
     let (code, said) = worker.stop();
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("0 runs going on"), "{said}");
+}
+
+/// Whether `at` reads as RFC 3339 with milliseconds in UTC (`2026-11-29T01:42:11.123Z`).
+fn chrono_like(at: &str) -> bool {
+    let b = at.as_bytes();
+    at.len() == 24
+        && [4, 7].iter().all(|&i| b[i] == b'-')
+        && b[10] == b'T'
+        && [13, 16].iter().all(|&i| b[i] == b':')
+        && b[19] == b'.'
+        && at.chars().enumerate().all(|(i, c)| [4, 7, 10, 13, 16, 19, 23].contains(&i) || c.is_ascii_digit())
+}
+
+#[test]
+fn token_create_takes_a_scope_and_an_expiry_list_shows_them_and_rotate_gives_a_new_value() {
+    let team = Team::new("token_commands");
+    let said = |out: &Output| String::from_utf8_lossy(&out.stderr).to_string();
+    let made = team.run(&["token", "create", "ci-bot", "--scope", "read", "--expires", "90d"]);
+    assert_eq!(made.status.code(), Some(0), "{}", said(&made));
+    let first = String::from_utf8_lossy(&made.stdout).trim().to_string();
+    assert!(first.starts_with("sy_") && said(&made).contains("scope read, for 90d"), "{}", said(&made));
+    let listed = team.run(&["token", "list"]);
+    let line = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(
+        line.starts_with("ci-bot\t") && line.contains("\tlive\tread\texpires ") && line.contains("never used"),
+        "{line}"
+    );
+    assert!(!line.contains(&first), "the list never shows a token");
+    let rotated = team.run(&["token", "rotate", "ci-bot"]);
+    assert_eq!(rotated.status.code(), Some(0), "{}", said(&rotated));
+    let second = String::from_utf8_lossy(&rotated.stdout).trim().to_string();
+    assert!(second.starts_with("sy_") && second != first);
+    for (args, code) in [
+        (&["token", "create", "x", "--scope", "root"][..], "INVALID_SCOPE"),
+        (&["token", "create", "x", "--expires", "soon"][..], "INVALID_EXPIRY"),
+        (&["token", "create", "x", "--expires", "999999999d"][..], "INVALID_EXPIRY"),
+        (&["token", "rotate", "nobody"][..], "NO_SUCH_TOKEN"),
+    ] {
+        let out = team.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", said(&out));
+        assert!(said(&out).contains(code), "{args:?}: {}", said(&out));
+    }
 }

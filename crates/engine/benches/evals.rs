@@ -60,10 +60,12 @@ fn main() {
     let pass = |shape: &str, offline: bool| {
         let asked_before = server.requests().len();
         let started = Instant::now();
+        let cpu_before = cpu_seconds();
         let suite = Suite::load(&path).unwrap();
         let options = Options { offline, jobs, ..Options::default() };
         let (reports, calls) = runtime.block_on(eval::run(&suite, &options, |_| {})).unwrap();
         let wall = started.elapsed().as_secs_f64();
+        let cpu = cpu_seconds() - cpu_before;
         let passed = reports.iter().filter(|r| r.verdict == Verdict::Passed).count();
         assert_eq!(
             passed,
@@ -82,6 +84,10 @@ fn main() {
                 "jobs": jobs,
                 "wall_ms": (wall * 1000.0).round(),
                 "cases_per_s": (CASES as f64 / wall).round(),
+                // The process's CPU time in the pass (every thread), and cases per CPU second: on a machine others
+                // load, wall time depends on them, CPU time much less.
+                "cpu_ms": (cpu * 1000.0).round(),
+                "cases_per_cpu_s": (CASES as f64 / cpu).round(),
                 "model_calls": calls.model_calls,
                 "reused": calls.reused,
                 "tokens_saved": calls.tokens_saved,
@@ -97,4 +103,14 @@ fn main() {
     std::fs::write(&wf, workflow(true)).unwrap();
     let changed = pass("one_node_changed", false);
     assert_eq!(changed.model_calls, CASES as u64, "the edited agent, once per case");
+}
+
+/// The CPU time this process has used, every thread, user and system (Linux: /proc/self/stat, in clock ticks of
+/// 1/100 s).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    // After the command's closing parenthesis: state is field 3, utime 14 and stime 15 (from 1).
+    let ticks = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(14) + ticks(15)) / 100.0
 }

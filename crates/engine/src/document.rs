@@ -46,8 +46,8 @@ pub struct Workflow {
     pub edges: Vec<Edge>,
 }
 
-/// One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request's JSON
-/// body as the run's input) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
+/// One way a server starts runs of the workflow: a webhook (`webhook: NAME`, `POST /hooks/NAME`, the request as the
+/// run's input: {body, headers, query}) or a schedule (`schedule: NAME` with `cron`). Exactly one of the two names.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,4 +1,5 @@
-//! Writing files so that a reader (or the next start, after a crash) sees the old file or the new one, never a part.
+//! Writing files so that a reader (or the next start, after a crash) sees the old file or the new one, never a part;
+//! and which files of a folder are workflows.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -44,6 +45,24 @@ fn switchyard_dir(xdg: &str, fallback: &str) -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))
         .unwrap_or_else(|| PathBuf::from("."))
         .join("switchyard")
+}
+
+/// The workflow files of a folder (not its subfolders; not answers, evaluation or recorded-calls files, nor hidden
+/// ones), in name order: what a server serves and `mcp serve DIR` offers.
+pub fn workflow_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let workflow_like = [".yaml", ".yml", ".json"].iter().any(|ext| name.ends_with(ext));
+            let other = [".evals.", ".answers.", ".script.", ".calls."].iter().any(|part| name.contains(part))
+                || name.starts_with('.');
+            workflow_like && !other
+        })
+        .collect();
+    files.sort();
+    Ok(files)
 }
 
 #[cfg(test)]

@@ -75,10 +75,30 @@ pub struct Call {
     pub definition: Option<String>,
 }
 
-/// The digest of what a model turn asks, as journaled and compared.
-pub fn digest(asked: &Value) -> String {
-    let digest = Sha256::digest(asked.to_string().as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+/// The digest of what a model turn asks, as journaled and compared (and of what a recorded call asked: its key):
+/// the first 16 bytes of the SHA-256 of the value's compact JSON, in hex. The JSON is written straight into the hash,
+/// never built as text: an evaluation that replays its calls takes a digest per model call, and building the text
+/// was most of its cost.
+pub fn digest(asked: &(impl Serialize + ?Sized)) -> String {
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(Sha256::new());
+    serde_json::to_writer(&mut hashing, asked).expect("what is asked serializes to JSON");
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(32);
+    for byte in &hashing.0.finalize()[..16] {
+        text.push(HEX[usize::from(byte >> 4)] as char);
+        text.push(HEX[usize::from(byte & 15)] as char);
+    }
+    text
 }
 
 /// The idempotency key a tool call is made with: the same for a call made again after a crash (run, node, iteration,
@@ -165,6 +185,15 @@ mod tests {
     }
 
     #[test]
+    fn a_digest_is_the_sha256_of_the_compact_json_so_keys_recorded_before_stay_valid() {
+        let asked = json!({"kind": "execute", "prompt": "step 1 of \"x\": é\n", "call": 0, "tools": [], "model": null});
+        let before: String =
+            Sha256::digest(asked.to_string().as_bytes()).iter().take(16).map(|b| format!("{b:02x}")).collect();
+        assert_eq!(digest(&asked), before);
+        assert_eq!(digest(&json!({"a": 1})), "015abd7f5cc57a2dd94b7590f04ad808");
+    }
+
+    #[test]
     fn a_turn_is_answered_from_the_journal_only_when_it_asks_what_was_asked() {
         let journal = Journal::default();
         journal.keep(turn("t0", "d1", "first"));
@@ -206,7 +235,8 @@ mod tests {
         assert!(text.contains("\"kind\":\"tool\""), "{text}");
         assert_eq!(serde_json::from_str::<Entry>(&text).unwrap(), entry);
         // As the run log keeps it: among the inputs, tagged `input`.
-        let input = crate::record::Recorded { seq: 7, input: crate::record::Input::Journaled(Box::new(entry)) };
+        let input =
+            crate::record::Recorded { seq: 7, ts: None, input: crate::record::Input::Journaled(Box::new(entry)) };
         let text = serde_json::to_string(&input).unwrap();
         assert_eq!(serde_json::from_str::<crate::record::Recorded>(&text).unwrap(), input, "{text}");
     }

@@ -53,9 +53,6 @@ pub mod mcp;
 pub mod model;
 pub mod net;
 pub mod node_types;
-#[cfg(feature = "postgres")]
-#[path = "store/postgres.rs"]
-pub mod postgres;
 pub mod providers;
 pub mod record;
 pub mod recorded;
@@ -71,6 +68,7 @@ pub mod validate;
 pub mod views;
 #[cfg(feature = "postgres")]
 pub mod worker;
+pub mod workflow_tool;
 
 pub use document::{Edge, Node, NodeType, Workflow};
 pub use result::{NodeResult, NodeStatus, RunResult, RunStatus};

@@ -61,6 +61,35 @@ pub trait RunLog: Send + Sync {
     }
 }
 
+/// Several run logs written in order (the run store, then a shell's own: a JSON-lines file).
+pub struct Tee(pub Vec<Arc<dyn RunLog>>);
+
+impl RunLog for Tee {
+    fn append(&self, event: &Event) -> Result<(), LogError> {
+        let mut first_error = Ok(());
+        for log in &self.0 {
+            if let Err(e) = log.append(event) {
+                if first_error.is_ok() {
+                    first_error = Err(e);
+                }
+            }
+        }
+        first_error
+    }
+
+    fn write_batch(&self, run: &str, items: &[LogItem]) -> Result<(), LogError> {
+        self.0.iter().map(|log| log.write_batch(run, items)).fold(Ok(()), Result::and)
+    }
+
+    fn record_input(&self, run: &str, input: &Recorded) -> Result<(), LogError> {
+        self.0.iter().map(|log| log.record_input(run, input)).fold(Ok(()), Result::and)
+    }
+
+    fn run_status(&self, run: &str, status: RunStatus, pending: &[String]) -> Result<(), LogError> {
+        self.0.iter().map(|log| log.run_status(run, status, pending)).fold(Ok(()), Result::and)
+    }
+}
+
 /// A run log in memory: events and inputs (tests, and runs nobody keeps on disk).
 #[derive(Default, Clone)]
 pub struct MemoryLog {
@@ -181,6 +210,11 @@ impl Emitter {
         &self.run
     }
 
+    /// Whether journal entries are kept: the run has a log (`journal` drops them otherwise).
+    pub fn keeps_journal(&self) -> bool {
+        matches!(self.sink, Some(Sink::Committed(_)))
+    }
+
     /// The sequence number the next event will get.
     pub fn next_seq(&self) -> u64 {
         self.state.lock().unwrap().seq + 1
@@ -218,7 +252,7 @@ impl Emitter {
     pub fn record(&self, input: Input) {
         if let Some(Sink::Committed(tx)) = &self.sink {
             let state = self.state.lock().unwrap();
-            let _ = tx.send(Queued::Item(LogItem::Input(Recorded { seq: state.seq + 1, input })));
+            let _ = tx.send(Queued::Item(LogItem::Input(Recorded { seq: state.seq + 1, ts: None, input })));
         }
     }
 
@@ -235,9 +269,11 @@ impl Emitter {
     pub async fn journal(&self, entry: crate::journal::Entry) {
         let Some(Sink::Committed(tx)) = &self.sink else { return };
         let (done, committed) = tokio::sync::oneshot::channel();
+        // When the turn or tool call ended, for a person reading the conversation (`Recorded::ts`).
+        let ts = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
         {
             let state = self.state.lock().unwrap();
-            let input = Recorded { seq: state.seq + 1, input: Input::Journaled(Box::new(entry)) };
+            let input = Recorded { seq: state.seq + 1, ts, input: Input::Journaled(Box::new(entry)) };
             if tx.send(Queued::Item(LogItem::Input(input))).is_err() || tx.send(Queued::Committed(done)).is_err() {
                 return;
             }
@@ -272,19 +308,36 @@ impl Emitter {
         if self.sink.is_none() || state.seq <= state.quiet_through {
             return;
         }
-        let event = Event {
-            seq: state.seq,
-            run: self.run.to_string(),
-            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            kind,
-        };
+        let event = self.event(state.seq, kind);
         self.send(&mut state, event);
     }
 
-    /// Emits an event and hands its payload back (the final results, which the run's result keeps).
+    /// Emits an event and hands its payload back (the final results, which the run's result keeps). Copied only
+    /// when the event goes on to the run log's thread; observers called here see it and give it back.
     pub fn emit_and_return(&self, kind: EventKind) -> EventKind {
-        self.emit(kind.clone());
-        kind
+        if matches!(self.sink, Some(Sink::Committed(_))) {
+            self.emit(kind.clone());
+            return kind;
+        }
+        let mut state = self.state.lock().unwrap();
+        state.seq += 1;
+        match &self.sink {
+            Some(Sink::Direct(observers)) if state.seq > state.quiet_through => {
+                let event = self.event(state.seq, kind);
+                deliver(observers, &event);
+                event.kind
+            }
+            _ => kind,
+        }
+    }
+
+    fn event(&self, seq: u64, kind: EventKind) -> Event {
+        Event {
+            seq,
+            run: self.run.to_string(),
+            ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            kind,
+        }
     }
 }
 

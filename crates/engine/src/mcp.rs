@@ -23,6 +23,9 @@ pub const SEPARATOR: &str = "__";
 
 /// The key of a tool call's `_meta` that carries its idempotency key (`crate::journal::idempotency_key`).
 pub const IDEMPOTENCY_META: &str = "switchyard/idempotencyKey";
+/// The HTTP header a `tools/call` to a server over HTTP carries the same key in, besides the `_meta`:
+/// `Idempotency-Key` (header names are case-insensitive; the `http` crate writes them in lower case).
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 
 /// One server in the settings: a command to start (stdio) or a URL (streamable HTTP). `env` and `headers` values
 /// may name environment variables as `${NAME}`, read when the server starts, so secrets never sit in the file.
@@ -104,7 +107,8 @@ pub trait ToolServer: Send + Sync {
     async fn tools(&self) -> Result<Vec<McpTool>, McpError>;
     /// Calls a tool; `Err` when the call itself failed, `Ok(Err)` when the tool reported an error.
     /// Calls `tool`; `key` is the call's idempotency key (`crate::journal::idempotency_key`), sent in the request's
-    /// `_meta` as `switchyard/idempotencyKey`: a call made again after a crash carries the same key.
+    /// `_meta` as `switchyard/idempotencyKey` (and over HTTP as the `Idempotency-Key` header too): a call made again
+    /// after a crash carries the same key.
     async fn call(&self, tool: &str, input: Value, key: Option<&str>) -> Result<Result<Value, String>, McpError>;
 }
 
@@ -135,11 +139,160 @@ pub fn expand(text: &str) -> Result<String, ExpandError> {
 mod client {
     //! The `rmcp` client behind [`ToolServer`].
     use super::*;
-    use rmcp::model::CallToolRequestParams;
+    use futures::stream::BoxStream;
+    use reqwest::header::{HeaderName, HeaderValue};
+    use rmcp::model::{CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
     use rmcp::service::RunningService;
-    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::streamable_http_client::{
+        SseError, StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+        StreamableHttpPostResponse, StreamableHttpResponseLimits,
+    };
     use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
     use rmcp::{RoleClient, ServiceExt};
+    use sse_stream::Sse;
+
+    /// The HTTP client of a streamable HTTP server: rmcp's reqwest client (no idle connections kept, same-origin
+    /// 307/308 redirects followed, as rmcp's own), which also sends each `tools/call` request's idempotency key
+    /// (`_meta` `switchyard/idempotencyKey`) as the `Idempotency-Key` header, so a server (or a proxy in front of
+    /// it) that dedupes by header sees it without reading the body.
+    #[derive(Clone)]
+    pub struct KeyedHttp(reqwest::Client);
+
+    impl KeyedHttp {
+        fn new() -> KeyedHttp {
+            let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+                let keeps_body = matches!(
+                    attempt.status(),
+                    reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+                );
+                let same = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+                if !keeps_body || !same {
+                    attempt.stop()
+                } else if attempt.previous().len() > 10 {
+                    attempt.error("exceeded 10 redirects")
+                } else {
+                    attempt.follow()
+                }
+            });
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .redirect(same_origin)
+                .build()
+                .expect("a reqwest client with these settings builds");
+            KeyedHttp(client)
+        }
+    }
+
+    /// The idempotency key of a `tools/call` request, as a header value.
+    fn idempotency_header(message: &ClientJsonRpcMessage) -> Option<HeaderValue> {
+        let JsonRpcMessage::Request(request) = message else { return None };
+        let ClientRequest::CallToolRequest(call) = &request.request else { return None };
+        let key = call.params.meta.as_ref()?.get(IDEMPOTENCY_META)?.as_str()?;
+        HeaderValue::from_str(key).ok()
+    }
+
+    fn with_key(
+        message: &ClientJsonRpcMessage,
+        mut headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HashMap<HeaderName, HeaderValue> {
+        if let Some(key) = idempotency_header(message) {
+            headers.insert(HeaderName::from_static(IDEMPOTENCY_HEADER), key);
+        }
+        headers
+    }
+
+    impl StreamableHttpClient for KeyedHttp {
+        type Error = reqwest::Error;
+
+        async fn post_message(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+            let headers = with_key(&message, custom_headers);
+            self.0.post_message(uri, message, session_id, auth_header, headers).await
+        }
+
+        async fn post_message_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            max_sse_event_size: usize,
+        ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+            let headers = with_key(&message, custom_headers);
+            self.0
+                .post_message_with_max_sse_event_size(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    headers,
+                    max_sse_event_size,
+                )
+                .await
+        }
+
+        async fn post_message_with_response_limits(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            limits: StreamableHttpResponseLimits,
+        ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+            let headers = with_key(&message, custom_headers);
+            self.0.post_message_with_response_limits(uri, message, session_id, auth_header, headers, limits).await
+        }
+
+        async fn delete_session(
+            &self,
+            uri: Arc<str>,
+            session_id: Arc<str>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<(), StreamableHttpError<reqwest::Error>> {
+            self.0.delete_session(uri, session_id, auth_header, custom_headers).await
+        }
+
+        async fn get_stream(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
+            self.0.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+        }
+
+        async fn get_stream_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            max_sse_event_size: usize,
+        ) -> Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<reqwest::Error>> {
+            self.0
+                .get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await
+        }
+    }
 
     pub struct RmcpServer {
         name: String,
@@ -179,7 +332,7 @@ mod client {
                     crate::net::install_crypto();
                     let mut config = StreamableHttpClientTransportConfig::with_uri(h.url.as_str());
                     config.custom_headers = headers;
-                    let transport = StreamableHttpClientTransport::from_config(config);
+                    let transport = StreamableHttpClientTransport::with_client(KeyedHttp::new(), config);
                     ().serve(transport).await.map_err(|e| start(format!("{} ({e})", h.url)))
                 }
             }

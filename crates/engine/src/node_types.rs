@@ -102,6 +102,21 @@ pub struct NodeTypeSpec {
     pub description: String,
     /// Whether execution edges may lead into it (every type but `start`).
     pub has_input: bool,
+    /// Whether a run begins here (`start`). The editor never deletes a workflow's last one and opens a workflow
+    /// looking at it.
+    pub entry: bool,
+    /// Whether it asks a model (`agent`): it uses the default model when it names none, its Last run tab lists its
+    /// conversation, and a run can be forked at it.
+    pub asks_model: bool,
+    /// Whether a node of this type can be a subagent (`agent`): another agent's `subagent` handle may link to it, and
+    /// it then runs only as that agent's tool.
+    pub subagent: bool,
+    /// The id a node of this type added in the editor is given (`check` for an `if`; `check_2` when taken).
+    pub new_id: String,
+    /// The fields a node of this type added in the editor starts with (an `if` has one condition, an approval asks
+    /// the default question).
+    #[cfg_attr(feature = "specta", specta(type = specta_typescript::Any))]
+    pub new_fields: serde_json::Value,
     pub handles: Vec<HandleSpec>,
     /// Other names edges may give a handle, and the handle each stands for (an `if` node's `true` is `condition-0`,
     /// `else` is `false`). Files keep the name they were written with; the editor shows the handle's label.
@@ -131,6 +146,9 @@ pub struct HandleAlias {
     pub alias: String,
     pub handle: String,
 }
+
+/// What an approval asks when its `message` says nothing.
+pub const APPROVAL_MESSAGE: &str = "Approve this step?";
 
 /// Every node type, in palette order.
 pub const ALL: [NodeType; 5] = [NodeType::Start, NodeType::Agent, NodeType::If, NodeType::Approval, NodeType::Script];
@@ -348,7 +366,7 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                 ],
                 vec![
                     field("message", "message", FieldKind::Template)
-                        .placeholder("Approve this step?")
+                        .placeholder(APPROVAL_MESSAGE)
                         .help("What the person deciding is asked; Jinja over the context."),
                     field("timeout_seconds", "timeout (seconds)", FieldKind::Number)
                         .help("After this long the timeout edges are followed, or the approval rejects."),
@@ -387,6 +405,20 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
         icon: icon.into(),
         description: description.into(),
         has_input: node_type != NodeType::Start,
+        entry: node_type == NodeType::Start,
+        asks_model: node_type == NodeType::Agent,
+        subagent: node_type == NodeType::Agent,
+        new_id: match node_type {
+            NodeType::If => "check".into(),
+            other => other.as_str().into(),
+        },
+        new_fields: match node_type {
+            NodeType::If => {
+                serde_json::json!({"conditions": [{"operator": ConditionOperator::Contains.as_str(), "value": ""}]})
+            }
+            NodeType::Approval => serde_json::json!({ "message": APPROVAL_MESSAGE }),
+            _ => serde_json::json!({}),
+        },
         handles,
         handle_aliases: HANDLE_ALIASES
             .iter()
@@ -481,6 +513,47 @@ mod tests {
     use crate::document::Workflow;
     use crate::validate::{validate, Options};
     use serde_json::{json, Map, Value};
+
+    /// A node added in the editor is one the document reads and the validator finds nothing wrong with in itself.
+    #[test]
+    fn a_new_node_of_each_type_is_a_valid_node_with_the_catalogues_first_operator() {
+        for spec in specs() {
+            let mut node = spec.new_fields.as_object().cloned().unwrap_or_default();
+            node.insert("id".into(), json!(spec.new_id));
+            node.insert("type".into(), json!(spec.node_type.as_str()));
+            let parsed: Result<crate::document::Node, _> = serde_json::from_value(Value::Object(node));
+            assert!(parsed.is_ok(), "a new {} node reads: {:?}", spec.node_type.as_str(), parsed.err());
+            if let Some(first) = spec.new_fields.pointer("/conditions/0/operator") {
+                let options = &spec.fields.iter().find(|f| f.key == "conditions").unwrap().options;
+                assert_eq!(first, &json!(options[0]), "a new condition takes the first operator offered");
+            }
+        }
+        assert_eq!(specs().iter().filter(|s| s.entry).count(), 1, "one type is where a run begins");
+        assert_eq!(spec(NodeType::Approval).new_fields["message"], json!(APPROVAL_MESSAGE));
+    }
+
+    /// The catalogue's `subagent` is the validator's rule: a subagent link from an agent is refused exactly when the
+    /// node it links to is of a type that cannot be a subagent.
+    #[test]
+    fn a_subagent_link_is_refused_exactly_when_the_catalogue_says_its_target_cannot_be_a_subagent() {
+        for spec in specs() {
+            let wf: Workflow = serde_json::from_value(json!({
+                "switchyard": 1,
+                "name": "t",
+                "nodes": [
+                    {"id": "start", "type": "start"},
+                    {"id": "parent", "type": "agent", "tools": {"subagents": true}},
+                    {"id": "child", "type": spec.node_type.as_str()},
+                ],
+                "edges": [{"from": "start", "to": "parent"}, {"from": "parent", "to": "child", "handle": handle::SUBAGENT}],
+            }))
+            .unwrap();
+            let report = validate(&wf, &Options::default());
+            let refused = report.errors.iter().any(|f| f.code == "SUBAGENT_NOT_AGENT");
+            assert_eq!(refused, !spec.subagent, "{}: {:?}", spec.label, report.errors);
+        }
+        assert!(spec(NodeType::Agent).subagent);
+    }
 
     /// A value of the field's kind that the document accepts.
     fn sample(field: &FieldSpec) -> Value {

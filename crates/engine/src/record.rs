@@ -68,10 +68,14 @@ pub enum Input {
     Journaled(Box<crate::journal::Entry>),
 }
 
-/// An input and the number the run's next event had when it was applied.
+/// An input and the number the run's next event had when it was applied (and, for a journal entry, when).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recorded {
     pub seq: u64,
+    /// When it was kept (RFC 3339, in milliseconds, as events' `ts`): kept for journal entries, so that a person sees
+    /// when each model turn and tool call ended. None for other inputs, and in logs written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
     #[serde(flatten)]
     pub input: Input,
 }
@@ -89,6 +93,23 @@ impl Input {
             Input::Continued | Input::Cancelled => None,
         }
     }
+}
+
+/// An entry of a run's journal as its log keeps it. `seq`: the number the run's next event had when it was kept
+/// (where it falls among the events); `ts`: when it was kept (RFC 3339); `ms`: how long it took — from what came
+/// before it in its conversation (the node's start, the turn that asked for a tool call, the tool results a turn
+/// read) to when it was kept. None of them for a fork's turns taken from the run it forked; no `ts` nor `ms` in logs
+/// written before times were kept.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Journaled {
+    #[serde(flatten)]
+    pub entry: crate::journal::Entry,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ms: Option<u64>,
 }
 
 /// A recorded run to rebuild: its inputs in the order they were applied, and its events (which a replay shows again
@@ -113,5 +134,31 @@ impl Input {
             Input::Decided { node, .. } | Input::TimedOut { node } => Some(node),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Entry, What};
+
+    #[test]
+    fn a_journal_entry_keeps_when_it_was_written_and_a_log_written_before_that_still_reads() {
+        let entry = Entry { node: "a".into(), iteration: 1, at: "t0".into(), what: What::Said { text: "hi".into() } };
+        let kept = Recorded {
+            seq: 4,
+            ts: Some("2026-11-28T19:00:01.250Z".into()),
+            input: Input::Journaled(Box::new(entry.clone())),
+        };
+        let text = serde_json::to_string(&kept).unwrap();
+        assert!(text.contains("\"ts\":\"2026-11-28T19:00:01.250Z\""), "{text}");
+        assert_eq!(serde_json::from_str::<Recorded>(&text).unwrap(), kept);
+        // As an older log keeps it: no time.
+        let old = r#"{"seq":4,"input":"journaled","node":"a","iteration":1,"at":"t0","kind":"said","text":"hi"}"#;
+        let read: Recorded = serde_json::from_str(old).unwrap();
+        assert_eq!(read, Recorded { seq: 4, ts: None, input: Input::Journaled(Box::new(entry)) });
+        // Other inputs are written as before.
+        let done = Recorded { seq: 2, ts: None, input: Input::Cancelled };
+        assert_eq!(serde_json::to_string(&done).unwrap(), r#"{"seq":2,"input":"cancelled"}"#);
     }
 }

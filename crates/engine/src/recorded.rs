@@ -223,23 +223,40 @@ fn key(what: Value) -> String {
     crate::journal::digest(&what)
 }
 
-/// The key of an agent's model call: what decides its answer.
+/// The key of an agent's model call: what decides its answer. Written straight into the digest from the request's
+/// parts (an evaluation that replays its calls takes one per model call): the same JSON, field for field, as the
+/// object `{kind, node, model, system, prompt, context, schema, effort, tools, first_tool, call}` keys were always
+/// the digest of, so records made before stay valid.
 pub fn execute_key(r: &ExecuteRequest<'_>) -> String {
-    let tools: Vec<Value> = r.tools.iter().map(|t| json!([t.name, t.description, t.parameters])).collect();
-    key(json!({
-        "kind": "execute",
-        "node": r.node,
-        "model": r.model,
-        "system": r.system_prompt,
-        "prompt": r.prompt,
+    // `E`: the request's reasoning effort, whatever type the model layer gives it.
+    #[derive(Serialize)]
+    struct Asked<'a, E> {
+        kind: &'static str,
+        node: &'a str,
+        model: Option<&'a str>,
+        system: &'a str,
+        prompt: &'a str,
+        context: Value,
+        schema: Option<&'a Value>,
+        effort: E,
+        tools: Vec<(&'a str, &'a str, &'a Value)>,
+        first_tool: Option<&'a str>,
+        call: u32,
+    }
+    crate::journal::digest(&Asked {
+        kind: "execute",
+        node: r.node,
+        model: r.model,
+        system: r.system_prompt,
+        prompt: r.prompt,
         // A plain instruction has the context appended by the provider: the context is an input too.
-        "context": if r.plain_instruction { r.scope.context_json() } else { Value::Null },
-        "schema": r.output_schema,
-        "effort": r.reasoning_effort,
-        "tools": tools,
-        "first_tool": r.first_tool,
-        "call": r.call_index,
-    }))
+        context: if r.plain_instruction { r.scope.context_json() } else { Value::Null },
+        schema: r.output_schema,
+        effort: r.reasoning_effort,
+        tools: r.tools.iter().map(|t| (t.name.as_str(), t.description.as_str(), &t.parameters)).collect(),
+        first_tool: r.first_tool,
+        call: r.call_index,
+    })
 }
 
 /// The key of a routing call: what decides its choice.
@@ -361,6 +378,44 @@ mod tests {
         assert!(!never.message.contains("changed"), "{}", never.message);
         let repeated = unrecorded(&Calls::counting(), "draft", None);
         assert!(repeated.message.contains("--repeat above 1") && repeated.message.contains("drop --repeat"));
+    }
+
+    #[test]
+    fn a_calls_key_is_the_digest_of_the_object_records_were_always_keyed_by() {
+        let scope = crate::template::Scope::new(json!({"topic": "disks"}));
+        let schema = json!({"type": "object", "properties": {"n": {"type": "number"}}});
+        let tools = [crate::model::ToolSpec {
+            name: "s__find".into(),
+            description: "Finds \"it\"".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        for plain_instruction in [false, true] {
+            let request = ExecuteRequest {
+                node: "draft",
+                model: Some("local/m"),
+                system_prompt: "Be brief.",
+                prompt: "Write about é\n",
+                scope: &scope,
+                output_schema: Some(&schema),
+                reasoning_effort: Some(crate::document::ReasoningEffort::High),
+                tools: &tools,
+                plain_instruction,
+                call_index: 2,
+                repair: None,
+                first_tool: Some("s__find"),
+                definition: None,
+            };
+            let before: Vec<Value> =
+                request.tools.iter().map(|t| json!([t.name, t.description, t.parameters])).collect();
+            let before = crate::journal::digest(&json!({
+                "kind": "execute", "node": request.node, "model": request.model, "system": request.system_prompt,
+                "prompt": request.prompt,
+                "context": if plain_instruction { scope.context_json() } else { Value::Null },
+                "schema": request.output_schema, "effort": request.reasoning_effort, "tools": before,
+                "first_tool": request.first_tool, "call": request.call_index,
+            }));
+            assert_eq!(execute_key(&request), before, "plain instruction: {plain_instruction}");
+        }
     }
 
     #[test]

@@ -100,6 +100,9 @@ impl Remote {
     /// Sends run `run`'s events numbered after `after` to `send`, a batch per arrival, as the server writes them;
     /// reconnects after the last event received when the connection drops (the server restarted), until the run
     /// ends, the server says it has no such run or refuses the token, `send` returns false, or `stop` says so.
+    /// What `session::follow` promises a follower, over HTTP: each event once, in order, numbered after the last one
+    /// delivered, and the end only after the last (the server's stream is `session::follow`, which reads the run's
+    /// status before its events). The browser's transport (`ui/src/transport`) follows the same stream the same way.
     pub async fn follow(
         &self,
         run: &str,
@@ -126,8 +129,11 @@ impl Remote {
                             if sse.event == "end" {
                                 ended = true;
                             } else if let Ok(event) = serde_json::from_str::<Event>(&sse.data) {
-                                last = event.seq;
-                                events.push(event);
+                                // Each once, in order: what a stream sends again (not after the last) is not news.
+                                if event.seq > last {
+                                    last = event.seq;
+                                    events.push(event);
+                                }
                             }
                         }
                         if (!events.is_empty() && !send(events)) || ended || stop() {

@@ -277,6 +277,17 @@ impl Decision {
         Decision { verdict, note: note.into() }
     }
 
+    /// A person's decision as every front end takes it (`--decide NODE=approve`, the HTTP body's `decision`, the
+    /// app's `decide`): the words are `approve` and `reject`, nothing else. The one place that says so.
+    pub fn parse(word: &str, note: impl Into<String>) -> Result<Decision, UnknownVerdict> {
+        let verdict = match word {
+            "approve" => Verdict::Approve,
+            "reject" => Verdict::Reject,
+            _ => return Err(UnknownVerdict { word: word.to_string() }),
+        };
+        Ok(Decision::new(verdict, note))
+    }
+
     /// A string containing "reject" (any case) rejects; an object's `decision` decides; nothing approves.
     pub fn normalize(value: &Value) -> Decision {
         let verdict =
@@ -292,6 +303,20 @@ impl Decision {
     }
 }
 
+/// A decision written with a word that is neither `approve` nor `reject` ([`Decision::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("decision `{word}`: write approve or reject")]
+pub struct UnknownVerdict {
+    pub word: String,
+}
+
+impl UnknownVerdict {
+    /// Its stable code (docs/errors.md).
+    pub fn code(&self) -> &'static str {
+        "INVALID_DECISION"
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RouteAnswer {
     /// The chosen id as the model named it; the executor checks it against the choices.
@@ -301,4 +326,29 @@ pub struct RouteAnswer {
     /// Tokens the routing call used, where the provider reports them; the `route` event carries them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decision_is_approve_or_reject_and_any_other_word_is_refused_with_its_code() {
+        assert_eq!(Decision::parse("approve", "ship it"), Ok(Decision::new(Verdict::Approve, "ship it")));
+        assert_eq!(Decision::parse("reject", ""), Ok(Decision::new(Verdict::Reject, "")));
+        for word in ["Approve", "timeout", "yes", ""] {
+            let refused = Decision::parse(word, "").unwrap_err();
+            assert_eq!(refused.code(), "INVALID_DECISION");
+            assert_eq!(refused.to_string(), format!("decision `{word}`: write approve or reject"));
+        }
+    }
+
+    #[test]
+    fn a_decision_is_written_as_the_api_and_the_run_log_write_it() {
+        let decision = Decision::parse("reject", "too risky").unwrap();
+        assert_eq!(
+            serde_json::to_value(&decision).unwrap(),
+            serde_json::json!({"decision": "reject", "note": "too risky"})
+        );
+    }
 }

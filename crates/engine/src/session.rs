@@ -4,14 +4,19 @@
 //! `prepare` takes a workflow as the shell has it (loaded from a file, or drawn on the canvas) and what the person
 //! asked for (input, answers file, model, run from a node) and returns a run ready to start, or a typed error with a
 //! stable code: the workflow must validate (with the model override applied, providers checked unless an answers
-//! file answers), the input must match the workflow's `input_schema`, the answers file must load. `begin` records the run
-//! in the store (status `running`) and claims it for this process before its first event. `open_to_resume` opens a
-//! paused or interrupted run. `run`, `start`, `resume`, `resume_live`, `replay` and `show` then carry a run out with
-//! the sinks a shell passes (a terminal printer, a window channel): no shell assembles a run itself.
+//! file answers), the input must match the workflow's `input_schema`, the answers file must load. Every shell then
+//! reads the same: prepare (or open), begin, drive.
+//! - `begin` records the run in the store (status `running`) and claims it for this process before its first event:
+//!   a [`Held`] run, with the log its claim gives (the store itself, or with PostgreSQL the claim's own, fenced by
+//!   it). `open_to_resume` (a person's) and `open_claimed` (a worker's) open a stored run the same way, held.
+//! - [`drive`] is the one driver: it launches the run (`run::launch`) with the sinks a shell passes (a terminal
+//!   printer, a window channel) and wires the claim (cancellations and, for a worker, decisions asked through the
+//!   store; the approval deadline of a pause; abandon on a recording that cannot be rebuilt). No shell assembles a
+//!   run, picks its log or watches its claim itself.
+//! - `replay` and `show` play a stored run back from its recording; nothing runs.
 //!
 //! Every function takes the run store as a [`Store`]: the SQLite file or a PostgreSQL database. With PostgreSQL a run
-//! can also be `submit`ted for workers, and a worker opens a run it claimed with `open_claimed` and carries it on
-//! with `carry_on`; a claimed run is written to the log its claim gives (`run_log`), fenced by the claim.
+//! can also be `submit`ted for workers.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -29,12 +34,16 @@ use crate::log::{Collector, Observer, RunLog};
 use crate::mcp::McpSessions;
 use crate::model::Model;
 use crate::providers::{self, DefaultModel, Providers, Settings};
+use crate::record::Journaled;
 use crate::recorded::{Calls, RecordedModel};
 use crate::result::RunResult;
-use crate::run::{self, Outcome, Reuse, RunHandle, RunOptions, Runtime};
-use crate::store::{Claim, NewRun, RunRow, Store, StoreError, StoredRun};
+use crate::run::{self, Decision, Outcome, Reuse, RunHandle, RunOptions, Runtime};
+use crate::store::{Claim, NewRun, RunRow, Signal, Store, StoreError, StoredRun};
 use crate::validate::{self, Report};
+
+mod follow;
 use crate::Workflow;
+pub use follow::{follow, Follow, Followed};
 
 /// A workflow file as runs name it: its path, and the format it was read as when that was forced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +171,7 @@ pub struct RunRequest {
     pub eval: Option<String>,
 }
 
-/// A run ready to start: the shell adds its own log and observers and calls `run::run` or `run::start`.
+/// A run ready to start: the shell begins it (or not) and drives it (`drive`) with its own sinks.
 pub struct Prepared {
     pub workflow: Arc<Workflow>,
     pub options: RunOptions,
@@ -187,15 +196,42 @@ pub struct Prepared {
     pub eval: Option<String>,
 }
 
-/// What validation checks beyond the document, the same for every shell: the providers a run would use (not when an
-/// answers file answers every call) and the MCP servers in the settings (also for a scripted run: its agents still
-/// call their tools). Each shell adds what it knows: the tools of servers it listed, whether a default model was
-/// found, and whether the workflow is about to run here (`Purpose::Run`).
-pub fn validation_options(settings: Option<&Settings>, scripted: bool) -> validate::Options {
+/// What a shell knows when it checks a workflow. [`validation_options`] turns it into the validator's options: the
+/// one place they are assembled, for `switchyard validate` and `export`, the app's and the server's `validate`
+/// command, the server's served files and a run being prepared.
+#[derive(Debug, Clone, Default)]
+pub struct Checking<'a> {
+    /// Why it is checked: about to run here (`Purpose::Run`), or edited and validated (`Purpose::Check`).
+    pub purpose: validate::Purpose,
+    /// The settings, when they were read: their MCP servers are checked, and their providers unless `scripted`.
+    pub settings: Option<&'a Settings>,
+    /// Every model call is answered (an answers file, or an offline run): providers are not checked.
+    pub scripted: bool,
+    /// The system the document was read from (`Loaded::format`): its own graph rules apply.
+    pub format: Option<Format>,
+    /// The tools of MCP servers that were listed, by server: kept for the servers in the settings only.
+    pub mcp_tools: BTreeMap<String, Vec<String>>,
+    /// No default model could be found (looked for, and none answers).
+    pub no_default_model: bool,
+    /// The nodes an answers file answers.
+    pub answered: Vec<String>,
+}
+
+/// The validator's options for what a shell knows, the same rules for every shell: the providers a run would use
+/// (not when every call is answered) and the MCP servers in the settings (also for a scripted run: its agents still
+/// call their tools), with the tools of those servers that were listed.
+pub fn validation_options(checking: Checking<'_>) -> validate::Options {
+    let Checking { purpose, settings, scripted, format, mut mcp_tools, no_default_model, answered } = checking;
+    let mcp_servers: Option<Vec<String>> = settings.map(|s| s.mcp_servers.keys().cloned().collect());
+    mcp_tools.retain(|server, _| mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
     validate::Options {
+        purpose,
         providers: settings.filter(|_| !scripted).map(Settings::provider_ids),
-        mcp_servers: settings.map(|s| s.mcp_servers.keys().cloned().collect()),
-        ..Default::default()
+        mcp_servers,
+        mcp_tools,
+        no_default_model,
+        answered,
+        format,
     }
 }
 
@@ -348,15 +384,16 @@ pub async fn prepare<S: Store + ?Sized>(
             });
         }
     }
-    let mcp_names: Option<Vec<String>> = match (&settings, uses_mcp(&workflow)) {
-        (Some(s), _) => Some(s.mcp_servers.keys().cloned().collect()),
-        (None, true) => Some(load_settings()?.mcp_servers.keys().cloned().collect()),
-        (None, false) => None,
+    // A scripted run's settings are read for its MCP servers only, when an agent names one.
+    let mcp_settings = match (&settings, uses_mcp(&workflow)) {
+        (None, true) => Some(load_settings()?),
+        _ => None,
     };
     // The model override replaces the workflow's default, so references are checked as they will be resolved.
-    let options = validate::Options {
+    let options = validation_options(Checking {
         purpose: validate::Purpose::Run,
-        mcp_servers: mcp_names.clone(),
+        settings: settings.as_ref().or(mcp_settings.as_ref()),
+        scripted: answered,
         no_default_model,
         // Offline runs answer model calls from recorded calls, not code steps: only an answers file answers those.
         answered: answers
@@ -365,8 +402,8 @@ pub async fn prepare<S: Store + ?Sized>(
             .collect(),
         // What the file's own system refuses of its graph is refused here too, as `switchyard validate` refuses it.
         format: request.format,
-        ..validation_options(settings.as_ref(), answered)
-    };
+        mcp_tools: BTreeMap::new(),
+    });
     let report = if request.model.is_some() {
         let mut checked = workflow.clone();
         checked.defaults.model = request.model.clone();
@@ -487,8 +524,9 @@ pub fn check_input(workflow: &Workflow, input: Option<&Value>) -> Result<(), Ses
 }
 
 /// Records a prepared run in the store (status `running`) and claims it for this process, before its first event.
-pub fn begin(store: &dyn Store, prepared: &Prepared) -> Result<Claim, SessionError> {
-    Ok(store.create(&new_run(prepared, &kept_refs(prepared)))?)
+pub fn begin(store: Arc<dyn Store>, prepared: &Prepared) -> Result<Held, SessionError> {
+    let claim = store.create(&new_run(prepared, &kept_refs(prepared)))?;
+    Ok(Held::new(store, claim))
 }
 
 /// Records a prepared run for a worker to run (status `ready`): nothing runs here. Only a store that workers share
@@ -497,9 +535,24 @@ pub fn submit(store: &dyn Store, prepared: &Prepared) -> Result<(), SessionError
     Ok(store.submit(&new_run(prepared, &kept_refs(prepared)))?)
 }
 
-/// The log a claimed run is written to: the store itself, or (PostgreSQL) the claim's own, fenced by it.
-pub fn run_log(store: &Arc<dyn Store>, claim: &Claim) -> Arc<dyn RunLog> {
-    store.clone().run_log(claim)
+/// A run this process holds in a store: its claim, and the log the claim says the run is written to (the store
+/// itself, or with PostgreSQL the claim's own, fenced by it). Dropping it gives the run up.
+pub struct Held {
+    store: Arc<dyn Store>,
+    claim: Claim,
+    log: Arc<dyn RunLog>,
+}
+
+impl Held {
+    fn new(store: Arc<dyn Store>, claim: Claim) -> Held {
+        let log = store.clone().run_log(&claim);
+        Held { store, claim, log }
+    }
+
+    /// Completes when the run is no longer this process's (`Claim::lost`): the shell stops it at once.
+    pub fn lost(&self) -> Signal {
+        self.claim.lost()
+    }
 }
 
 /// The workflow file and answers file as a run keeps them.
@@ -523,7 +576,7 @@ fn new_run<'a>(prepared: &'a Prepared, refs: &'a (Option<String>, Option<String>
 /// A stored run opened to go on: claimed for this process, with its answers file and model.
 pub struct Resuming {
     pub stored: StoredRun,
-    pub claim: Claim,
+    pub held: Held,
     pub answers: Option<Arc<Answers>>,
     pub model: Arc<dyn Model>,
     /// Consent is asked again when a run continues: for the document it started with.
@@ -536,7 +589,7 @@ pub struct Resuming {
 
 /// Opens a paused or interrupted run (or, with PostgreSQL, one waiting for a worker) to continue it; `allow_code` as
 /// in [`RunRequest`].
-pub fn open_to_resume(store: &dyn Store, run_id: &str, allow_code: bool) -> Result<Resuming, SessionError> {
+pub fn open_to_resume(store: Arc<dyn Store>, run_id: &str, allow_code: bool) -> Result<Resuming, SessionError> {
     let stored = store.load(run_id)?;
     if !stored.row.status.resumable() {
         return Err(SessionError::NotResumable { id: run_id.to_string(), status: stored.row.status.as_str() });
@@ -547,13 +600,19 @@ pub fn open_to_resume(store: &dyn Store, run_id: &str, allow_code: bool) -> Resu
     // (The row stays as it was found: what the run was before this process took it.)
     let mut stored = stored;
     stored.recording = store.load(run_id)?.recording;
-    Ok(Resuming { model, stored, claim, answers, code, mcp, note })
+    let held = Held::new(store, claim);
+    Ok(Resuming { model, stored, held, answers, code, mcp, note })
 }
 
 /// Opens a run a worker has claimed (`claim`, taken before): read again now that it is this process's, so that what
 /// it goes on from is what the log held when it was taken. A run that cannot be opened here (its answers file is
-/// not on this machine, its settings cannot be read) is abandoned, as in `carry_on`.
-pub fn open_claimed(store: &dyn Store, run_id: &str, claim: Claim, allow_code: bool) -> Result<Resuming, SessionError> {
+/// not on this machine, its settings cannot be read) is abandoned, as `drive` abandons a run it cannot rebuild.
+pub fn open_claimed(
+    store: Arc<dyn Store>,
+    run_id: &str,
+    claim: Claim,
+    allow_code: bool,
+) -> Result<Resuming, SessionError> {
     let stored = match store.load(run_id) {
         Ok(stored) => stored,
         Err(e) => {
@@ -561,13 +620,10 @@ pub fn open_claimed(store: &dyn Store, run_id: &str, claim: Claim, allow_code: b
             return Err(e.into());
         }
     };
-    opened(stored, claim, allow_code)
-}
-
-/// A loaded run with its claim, ready to go on; the claim is abandoned when it cannot be.
-fn opened(stored: StoredRun, claim: Claim, allow_code: bool) -> Result<Resuming, SessionError> {
     match going_on(&stored, allow_code) {
-        Ok((answers, model, code, mcp, note)) => Ok(Resuming { model, stored, claim, answers, code, mcp, note }),
+        Ok((answers, model, code, mcp, note)) => {
+            Ok(Resuming { model, stored, held: Held::new(store, claim), answers, code, mcp, note })
+        }
         Err(e) => {
             claim.abandon();
             Err(e)
@@ -626,39 +682,208 @@ fn missing_provider(workflow: &Workflow, fallback: Option<&str>, settings: &Sett
     Ok(())
 }
 
-/// Where a run's events go: the log that keeps them (the run store, a JSON-lines file) and the shell's observers (a
-/// terminal printer, a window channel). The log is written before observers see an event.
+/// Where a run's events go besides the store (a held run's log comes from its claim): a log of the shell's own (a
+/// JSON-lines file, written after the store) and its observers (a terminal printer, a window channel). The logs are
+/// written before observers see an event.
 #[derive(Default)]
 pub struct Sinks {
     pub log: Option<Arc<dyn RunLog>>,
     pub observers: Vec<Arc<dyn Observer>>,
 }
 
-impl Prepared {
-    fn into_run(self, sinks: Sinks) -> (Arc<Workflow>, RunOptions, Runtime) {
-        let Prepared { workflow, options, answers, model, code, mcp, .. } = self;
-        let Sinks { log, observers } = sinks;
-        (workflow, options, Runtime { model, answers, log, observers, code, mcp })
+/// What [`drive`] carries out: a prepared run (held in a store by `begin`, or kept nowhere), or a stored run opened
+/// to go on (`open_to_resume`, `open_claimed`).
+#[allow(clippy::large_enum_variant)] // one per run, moved once into `drive`
+pub enum Going {
+    Fresh(Prepared, Option<Held>),
+    Stored(Resuming),
+}
+
+/// A run to drive, and how.
+pub struct Drive {
+    pub run: Going,
+    /// How far it goes: its first pause (a command line, a worker, an evaluation) or its end (the app, which takes
+    /// decisions while it is paused).
+    pub until: run::Until,
+    /// Decisions for a stored run (node, decision), given once it is rebuilt: one it cannot take fails the drive
+    /// (`DECISION_REFUSED`), unless the decisions are the store's (`store_requests`).
+    pub decisions: Vec<(String, Decision)>,
+    /// A worker's: what people asked of the run through the store is carried out — decisions kept for it (each for
+    /// its node's current round, once; those that come while it works, when the claim is nudged; one its run no
+    /// longer waits for is left out) and a cancellation asked for before it was taken.
+    pub store_requests: bool,
+}
+
+impl Drive {
+    /// A prepared run to its first pause, held in a store or kept nowhere.
+    pub fn fresh(prepared: Prepared, held: Option<Held>) -> Drive {
+        Drive {
+            run: Going::Fresh(prepared, held),
+            until: run::Until::Pause,
+            decisions: Vec::new(),
+            store_requests: false,
+        }
+    }
+
+    /// A stored run to its next pause.
+    pub fn stored(resuming: Resuming) -> Drive {
+        Drive { run: Going::Stored(resuming), until: run::Until::Pause, decisions: Vec::new(), store_requests: false }
+    }
+
+    pub fn until(self, until: run::Until) -> Drive {
+        Drive { until, ..self }
+    }
+
+    pub fn deciding(self, decisions: Vec<(String, Decision)>) -> Drive {
+        Drive { decisions, ..self }
+    }
+
+    /// Carries out what was asked of the run through the store (a worker's).
+    pub fn taking_requests(self) -> Drive {
+        Drive { store_requests: true, ..self }
     }
 }
 
-/// Runs a prepared run to its end or its first pause.
-pub async fn run(prepared: Prepared, sinks: Sinks) -> Outcome {
-    let (workflow, options, runtime) = prepared.into_run(sinks);
-    run::run(workflow, options, runtime).await
+/// The one way a session runs a run: launches it (`run::launch`) with its runtime, its log (a held run's, from its
+/// claim, then the shell's) and observers, and wires the claim, when the run is held:
+/// - a cancellation asked for through the store (a server's API) cancels it, before or while it works;
+/// - with `store_requests`, the decisions kept for it are applied (`Drive::store_requests`);
+/// - when it pauses with an approval deadline, the claim says so when it is given up, so that a worker takes it again
+///   then (`Claim::wake_at`);
+/// - a run whose recording cannot be rebuilt, or whose requests cannot be read, is abandoned rather than given up
+///   (`Claim::abandon`): whoever claims it next does so only once its lease has run out, not at once in a loop.
+///
+/// The run stays held until it returns ([`Driving::finish`]). A stored run with nothing recorded (submitted for a
+/// worker, or whose process died before its first event) starts from the beginning.
+pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> {
+    let Drive { run: going, until, decisions, store_requests } = drive;
+    let (launch, mut held, model, answers, code, mcp) = match going {
+        Going::Fresh(prepared, held) => {
+            let Prepared { workflow, options, answers, model, code, mcp, .. } = prepared;
+            (run::Launch::fresh(workflow, options), held, model, answers, code, mcp)
+        }
+        Going::Stored(resuming) => {
+            let Resuming { mut stored, held, answers, model, code, mcp, .. } = resuming;
+            // The run goes on under the id it is stored with.
+            stored.options.run_id = Some(stored.row.id.clone());
+            let (workflow, options, recording) = (Arc::new(stored.workflow), stored.options, stored.recording);
+            let refused = if store_requests { run::RefusedDecision::Skip } else { run::RefusedDecision::Fail };
+            let nothing_recorded = recording.events.is_empty() && recording.inputs.is_empty();
+            let start = if nothing_recorded && (decisions.is_empty() || store_requests) {
+                run::Start::Fresh
+            } else {
+                run::Start::Recorded { recording, decisions, refused }
+            };
+            (run::Launch { workflow, options, start, until: run::Until::Pause }, Some(held), model, answers, code, mcp)
+        }
+    };
+    let mut launch = launch.until(until);
+    // Read after the claim, which cleared the run's `wake`: nothing asked since is missed.
+    let mut kept = None;
+    let mut cancel_asked = false;
+    if let (true, Some(h)) = (store_requests, held.as_ref()) {
+        let (store, id) = (h.store.clone(), launch.options.run_id.clone().unwrap_or_default());
+        let read =
+            tokio::task::spawn_blocking(move || store.requests(&id)).await.expect("reading requests does not panic");
+        let requests = match read {
+            Ok(requests) => requests,
+            Err(e) => {
+                held.take().expect("held").claim.abandon();
+                return Err(e.into());
+            }
+        };
+        let mut rounds = match &launch.start {
+            run::Start::Recorded { recording, .. } => KeptRounds::new(&recording.inputs),
+            run::Start::Fresh => KeptRounds::new(&[]),
+        };
+        let due = rounds.due(requests.decisions);
+        if let run::Start::Recorded { decisions, .. } = &mut launch.start {
+            decisions.extend(due);
+        }
+        cancel_asked = requests.cancel;
+        kept = Some(rounds);
+    }
+    let Sinks { log, observers } = sinks;
+    let log = match (held.as_ref().map(|h| h.log.clone()), log) {
+        (Some(store), Some(own)) => Some(Arc::new(crate::log::Tee(vec![store, own])) as Arc<dyn RunLog>),
+        (store, own) => store.or(own),
+    };
+    let runtime = Runtime { model, answers, log, observers, code, mcp };
+    let handle = match run::launch(launch, runtime) {
+        Ok(handle) => handle,
+        Err(e) => match (e, held) {
+            (run::ResumeError::Rebuild(e), Some(held)) => {
+                held.claim.abandon();
+                return Err(e.into());
+            }
+            (e, _) => return Err(e.into()),
+        },
+    };
+    if cancel_asked {
+        handle.cancel();
+    }
+    Ok(Driving { run_id: handle.run_id.clone(), handle, held, kept })
 }
 
-/// Starts a prepared run that stays alive while paused and takes decisions through its handle.
-pub fn start(prepared: Prepared, sinks: Sinks) -> RunHandle {
-    let (workflow, options, runtime) = prepared.into_run(sinks);
-    run::start(workflow, options, runtime)
+/// A run [`drive`] launched: decided and cancelled through its controller, and held (when it is) until `finish`
+/// returns.
+pub struct Driving {
+    pub run_id: String,
+    handle: RunHandle,
+    held: Option<Held>,
+    /// With `store_requests`: the rounds of the decisions kept for the run, applied as the claim is nudged.
+    kept: Option<KeptRounds>,
 }
 
-/// What it takes to carry a prepared run on in this process after it paused ([`end_paused`]).
+impl Driving {
+    pub fn controller(&self) -> run::RunController {
+        self.handle.controller()
+    }
+
+    /// Drives the run to its first pause or its end (`Drive::until`) and gives up its claim: said to wake it at its
+    /// first approval deadline when it paused.
+    pub async fn finish(self) -> Outcome {
+        let Driving { handle, held, kept, run_id } = self;
+        let Some(mut held) = held else { return handle.finish().await };
+        let controller = handle.controller();
+        let going = handle.finish();
+        tokio::pin!(going);
+        let mut asked = std::pin::pin!(held.claim.cancel_requested().wait());
+        let mut nudged = std::pin::pin!(held.claim.nudged());
+        let mut cancel_sent = false;
+        let mut kept = kept;
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut going => break outcome,
+                _ = &mut asked, if !cancel_sent => {
+                    controller.cancel();
+                    cancel_sent = true;
+                }
+                _ = &mut nudged, if kept.is_some() => {
+                    nudged.set(held.claim.nudged());
+                    let (store, id) = (held.store.clone(), run_id.clone());
+                    let read = tokio::task::spawn_blocking(move || store.requests(&id)).await;
+                    if let (Ok(Ok(requests)), Some(kept)) = (read, kept.as_mut()) {
+                        for (node, decision) in kept.due(requests.decisions) {
+                            // Not awaited: this loop drives the run. Refused when the node no longer waits (it timed
+                            // out meanwhile): nothing to apply.
+                            controller.send_decision(&node, decision);
+                        }
+                    }
+                }
+            }
+        };
+        if let Some(at) = outcome.wake_at_ms {
+            held.claim.wake_at(at);
+        }
+        drop(held);
+        outcome
+    }
+}
+
+/// What it takes to end a prepared run in this process after it paused ([`end_paused`]).
 #[derive(Clone)]
 pub struct Carry {
-    workflow: Arc<Workflow>,
-    options: RunOptions,
     answers: Option<Arc<Answers>>,
     model: Arc<dyn Model>,
     code: Code,
@@ -668,8 +893,6 @@ pub struct Carry {
 impl Prepared {
     pub fn carry(&self) -> Carry {
         Carry {
-            workflow: self.workflow.clone(),
-            options: self.options.clone(),
             answers: self.answers.clone(),
             model: self.model.clone(),
             code: self.code.clone(),
@@ -678,160 +901,17 @@ impl Prepared {
     }
 }
 
-/// Ends, cancelled, a run that paused while this process held it (it ran it and still holds its claim): rebuilt from
-/// its log and cancelled, its events written to `log`. For a run nobody will decide: an evaluation case's run, once
+/// Ends, cancelled, a run that paused in this process (it ran it, and gave it up when it paused): claimed again,
+/// rebuilt from its log and driven with a cancellation. For a run nobody will decide: an evaluation case's run, once
 /// the case is judged, so that no front end lists it as waiting for a decision. Returns how it ended.
-pub async fn end_paused(
-    store: &dyn Store,
-    log: Arc<dyn RunLog>,
-    run_id: &str,
-    carry: Carry,
-) -> Result<Outcome, SessionError> {
-    let recording = store.load(run_id)?.recording;
-    let Carry { workflow, options, answers, model, code, mcp } = carry;
-    let runtime = Runtime { model, answers, log: Some(log), observers: Vec::new(), code, mcp };
-    let handle = run::resume_live(workflow, options, recording, runtime).map_err(SessionError::Rebuild)?;
-    handle.cancel();
-    Ok(handle.finish().await)
-}
-
-impl Resuming {
-    fn into_run(self, sinks: Sinks) -> (StoredRun, Claim, Runtime) {
-        let Resuming { stored, claim, answers, model, code, mcp, .. } = self;
-        let Sinks { log, observers } = sinks;
-        (stored, claim, Runtime { model, answers, log, observers, code, mcp })
-    }
-}
-
-/// Continues a stored run with these decisions (node, `{decision, note}`) to its end or its next pause. The run
-/// stays claimed by this process until it returns.
-pub async fn resume(
-    resuming: Resuming,
-    decisions: Vec<(String, Value)>,
-    sinks: Sinks,
-) -> Result<Outcome, SessionError> {
-    let (stored, mut claim, runtime) = resuming.into_run(sinks);
-    let (commands, watching) = cancelled_through(&claim);
-    let workflow = Arc::new(stored.workflow);
-    let (options, recording, refused) = (stored.options, stored.recording, run::RefusedDecision::Fail);
-    let resumed =
-        run::resume_controlled(workflow, options, recording, decisions, refused, runtime, Some(commands)).await;
-    watching.abort();
-    let outcome = resumed?;
-    parked(&mut claim, &outcome);
-    Ok(outcome)
-}
-
-/// Runs a prepared run that this process holds with `claim` (`begin`) to its end or its first pause, as `run` does;
-/// a cancellation asked for through the store (a server's API) cancels it, and a pause that has an approval deadline
-/// says so on the claim, so that a worker takes the run again then.
-pub async fn run_held(prepared: Prepared, sinks: Sinks, claim: &mut Claim) -> Outcome {
-    let (commands, watching) = cancelled_through(claim);
-    let (workflow, options, runtime) = prepared.into_run(sinks);
-    let outcome = run::run_controlled(workflow, options, runtime, Some(commands)).await;
-    watching.abort();
-    parked(claim, &outcome);
-    outcome
-}
-
-/// The commands of a run that a cancellation asked for through `claim`'s store cancels, and the task that watches
-/// for it (to abort when the run returns).
-fn cancelled_through(claim: &Claim) -> (run::Commands, tokio::task::JoinHandle<()>) {
-    let (controller, commands) = run::RunController::channel();
-    let asked = claim.cancel_requested();
-    let watching = tokio::spawn(async move {
-        asked.wait().await;
-        controller.cancel();
-    });
-    (commands, watching)
-}
-
-/// A paused run's first approval deadline, on its claim: when it is given up, a worker takes it again then.
-fn parked(claim: &mut Claim, outcome: &Outcome) {
-    if let Some(at) = outcome.wake_at_ms {
-        claim.wake_at(at);
-    }
-}
-
-/// Carries a claimed run on to its end or its next pause (a worker's): from the start when nothing of it was recorded
-/// (it was submitted, or its process died before its first event), else rebuilt from its log as `resume` does. What
-/// people asked of it through `store` is carried out: decisions kept for it are applied (each for its node's current
-/// round, once; those that come while it works, when the claim is nudged), and it is cancelled when that was asked
-/// for, before or while it works. The run stays claimed until it returns; a paused run's claim says when its first
-/// approval times out, so that a worker takes it again then. A run whose log cannot be rebuilt, or whose requests
-/// cannot be read, is abandoned rather than given up (`Claim::abandon`): another worker tries it only once its lease
-/// has run out, not at once in a loop.
-pub async fn carry_on(resuming: Resuming, store: Arc<dyn Store>, sinks: Sinks) -> Result<Outcome, SessionError> {
-    let run_id = resuming.stored.row.id.clone();
-    // Read after the claim, which cleared the run's `wake`: nothing asked since is missed.
-    let requests = {
-        let (store, id) = (store.clone(), run_id.clone());
-        tokio::task::spawn_blocking(move || store.requests(&id)).await.expect("reading requests does not panic")
-    };
-    let requests = match requests {
-        Ok(requests) => requests,
-        Err(e) => {
-            resuming.claim.abandon();
-            return Err(e.into());
-        }
-    };
-    let (stored, mut claim, runtime) = resuming.into_run(sinks);
-    let (workflow, recording) = (Arc::new(stored.workflow), stored.recording);
-    let mut kept = KeptRounds::new(&recording.inputs);
-    let decisions = kept.due(requests.decisions);
-    let (controller, commands) = run::RunController::channel();
-    if requests.cancel {
-        controller.cancel();
-    }
-    let (asked, nudged) = (claim.cancel_requested(), claim.nudged());
-    let fresh = recording.events.is_empty() && recording.inputs.is_empty();
-    let going = async move {
-        if fresh {
-            Ok(run::run_controlled(workflow, stored.options, runtime, Some(commands)).await)
-        } else {
-            // A kept decision its node no longer waits for (it timed out, or the decision was kept for a round that
-            // never came) is left out: refused, it would stop the run at every claim.
-            let refused = run::RefusedDecision::Skip;
-            run::resume_controlled(workflow, stored.options, recording, decisions, refused, runtime, Some(commands))
-                .await
-        }
-    };
-    tokio::pin!(going);
-    let mut asked = std::pin::pin!(asked.wait());
-    let mut nudged = std::pin::pin!(nudged);
-    let mut cancel_sent = false;
-    let outcome = loop {
-        tokio::select! {
-            outcome = &mut going => break outcome,
-            _ = &mut asked, if !cancel_sent => {
-                controller.cancel();
-                cancel_sent = true;
-            }
-            _ = &mut nudged => {
-                nudged.set(claim.nudged());
-                let (store, id) = (store.clone(), run_id.clone());
-                let read = tokio::task::spawn_blocking(move || store.requests(&id)).await;
-                if let Ok(Ok(requests)) = read {
-                    for (node, decision) in kept.due(requests.decisions) {
-                        // Not awaited: this loop drives the run. Refused when the node no longer waits (it timed
-                        // out meanwhile): nothing to apply.
-                        controller.send_decision(&node, decision);
-                    }
-                }
-            }
-        }
-    };
-    match outcome {
-        Ok(outcome) => {
-            parked(&mut claim, &outcome);
-            drop(claim);
-            Ok(outcome)
-        }
-        Err(e) => {
-            claim.abandon();
-            Err(e.into())
-        }
-    }
+pub async fn end_paused(store: Arc<dyn Store>, run_id: &str, carry: Carry) -> Result<Outcome, SessionError> {
+    let claim = store.claim(run_id)?;
+    let stored = store.load(run_id)?;
+    let Carry { answers, model, code, mcp } = carry;
+    let resuming = Resuming { stored, held: Held::new(store, claim), answers, model, code, mcp, note: None };
+    let driving = drive(Drive::stored(resuming), Sinks::default()).await?;
+    driving.controller().cancel();
+    Ok(driving.finish().await)
 }
 
 /// Which kept decisions a run takes: each for its node's current round (`record::settled`), once. Those of earlier
@@ -851,8 +931,8 @@ impl KeptRounds {
         KeptRounds { at_claim, applied: Default::default() }
     }
 
-    fn due(&mut self, kept: Vec<crate::store::KeptDecision>) -> Vec<(String, Value)> {
-        let mut due: Vec<(String, Value)> = Vec::new();
+    fn due(&mut self, kept: Vec<crate::store::KeptDecision>) -> Vec<(String, Decision)> {
+        let mut due: Vec<(String, Decision)> = Vec::new();
         for k in kept {
             let round = self.at_claim.get(&k.node).copied().unwrap_or(0);
             let first_for_node = !due.iter().any(|(node, _)| *node == k.node);
@@ -862,15 +942,6 @@ impl KeptRounds {
         }
         due
     }
-}
-
-/// Continues a stored run as a live run that takes decisions through its handle; the claim is held for as long as
-/// the shell keeps it.
-pub fn resume_live(resuming: Resuming, sinks: Sinks) -> Result<(RunHandle, Claim), SessionError> {
-    let (stored, claim, runtime) = resuming.into_run(sinks);
-    let handle = run::resume_live(Arc::new(stored.workflow), stored.options, stored.recording, runtime)
-        .map_err(SessionError::Rebuild)?;
-    Ok((handle, claim))
 }
 
 /// A stored run played again from its recording.
@@ -895,7 +966,21 @@ pub fn replay(store: &dyn Store, run_id: &str, mut sinks: Sinks) -> Result<Repla
 
 /// A stored run's row (priced) and its result, rebuilt from its recording without a model call.
 pub fn show(store: &dyn Store, run_id: &str) -> Result<(RunRow, RunResult), SessionError> {
-    let stored = store.load(run_id)?;
+    shown(store.load(run_id)?)
+}
+
+/// `show` of a run already read from its store (a store that is awaited), rebuilt off the async threads: a rebuild
+/// is work for the processor, as long as the run.
+pub async fn show_stored(stored: StoredRun) -> Result<(RunRow, RunResult), SessionError> {
+    off_runtime(move || shown(stored)).await
+}
+
+/// Blocking work (a store's calls, a rebuild) on the runtime's blocking threads; a panic there goes on here.
+async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+}
+
+fn shown(stored: StoredRun) -> Result<(RunRow, RunResult), SessionError> {
     let untouched = stored.recording.events.is_empty() && stored.recording.inputs.is_empty();
     let (row, mut result) = rebuild(stored, Sinks::default())?;
     // A run nobody has started yet (waiting for a worker) has no results: a rebuild would start its start node.
@@ -908,33 +993,83 @@ pub fn show(store: &dyn Store, run_id: &str) -> Result<(RunRow, RunResult), Sess
 }
 
 /// What happened inside each node of a stored run, in order (`crate::journal`): each model turn's answer as its
-/// provider read it, each tool call with what it returned, and a fork's answer; by node id.
-pub fn turns(
-    store: &dyn Store,
-    run_id: &str,
-) -> Result<std::collections::BTreeMap<String, Vec<crate::journal::Entry>>, SessionError> {
-    let stored = store.load(run_id)?;
-    let mut turns: std::collections::BTreeMap<String, Vec<crate::journal::Entry>> = Default::default();
+/// provider read it, each tool call with what it returned, and a fork's answer; by node id, each with when it was
+/// kept and how long it took.
+pub fn turns(store: &dyn Store, run_id: &str) -> Result<BTreeMap<String, Vec<Journaled>>, SessionError> {
+    Ok(turns_in(store.load(run_id)?))
+}
+
+/// The conversations of a stored run already read (`turns`), for a host that awaits its store.
+pub fn turns_in(stored: StoredRun) -> BTreeMap<String, Vec<Journaled>> {
+    let mut turns: BTreeMap<String, Vec<Journaled>> = Default::default();
+    // A fork at a turn: the conversation it took from the run it forked (answered from there, never asked again),
+    // then the answer given; they are in its options, not its log.
+    for entry in stored.options.reuse.iter().flat_map(|r| r.journal.iter()) {
+        let kept = Journaled { entry: entry.clone(), seq: None, ts: None, ms: None };
+        turns.entry(entry.node.clone()).or_default().push(kept);
+    }
     for recorded in stored.recording.inputs {
         if let crate::record::Input::Journaled(entry) = recorded.input {
             if !matches!(entry.what, crate::journal::What::Asked { .. }) {
-                turns.entry(entry.node.clone()).or_default().push(*entry);
+                let kept = Journaled { entry: *entry, seq: Some(recorded.seq), ts: recorded.ts, ms: None };
+                turns.entry(kept.entry.node.clone()).or_default().push(kept);
             }
         }
     }
-    Ok(turns)
+    timed(&mut turns, &stored.recording.events);
+    turns
+}
+
+/// Fills in how long each timed entry took: since the latest timed entry before it in its conversation (the same
+/// iteration, at the same place or one that encloses it: `t1` for `c1/reviewer.t0`, never another `for_each` item's),
+/// or since the node (that iteration) entered, whichever came later.
+fn timed(turns: &mut BTreeMap<String, Vec<Journaled>>, events: &[crate::events::Event]) {
+    let millis = |ts: &str| chrono::DateTime::parse_from_rfc3339(ts).ok().map(|t| t.timestamp_millis());
+    let mut starts: std::collections::HashMap<&str, Vec<(u32, u64, i64)>> = Default::default();
+    for event in events {
+        if let crate::events::EventKind::NodeEnter { node, iteration, .. } = &event.kind {
+            if let Some(t) = millis(&event.ts) {
+                starts.entry(node).or_default().push((*iteration, event.seq, t));
+            }
+        }
+    }
+    // `c1/reviewer.t0` is in `c1/reviewer`, which `c1` and the node's own conversation ("") enclose.
+    let scope = |at: &str| at.rfind(['.', '/']).map_or("", |i| &at[..i]).to_string();
+    let encloses = |outer: &str, inner: &str| {
+        outer.is_empty()
+            || inner == outer
+            || (inner.starts_with(outer) && matches!(inner.as_bytes().get(outer.len()), Some(b'.' | b'/')))
+    };
+    for (node, entries) in turns.iter_mut() {
+        let starts = starts.get(node.as_str()).map(Vec::as_slice).unwrap_or_default();
+        let mut before: Vec<(u32, String, i64)> = Vec::new();
+        for kept in entries.iter_mut() {
+            let (Some(seq), Some(t)) = (kept.seq, kept.ts.as_deref().and_then(millis)) else { continue };
+            let (iteration, place) = (kept.entry.iteration, scope(&kept.entry.at));
+            let entered = starts.iter().rev().find(|(i, s, _)| *i == iteration && *s < seq).map(|(_, _, t)| *t);
+            let previous =
+                before.iter().rev().find(|(i, s, _)| *i == iteration && encloses(s, &place)).map(|(_, _, t)| *t);
+            kept.ms = entered.into_iter().chain(previous).max().map(|from| u64::try_from(t - from).unwrap_or(0));
+            before.push((iteration, place, t));
+        }
+    }
 }
 
 /// The runs of the store, newest first, each priced at the settings' prices.
 pub fn runs(store: &dyn Store) -> Result<Vec<RunRow>, SessionError> {
-    let prices = prices();
-    Ok(store.list()?.into_iter().map(|row| priced(row, &prices)).collect())
+    Ok(priced_rows(store.list()?))
 }
 
 /// The newest `limit` runs of the store, newest first, each priced at the settings' prices.
 pub fn recent_runs(store: &dyn Store, limit: usize) -> Result<Vec<RunRow>, SessionError> {
+    Ok(priced_rows(store.recent(limit)?))
+}
+
+/// Rows of the store each priced at the settings' prices (read once), none when a model has no price: what every
+/// list of runs shows, whether its store is awaited or not.
+pub fn priced_rows(rows: Vec<RunRow>) -> Vec<RunRow> {
     let prices = prices();
-    Ok(store.recent(limit)?.into_iter().map(|row| priced(row, &prices)).collect())
+    rows.into_iter().map(|row| priced(row, &prices)).collect()
 }
 
 /// One run of the store, priced at the settings' prices.
@@ -1039,6 +1174,55 @@ mod tests {
     }
 
     #[test]
+    fn each_turn_takes_the_time_since_what_came_before_it_in_its_conversation_or_since_its_node_entered() {
+        use crate::events::{Event, EventKind};
+        use crate::journal::{Entry, What};
+        let enter = |seq: u64, node: &str, iteration: u32, ts: &str| Event {
+            seq,
+            run: "r".into(),
+            ts: format!("2026-11-28T19:00:0{ts}Z"),
+            kind: EventKind::NodeEnter { node: node.into(), iteration, instruction: String::new() },
+        };
+        let events = [enter(2, "review", 1, "0.000"), enter(6, "review", 2, "3.000"), enter(8, "each", 1, "4.000")];
+        let kept = |node: &str, iteration: u32, at: &str, seq: Option<u64>, ts: Option<&str>| Journaled {
+            entry: Entry { node: node.into(), iteration, at: at.into(), what: What::Said { text: String::new() } },
+            seq,
+            ts: ts.map(|t| format!("2026-11-28T19:00:0{t}Z")),
+            ms: None,
+        };
+        let mut turns = BTreeMap::from([
+            (
+                "review".to_string(),
+                vec![
+                    kept("review", 1, "t0", None, None), // a fork's turn, taken from the run it forked
+                    kept("review", 1, "t0", Some(3), Some("1.400")),
+                    kept("review", 1, "c0/rev.t0", Some(4), Some("2.000")),
+                    kept("review", 1, "c0", Some(4), Some("2.010")),
+                    kept("review", 1, "t1", Some(5), Some("2.500")),
+                    kept("review", 1, "t2", Some(5), None), // an older log's
+                    kept("review", 2, "t0", Some(7), Some("3.100")),
+                ],
+            ),
+            (
+                "each".to_string(),
+                vec![
+                    kept("each", 1, "i0.t0", Some(9), Some("4.300")),
+                    kept("each", 1, "i1.t0", Some(9), Some("4.500")),
+                    kept("each", 1, "i0.t1", Some(9), Some("4.600")),
+                ],
+            ),
+        ]);
+        timed(&mut turns, &events);
+        let took = |node: &str| turns[node].iter().map(|k| k.ms).collect::<Vec<_>>();
+        // The first turn from the node's start; the subagent's turn from the turn that asked for it; the tool call
+        // (which ran the subagent) from the turn that asked for it; the next turn from the tool call's result; the
+        // second iteration from its own start.
+        assert_eq!(took("review"), [None, Some(1400), Some(600), Some(610), Some(490), None, Some(100)]);
+        // Each item of a `for_each` node from the node's start, then from its own turn before, never another item's.
+        assert_eq!(took("each"), [Some(300), Some(500), Some(300)]);
+    }
+
+    #[test]
     fn a_workflow_ref_reads_back_as_written() {
         let r = WorkflowRef { path: PathBuf::from("/a/b.yaml"), format: Some(Format::Sweny) };
         assert_eq!(WorkflowRef::parse(&r.to_string()), r);
@@ -1108,27 +1292,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_held_run_pauses_gives_its_claim_up_and_goes_on_only_with_a_decision_it_waits_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+        let script = dir.path().join("answers.yaml");
+        std::fs::write(&script, "nodes: {done: {text: shipped}}\n").unwrap();
+        let wf = workflow(
+            "nodes:\n  - {id: start, type: start}\n  - {id: review, type: approval}\n  - {id: done, type: agent}\n\
+             edges:\n  - {from: start, to: review}\n  - {from: review, to: done, handle: approve}\n",
+        );
+        let request = RunRequest { answers_path: Some(script), ..RunRequest::default() };
+        let prepared = prepare(wf, request, Some(&store)).await.unwrap();
+        // Prepare, begin, drive: the log is the one the claim gives (here the store itself).
+        let held = begin(store.clone(), &prepared).unwrap();
+        let paused = drive(Drive::fresh(prepared, Some(held)), Sinks::default()).await.unwrap().finish().await;
+        assert_eq!(paused.result.status, crate::result::RunStatus::Paused);
+        let id = paused.result.run_id.clone();
+        assert_eq!(store.get(&id).unwrap().status.as_str(), "paused", "kept in the store through the claim's log");
+
+        // Given up when it paused: it opens again at once. A decision for a node that does not wait is refused
+        // before anything runs, and the run can be opened again at once.
+        let nobody = vec![("done".to_string(), Decision::parse("approve", "").unwrap())];
+        let resuming = open_to_resume(store.clone(), &id, false).unwrap();
+        let refused = drive(Drive::stored(resuming).deciding(nobody), Sinks::default()).await.err().unwrap();
+        assert_eq!(refused.code(), "DECISION_REFUSED");
+        let decided = vec![("review".to_string(), Decision::parse("approve", "fine").unwrap())];
+        let resuming = open_to_resume(store.clone(), &id, false).unwrap();
+        let driving = drive(Drive::stored(resuming).deciding(decided), Sinks::default()).await.unwrap();
+        assert_eq!(driving.run_id, id);
+        let ended = driving.finish().await;
+        assert_eq!(ended.result.status, crate::result::RunStatus::Completed);
+        assert_eq!(store.get(&id).unwrap().status.as_str(), "completed");
+    }
+
+    #[tokio::test]
     async fn only_paused_and_interrupted_runs_continue() {
         let dir = tempfile::tempdir().unwrap();
-        let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+        let store: Arc<dyn Store> = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
         let (_d, script) = scripted();
         let wf = workflow("nodes:\n  - {id: start, type: start}\n");
         let prepared =
             prepare(wf, RunRequest { answers_path: Some(script), ..RunRequest::default() }, None::<&RunStore>)
                 .await
                 .unwrap();
-        let claim = begin(&store, &prepared).unwrap();
+        let held = begin(store.clone(), &prepared).unwrap();
         let id = prepared.options.run_id.clone().unwrap();
         assert!(matches!(
-            open_to_resume(&store, &id, false),
+            open_to_resume(store.clone(), &id, false),
             Err(SessionError::NotResumable { status: "running", .. })
         ));
-        drop(claim);
-        let resuming = open_to_resume(&store, &id, false).unwrap();
+        drop(held);
+        let resuming = open_to_resume(store.clone(), &id, false).unwrap();
         assert_eq!(resuming.stored.row.status.as_str(), "interrupted");
         // Held by this process now, it shows as running: nobody else can continue it.
         assert!(matches!(
-            open_to_resume(&store, &id, false),
+            open_to_resume(store.clone(), &id, false),
             Err(SessionError::NotResumable { status: "running", .. })
         ));
     }

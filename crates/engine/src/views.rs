@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::events::Event;
 use crate::format::{Format, Loaded};
 use crate::journal::{Entry, What};
+use crate::record::Journaled;
 use crate::store::{RunRow, StoredRun, StoredStatus};
 use crate::Workflow;
 
@@ -138,7 +139,10 @@ pub struct Startup {
 
 /// One thing an agent did inside a node, as the Last run tab lists it: a model turn, a tool call, or the answer a
 /// person gave a fork of the run. `at` is where in the node's execution it happened (`t2`, `c1`, `i3.t0`,
-/// `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration.
+/// `c1/reviewer.t0`: the journal's places), `iteration` the node's iteration. A turn and a tool call kept in this
+/// run's log also say where they fall among the run's events (`seq`: the number the next event had), when they
+/// ended (`ts`, RFC 3339) and how long they took (`ms`: since what came before them in the conversation, or the
+/// node's start); a fork's turns taken from the run it forked have none of these, older logs no `ts` nor `ms`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "camelCase")]
@@ -153,6 +157,11 @@ pub enum TurnView {
         calls: Vec<AskedCall>,
         #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
         tokens: Option<u64>,
+        #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
+        seq: Option<u64>,
+        ts: Option<String>,
+        #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
+        ms: Option<u64>,
     },
     /// A tool call and what it returned, or its error (which went back to the model as the tool's result).
     Tool {
@@ -164,6 +173,11 @@ pub enum TurnView {
         #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
         output: Option<Value>,
         error: Option<String>,
+        #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
+        seq: Option<u64>,
+        ts: Option<String>,
+        #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
+        ms: Option<u64>,
     },
     /// The answer given for a fork of the run (`--fork … --answer`): the agent's answer, ending its conversation.
     Said { iteration: u32, at: String, text: String },
@@ -218,26 +232,26 @@ pub fn turn_said(answer: &Value) -> (String, Vec<AskedCall>, Option<u64>) {
 }
 
 /// Each agent's turns and tool calls, by node id, in order (from `session::turns`).
-pub fn turn_views(turns: BTreeMap<String, Vec<Entry>>) -> BTreeMap<String, Vec<TurnView>> {
+pub fn turn_views(turns: BTreeMap<String, Vec<Journaled>>) -> BTreeMap<String, Vec<TurnView>> {
     turns.into_iter().map(|(node, entries)| (node, entries.into_iter().filter_map(TurnView::of).collect())).collect()
 }
 
 impl TurnView {
     /// An entry of the journal as the window shows it (none for what it does not list: a whole model call kept for
     /// evaluations).
-    pub fn of(entry: Entry) -> Option<TurnView> {
-        let Entry { iteration, at, what, .. } = entry;
+    pub fn of(kept: Journaled) -> Option<TurnView> {
+        let Journaled { entry: Entry { iteration, at, what, .. }, seq, ts, ms } = kept;
         Some(match what {
             What::Turn { answer, .. } => {
                 let (text, calls, tokens) = turn_said(&answer);
-                TurnView::Turn { iteration, number: turn_number(&at), at, text, calls, tokens }
+                TurnView::Turn { iteration, number: turn_number(&at), at, text, calls, tokens, seq, ts, ms }
             }
             What::Tool { tool, arguments, output } => {
                 let (output, error) = match output {
                     Ok(v) => (Some(v), None),
                     Err(e) => (None, Some(e)),
                 };
-                TurnView::Tool { iteration, at, tool, arguments, output, error }
+                TurnView::Tool { iteration, at, tool, arguments, output, error, seq, ts, ms }
             }
             What::Said { text } => TurnView::Said { iteration, at, text },
             What::Asked { .. } => return None,
@@ -301,7 +315,12 @@ mod tests {
 
     #[test]
     fn journal_entries_become_numbered_turns_tool_results_and_errors_and_evaluation_calls_are_left_out() {
-        let entry = |at: &str, what: What| Entry { node: "triage".into(), iteration: 1, at: at.into(), what };
+        let entry = |at: &str, what: What| Journaled {
+            entry: Entry { node: "triage".into(), iteration: 1, at: at.into(), what },
+            seq: None,
+            ts: None,
+            ms: None,
+        };
         let turns = BTreeMap::from([(
             "triage".to_string(),
             vec![
@@ -336,5 +355,39 @@ mod tests {
         assert!(matches!(&shown[2], TurnView::Turn { number: 2, .. }));
         assert!(matches!(&shown[3], TurnView::Said { text, .. } if text == "edited"));
         assert_eq!(turn_number("c1/reviewer.t4"), 5);
+    }
+
+    #[test]
+    fn a_turn_and_a_tool_call_say_where_they_fall_among_the_events_when_they_ended_and_how_long_they_took() {
+        let kept = |at: &str, what: What, seq: u64, ms: u64| Journaled {
+            entry: Entry { node: "review".into(), iteration: 1, at: at.into(), what },
+            seq: Some(seq),
+            ts: Some(format!("2026-11-28T19:00:0{seq}.000Z")),
+            ms: Some(ms),
+        };
+        let turns = BTreeMap::from([(
+            "review".to_string(),
+            vec![
+                kept("t0", What::Turn { asked: "d".into(), answer: json!({"text": "", "calls": []}) }, 3, 1400),
+                kept(
+                    "c0",
+                    What::Tool { tool: "s__add".into(), arguments: json!({"a": 2}), output: Ok(json!(5)) },
+                    4,
+                    20,
+                ),
+            ],
+        )]);
+        let shown = &turn_views(turns)["review"];
+        assert!(
+            matches!(&shown[0], TurnView::Turn { seq: Some(3), ts: Some(ts), ms: Some(1400), .. } if ts == "2026-11-28T19:00:03.000Z"),
+            "{shown:?}"
+        );
+        assert!(matches!(&shown[1], TurnView::Tool { seq: Some(4), ms: Some(20), .. }), "{shown:?}");
+        // As the window reads it.
+        let json = serde_json::to_value(&shown[0]).unwrap();
+        assert_eq!(
+            (&json["seq"], &json["ts"], &json["ms"]),
+            (&json!(3), &json!("2026-11-28T19:00:03.000Z"), &json!(1400))
+        );
     }
 }

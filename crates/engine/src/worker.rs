@@ -11,8 +11,8 @@
 //!   announcements can be missed, and an expired lease announces nothing.
 //! - A decision or a cancellation for a run it holds is heard at once (`PgStore::listen_wakes`), or at the run's
 //!   next heartbeat when the announcement was missed.
-//! - A run goes on from its log (`session::carry_on`): nodes that completed are not run again; nodes that were in
-//!   flight when its last worker died run again.
+//! - A run goes on from its log (`session::drive`, taking what was asked of it through the store): nodes that
+//!   completed are not run again; nodes that were in flight when its last worker died run again.
 //! - A run that pauses (it waits for a person) is parked: its status says so and the claim is given up, so the slot
 //!   is free. A run that cannot be opened or rebuilt here is abandoned: tried again only after its lease. That
 //!   includes a run this worker cannot run: its answers file cannot be read here, or a model it needs names a
@@ -24,9 +24,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::postgres::PgStore;
 use crate::result::RunStatus;
-use crate::session::{self, SessionError, Sinks};
+use crate::session::{self, Drive, SessionError, Sinks};
+use crate::store::postgres::PgStore;
 use crate::store::{Store, StoreError};
 
 /// How a worker works.
@@ -122,17 +122,9 @@ pub async fn work(
     if options.jobs == 0 {
         return Err(WorkerError::NoJobs);
     }
-    let listener = {
-        let store = store.clone();
-        tokio::task::spawn_blocking(move || store.listen()).await.expect("listening does not panic")
-    }
-    .map_err(StoreError::from)?;
+    let listener = store.listen().await.map_err(StoreError::from)?;
     // What is asked of the runs it holds (a decision, a cancellation) reaches them at once, not at the next beat.
-    let _wakes = {
-        let store = store.clone();
-        tokio::task::spawn_blocking(move || store.listen_wakes()).await.expect("listening does not panic")
-    }
-    .map_err(StoreError::from)?;
+    let _wakes = store.listen_wakes().await.map_err(StoreError::from)?;
     let shared: Arc<dyn Store> = Arc::new(store.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(options.jobs));
     let (stop_runs, stopping) = tokio::sync::watch::channel(false);
@@ -147,10 +139,7 @@ pub async fn work(
             _ = &mut shutdown => break,
             slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
         };
-        let next = {
-            let store = store.clone();
-            tokio::task::spawn_blocking(move || store.claim_next()).await.expect("claiming does not panic")
-        };
+        let next = store.claim_next().await;
         match next {
             Ok(Some((run, claim))) => {
                 summary.claimed += 1;
@@ -205,16 +194,15 @@ impl Job {
         let lost = claim.lost();
         let (store, run, allow_code) = (self.store.clone(), self.run.clone(), self.allow_code);
         // Opening reads the run and the settings: blocking work, off the runtime's threads.
-        let opened = tokio::task::spawn_blocking(move || session::open_claimed(&*store, &run, claim, allow_code))
+        let opened = tokio::task::spawn_blocking(move || session::open_claimed(store, &run, claim, allow_code))
             .await
             .expect("opening a run does not panic");
         let resuming = match opened {
             Ok(resuming) => resuming,
             Err(e) => return self.abandoned(&e),
         };
-        let log = session::run_log(&self.store, &resuming.claim);
-        let sinks = Sinks { log: Some(log), observers: Vec::new() };
-        let carried = session::carry_on(resuming, self.store.clone(), sinks);
+        let drive = Drive::stored(resuming).taking_requests();
+        let carried = async { Ok::<_, SessionError>(session::drive(drive, Sinks::default()).await?.finish().await) };
         let run = self.run.clone();
         // Dropping the run (lost, or stopped) drops its claim: given up, or refused when it is someone else's now.
         tokio::select! {

@@ -58,7 +58,7 @@ async fn two_pending_approvals_resume_in_either_order_from_the_recorded_run() {
         let mut rt = runtime(script.clone(), AskedModel::new(script.clone()), vec![Arc::new(collector.clone())]);
         rt.log = Some(Arc::new(paused.log.clone()));
         let options = RunOptions { run_id: Some(paused.result().run_id.clone()), ..paused.options.clone() };
-        let first = run::resume(
+        let first = resume_to_pause(
             Arc::new(wf.clone()),
             options.clone(),
             recording,
@@ -75,7 +75,7 @@ async fn two_pending_approvals_resume_in_either_order_from_the_recorded_run() {
         let model = AskedModel::new(script.clone());
         let mut rt = runtime(script.clone(), model.clone(), vec![Arc::new(collector.clone())]);
         rt.log = Some(Arc::new(paused.log.clone()));
-        let second = run::resume(
+        let second = resume_to_pause(
             Arc::new(wf.clone()),
             options,
             paused.log.recording(),
@@ -108,17 +108,17 @@ async fn a_live_run_takes_decisions_while_other_branches_run() {
     let script = script("nodes: {other: {text: slow, delay_ms: 50}, hold: {text: held}}");
     let collector = Collector::default();
     let rt = runtime(script.clone(), AskedModel::new(script), vec![Arc::new(collector.clone())]);
-    let handle = run::start(wf, RunOptions::default(), rt);
+    let handle = start_live(wf, RunOptions::default(), rt);
     // Wait for both approvals to be requested (observed through events, no sleeps).
     let mut requested = 0;
     while requested < 2 {
         tokio::task::yield_now().await;
         requested = collector.events().iter().filter(|e| e.kind.type_name() == "approval:requested").count();
     }
-    handle.decide("brand", json!("I reject this")).await.unwrap();
-    assert!(handle.decide("brand", json!("approve")).await.unwrap_err().contains("not waiting"));
-    assert!(handle.decide("nope", json!("approve")).await.is_err());
-    handle.decide("legal", json!(null)).await.unwrap();
+    handle.decide("brand", Decision::normalize(&json!("I reject this"))).await.unwrap();
+    assert!(handle.decide("brand", Decision::new(Verdict::Approve, "")).await.unwrap_err().contains("not waiting"));
+    assert!(handle.decide("nope", Decision::new(Verdict::Approve, "")).await.is_err());
+    handle.decide("legal", Decision::normalize(&json!(null))).await.unwrap();
     let outcome = handle.finish().await;
     assert_eq!(outcome.result.status, RunStatus::Completed);
     assert_eq!(outcome.result.node("brand").unwrap().data["decision"], "reject");
@@ -209,7 +209,7 @@ edges:
         ));
         let script = script("");
         let rt = runtime(script.clone(), AskedModel::new(script), vec![]);
-        let handle = run::start(Arc::new(wf), RunOptions::default(), rt);
+        let handle = start_live(Arc::new(wf), RunOptions::default(), rt);
         let outcome = tokio::time::timeout(Duration::from_secs(3600), handle.finish()).await.unwrap();
         assert_eq!(outcome.result.status, RunStatus::Completed);
         assert!(outcome.result.node(expect).is_some(), "{expect} ran");
@@ -231,7 +231,7 @@ edges:
     let script = script("nodes: {slow: {text: never, delay_ms: 600000}}");
     let collector = Collector::default();
     let rt = runtime(script.clone(), AskedModel::new(script), vec![Arc::new(collector.clone())]);
-    let handle = run::start(wf, RunOptions::default(), rt);
+    let handle = start_live(wf, RunOptions::default(), rt);
     while !collector.events().iter().any(|e| matches!(&e.kind, EventKind::NodeEnter { node, .. } if node == "slow")) {
         tokio::task::yield_now().await;
     }
@@ -305,7 +305,7 @@ edges:
     let rt = runtime(script.clone(), AskedModel::new(script), vec![Arc::new(collector.clone())]);
     let options = RunOptions { run_id: Some(paused.result().run_id.clone()), ..paused.options.clone() };
     let resumed =
-        run::resume(Arc::new(wf), options, recording, vec![("ok".into(), json!("approve"))], rt).await.unwrap();
+        resume_to_pause(Arc::new(wf), options, recording, vec![("ok".into(), json!("approve"))], rt).await.unwrap();
     assert_eq!(resumed.result.status, RunStatus::Completed);
     let waited = collector.events().iter().find_map(|e| match &e.kind {
         EventKind::NodeExit { node, duration_ms, .. } if node == "ok" => Some(*duration_ms),

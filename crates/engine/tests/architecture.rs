@@ -63,11 +63,7 @@ fn engine() -> Graph {
     let mut graph = Graph::new();
     collect(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), None, &mut graph);
     let modules: BTreeSet<String> = graph.keys().cloned().collect();
-    for (module, uses) in graph.iter_mut() {
-        // The PostgreSQL store is `crate::postgres` (feature `postgres`), kept in `store/postgres.rs`: part of `store`.
-        if uses.remove("postgres") && module != "store" {
-            uses.insert("store".to_string());
-        }
+    for uses in graph.values_mut() {
         uses.retain(|m| modules.contains(m));
     }
     graph
@@ -94,11 +90,6 @@ fn cycle_through(graph: &Graph, from: &str) -> Option<Vec<String>> {
     }
     None
 }
-
-/// Files mounted with `#[path]` under another module than their place says: the PostgreSQL store is
-/// `crate::postgres` (feature `postgres`), kept in `store/postgres.rs` as part of `store`, with its `team` module beside it.
-const MOUNTED: [(&str, &str); 2] =
-    [("store/postgres.rs", "store::postgres"), ("store/team.rs", "store::postgres::team")];
 
 /// Reads one path's use tree at the start of `text` (after `prefix::`): `a::b`, `a::{b, c::{self, D}}`, adding each
 /// path it names to `out`; returns how far it read.
@@ -196,13 +187,8 @@ fn modules_under(src: &Path) -> Graph {
         if relative == "lib.rs" {
             continue;
         }
-        let name = match MOUNTED.iter().find(|(file, _)| *file == relative) {
-            Some((_, module)) => module.to_string(),
-            None => {
-                let stem = relative.trim_end_matches(".rs").trim_end_matches("/mod");
-                stem.replace('/', "::")
-            }
-        };
+        // Every module is where its path says (no `#[path]` in the engine's sources: see the test below).
+        let name = relative.trim_end_matches(".rs").trim_end_matches("/mod").replace('/', "::");
         let text = std::fs::read_to_string(path).unwrap();
         let code: String = without_tests(&text)
             .lines()
@@ -224,10 +210,7 @@ fn modules_under(src: &Path) -> Graph {
             })
             .collect();
         let uses = graph.entry(module.clone()).or_default();
-        for mut path in named_paths(code, &me, &children) {
-            if path.first().is_some_and(|p| p == "postgres") {
-                path.insert(0, "store".to_string());
-            }
+        for path in named_paths(code, &me, &children) {
             // The longest prefix that is a module: `eval::runner::run` is in `eval::runner`, `crate::Workflow` in none.
             let found = (1..=path.len()).rev().map(|n| path[..n].join("::")).find(|m| modules.contains_key(m));
             if let Some(used) = found {
@@ -288,6 +271,20 @@ fn the_submodule_reader_resolves_super_self_children_and_nested_groups() {
     assert!(uses("run::state::routing").contains("document"), "{:?}", uses("run::state::routing"));
     assert!(uses("store::postgres").contains("store"), "the PostgreSQL store is part of `store`");
     assert!(!uses("eval").contains("eval::runner"), "a module's own submodules are not uses");
+}
+
+#[test]
+fn every_engine_module_is_in_the_file_its_path_names() {
+    // The submodule reader names a module after its file; a `#[path]` would mount a file under another name (the
+    // PostgreSQL store was `crate::postgres` kept in `store/postgres.rs`), and the layers it checks would be wrong.
+    let mut files = Vec::new();
+    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    let mounted: Vec<String> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).unwrap().lines().any(|l| l.trim_start().starts_with("#[path")))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(mounted.is_empty(), "files that mount a module with #[path]: {mounted:?}");
 }
 
 #[test]
@@ -404,6 +401,24 @@ fn the_run_state_knows_nothing_of_tasks_clocks_or_the_run_log() {
     assert!(read >= 5, "the state's files were not found in {}", dir.display());
 }
 
+#[test]
+fn the_server_and_the_commands_await_their_store_and_block_no_thread() {
+    // The server's store is async at its core (PostgreSQL), and the commands ask their host for stored runs: neither
+    // wraps a blocking call. Only the desktop's host runs its SQLite store's calls off the runtime's threads.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    rust_files(&root.join("crates/server/src"), &mut files);
+    let server = files.len();
+    rust_files(&root.join("crates/api/src"), &mut files);
+    assert!(server >= 5 && files.len() > server + 3, "the server's and the commands' sources were not found");
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        for blocking in ["spawn_blocking", "block_in_place", "block_on", ".wait()"] {
+            assert!(!text.contains(blocking), "{} calls `{blocking}`", path.display());
+        }
+    }
+}
+
 /// The top-level parts of a generic argument list, split at commas outside `<…>`, `(…)` and `[…]`.
 fn generic_arguments(text: &str) -> Vec<&str> {
     let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
@@ -511,7 +526,8 @@ fn no_public_engine_function_or_command_returns_a_bare_string_error() {
     rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
     let engine = files.len();
     assert!(engine > 30, "the engine's sources were not found");
-    // The commands: the desktop shell's, and the server's (which answers the same commands over HTTP) with its API.
+    // The commands (`crates/api`), their desktop shell, and the server (which answers them over HTTP) with its API.
+    rust_files(&root.join("crates/api/src"), &mut files);
     rust_files(&root.join("src-tauri/src"), &mut files);
     rust_files(&root.join("crates/server/src"), &mut files);
     let mut found = Vec::new();
@@ -528,4 +544,25 @@ fn no_public_engine_function_or_command_returns_a_bare_string_error() {
          thiserror enum where callers branch on the kind):\n{}",
         found.join("\n")
     );
+}
+
+#[test]
+fn the_commands_know_nothing_of_tauri_or_http() {
+    let api = Path::new(env!("CARGO_MANIFEST_DIR")).join("../api");
+    let manifest = std::fs::read_to_string(api.join("Cargo.toml")).unwrap();
+    for shell in ["tauri", "axum", "reqwest", "hyper", "switchyard-server", "switchyard-app"] {
+        assert!(
+            !manifest.lines().any(|l| l.trim_start().starts_with(shell)),
+            "crates/api depends on {shell}: a command is a plain function over its host"
+        );
+    }
+    let mut files = Vec::new();
+    rust_files(&api.join("src"), &mut files);
+    assert!(files.len() >= 5, "the commands' sources were not found");
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        for shell in ["tauri::", "axum::", "StatusCode", "reqwest::"] {
+            assert!(!text.contains(shell), "{} names {shell}", path.display());
+        }
+    }
 }

@@ -8,13 +8,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use support::*;
 use switchyard_engine::code::{Code, Language};
 use switchyard_engine::events::EventKind;
 use switchyard_engine::log::Collector;
 use switchyard_engine::result::NodeStatus;
-use switchyard_engine::run::{self, RunOptions};
+use switchyard_engine::run::RunOptions;
 use switchyard_engine::RunStatus;
 
 /// A workflow of one code step after the start node.
@@ -155,7 +155,7 @@ async fn cancelling_a_run_kills_the_step_and_what_it_started() {
         let collector = Collector::default();
         let mut rt = runtime(script(""), AskedModel::new(script("")), vec![Arc::new(collector.clone())]);
         rt.code = Code { allowed: true, dir: Some(dir.path().into()), ..Code::default() };
-        let handle = run::start(wf, RunOptions::default(), rt);
+        let handle = start_live(wf, RunOptions::default(), rt);
         while !collector
             .events()
             .iter()
@@ -172,7 +172,7 @@ async fn cancelling_a_run_kills_the_step_and_what_it_started() {
         let collector = Collector::default();
         let mut rt = runtime(script(""), AskedModel::new(script("")), vec![Arc::new(collector.clone())]);
         rt.code = Code { allowed: true, dir: Some(dir.path().into()), ..Code::default() };
-        let handle = run::start(wf, RunOptions::default(), rt);
+        let handle = start_live(wf, RunOptions::default(), rt);
         // The pid of the process the step started, from the log the step streams.
         let pid = loop {
             let found = collector.events().iter().find_map(|e| match &e.kind {
@@ -401,4 +401,59 @@ edges:
             .unwrap();
         assert!(last_log < completed, "{node}: a stderr line came after the step completed");
     }
+}
+
+#[tokio::test]
+async fn every_code_step_sees_its_idempotency_key_in_its_environment_the_same_when_it_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let wf = workflow(
+        r#"nodes:
+  - {id: start, type: start}
+  - id: py
+    type: script
+    language: python
+    retry: {max: 1}
+    code: |
+      import os
+      key = os.environ["SWITCHYARD_IDEMPOTENCY_KEY"]
+      if not os.path.exists("first.txt"):
+          open("first.txt", "w").write(key)
+          raise RuntimeError("a transient failure")
+      return {"key": key, "first": open("first.txt").read()}
+  - {id: js, type: script, language: javascript, code: "return { key: process.env.SWITCHYARD_IDEMPOTENCY_KEY };"}
+  - id: sh
+    type: script
+    language: bash
+    code: |
+      printf '{"key": "%s"}' "$SWITCHYARD_IDEMPOTENCY_KEY"
+  - id: fan
+    type: script
+    language: python
+    for_each: {items: "[1, 2]", concurrency: 1}
+    code: "import os\nreturn {'key': os.environ['SWITCHYARD_IDEMPOTENCY_KEY']}"
+edges:
+  - {from: start, to: py}
+  - {from: py, to: js}
+  - {from: js, to: sh}
+  - {from: sh, to: fan}
+"#,
+    );
+    let ran = run_code(&wf, "", None, dir.path()).await;
+    assert_eq!(ran.result().status, RunStatus::Completed, "{:?}", ran.result().error);
+    let run = &ran.result().run_id;
+    let py = ran.data("py");
+    assert_eq!(
+        py["key"],
+        format!("{run}/py/1/s0"),
+        "RUN/NODE/ITERATION/PLACE: a node's first iteration is 1, a step's place s0"
+    );
+    assert_eq!(py["first"], py["key"], "the attempt that failed had the same key as its retry");
+    assert_eq!(ran.data("js")["key"], format!("{run}/js/1/s0"));
+    assert_eq!(ran.data("sh")["key"], format!("{run}/sh/1/s0"));
+    let items: Vec<Value> = ran.data("fan")["items"].as_array().unwrap().iter().map(|i| i["key"].clone()).collect();
+    assert_eq!(
+        items,
+        [json!(format!("{run}/fan/1/i0.s0")), json!(format!("{run}/fan/1/i1.s0"))],
+        "one warm worker, a key per item"
+    );
 }

@@ -512,7 +512,8 @@ async fn run_with_model(
         code: Default::default(),
         mcp: Default::default(),
     };
-    let running = run::run(Arc::new(workflow.workflow), RunOptions::default(), runtime);
+    let launch = run::Launch::fresh(Arc::new(workflow.workflow), RunOptions::default());
+    let running = run::launch(launch, runtime).expect("a fresh run launches").finish();
     let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), running)
         .await
         .expect("the run ended instead of hanging");

@@ -9,7 +9,7 @@ use support::*;
 use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::log::Collector;
 use switchyard_engine::result::{NodeStatus, RunStatus};
-use switchyard_engine::run::{self, RunOptions};
+use switchyard_engine::run::RunOptions;
 
 #[tokio::test]
 async fn a_diamond_join_runs_once_after_both_branches() {
@@ -271,7 +271,7 @@ edges:
     let collector = Collector::default();
     let observers: Vec<Arc<dyn switchyard_engine::log::Observer>> =
         vec![Arc::new(failing), Arc::new(panicking), Arc::new(collector.clone())];
-    let outcome = run::run(Arc::new(wf), RunOptions::default(), runtime(script, model, observers)).await;
+    let outcome = run_to_pause(Arc::new(wf), RunOptions::default(), runtime(script, model, observers)).await;
     assert_eq!(outcome.result.status, RunStatus::Completed);
     assert_eq!(outcome.result.node("a").unwrap().data, json!({"text": "fine"}));
     assert_eq!(collector.events().last().unwrap().kind.type_name(), "workflow:end", "later observers still see all");

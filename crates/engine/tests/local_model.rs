@@ -11,7 +11,7 @@ use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::log::Collector;
 use switchyard_engine::providers::{Limits, ProviderConfig, ProviderKind, Providers, Settings, StructuredMode};
 use switchyard_engine::result::RunStatus;
-use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};
+use switchyard_engine::run::{Outcome, RunOptions, Runtime};
 
 fn settings(mode: Option<StructuredMode>) -> Settings {
     let url = std::env::var("SWITCHYARD_TEST_LLM_URL")
@@ -50,7 +50,7 @@ async fn run_local_with(
         code: Default::default(),
         mcp,
     };
-    let outcome = run::run(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
+    let outcome = support::run_to_pause(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
     (outcome, collector.events())
 }
 

@@ -47,8 +47,17 @@ impl Drop for HttpGuard {
 }
 
 fn http() -> HttpGuard {
+    http_recording(None)
+}
+
+/// The server over HTTP; with `calls`, its `add` records each call there (tests/mcp/server.py, `record_call`).
+fn http_recording(calls: Option<&std::path::Path>) -> HttpGuard {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = std::process::Command::new(python())
+    let mut command = std::process::Command::new(python());
+    if let Some(calls) = calls {
+        command.env("SWITCHYARD_TEST_CALLS", calls);
+    }
+    let child = command
         .args([server_script(), "http".into(), port.to_string()])
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -91,7 +100,7 @@ async fn run_agent(
     let mut rt = runtime(script(script_yaml), AskedModel::new(script(script_yaml)), vec![Arc::new(collector.clone())]);
     rt.log = Some(Arc::new(MemoryLog::default()));
     rt.mcp = Arc::new(McpSessions::new([("test".to_string(), config)]));
-    let outcome = run::run(Arc::new(wf), RunOptions::default(), rt).await;
+    let outcome = run_to_pause(Arc::new(wf), RunOptions::default(), rt).await;
     (outcome, collector.events())
 }
 
@@ -224,7 +233,7 @@ async fn a_destructive_call_waits_for_approval_and_a_rejection_is_the_tools_resu
     let options = RunOptions { run_id: Some("asks".into()), ..RunOptions::default() };
 
     // Nobody decides in this process: the run pauses on the call, which has not run.
-    let paused = run::run(wf.clone(), options.clone(), rt.clone()).await.result;
+    let paused = run_to_pause(wf.clone(), options.clone(), rt.clone()).await.result;
     assert_eq!(paused.status, RunStatus::Paused, "{:?}", paused.error);
     assert_eq!(paused.pending.len(), 1);
     let request = paused.pending[0].tool.clone().expect("a tool call waits");
@@ -237,7 +246,7 @@ async fn a_destructive_call_waits_for_approval_and_a_rejection_is_the_tools_resu
     // and the model is told the call was rejected.
     let decisions = vec![("helper".to_string(), json!({"decision": "reject", "note": "not there"}))];
     let resumed =
-        run::resume(wf.clone(), options.clone(), log.recording(), decisions, rt.clone()).await.unwrap().result;
+        resume_to_pause(wf.clone(), options.clone(), log.recording(), decisions, rt.clone()).await.unwrap().result;
     assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.error);
     let calls = serde_json::to_value(&resumed.node("helper").unwrap().tool_calls).unwrap();
     assert_eq!(calls[0]["output"], json!({"result": 5}));
@@ -267,11 +276,14 @@ async fn an_approved_call_runs_when_the_person_decides_in_a_live_run() {
     };
     let mut rt = runtime(answers.clone(), AskedModel::new(answers), vec![Arc::new(observer)]);
     rt.mcp = Arc::new(McpSessions::new([("test".to_string(), stdio(None))]));
-    let handle = run::start(Arc::new(workflow(&approving("destructive"))), RunOptions::default(), rt);
+    let handle = start_live(Arc::new(workflow(&approving("destructive"))), RunOptions::default(), rt);
     let request = asked.recv().await.expect("the write waits for approval");
     assert_eq!(request.tool, "test/write_file");
     assert!(!target.exists());
-    handle.decide("helper", json!("approve")).await.unwrap();
+    handle
+        .decide("helper", switchyard_engine::run::Decision::new(switchyard_engine::run::Verdict::Approve, ""))
+        .await
+        .unwrap();
     let result = handle.finish().await.result;
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     let calls = serde_json::to_value(&result.node("helper").unwrap().tool_calls).unwrap();
@@ -294,4 +306,41 @@ async fn with_approval_all_every_call_asks_and_a_script_can_decide_each() {
     let asked = events.iter().filter(|e| matches!(e.kind, EventKind::ApprovalRequested(_))).count();
     assert_eq!(asked, 2);
     assert!(target.exists());
+}
+
+#[tokio::test]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn a_call_over_http_carries_its_idempotency_key_in_the_idempotency_key_header_as_well_as_in_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.jsonl");
+    let served = http_recording(Some(&calls));
+    let script = "nodes:\n  helper:\n    text: done\n    tool_calls:\n      - {tool: test/add, input: {a: 2, b: 3}}\n      - {tool: test/echo, input: {text: hi}}\n      - {tool: test/add, input: {a: 4, b: 5}}\n";
+    let (outcome, _) = run_with_server(served.1.clone(), script).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    let run = &outcome.result.run_id;
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&calls).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        lines,
+        [
+            json!({"a": 2, "b": 3, "key": format!("{run}/helper/1/c0"), "header": format!("{run}/helper/1/c0")}),
+            json!({"a": 4, "b": 5, "key": format!("{run}/helper/1/c2"), "header": format!("{run}/helper/1/c2")}),
+        ],
+        "each call's key, in _meta and in the header alike"
+    );
+
+    // Over stdio there is no header: the `_meta` carries the key.
+    let stdio_calls = dir.path().join("stdio.jsonl");
+    let over_stdio = McpServerConfig::Stdio(StdioServer {
+        command: python(),
+        args: vec![server_script(), "stdio".into()],
+        env: [("SWITCHYARD_TEST_CALLS".to_string(), stdio_calls.display().to_string())].into(),
+        cwd: None,
+        timeout_seconds: None,
+    });
+    let (outcome, _) = run_with_server(over_stdio, script).await;
+    let run = &outcome.result.run_id;
+    let first: Value =
+        serde_json::from_str(std::fs::read_to_string(&stdio_calls).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(first, json!({"a": 2, "b": 3, "key": format!("{run}/helper/1/c0"), "header": null}));
 }

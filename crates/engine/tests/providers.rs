@@ -16,7 +16,7 @@ use switchyard_engine::providers::{
     discover_default_model, DefaultSource, Limits, ProviderConfig, ProviderKind, Providers, Settings, StructuredMode,
 };
 use switchyard_engine::result::RunStatus;
-use switchyard_engine::run::{self, Outcome, RunOptions, Runtime};
+use switchyard_engine::run::{Outcome, RunOptions, Runtime};
 
 fn settings(kind: ProviderKind, url: &str, limits: Limits, mode: Option<StructuredMode>) -> Settings {
     Settings {
@@ -63,8 +63,12 @@ async fn run_with(settings: &Settings, yaml: &str, input: Value) -> (Outcome, Ve
         code: Default::default(),
         mcp: Default::default(),
     };
-    let outcome =
-        run::run(Arc::new(workflow(yaml)), RunOptions { input: Some(input), ..Default::default() }, runtime).await;
+    let outcome = support::run_to_pause(
+        Arc::new(workflow(yaml)),
+        RunOptions { input: Some(input), ..Default::default() },
+        runtime,
+    )
+    .await;
     (outcome, collector.events())
 }
 
@@ -226,7 +230,7 @@ async fn cancelling_aborts_the_request_at_once() {
         code: Default::default(),
         mcp: Default::default(),
     };
-    let handle = run::start(Arc::new(workflow(ONE_AGENT)), RunOptions::default(), runtime);
+    let handle = support::start_live(Arc::new(workflow(ONE_AGENT)), RunOptions::default(), runtime);
     while server.requests().is_empty() {
         tokio::task::yield_now().await;
     }

@@ -43,7 +43,7 @@ async fn a_run_whose_process_died_goes_on_without_running_completed_nodes_again(
     let options = RunOptions { run_id: Some("crashed".into()), ..RunOptions::default() };
     // The process "dies" while `right` runs: the scheduler is dropped mid-run.
     let died =
-        tokio::time::timeout(Duration::from_millis(300), run::run(Arc::new(wf.clone()), options.clone(), rt)).await;
+        tokio::time::timeout(Duration::from_millis(300), run_to_pause(Arc::new(wf.clone()), options.clone(), rt)).await;
     assert!(died.is_err(), "the run should still have been going");
     let before = log.recording();
     assert!(before.events.iter().any(|e| matches!(&e.kind, EventKind::NodeExit { node, .. } if node == "left")));
@@ -54,7 +54,7 @@ async fn a_run_whose_process_died_goes_on_without_running_completed_nodes_again(
     let collector = Collector::default();
     let mut rt = runtime(fast, model.clone(), vec![Arc::new(collector.clone())]);
     rt.log = Some(Arc::new(log.clone()));
-    let outcome = run::resume(Arc::new(wf.clone()), options, before.clone(), Vec::new(), rt).await.unwrap();
+    let outcome = resume_to_pause(Arc::new(wf.clone()), options, before.clone(), Vec::new(), rt).await.unwrap();
 
     assert_eq!(outcome.result.status, RunStatus::Completed);
     assert_eq!(outcome.result.node("merge").unwrap().data, json!({"text": "merged"}));
@@ -133,7 +133,7 @@ edges:
     let script = script("");
     let rt = runtime(script.clone(), AskedModel::new(script), Vec::new());
     let Err(run::ResumeError::Rebuild(error)) =
-        run::resume(Arc::new(changed), ran.options.clone(), ran.log.recording(), Vec::new(), rt).await
+        resume_to_pause(Arc::new(changed), ran.options.clone(), ran.log.recording(), Vec::new(), rt).await
     else {
         panic!("a recording of another workflow was applied");
     };
@@ -157,9 +157,10 @@ edges:
     let options = RunOptions { run_id: Some("timer".into()), ..RunOptions::default() };
     let mut rt = runtime(answers.clone(), AskedModel::new(answers.clone()), Vec::new());
     rt.log = Some(Arc::new(log.clone()));
-    let paused = run::run(Arc::new(wf.clone()), options.clone(), rt.clone()).await;
+    let paused = run_to_pause(Arc::new(wf.clone()), options.clone(), rt.clone()).await;
     assert_eq!(paused.result.status, RunStatus::Paused);
-    let resumed = run::resume(Arc::new(wf.clone()), options.clone(), log.recording(), Vec::new(), rt).await.unwrap();
+    let resumed =
+        resume_to_pause(Arc::new(wf.clone()), options.clone(), log.recording(), Vec::new(), rt).await.unwrap();
     assert_eq!(resumed.result.status, RunStatus::Completed);
     assert_eq!(resumed.result.node("ok").unwrap().data["decision"], "reject", "timed out with no timeout edge");
 

@@ -145,6 +145,26 @@ async fn a_followed_run_is_taken_up_after_the_last_event_received_when_its_strea
 }
 
 #[tokio::test]
+async fn a_followed_run_gives_each_event_once_when_a_stream_sends_again_what_was_received() {
+    let (url, _seen) =
+        answering(vec![sse_answer(&[4, 5], false), sse_answer(&[5, 6], false), sse_answer(&[3, 7], true)]);
+    let remote = remote(&url, "SY_TEST_TOKEN_G");
+    let mut got: Vec<u64> = Vec::new();
+    remote
+        .follow(
+            "r1",
+            3,
+            |events: Vec<Event>| {
+                got.extend(events.iter().map(|e| e.seq));
+                true
+            },
+            || false,
+        )
+        .await;
+    assert_eq!(got, [4, 5, 6, 7]);
+}
+
+#[tokio::test]
 async fn following_stops_when_the_server_has_no_such_run() {
     let missing = json!({"code": "NO_SUCH_RUN", "message": "no run `r9`"});
     let (url, seen) = answering(vec![json_answer("404 Not Found", &missing)]);

@@ -8,19 +8,24 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use axum::Json;
+use axum::{Extension, Json};
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use switchyard_engine::postgres::team::Kept;
-use switchyard_engine::session;
+use switchyard_engine::session::{self, Follow, Followed};
+use switchyard_engine::store::postgres::team::{Caller, Kept, Scope};
+use switchyard_engine::store::{self, RunQuery};
 use switchyard_engine::views::ListedRun;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{blocking, ApiError};
+use crate::auth;
+use crate::error::ApiError;
 use crate::registry::{Served, Submission};
 use crate::request::{self, Segment};
 use crate::AppState;
+
+/// How many events an event stream reads at a time.
+const PAGE: u32 = 500;
 
 /// A served workflow.
 #[derive(Serialize, ToSchema)]
@@ -89,11 +94,13 @@ pub struct Started {
 }
 
 #[utoipa::path(post, path = "/api/runs", tag = "runs", security(("token" = [])), request_body = StartRun,
-    responses((status = 201, body = Started), (status = 404, body = ApiError), (status = 422, body = ApiError)))]
+    responses((status = 201, body = Started), (status = 403, body = ApiError), (status = 404, body = ApiError), (status = 422, body = ApiError)))]
 pub async fn start_run(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     start: Result<Json<StartRun>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
+    auth::require(&caller, Scope::Run, "start a run")?;
     let Json(start) = start.map_err(body_error)?;
     let started = state.start(&start.workflow, start.input, Start::Now).await?;
     Ok((StatusCode::CREATED, Json(started)))
@@ -126,46 +133,94 @@ impl AppState {
             request::json("input", input)?;
         }
         session::check_input(&served.workflow, input.as_ref())?;
-        let (store, answers) = (self.store.clone(), self.answers.clone());
         let (name, version) = (served.workflow.name.clone(), served.version);
-        blocking(move || {
-            let submission = Submission::new(served, input, answers.as_deref().map(|a| a.as_path()));
-            let run = submission.new_run();
-            let (id, new) = match how {
-                Start::Now => {
-                    store.create(&run)?;
-                    (submission.id.clone(), true)
-                }
-                Start::Delivery { hook, key } => {
-                    let delivered = store.deliver(&hook, &key, &run)?;
-                    (delivered.run, delivered.new)
-                }
-            };
-            Ok(Started { id, workflow: name, version, new })
-        })
-        .await
+        let submission = Submission::new(served, input, self.answers.as_deref().map(|a| a.as_path()));
+        let run = submission.new_run();
+        let (id, new) = match how {
+            Start::Now => {
+                self.store.submit(&run).await?;
+                (submission.id.clone(), true)
+            }
+            Start::Delivery { hook, key } => {
+                let delivered = self.store.deliver(&hook, &key, &run).await?;
+                (delivered.run, delivered.new)
+            }
+        };
+        Ok(Started { id, workflow: name, version, new })
     }
 }
+
+/// The most runs one page lists.
+pub const MAX_PAGE: usize = 1000;
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// At most this many, newest first (default 100).
+    /// At most this many, newest first (default 100, at most 1000). A page shorter than this is the last.
     pub limit: Option<usize>,
+    /// The next page: runs listed after this run (the `id` of the last run of the page before).
+    pub before: Option<String>,
+    /// Only runs with one of these statuses, separated by commas (`ready`, `running`, `paused`, `interrupted`,
+    /// `completed`, `failed`, `cancelled`).
+    pub status: Option<String>,
+    /// Only runs of the workflow of this name.
+    pub workflow: Option<String>,
+    /// Only runs started at or after this time: RFC 3339, a day (`2026-11-28`, UTC), or an age (`30m`, `2h`, `7d`).
+    pub since: Option<String>,
+    /// Only runs started before this time (as `since`).
+    pub until: Option<String>,
+    /// Only runs whose id begins with this (the short ids History shows).
+    pub id: Option<String>,
+}
+
+impl ListQuery {
+    /// The store's query, or why the parameters name none.
+    pub fn query(self) -> Result<RunQuery, ApiError> {
+        let limit = self.limit.unwrap_or(100);
+        if limit > MAX_PAGE {
+            return Err(query_error_text(&format!("limit {limit} is over {MAX_PAGE}: page with `before`")));
+        }
+        let instant = |what: &str, t: Option<String>| {
+            t.map(|t| store::parse_instant(&t).map_err(|why| query_error_text(&format!("{what}: {why}")))).transpose()
+        };
+        let status = self
+            .status
+            .iter()
+            .flat_map(|s| s.split(','))
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| store::parse_status(s).map_err(|why| query_error_text(&format!("status: {why}"))))
+            .collect::<Result<_, _>>()?;
+        for text in [&self.before, &self.workflow, &self.id].into_iter().flatten() {
+            request::text("a query parameter", text)?;
+        }
+        Ok(RunQuery {
+            limit,
+            before: self.before,
+            status,
+            workflow: self.workflow,
+            since: instant("since", self.since)?,
+            until: instant("until", self.until)?,
+            id_prefix: self.id,
+        })
+    }
 }
 
 /// Runs, newest first, as `switchyard runs --json` prints them (`views::ListedRun`: `workflow` is the file it was
-/// started from, `name` the workflow's name).
+/// started from, `name` the workflow's name), a page at a time and filtered: the next page is
+/// `?before=ID` with the last run's id and the same filters.
 #[utoipa::path(get, path = "/api/runs", tag = "runs", security(("token" = [])), params(ListQuery),
-    responses((status = 200, body = Vec<Object>), (status = 400, body = ApiError), (status = 401, body = ApiError)))]
+    responses((status = 200, body = Vec<Object>), (status = 400, body = ApiError), (status = 401, body = ApiError),
+        (status = 404, body = ApiError)))]
 pub async fn list_runs(
     State(state): State<AppState>,
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Vec<ListedRun>>, ApiError> {
     let Query(query) = query.map_err(query_error)?;
-    let store = state.store.clone();
-    let limit = query.limit.unwrap_or(100);
-    let rows = blocking(move || Ok(session::recent_runs(&store, limit)?)).await?;
+    let mut query = query.query()?;
+    if let Some(before) = query.before.take() {
+        query.before = Some(state.store.resolve(&before).await?);
+    }
+    let rows = session::priced_rows(state.store.find(&query).await?);
     Ok(Json(rows.into_iter().map(ListedRun::from).collect()))
 }
 
@@ -174,8 +229,8 @@ pub async fn list_runs(
     params(("id" = String, Path, description = "The run's id")),
     responses((status = 200, body = Object), (status = 404, body = ApiError)))]
 pub async fn show_run(State(state): State<AppState>, Segment(id): Segment) -> Result<Json<Value>, ApiError> {
-    let store = state.store.clone();
-    let (row, result) = blocking(move || Ok(session::show(&store, &id)?)).await?;
+    let id = state.store.resolve(&id).await?;
+    let (row, result) = session::show_stored(state.store.load(&id).await?).await?;
     Ok(Json(serde_json::json!({ "run": row, "result": result })))
 }
 
@@ -206,65 +261,43 @@ pub async fn follow_run(
             query.after.map(|after| seq("after", after)).transpose().map_err(|e| query_error_text(&e))?.unwrap_or(0)
         }
     };
-    let store = state.store.clone();
-    let check = id.clone();
-    // Unknown runs are refused before the stream starts.
-    blocking(move || Ok(store.get(&check).map(|_| ())?)).await?;
-    let mut heard = state.follower.subscribe();
+    // Unknown runs are refused before the stream starts; a short id names the run it begins.
+    let id = state.store.resolve(&id).await?;
     let mut stopping = state.stopping.clone();
     let (tx, rx) = tokio::sync::mpsc::channel::<SseEvent>(256);
     let store = state.store.clone();
+    // Pages of 500 events; woken by the batches the store announces, and read every few seconds regardless.
+    let mut follow = Follow::paged(&id, last, Duration::from_secs(5), PAGE as usize, move |run, after| {
+        let store = store.clone();
+        async move { Ok((store.get(&run).await?.status.ended(), store.events_after(&run, after, PAGE).await?)) }
+    })
+    .announced_by(state.follower.subscribe());
     tokio::spawn(async move {
-        let mut last = last;
         loop {
-            let (s, run) = (store.clone(), id.clone());
-            let page = tokio::task::spawn_blocking(move || {
-                // The status first: a run seen ended has all its events in the log, so reading them after it
-                // misses none.
-                let ended = s.get(&run)?.status.ended();
-                let events = s.events_after(&run, last, 500)?;
-                Ok::<_, switchyard_engine::postgres::PgError>((ended, events))
-            })
-            .await;
-            let Ok(Ok((ended, events))) = page else {
-                // The database is away: try again shortly (the client keeps its place either way).
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                continue;
-            };
-            let full = events.len() == 500;
-            for event in events {
-                last = event.seq;
-                let data = serde_json::to_string(&event).unwrap_or_default();
-                let sse = SseEvent::default().id(event.seq.to_string()).event(event.kind.type_name()).data(data);
-                if tx.send(sse).await.is_err() {
-                    return; // the client went away
-                }
-            }
-            if full {
-                continue;
-            }
-            if ended {
-                // Seen ended before its events were read: those were the last.
-                let _ = tx.send(SseEvent::default().event("end").data("{}")).await;
-                return;
-            }
-            // Wait for this run's next batch, a reconnection of the listener (anything may have been missed), a lag,
-            // or, in any case, a few seconds: announcements can be lost.
-            let wait = async {
-                loop {
-                    match heard.recv().await {
-                        Ok(Some(run)) if run != id => continue,
-                        _ => return,
-                    }
-                }
-            };
-            tokio::select! {
-                _ = wait => {}
-                _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+            let next = tokio::select! {
+                next = follow.next() => next,
                 _ = tx.closed() => return,
                 // The server is stopping: the stream ends, and its client reconnects (to another instance, or to
                 // this one restarted) from its last event.
                 _ = stopping.wait_for(|s| *s) => return,
+            };
+            match next {
+                Ok(Followed::Events(events)) => {
+                    for event in events {
+                        let data = serde_json::to_string(&event).unwrap_or_default();
+                        let sse =
+                            SseEvent::default().id(event.seq.to_string()).event(event.kind.type_name()).data(data);
+                        if tx.send(sse).await.is_err() {
+                            return; // the client went away
+                        }
+                    }
+                }
+                Ok(Followed::Ended) => {
+                    let _ = tx.send(SseEvent::default().event("end").data("{}")).await;
+                    return;
+                }
+                // The database is away: the follower reads again shortly (the client keeps its place either way).
+                Err(_) => {}
             }
         }
     });
@@ -293,13 +326,15 @@ pub struct Decided {
 
 #[utoipa::path(post, path = "/api/runs/{id}/decisions", tag = "runs", security(("token" = [])), request_body = Decide,
     params(("id" = String, Path, description = "The run's id")),
-    responses((status = 202, body = Decided), (status = 404, body = ApiError), (status = 409, body = ApiError),
+    responses((status = 202, body = Decided), (status = 403, body = ApiError), (status = 404, body = ApiError), (status = 409, body = ApiError),
         (status = 422, body = ApiError)))]
 pub async fn decide(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Segment(id): Segment,
     decide: Result<Json<Decide>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Decided>), ApiError> {
+    auth::require(&caller, Scope::Decide, "decide an approval")?;
     let Json(decide) = decide.map_err(body_error)?;
     let kept = state.decide(&id, &decide.node, &decide.decision, decide.note).await?;
     Ok((StatusCode::ACCEPTED, Json(Decided { kept: kept == Kept::New })))
@@ -312,43 +347,31 @@ impl AppState {
         if let Some(note) = &note {
             request::text("note", note)?;
         }
-        if !matches!(decision, "approve" | "reject") {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "INVALID_DECISION",
-                format!("decision `{decision}`: write approve or reject"),
-            ));
-        }
-        let (store, id, node) = (self.store.clone(), id.to_string(), node.to_string());
-        let decision_word = decision.to_string();
-        blocking(move || {
-            // One snapshot: a decision sent twice must see the first one's settlement everywhere or nowhere.
-            let at = store.approval(&id, &node)?;
-            let Some(round) = at.waiting() else {
-                // Decided before: a decision sent twice, after the first was applied, lands here.
-                if at.settled > 0 {
-                    return Ok(Kept::Already);
-                }
-                let waiting = if at.ended {
-                    "nothing: it has ended".to_string()
-                } else if at.pending.is_empty() {
-                    "no decision".to_string()
-                } else {
-                    at.pending.join(", ")
-                };
-                return Err(ApiError::new(
-                    StatusCode::CONFLICT,
-                    "NOT_PENDING",
-                    format!("run `{id}` does not wait for `{node}`; it waits for {waiting}"),
-                ));
-            };
-            let mut decision = serde_json::json!({ "decision": decision_word });
-            if let Some(note) = note {
-                decision["note"] = Value::String(note);
+        // The one parser says what the words are and words the refusal (INVALID_DECISION).
+        let decision = switchyard_engine::run::Decision::parse(decision, note.unwrap_or_default())
+            .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()))?;
+        let id = &self.store.resolve(id).await?;
+        // One snapshot: a decision sent twice must see the first one's settlement everywhere or nowhere.
+        let at = self.store.approval(id, node).await?;
+        let Some(round) = at.waiting() else {
+            // Decided before: a decision sent twice, after the first was applied, lands here.
+            if at.settled > 0 {
+                return Ok(Kept::Already);
             }
-            Ok(store.keep_decision(&id, &node, round, &decision)?)
-        })
-        .await
+            let waiting = if at.ended {
+                "nothing: it has ended".to_string()
+            } else if at.pending.is_empty() {
+                "no decision".to_string()
+            } else {
+                at.pending.join(", ")
+            };
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "NOT_PENDING",
+                format!("run `{id}` does not wait for `{node}`; it waits for {waiting}"),
+            ));
+        };
+        Ok(self.store.keep_decision(id, node, round, &decision).await?)
     }
 }
 
@@ -361,13 +384,15 @@ pub struct Cancelled {
 
 #[utoipa::path(post, path = "/api/runs/{id}/cancel", tag = "runs", security(("token" = [])),
     params(("id" = String, Path, description = "The run's id")),
-    responses((status = 202, body = Cancelled), (status = 404, body = ApiError)))]
+    responses((status = 202, body = Cancelled), (status = 403, body = ApiError), (status = 404, body = ApiError)))]
 pub async fn cancel(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Segment(id): Segment,
 ) -> Result<(StatusCode, Json<Cancelled>), ApiError> {
-    let store = state.store.clone();
-    let asked = blocking(move || Ok(store.request_cancel(&id)?)).await?;
+    auth::require(&caller, Scope::Decide, "cancel a run")?;
+    let id = state.store.resolve(&id).await?;
+    let asked = state.store.request_cancel(&id).await?;
     Ok((StatusCode::ACCEPTED, Json(Cancelled { asked })))
 }
 

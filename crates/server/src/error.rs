@@ -5,8 +5,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
-use switchyard_engine::postgres::PgError;
 use switchyard_engine::session::SessionError;
+use switchyard_engine::store::postgres::PgError;
 use switchyard_engine::store::StoreError;
 
 /// A failure as the client sees it.
@@ -30,13 +30,14 @@ impl ApiError {
     }
 
     /// The status a code answers with.
-    fn status_of(code: &str) -> StatusCode {
+    pub(crate) fn status_of(code: &str) -> StatusCode {
         match code {
             "NO_SUCH_RUN" | "NO_SUCH_WORKFLOW" | "NO_SUCH_HOOK" => StatusCode::NOT_FOUND,
+            "INSUFFICIENT_SCOPE" => StatusCode::FORBIDDEN,
             "INPUT_MISMATCH" | "INVALID_INPUT_SCHEMA" | "INVALID_DECISION" | "INVALID_BODY" => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
-            "NOT_RESUMABLE" | "NOT_PENDING" | "RUN_EXISTS" => StatusCode::CONFLICT,
+            "NOT_RESUMABLE" | "NOT_PENDING" | "RUN_EXISTS" | "AMBIGUOUS_RUN_ID" => StatusCode::CONFLICT,
             "PG_CONNECT" | "PG_TIMEOUT" => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -69,13 +70,4 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, Json(self)).into_response()
     }
-}
-
-/// Runs blocking store work off the runtime's threads.
-pub async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
-        Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", format!("the request failed: {e}")))
-    })
 }

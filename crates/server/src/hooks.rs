@@ -1,5 +1,6 @@
-//! Webhooks: `POST /hooks/NAME` starts a run of the workflow whose trigger names the hook, with the request's JSON
-//! body as its input.
+//! Webhooks: `POST /hooks/NAME` starts a run of the workflow whose trigger names the hook. Its input is the request:
+//! `{"body", "headers", "query"}` (`request_input`): the body as JSON (or form fields), the headers by lower-cased
+//! name, the query's parameters.
 //!
 //! Invariants:
 //! - A delivery is authenticated before anything else is read: by its HMAC-SHA256 signature when the trigger names
@@ -9,10 +10,14 @@
 //! - A delivery with an idempotency key (`Idempotency-Key`, or GitHub's `X-GitHub-Delivery`) starts at most one run
 //!   per key and hook, across every server instance and restart (`team::deliver`); a redelivery answers with the run
 //!   the first started.
+//! - No secret reaches the run (or the store): `Authorization`, `Cookie`, the signature headers and whatever else
+//!   `SECRET_HEADERS` names are left out of its headers.
+//! - GitHub's `ping` (sent when a webhook is added) starts nothing: it is answered 200 once authenticated.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -22,6 +27,27 @@ use crate::api::{Start, Started};
 use crate::error::ApiError;
 use crate::request::{self, Segment};
 use crate::AppState;
+use switchyard_engine::store::postgres::team::Scope;
+
+/// Headers never given to a run: they carry credentials (a token, a session, a signature over the body).
+pub const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-switchyard-signature",
+    "x-hub-signature",
+    "x-hub-signature-256",
+    "stripe-signature",
+    "x-api-key",
+];
+
+/// The answer to GitHub's `ping`: authenticated, and no run started.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Pong {
+    /// Always true.
+    pub pong: bool,
+    pub message: String,
+}
 
 /// The longest idempotency key kept (in bytes): longer ones are refused, not cut (two keys cut alike would be one).
 const MAX_KEY: usize = 1024;
@@ -31,15 +57,17 @@ const MAX_KEY: usize = 1024;
         ("Idempotency-Key" = Option<String>, Header,
             description = "Deliveries with the same key start one run (UTF-8, at most 1024 bytes)"),
         ("X-Switchyard-Signature" = Option<String>, Header, description = "sha256=HEX: HMAC-SHA256 of the body")),
-    request_body(content = Object, description = "The run's input (JSON); empty for none"),
-    responses((status = 202, body = Started), (status = 400, body = ApiError), (status = 401, body = ApiError),
+    request_body(content = Object, description = "The run's input's `body`: JSON, form fields \
+        (application/x-www-form-urlencoded), or empty for none"),
+    responses((status = 202, body = Started), (status = 200, body = Pong, description = "GitHub's ping: no run"), (status = 400, body = ApiError), (status = 401, body = ApiError),
         (status = 404, body = ApiError), (status = 413, body = ApiError), (status = 422, body = ApiError)))]
 pub async fn deliver(
     State(state): State<AppState>,
     Segment(name): Segment,
     request: Request,
-) -> Result<(StatusCode, Json<Started>), ApiError> {
+) -> Result<Response, ApiError> {
     let headers = request.headers().clone();
+    let query = request.uri().query().unwrap_or("").to_string();
     // The body is read once its sender is known (by the signature over it, for a signed hook).
     let read =
         |request: Request| async move { Bytes::from_request(request, &()).await.map_err(request::body_rejection) };
@@ -72,22 +100,105 @@ pub async fn deliver(
             body
         }
         None => {
-            crate::auth::check(&state, &headers).await?;
+            let caller = crate::auth::check(&state, &headers).await?;
+            crate::auth::require(&caller, Scope::Run, "start a run through a webhook")?;
             read(request).await?
         }
     };
-    let input: Option<Value> = if body.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        Some(serde_json::from_slice(&body).map_err(|e| {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "INVALID_BODY", format!("the body is not JSON: {e}"))
-        })?)
-    };
+    if headers.get("x-github-event").is_some_and(|e| e.as_bytes() == b"ping") {
+        let message = format!("pong: webhook `{name}` is set up; GitHub's ping starts no run");
+        return Ok((StatusCode::OK, Json(Pong { pong: true, message })).into_response());
+    }
+    let input = request_input(&headers, &query, &body)?;
     let key = idempotency_key(&headers)?
         // No key: every delivery is a new one.
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let started = state.start(&workflow, input, Start::Delivery { hook: name, key }).await?;
-    Ok((StatusCode::ACCEPTED, Json(started)))
+    let started = state.start(&workflow, Some(input), Start::Delivery { hook: name, key }).await?;
+    Ok((StatusCode::ACCEPTED, Json(started)).into_response())
+}
+
+/// A delivery as its run's input: `{"body", "headers", "query"}`. The body is JSON, form fields as the query's
+/// parameters are (for `application/x-www-form-urlencoded`), or `null` when empty; headers by lower-cased name,
+/// without `SECRET_HEADERS`, a header sent several times as its values joined by `, `; query parameters by name, a
+/// parameter given several times as the list of its values.
+pub fn request_input(headers: &HeaderMap, query: &str, body: &[u8]) -> Result<Value, ApiError> {
+    let form = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded"));
+    let body = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else if form {
+        fields(body)
+    } else {
+        serde_json::from_slice(body).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "INVALID_BODY",
+                format!(
+                    "the body is not JSON (nor form fields with Content-Type: application/x-www-form-urlencoded): {e}"
+                ),
+            )
+        })?
+    };
+    let mut kept = serde_json::Map::new();
+    for (name, value) in headers {
+        let name = name.as_str(); // the http crate keeps names lower-cased
+        if SECRET_HEADERS.contains(&name) {
+            continue;
+        }
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        match kept.get_mut(name) {
+            Some(Value::String(before)) => *before = format!("{before}, {value}"),
+            _ => {
+                kept.insert(name.to_string(), Value::String(value));
+            }
+        }
+    }
+    Ok(serde_json::json!({ "body": body, "headers": kept, "query": fields(query.as_bytes()) }))
+}
+
+/// `a=1&b=x+y&a=2` as `{"a": ["1", "2"], "b": "x y"}`.
+fn fields(text: &[u8]) -> Value {
+    let mut fields = serde_json::Map::new();
+    for pair in text.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
+        let (name, value) = match pair.iter().position(|b| *b == b'=') {
+            Some(at) => (&pair[..at], &pair[at + 1..]),
+            None => (pair, &b""[..]),
+        };
+        let (name, value) = (unescape(name), Value::String(unescape(value)));
+        match fields.get_mut(&name) {
+            Some(Value::Array(values)) => values.push(value),
+            Some(first) => *first = Value::Array(vec![first.take(), value]),
+            None => {
+                fields.insert(name, value);
+            }
+        }
+    }
+    Value::Object(fields)
+}
+
+/// Form encoding undone: `+` is a space, `%XX` a byte; the bytes read as UTF-8 (lossily).
+fn unescape(text: &[u8]) -> String {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'+' => bytes.push(b' '),
+            b'%' if i + 2 < text.len() => {
+                match std::str::from_utf8(&text[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(byte) => {
+                        bytes.push(byte);
+                        i += 2;
+                    }
+                    None => bytes.push(b'%'),
+                }
+            }
+            b => bytes.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A delivery's idempotency key (`Idempotency-Key`, else `X-GitHub-Delivery`), as UTF-8 text: a key that is not
@@ -133,7 +244,7 @@ fn verify(secret: &str, headers: &HeaderMap, body: &[u8]) -> Result<(), ApiError
 pub fn sign(secret: &str, body: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
     mac.update(body);
-    format!("sha256={}", switchyard_engine::postgres::team::hex(&mac.finalize().into_bytes()))
+    format!("sha256={}", switchyard_engine::store::postgres::team::hex(&mac.finalize().into_bytes()))
 }
 
 fn unhex(hex: &str) -> Option<Vec<u8>> {

@@ -6,7 +6,7 @@
 //! - The server knows nothing of executing a run: it writes runs, decisions and cancellations to the store and reads
 //!   runs and events from it (`postgres::team`), so any number of instances can serve the same database, and a
 //!   restart loses nothing (a follower reconnects with `Last-Event-ID`).
-//! - Every route but `/openapi.json` and `/healthz` needs a token (`auth.rs`), or, for a signed webhook, its
+//! - Every route but `/openapi.json` and `/healthz` (`/metrics` too) needs a token (`auth.rs`), or, for a signed webhook, its
 //!   signature (`hooks.rs`). Tokens are kept hashed.
 //! - Every failure is `{code, message}` (`error.rs`), with the engine's codes; what a request may carry is checked
 //!   at the door (`request.rs`): nothing with a NUL character reaches the store.
@@ -17,6 +17,8 @@ pub mod auth;
 pub mod commands;
 pub mod error;
 pub mod hooks;
+pub mod mcp;
+pub mod metrics;
 pub mod openapi;
 pub mod registry;
 pub mod request;
@@ -29,7 +31,7 @@ use std::time::Duration;
 
 use axum::routing::{get, post};
 use axum::Router;
-use switchyard_engine::postgres::{Follower, PgStore};
+use switchyard_engine::store::postgres::{Follower, PgStore};
 
 use crate::registry::Registry;
 
@@ -44,6 +46,8 @@ pub struct AppState {
     /// Becomes true when the server starts stopping: event streams end then, so that stopping does not wait for
     /// their clients.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// What this instance counts for `/metrics`.
+    pub metrics: Arc<metrics::Metrics>,
 }
 
 /// How a server serves.
@@ -65,7 +69,7 @@ pub enum ServeError {
     #[error("{0}")]
     Workflows(registry::ScanError),
     #[error(transparent)]
-    Store(#[from] switchyard_engine::postgres::PgError),
+    Store(#[from] switchyard_engine::store::postgres::PgError),
 }
 
 impl ServeError {
@@ -91,11 +95,24 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token))
         // Under /api/, a path that is no route is said so as JSON, never answered with the web app's page.
         .fallback(no_route);
+    // `/metrics` needs a token, as the API does.
+    let metrics = Router::new()
+        .route("/metrics", get(metrics::scrape))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token));
+    let counted = state.clone();
     let router = Router::new()
+        .merge(metrics)
         .route("/openapi.json", get(openapi::document))
         .route("/healthz", get(|| async { "ok" }))
         .route("/hooks/{name}", post(hooks::deliver))
         .nest("/api", api)
+        // The workflows as MCP tools over Streamable HTTP (`mcp.rs`), behind the same token as the API.
+        .merge(
+            Router::new()
+                .route_service("/mcp", mcp::service(state.clone()))
+                .route_layer(axum::middleware::from_fn(mcp::session_ended))
+                .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token)),
+        )
         .method_not_allowed_fallback(|| async {
             error::ApiError::new(
                 axum::http::StatusCode::METHOD_NOT_ALLOWED,
@@ -112,6 +129,8 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
         }
         None => router.fallback(no_route),
     };
+    // Every request is counted by its route's pattern and its status (`/metrics`).
+    let router = router.layer(axum::middleware::from_fn_with_state(counted, metrics::count));
     // Whatever refuses a request before a handler does (a body over the limit, a file service), it is said as
     // `{code, message}`.
     router.layer(axum::middleware::from_fn(request::json_failures)).layer(axum::middleware::from_fn(request::linger))
@@ -148,17 +167,10 @@ pub async fn serve(
         .await
         .map_err(|e| ServeError::Listen { addr: options.listen, detail: e.to_string() })?;
     let registry = Arc::new(Registry::new(&options.workflows));
-    let first = {
-        let (registry, store) = (registry.clone(), store.clone());
-        tokio::task::spawn_blocking(move || registry.scan(&store)).await.expect("scanning does not panic")
-    }
-    .map_err(ServeError::Workflows)?;
+    let first = registry.scan(&store).await.map_err(ServeError::Workflows)?;
     tell(&report, first);
     check_secrets(&registry, &report);
-    let follower = {
-        let store = store.clone();
-        tokio::task::spawn_blocking(move || store.follow()).await.expect("following does not panic")?
-    };
+    let follower = store.follow().await?;
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let state = AppState {
         store: store.clone(),
@@ -166,6 +178,7 @@ pub async fn serve(
         follower,
         answers: options.answers.map(Arc::new),
         stopping,
+        metrics: Arc::default(),
     };
     let addr = listener.local_addr().unwrap_or(options.listen);
     report(format!(
@@ -178,11 +191,9 @@ pub async fn serve(
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(2)).await;
-                let (registry, store) = (registry.clone(), store.clone());
-                match tokio::task::spawn_blocking(move || registry.scan(&store)).await {
-                    Ok(Ok(scanned)) => tell(&report, scanned),
-                    Ok(Err(e)) => report(format!("warning: {e}")),
-                    Err(_) => {}
+                match registry.scan(&store).await {
+                    Ok(scanned) => tell(&report, scanned),
+                    Err(e) => report(format!("warning: {e}")),
                 }
             }
         })

@@ -4,15 +4,15 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::{api, commands, error, hooks};
+use crate::{api, commands, error, hooks, metrics};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Switchyard", description = "Start, follow, decide and cancel workflow runs that workers run."),
     paths(api::workflows, api::start_run, api::list_runs, api::show_run, api::follow_run, api::decide, api::cancel,
-        hooks::deliver, commands::call),
+        hooks::deliver, commands::call, metrics::scrape),
     components(schemas(error::ApiError, api::Workflows, api::WorkflowInfo, api::StartRun, api::Started, api::Decide,
-        api::Decided, api::Cancelled)),
+        api::Decided, api::Cancelled, hooks::Pong)),
     modifiers(&Token)
 )]
 pub struct Doc;

@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 use switchyard_engine::document::Trigger;
 use switchyard_engine::format::{self, Format, Loaded};
-use switchyard_engine::postgres::PgStore;
+use switchyard_engine::store::postgres::PgStore;
 use switchyard_engine::validate;
 use switchyard_engine::Workflow;
 
@@ -68,7 +68,7 @@ impl Submission {
 }
 
 /// What the folder held at the last scan.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Catalog {
     /// By workflow name.
     pub workflows: BTreeMap<String, Served>,
@@ -126,28 +126,10 @@ impl Registry {
         &self.folder
     }
 
-    /// The workflow files in the folder (not its subfolders, not evaluation files), in name order.
-    fn files(&self) -> std::io::Result<Vec<PathBuf>> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.folder)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file())
-            .filter(|p| {
-                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                let workflow_like = [".yaml", ".yml", ".json"].iter().any(|ext| name.ends_with(ext));
-                let other = [".evals.", ".answers.", ".script.", ".calls."].iter().any(|part| name.contains(part))
-                    || name.starts_with('.');
-                workflow_like && !other
-            })
-            .collect();
-        files.sort();
-        Ok(files)
-    }
-
     /// Reads the folder again when a file was added, changed or removed since the last scan, registering new
-    /// versions in `store`. Blocking.
-    pub fn scan(&self, store: &PgStore) -> Result<Scanned, ScanError> {
-        let files = self
-            .files()
+    /// versions in `store`. The folder's files are read on the caller's thread (a handful of small files).
+    pub async fn scan(&self, store: &PgStore) -> Result<Scanned, ScanError> {
+        let files = switchyard_engine::files::workflow_files(&self.folder)
             .map_err(|e| ScanError(format!("cannot read the workflows folder {}: {e}", self.folder.display())))?;
         let now: BTreeMap<PathBuf, (Option<SystemTime>, u64)> = files
             .iter()
@@ -160,7 +142,8 @@ impl Registry {
             return Ok(Scanned::default());
         }
         let mut scanned = Scanned::default();
-        let previous = self.catalog.read().expect("not poisoned");
+        // A copy, so that no lock is held while the store registers versions.
+        let previous = self.catalog.read().expect("not poisoned").clone();
         let mut next = Catalog::default();
         for path in &files {
             match load(path) {
@@ -176,6 +159,7 @@ impl Registry {
                     }
                     let version = store
                         .register_workflow(&path.display().to_string(), &workflow)
+                        .await
                         .map_err(|e| ScanError(e.to_string()))?;
                     if previous.workflows.get(&workflow.name).is_none_or(|p| p.version != version) {
                         scanned.registered.push((workflow.name.clone(), version));
@@ -231,8 +215,11 @@ fn note(next: &mut Catalog, scanned: &mut Scanned, previous: &Catalog, path: &Pa
 /// A workflow file, loaded and validated as a server runs it (providers are the workers' to check).
 fn load(path: &Path) -> Result<Loaded, String> {
     let loaded = format::load_file(path, None).map_err(|e| format!("not served: {e}"))?;
-    let options =
-        validate::Options { purpose: validate::Purpose::Run, format: Some(loaded.format), ..Default::default() };
+    let options = switchyard_engine::session::validation_options(switchyard_engine::session::Checking {
+        purpose: validate::Purpose::Run,
+        format: Some(loaded.format),
+        ..Default::default()
+    });
     let report = validate::validate(&loaded.workflow, &options);
     if let Some(first) = report.errors.first() {
         return Err(format!("not served: {} problem(s); the first: {}", report.errors.len(), first.message));

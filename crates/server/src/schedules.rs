@@ -78,14 +78,8 @@ async fn fire(
     input: Option<serde_json::Value>,
 ) -> Result<Option<String>, String> {
     let Some(served) = state.registry.served(workflow) else { return Ok(None) };
-    let (store, answers, key) = (state.store.clone(), state.answers.clone(), key.to_string());
-    tokio::task::spawn_blocking(move || {
-        let submission = Submission::new(served, input, answers.as_deref().map(|a| a.as_path()));
-        let run = submission.new_run();
-        store.fire(&key, due.timestamp_millis(), &run).map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())?
+    let submission = Submission::new(served, input, state.answers.as_deref().map(|a| a.as_path()));
+    state.store.fire(key, due.timestamp_millis(), &submission.new_run()).await.map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

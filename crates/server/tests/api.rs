@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use switchyard_engine::log::LogItem;
-use switchyard_engine::postgres::team::new_token;
-use switchyard_engine::postgres::PgStore;
 use switchyard_engine::result::RunStatus;
+use switchyard_engine::store::postgres::team::new_token;
+use switchyard_engine::store::postgres::{PgStore, Wait};
 
 const GATE: &str = "switchyard: 1
 name: gate
@@ -19,7 +19,7 @@ triggers:
   - {webhook: open}
   - {webhook: signed, secret_env: SWITCHYARD_TEST_UNSET_SECRET}
   - {webhook: keyed, secret_env: SWITCHYARD_TEST_SET_SECRET}
-input_schema: {type: object, required: [n]}
+input_schema: {type: object, anyOf: [{required: [n]}, {required: [body]}]}
 nodes:
   - {id: start, type: start}
   - {id: review, type: approval}
@@ -59,8 +59,7 @@ impl Server {
         );
         std::fs::write(folder.path().join("nightly.yaml"), unfit).unwrap();
         let (token, hash) = new_token();
-        let s = store.clone();
-        tokio::task::spawn_blocking(move || s.create_token("test", &hash).unwrap()).await.unwrap();
+        store.create_token("test", &hash).await.unwrap();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
@@ -170,11 +169,11 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     let store = server.store.clone();
     let run = id.clone();
     tokio::task::spawn_blocking(move || {
-        let (_, epoch) = store.claim_ready("w", std::time::Duration::from_secs(60)).unwrap().unwrap();
+        let (_, epoch) = store.claim_ready("w", std::time::Duration::from_secs(60)).wait().unwrap().unwrap();
         let asked = approval_requested(&run, 1, "review");
         let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
-        store.write_batch(&run, epoch, &[asked, paused]).unwrap();
-        store.release(&run, epoch, None).unwrap();
+        store.write_batch(&run, epoch, &[asked, paused]).wait().unwrap();
+        store.release(&run, epoch, None).wait().unwrap();
     })
     .await
     .unwrap();
@@ -248,7 +247,7 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_ROUTE"), "not the web app's page, nor a wrong method");
     let page = server.client.get(format!("{}/?workflow=gate", server.url)).send().await.unwrap().text().await.unwrap();
     assert_eq!(page, "<html>the app</html>", "`/` is the web app's page");
-    for path in ["/history", "/metrics", "/index.htm", "/assets/nothing.js"] {
+    for path in ["/history", "/foo.php", "/index.htm", "/assets/nothing.js"] {
         let (status, answer) = server.get(path).await;
         assert_eq!((status, code(&answer)), (404, "NO_SUCH_PAGE"), "{path} is no page: never the app answering 200");
     }
@@ -267,8 +266,9 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
     assert_eq!(status, 200);
     assert!(specs.as_array().unwrap().iter().any(|s| s["type"] == "approval"), "{specs}");
 
-    // The served workflow, opened by name and then by its file, as the window opens a file.
-    let (status, opened) = server.command("startup_file", json!({ "workflow": "gate" })).await;
+    // The served workflow, opened by name (the page's `?workflow=`, sent with each command) and then by its file, as
+    // the window opens a file.
+    let (status, opened) = server.command("startup_file?workflow=gate", json!({})).await;
     assert_eq!(status, 200, "{opened}");
     let path = opened["path"].as_str().unwrap().to_string();
     assert!(path.ends_with("gate.yaml"), "{opened}");
@@ -277,13 +277,15 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
         (status, &document["workflow"]["name"], &document["format"]),
         (200, &json!("gate"), &json!("switchyard"))
     );
-    let (_, tea) = server.command("startup_file", json!({ "workflow": "tea-flow" })).await;
+    let (_, tea) = server.command("startup_file?workflow=tea-flow", json!({})).await;
     let (status, tea) = server.command("open_file", json!({ "path": tea["path"] })).await;
     assert_eq!((status, &tea["format"]), (200, &json!("tea")), "a served file says the format it was read as: {tea}");
     let (status, answer) = server.command("open_file", json!({ "path": "/etc/passwd" })).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "only served workflows are opened");
-    let (status, answer) = server.command("startup_file", json!({ "workflow": "nope" })).await;
+    let (status, answer) = server.command("startup_file?workflow=nope", json!({})).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "an unknown name in the address is said so");
+    let (status, answer) = server.command("startup_file?workflow=gate&workflow=tea-flow", json!({})).await;
+    assert_eq!((status, code(&answer)), (400, "INVALID_QUERY"), "a page names one workflow: {answer}");
     let raw = server.client.post(format!("{}/api/commands/list_runs", server.url)).bearer_auth(&server.token);
     let answer: Value = raw.body("{not json").send().await.unwrap().json().await.unwrap();
     assert_eq!(code(&answer), "INVALID_BODY", "{answer}");
@@ -309,6 +311,12 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
     from_node["request"]["fromNode"] = json!("review");
     let (status, answer) = server.command("start_run", from_node).await;
     assert_eq!((status, code(&answer)), (404, "NOT_ON_SERVER"), "{answer}");
+    // A fork (the desktop's Last run tab) is refused the same way, saying where it can be done.
+    let mut fork = request(&workflow);
+    fork["request"]["fork"] = json!({"run": "r1", "node": "review", "turn": null, "answer": "yes"});
+    let (status, answer) = server.command("start_run", fork).await;
+    assert_eq!((status, code(&answer)), (404, "NOT_ON_SERVER"), "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("--fork"), "{answer}");
     // Where the cards are drawn is no change: a canvas lays out a file without positions, and people move cards.
     let mut moved = workflow.clone();
     moved["nodes"][0]["position"] = json!({"x": 999.0, "y": -5.0});
@@ -330,6 +338,9 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
     assert_eq!((status, turns), (200, json!({})));
     let (status, answer) = server.command("run_turns", json!({ "runId": "nope" })).await;
     assert_eq!((status, code(&answer)), (404, "NO_SUCH_RUN"));
+    // Its events, awaited from the store as the event stream reads them: none before a worker takes it.
+    let (status, events) = server.command("run_events", json!({ "runId": id })).await;
+    assert_eq!((status, events), (200, json!([])));
     let (status, answer) = server.command("open_run", json!({ "run": id })).await;
     assert_eq!((status, code(&answer)), (422, "INVALID_BODY"), "{answer}");
     assert!(answer["message"].as_str().unwrap().contains("open_run"), "{answer}");
@@ -343,10 +354,7 @@ async fn the_apps_commands_answer_over_http_as_the_desktop_shell_does_and_refuse
     assert_eq!((status, code(&answer)), (422, "INVALID_DECISION"));
     let (status, answer) = server.command("cancel_run", json!({ "runId": id })).await;
     assert_eq!((status, answer), (200, Value::Null));
-    let row = {
-        let (store, id) = (server.store.clone(), id.clone());
-        tokio::task::spawn_blocking(move || store.requests(&id).unwrap()).await.unwrap()
-    };
+    let row = server.store.requests(&id).await.unwrap();
     assert!(row.cancel, "the cancellation was kept for the worker");
 
     // What belongs to a person's own machine is refused, saying where to do it.
@@ -372,10 +380,10 @@ async fn a_decision_sent_again_after_its_worker_took_the_first_is_not_kept_for_a
     let minute = std::time::Duration::from_secs(60);
     let (store, run) = (server.store.clone(), id.clone());
     tokio::task::spawn_blocking(move || {
-        let (_, epoch) = store.claim_ready("w", minute).unwrap().unwrap();
+        let (_, epoch) = store.claim_ready("w", minute).wait().unwrap().unwrap();
         let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
-        store.write_batch(&run, epoch, &[approval_requested(&run, 1, "review"), paused]).unwrap();
-        store.release(&run, epoch, None).unwrap();
+        store.write_batch(&run, epoch, &[approval_requested(&run, 1, "review"), paused]).wait().unwrap();
+        store.release(&run, epoch, None).wait().unwrap();
     })
     .await
     .unwrap();
@@ -388,18 +396,17 @@ async fn a_decision_sent_again_after_its_worker_took_the_first_is_not_kept_for_a
     // in the next round, which the run never reached: every worker that took the run afterwards stopped on it.
     let (store, run) = (server.store.clone(), id.clone());
     tokio::task::spawn_blocking(move || {
-        let (_, epoch) = store.claim_ready("w", minute).unwrap().unwrap();
+        let (_, epoch) = store.claim_ready("w", minute).wait().unwrap().unwrap();
         let decided = json!({"seq": 2, "input": "decided", "node": "review",
             "decision": {"decision": "approve", "note": ""}, "immediate": false});
-        store.write_batch(&run, epoch, &[LogItem::Input(serde_json::from_value(decided).unwrap())]).unwrap();
-        assert_eq!(store.get(&run).unwrap().pending, vec!["review".to_string()], "the row lags behind the log");
+        store.write_batch(&run, epoch, &[LogItem::Input(serde_json::from_value(decided).unwrap())]).wait().unwrap();
+        assert_eq!(store.get(&run).wait().unwrap().pending, vec!["review".to_string()], "the row lags behind the log");
     })
     .await
     .unwrap();
     let (status, answer) = server.post(&format!("/api/runs/{id}/decisions"), approve).await;
     assert_eq!((status, &answer["kept"]), (202, &json!(false)), "decided once: {answer}");
-    let store = server.store.clone();
-    let kept = tokio::task::spawn_blocking(move || store.requests(&id).unwrap()).await.unwrap();
+    let kept = server.store.requests(&id).await.unwrap();
     let rounds: Vec<_> = kept.decisions.iter().map(|k| (k.node.as_str(), k.round)).collect();
     assert_eq!(rounds, [("review", 0)], "one decision, for the round that was asked");
 }
@@ -448,7 +455,7 @@ async fn a_document_a_request_sends_never_makes_the_server_read_a_file_it_names(
     // `code_consent` above), a run's file (only served files are opened or run).
     let schema = json!({"switchyard": 1, "name": "s", "input_schema": {"$ref": "file:///etc/passwd"},
         "nodes": [{"id": "start", "type": "start"}], "edges": []});
-    let (status, report) = server.command("validate", json!({ "workflow": schema })).await;
+    let (status, report) = server.command("validate", json!({ "workflow": schema, "scripted": true })).await;
     assert_eq!(status, 200, "{report}");
     assert!(!report.to_string().contains("root:"), "{report}");
     let workflow = json!({"switchyard": 1, "name": "x", "nodes": [{"id": "start", "type": "start"}], "edges": []});
@@ -462,11 +469,11 @@ async fn a_document_a_request_sends_never_makes_the_server_read_a_file_it_names(
 async fn worker_writes_a_nul(server: &Server, id: &str) -> i64 {
     let (store, run) = (server.store.clone(), id.to_string());
     tokio::task::spawn_blocking(move || {
-        let (_, epoch) = store.claim_ready("w", std::time::Duration::from_secs(60)).unwrap().unwrap();
+        let (_, epoch) = store.claim_ready("w", std::time::Duration::from_secs(60)).wait().unwrap().unwrap();
         let event = json!({"seq": 1, "run": run, "ts": "2026-11-25T12:00:00.000Z", "type": "approval:requested",
             "node": "review", "message": "Ship \u{0}it?", "previousOutput": "a\u{0}b"});
         let asked = LogItem::Event(serde_json::from_value(event).unwrap());
-        store.write_batch(&run, epoch, &[asked]).unwrap();
+        store.write_batch(&run, epoch, &[asked]).wait().unwrap();
         epoch
     })
     .await
@@ -488,7 +495,7 @@ async fn a_nul_character_is_refused_at_the_door_and_no_run_holding_one_breaks_th
     let delivery = server.client.post(format!("{}/hooks/open", server.url)).bearer_auth(&server.token);
     let answer = delivery.body("{\"n\": \"\\u0000\"}").send().await.unwrap();
     let status = answer.status().as_u16();
-    nul(status, &answer.json().await.unwrap(), "input.n");
+    nul(status, &answer.json().await.unwrap(), "input.body.n");
     for path in ["/api/runs/%00", "/api/runs/a%00b/events"] {
         let (status, answer) = server.get(path).await;
         nul(status, &answer, "`id`");
@@ -521,8 +528,8 @@ async fn a_nul_character_is_refused_at_the_door_and_no_run_holding_one_breaks_th
     let (store, run) = (server.store.clone(), id.clone());
     tokio::task::spawn_blocking(move || {
         let paused = LogItem::Status { status: RunStatus::Paused, pending: vec!["review".into()] };
-        store.write_batch(&run, epoch, &[paused]).unwrap();
-        store.release(&run, epoch, None).unwrap();
+        store.write_batch(&run, epoch, &[paused]).wait().unwrap();
+        store.release(&run, epoch, None).wait().unwrap();
     })
     .await
     .unwrap();
@@ -734,4 +741,324 @@ async fn the_openapi_document_passes_a_real_validator_and_runs_are_listed_as_the
     );
     assert!(row["workflow"].as_str().unwrap().ends_with("gate.yaml"), "{runs}");
     assert_eq!(row["name"], "gate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_are_listed_a_page_at_a_time_filtered_and_found_by_the_short_ids_history_shows() {
+    let server = Server::start("api_find_runs").await;
+    let mut started = Vec::new();
+    for n in 0..23 {
+        let (status, run) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": n}})).await;
+        assert_eq!(status, 201, "{run}");
+        started.push(run["id"].as_str().unwrap().to_string());
+    }
+    // One run cancelled (as a worker ends it), so that a status filter has something to tell apart.
+    let cancelled = started[5].clone();
+    let store = server.store.clone();
+    let id = cancelled.clone();
+    tokio::task::spawn_blocking(move || {
+        use switchyard_engine::store::Store;
+        let claim = store.claim(&id).unwrap();
+        let status = LogItem::Status { status: RunStatus::Cancelled, pending: vec![] };
+        Arc::new(store.clone()).run_log(&claim).write_batch(&id, &[status]).unwrap();
+    })
+    .await
+    .unwrap();
+
+    let ids = |page: &Value| -> Vec<String> {
+        page.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_string()).collect()
+    };
+    let (status, all) = server.get("/api/runs?limit=1000").await;
+    assert_eq!(status, 200);
+    let all = ids(&all);
+    assert_eq!(all.len(), 23);
+    assert_eq!(all.iter().rev().cloned().collect::<Vec<_>>(), started, "newest first");
+
+    // Pages of 5, each after the last run of the one before, tell every run once, in order.
+    let (mut paged, mut before) = (Vec::new(), String::new());
+    loop {
+        let (status, page) = server.get(&format!("/api/runs?limit=5{before}")).await;
+        assert_eq!(status, 200, "{page}");
+        let page = ids(&page);
+        paged.extend(page.clone());
+        if page.len() < 5 {
+            break;
+        }
+        before = format!("&before={}", page.last().unwrap());
+    }
+    assert_eq!(paged, all);
+
+    // Filters.
+    let (_, found) = server.get("/api/runs?status=cancelled&workflow=gate").await;
+    assert_eq!(ids(&found), [cancelled.as_str()]);
+    let (_, found) = server.get("/api/runs?status=ready,cancelled&limit=1000").await;
+    assert_eq!(ids(&found).len(), 23);
+    let (_, found) = server.get("/api/runs?workflow=nobody").await;
+    assert_eq!(found, json!([]));
+    let (_, found) = server.get("/api/runs?since=1h&limit=1000").await;
+    assert_eq!(ids(&found).len(), 23, "every run started in the last hour");
+    let (_, found) = server.get("/api/runs?until=2h").await;
+    assert_eq!(found, json!([]), "none before two hours ago");
+    let short = &cancelled[..8];
+    let (_, found) = server.get(&format!("/api/runs?id={short}")).await;
+    assert_eq!(ids(&found), [cancelled.as_str()]);
+    for (query, status) in
+        [("status=finished", 400), ("since=yesterday", 400), ("limit=1001", 400), ("before=no-such-run", 404)]
+    {
+        let (got, answer) = server.get(&format!("/api/runs?{query}")).await;
+        assert_eq!(got, status, "{query}: {answer}");
+        assert!(!code(&answer).is_empty());
+    }
+
+    // A short id names its run in every route that takes one.
+    let (status, shown) = server.get(&format!("/api/runs/{short}")).await;
+    assert_eq!((status, shown["run"]["id"].as_str()), (200, Some(cancelled.as_str())), "{shown}");
+    let (status, asked) = server.post(&format!("/api/runs/{short}/cancel"), json!({})).await;
+    assert_eq!((status, &asked["asked"]), (202, &json!(false)), "it has ended: {asked}");
+    // A prefix of several runs' ids is refused, naming them.
+    let mut prefix = String::new();
+    'find: for len in 1..8 {
+        for id in &all {
+            let p = &id[..len];
+            if all.iter().filter(|other| other.starts_with(p)).count() > 1 {
+                prefix = p.to_string();
+                break 'find;
+            }
+        }
+    }
+    let (status, refused) = server.get(&format!("/api/runs/{prefix}")).await;
+    assert_eq!((status, code(&refused)), (409, "AMBIGUOUS_RUN_ID"), "{refused}");
+    let named = all.iter().filter(|id| id.starts_with(&prefix)).take(5);
+    for id in named {
+        assert!(refused["message"].as_str().unwrap().contains(id.as_str()), "{refused}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_run_gets_the_requests_headers_and_query_beside_its_body_and_never_a_secret() {
+    let server = Server::start("api_hook_request").await;
+    let input = |id: String| {
+        let store = server.store.clone();
+        async move { store.load(&id).await.unwrap().options.input.unwrap() }
+    };
+    // JSON, with a query and headers; the token never reaches the run.
+    let answer = server
+        .client
+        .post(format!("{}/hooks/open?ref=main&tag=a&tag=b%20c", server.url))
+        .bearer_auth(&server.token)
+        .header("X-GitHub-Event", "issues")
+        .header("Cookie", "session=secret")
+        .header("Content-Type", "application/json")
+        .body("{\"n\": 1, \"action\": \"opened\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 202);
+    let run: Value = answer.json().await.unwrap();
+    let given = input(run["id"].as_str().unwrap().to_string()).await;
+    assert_eq!(given["body"], json!({"n": 1, "action": "opened"}));
+    assert_eq!(given["query"], json!({"ref": "main", "tag": ["a", "b c"]}));
+    let headers = given["headers"].as_object().unwrap();
+    assert_eq!(headers["x-github-event"], "issues", "names lower-cased: {given}");
+    assert_eq!(headers["content-type"], "application/json");
+    for secret in ["authorization", "cookie"] {
+        assert!(!headers.contains_key(secret), "{secret} is left out: {given}");
+    }
+    assert!(!given.to_string().contains(&server.token), "the token is nowhere in the input");
+
+    // Form fields, signed: the signature is not given to the run either.
+    let form = "n=2&title=printer+on+fire&emoji=%F0%9F%94%A5";
+    let answer = server
+        .client
+        .post(format!("{}/hooks/keyed", server.url))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .header("X-Hub-Signature-256", switchyard_server::hooks::sign("s3cret", form.as_bytes()))
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 202);
+    let run: Value = answer.json().await.unwrap();
+    let given = input(run["id"].as_str().unwrap().to_string()).await;
+    assert_eq!(given["body"], json!({"n": "2", "title": "printer on fire", "emoji": "🔥"}));
+    assert_eq!(given["query"], json!({}));
+    assert!(!given["headers"].as_object().unwrap().contains_key("x-hub-signature-256"), "{given}");
+
+    // GitHub's ping, signed as GitHub signs it, is answered 200 and starts no run.
+    let (_, before) = server.get("/api/runs").await;
+    let ping = "{\"zen\": \"Keep it logically awesome.\", \"hook_id\": 1}";
+    let answer = server
+        .client
+        .post(format!("{}/hooks/keyed", server.url))
+        .header("X-GitHub-Event", "ping")
+        .header("X-GitHub-Delivery", "ping-1")
+        .header("X-Hub-Signature-256", switchyard_server::hooks::sign("s3cret", ping.as_bytes()))
+        .body(ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let pong: Value = answer.json().await.unwrap();
+    assert_eq!(pong["pong"], true, "{pong}");
+    let (_, after) = server.get("/api/runs").await;
+    let ids = |runs: &Value| runs.as_array().unwrap().iter().map(|r| r["id"].clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&before), ids(&after), "a ping starts no run");
+    // A ping with a wrong signature is refused as any delivery is.
+    let wrong = server
+        .client
+        .post(format!("{}/hooks/keyed", server.url))
+        .header("X-GitHub-Event", "ping")
+        .header("X-Hub-Signature-256", switchyard_server::hooks::sign("guess", ping.as_bytes()))
+        .body(ping)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_need_a_token_and_parse_with_prometheus_own_text_format_parser() {
+    let server = Server::start("api_metrics").await;
+    for n in 0..3 {
+        let (status, _) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": n}})).await;
+        assert_eq!(status, 201);
+    }
+    let (status, _) = server.get("/api/runs/no-such-run").await;
+    assert_eq!(status, 404);
+    let (status, refused) = server.call(reqwest::Method::GET, "/metrics", None, false).await;
+    assert_eq!((status, code(&refused)), (401, "UNAUTHORIZED"), "{refused}");
+    let answer = server.client.get(format!("{}/metrics", server.url)).bearer_auth(&server.token).send().await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    assert!(answer.headers()["content-type"].to_str().unwrap().starts_with("text/plain; version=0.0.4"));
+    let text = answer.text().await.unwrap();
+
+    let python = std::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/prometheus-python.sh"))
+        .output()
+        .unwrap();
+    assert!(python.status.success(), "scripts/prometheus-python.sh: {}", String::from_utf8_lossy(&python.stderr));
+    let python = String::from_utf8(python.stdout).unwrap().trim().to_string();
+    // Each sample as `name{labels} value`, as the parser read it (it fails on anything out of format).
+    let parse = "import sys, json; from prometheus_client.parser import text_string_to_metric_families as p\n\
+                 print(json.dumps([[f.name, f.type, s.name, s.labels, s.value] for f in p(sys.stdin.read()) \
+                 for s in f.samples]))";
+    let mut child = std::process::Command::new(python)
+        .args(["-c", parse])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let parsed = child.wait_with_output().unwrap();
+    assert!(parsed.status.success(), "{}\n{text}", String::from_utf8_lossy(&parsed.stderr));
+    let samples: Vec<(String, String, String, Value, f64)> = serde_json::from_slice(&parsed.stdout).unwrap();
+    let value = |sample: &str, labels: Value| {
+        samples
+            .iter()
+            .find(|(_, _, name, l, _)| name == sample && *l == labels)
+            .map(|s| s.4)
+            .unwrap_or_else(|| panic!("no {sample} {labels} in\n{text}"))
+    };
+    assert_eq!(value("switchyard_runs", json!({"status": "ready"})), 3.0);
+    assert_eq!(value("switchyard_runs", json!({"status": "failed"})), 0.0);
+    assert_eq!(value("switchyard_queue_depth", json!({})), 3.0);
+    assert_eq!(value("switchyard_run_claims_total", json!({})), 0.0);
+    assert_eq!(value("switchyard_decisions_total", json!({})), 0.0);
+    assert_eq!(value("switchyard_live_lease_holders", json!({})), 0.0);
+    assert_eq!(value("switchyard_http_requests_total", json!({"route": "/api/runs", "code": "201"})), 3.0);
+    assert_eq!(value("switchyard_http_requests_total", json!({"route": "/api/runs/{id}", "code": "404"})), 1.0);
+    assert!(samples.iter().any(|s| s.0 == "switchyard_run_claims" && s.1 == "counter"), "counters are typed");
+
+    // Paths that are no route are 404, never the app's page: as `{code, message}`.
+    for path in ["/foo.php", "/api/nope", "/metrics/x"] {
+        let (status, answer) = server.get(path).await;
+        assert_eq!(status, 404, "{path}: {answer}");
+        assert!(!code(&answer).is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tokens_scope_bounds_what_it_may_do_and_an_expired_or_rotated_token_is_refused() {
+    use switchyard_engine::store::postgres::team::{Rotated, Scope};
+    let server = Server::start("token_scopes").await;
+    let mut tokens = std::collections::BTreeMap::new();
+    for (name, scope, expires) in [
+        ("reader", Scope::Read, None),
+        ("runner", Scope::Run, None),
+        ("decider", Scope::Decide, None),
+        ("gone", Scope::Admin, Some(0)),
+    ] {
+        let (token, hash) = new_token();
+        server.store.create_scoped_token(name, &hash, scope, expires).await.unwrap();
+        tokens.insert(name, token);
+    }
+    let send = |token: &str, method: reqwest::Method, path: &str, body: Option<Value>| {
+        let mut request = server.client.request(method, format!("{}{path}", server.url)).bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let start = || Some(json!({"workflow": "gate", "input": {"n": 1}}));
+    let post = reqwest::Method::POST;
+
+    // read: reads, and nothing more, by any route (the API's or the app's commands).
+    let (status, _) = send(&tokens["reader"], reqwest::Method::GET, "/api/runs", None).await;
+    assert_eq!(status, 200);
+    let (status, answer) = send(&tokens["reader"], post.clone(), "/api/runs", start()).await;
+    assert_eq!((status, code(&answer)), (403, "INSUFFICIENT_SCOPE"), "{answer}");
+    let said = answer["message"].as_str().unwrap();
+    assert!(said.contains("`reader`") && said.contains("--scope run"), "{said}");
+
+    // run: starts runs, but neither decides nor cancels them.
+    let (status, started) = send(&tokens["runner"], post.clone(), "/api/runs", start()).await;
+    assert_eq!(status, 201, "{started}");
+    let run = started["id"].as_str().unwrap().to_string();
+    let decide = Some(json!({"node": "review", "decision": "approve"}));
+    let (status, answer) = send(&tokens["runner"], post.clone(), &format!("/api/runs/{run}/decisions"), decide).await;
+    assert_eq!((status, code(&answer)), (403, "INSUFFICIENT_SCOPE"), "{answer}");
+    let (status, answer) = send(&tokens["runner"], post.clone(), &format!("/api/runs/{run}/cancel"), None).await;
+    assert_eq!((status, code(&answer)), (403, "INSUFFICIENT_SCOPE"), "{answer}");
+    let by_command = Some(json!({"runId": run}));
+    let (status, answer) = send(&tokens["runner"], post.clone(), "/api/commands/cancel_run", by_command.clone()).await;
+    assert_eq!((status, code(&answer)), (403, "INSUFFICIENT_SCOPE"), "{answer}");
+
+    // decide: cancels.
+    let (status, answer) = send(&tokens["decider"], post.clone(), "/api/commands/cancel_run", by_command).await;
+    assert_eq!(status, 200, "{answer}");
+
+    // Expired: refused as a revoked token is, saying when it expired.
+    let (status, answer) = send(&tokens["gone"], reqwest::Method::GET, "/api/runs", None).await;
+    assert_eq!((status, code(&answer)), (401, "UNAUTHORIZED"), "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("expired"), "{answer}");
+
+    // Rotated: the old value is refused from the next request on; the new one does what the old one did.
+    let (fresh, hash) = new_token();
+    assert_eq!(server.store.rotate_token("runner", &hash, None).await.unwrap(), Rotated::Yes);
+    let (status, _) = send(&tokens["runner"], reqwest::Method::GET, "/api/runs", None).await;
+    assert_eq!(status, 401);
+    let (status, answer) = send(&fresh, post.clone(), "/api/runs", start()).await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(server.store.rotate_token("nobody", &hash, None).await.unwrap(), Rotated::NoSuchToken);
+    // An expired token is not rotated into a value refused at once: only with a new lifetime.
+    let (revived, hash) = new_token();
+    let refused = server.store.rotate_token("gone", &hash, None).await.unwrap();
+    assert!(matches!(refused, Rotated::Expired { .. }), "{refused:?}");
+    assert!(server.store.tokens().await.unwrap().iter().any(|t| t.name == "gone" && t.expired && !t.revoked));
+    assert_eq!(server.store.rotate_token("gone", &hash, Some(3600)).await.unwrap(), Rotated::Yes);
+    let (status, _) = send(&revived, reqwest::Method::GET, "/api/runs", None).await;
+    assert_eq!(status, 200);
+
+    // The list says each one's scope, expiry and last use (never the tokens).
+    let listed = server.store.tokens().await.unwrap();
+    let row = |name: &str| listed.iter().find(|t| t.name == name).unwrap().clone();
+    assert_eq!((row("reader").scope, row("reader").last_used.is_some()), (Scope::Read, true));
+    assert!(row("gone").expires.is_some() && !row("gone").expired && row("gone").last_used.is_some(), "{listed:?}");
+    assert_eq!((row("decider").scope, row("decider").expires.clone()), (Scope::Decide, None));
+    assert_eq!(row("test").scope, Scope::Admin, "a token made without a scope may do everything");
 }

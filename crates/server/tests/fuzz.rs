@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use switchyard_engine::postgres::team::new_token;
-use switchyard_engine::postgres::PgStore;
+use switchyard_engine::store::postgres::team::new_token;
+use switchyard_engine::store::postgres::PgStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const GATE: &str = "switchyard: 1
@@ -219,26 +219,10 @@ fn segment(rng: &mut Rng, real: &str) -> String {
     }
 }
 
-const COMMANDS: &[&str] = &[
-    "node_types",
-    "list_runs",
-    "open_run",
-    "run_events",
-    "run_turns",
-    "decide",
-    "cancel_run",
-    "start_run",
-    "open_file",
-    "startup_file",
-    "validate",
-    "code_consent",
-    "get_settings",
-    "default_model",
-    "to_yaml",
-    "parse_document",
-    "save_file",
-    "no_such",
-];
+/// Every command of the app (the server answers some, refuses the rest), and one it does not have.
+fn commands() -> Vec<&'static str> {
+    switchyard_api::COMMANDS.iter().copied().chain(["no_such"]).collect()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_few_hundred_requests_of_every_shape_get_an_answer_none_a_5xx_every_failure_code_and_message() {
@@ -254,8 +238,7 @@ async fn a_few_hundred_requests_of_every_shape_get_an_answer_none_a_5xx_every_fa
     std::fs::write(&secret_file, "fuzz-secret-7f3a").unwrap();
     let secret = reaching(&secret_file);
     let (token, hash) = new_token();
-    let s = store.clone();
-    tokio::task::spawn_blocking(move || s.create_token("fuzz", &hash).unwrap()).await.unwrap();
+    store.create_token("fuzz", &hash).await.unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
@@ -319,7 +302,7 @@ async fn a_few_hundred_requests_of_every_shape_get_an_answer_none_a_5xx_every_fa
                 let real = if path.starts_with("/hooks") {
                     rng.pick(&["open", "keyed", "nope"]).to_string()
                 } else if path.contains("commands") {
-                    rng.pick(COMMANDS).to_string()
+                    rng.pick(&commands()).to_string()
                 } else {
                     real.to_string()
                 };

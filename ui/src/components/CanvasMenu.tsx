@@ -13,7 +13,7 @@ import { freeSpot } from "../model/placement";
 import { nodeName, useDocument } from "../store/document";
 import { useMessages } from "../store/messages";
 import { useQuickAdd } from "../store/quickAdd";
-import { useRunControl } from "../store/runControl";
+import * as runControl from "../store/runControl";
 import { useView } from "../store/view";
 import { NodeIcon } from "./NodeIcon";
 import { revealWhenLaidOut } from "./reveal";
@@ -59,7 +59,7 @@ function useItems(request: MenuRequest, onClose: () => void) {
     items.push({ label: "Duplicate", keys: "Ctrl+D", run: () => doc.duplicateSelection(), testId: "menu-duplicate" });
     items.push({ label: "Copy", keys: "Ctrl+C", run: () => doc.copySelection(), testId: "menu-copy" });
     items.push({ label: "Delete", keys: "Del", run: deleteSelection, testId: "menu-delete" });
-    items.push({ label: "Run from here", note: "last run upstream", run: () => void useRunControl.getState().runFrom(request.id), testId: "menu-run-from" });
+    items.push({ label: "Run from here", note: "last run upstream", run: () => void runControl.runFrom(request.id), testId: "menu-run-from" });
   } else if (request.kind === "edge") {
     items.push({ label: "Delete edge", keys: "Del", run: deleteSelection, testId: "menu-delete" });
   } else {

@@ -5,7 +5,7 @@ import * as AlertDialog from "@radix-ui/react-alert-dialog";
 import { useDocument } from "../store/document";
 import { baseName } from "../model/paths";
 import { useDialogs, type UnsavedAnswer } from "../store/dialogs";
-import { useFiles } from "../store/files";
+import * as files from "../store/files";
 
 export function CloseDialog() {
   const closing = useDialogs((s) => s.shown.close);
@@ -14,9 +14,9 @@ export function CloseDialog() {
   const path = useDocument((d) => d.path);
   const open = closing || question !== null;
   const answer = async (a: UnsavedAnswer) => {
-    if (closing) return void useFiles.getState().closeWindow(a);
+    if (closing) return void files.closeWindow(a);
     if (a !== "save") return useDialogs.getState().answerUnsaved(a);
-    await useFiles.getState().save();
+    await files.save();
     // Not saved (the picker was cancelled, or the write failed): what was asked for does not happen.
     useDialogs.getState().answerUnsaved(useDocument.getState().dirty ? "cancel" : "save");
   };

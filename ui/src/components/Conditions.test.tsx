@@ -45,10 +45,16 @@ describe("an if node's conditions", () => {
     expect(conditionsOf()).toEqual([{ operator: "contains", value: "cat" }, { operator: "equal", value: "" }]);
   });
 
-  it("start an if node added from the palette with one condition, its operator the catalogue's first", () => {
-    useNodeTypes.getState().set(withOperators(["expression", "equal"]));
+  it("start an if node added from the palette as the catalogue says a new one starts, under the id it gives", () => {
+    const fresh = withOperators(["expression", "equal"]).map((t) => (t.type !== "if" ? t : { ...t, newId: "branch", newFields: { conditions: [{ operator: "expression", value: "" }] } }));
+    useNodeTypes.getState().set(fresh);
     useDocument.getState().load({ switchyard: 1, name: "Pets", nodes: [], edges: [] } as unknown as Workflow, null);
     const id = useDocument.getState().addNode("if", { x: 0, y: 0 });
+    expect(id).toBe("branch");
     expect(useDocument.getState().workflow.nodes.find((n) => n.id === id)?.conditions).toEqual([{ operator: "expression", value: "" }]);
+    // The catalogue's fields are copied: a second node's conditions are its own.
+    const second = useDocument.getState().addNode("if", { x: 0, y: 200 });
+    expect(second).toBe("branch_2");
+    expect(useDocument.getState().workflow.nodes.find((n) => n.id === second)?.conditions).not.toBe(useDocument.getState().workflow.nodes.find((n) => n.id === id)?.conditions);
   });
 });

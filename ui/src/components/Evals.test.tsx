@@ -5,7 +5,9 @@ import { act, fireEvent, render, screen, waitFor } from "@testing-library/react"
 import { ReactFlowProvider } from "@xyflow/react";
 import { mockIPC } from "@tauri-apps/api/mocks";
 import type { Workflow } from "../types";
+import type { Node, NodeProps } from "@xyflow/react";
 import { BottomPanel } from "./Panels";
+import { WorkflowNode, type CanvasNodeData } from "./WorkflowNode";
 import { useDocument } from "../store/document";
 import type { EvalReport } from "../store/evals";
 import { caseChange, caseReport, evalReport, send, freshStores } from "../store/evals.fixtures";
@@ -114,6 +116,30 @@ describe("the Evals tab", () => {
     expect(screen.getByTestId("compare-outputs").dataset.node).toBe("review");
     expect(useDocument.getState().selection.nodes).toEqual(["review"]);
     expect(screen.getByTestId("compare-after").querySelectorAll("mark")).toHaveLength(0);
+  });
+
+  it("a case that asked a model again says which nodes and why in its row, and marks them on the canvas while it is shown", async () => {
+    const asked = { fix: "its prompt, model, tools or schema changed", review: "what reached it changed" };
+    engine(() => evalReport([caseReport("fixed-then-done", "passed", { asked }), caseReport("stops-after-three")]));
+    showTab();
+    fireEvent.click(await screen.findByTestId("eval-run-all"));
+    const words = await screen.findByTestId("eval-asked-fixed-then-done");
+    expect(words.textContent).toBe(" Asked the model again: Fix it (its prompt, model, tools or schema changed), review (what reached it changed)");
+    expect(screen.queryByTestId("eval-asked-stops-after-three")).toBeNull();
+
+    const fix = workflow.nodes[1];
+    const canvas = render(
+      <ReactFlowProvider>
+        <WorkflowNode {...({ id: "fix", data: { node: fix }, selected: false, type: "workflow" } as unknown as NodeProps<Node<CanvasNodeData>>)} />
+      </ReactFlowProvider>,
+    );
+    expect(canvas.queryByTestId("node-asked-fix")).toBeNull(); // no case is shown yet
+    fireEvent.click(screen.getByTestId("eval-case-fixed-then-done"));
+    const mark = await canvas.findByTestId("node-asked-fix");
+    expect(mark.getAttribute("title")).toBe("asked the model again: its prompt, model, tools or schema changed");
+    expect(canvas.getByTestId("node-fix").className).toContain("asked-again");
+    fireEvent.click(screen.getByTestId("eval-case-stops-after-three"));
+    await waitFor(() => expect(canvas.queryByTestId("node-asked-fix")).toBeNull());
   });
 
   it("names what failed as the canvas does: an if node's branch by its label, nodes by name (their id only where two share it)", async () => {

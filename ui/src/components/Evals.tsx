@@ -1,11 +1,13 @@
 // The Evals tab: the open workflow's test cases (the evaluation file beside it), run all or one, each row updating as
 // its case finishes; what failed, and after a second evaluation the compare view — each node coloured by what became
-// of it on the canvas, and the selected node's two outputs side by side with the differences marked.
-import { Fragment, useEffect, useMemo } from "react";
-import { ArrowDown, ArrowUp, Check, CircleAlert, Equal, ExternalLink, LoaderCircle, Play, Plus, TriangleAlert, X } from "lucide-react";
+// of it on the canvas, and the selected node's two outputs side by side with the differences marked. A case whose run
+// asked a model again (the recorded calls no longer answered it: its prompt changed, or what reached it) says which
+// nodes and why, and while it is selected the canvas marks them.
+import { Fragment, memo, useEffect, useMemo } from "react";
+import { ArrowDown, ArrowUp, Check, CircleAlert, Equal, ExternalLink, LoaderCircle, Play, Plus, RefreshCw, TriangleAlert, X } from "lucide-react";
 import { useDocument } from "../store/document";
 import { displayName, namedValue } from "../model/names";
-import { formatCost, nodeToCompare, shownAttempt, useEvals, verdictWord, type CaseChange, type CaseReport, type NodeChange } from "../store/evals";
+import { askedAgain, formatCost, nodeToCompare, shownAttempt, useEvals, verdictWord, type CaseChange, type CaseReport, type NodeChange } from "../store/evals";
 import { baseName } from "../model/paths";
 import { CHANGE_WORDS, inAppWords, NODE_CHANGE_WORDS } from "../model/words";
 import { outputDiff } from "../model/outputDiff";
@@ -63,6 +65,18 @@ function Failures({ report }: { report: CaseReport }) {
   );
 }
 
+/** The nodes a case asked the model again, and why, in words (the canvas marks them while the case is shown). */
+const AskedAgain = memo(function AskedAgain({ report }: { report: CaseReport | undefined }) {
+  const workflow = useDocument((s) => s.workflow);
+  const asked = useMemo(() => askedAgain(report), [report]);
+  if (!asked.length) return null;
+  return (
+    <div className="muted eval-asked" data-testid={`eval-asked-${report!.id}`}>
+      <RefreshCw size={11} aria-hidden /> Asked the model again: {asked.map(([node, why]) => `${displayName(workflow, node)} (${why})`).join(", ")}
+    </div>
+  );
+});
+
 /** What the engine says came from a node that produced nothing (eval/check.rs `is_absence`): read "but it …", not "got …". */
 const ABSENCES = ["did not run", "was skipped", "waited for a decision"];
 
@@ -83,6 +97,7 @@ function CaseRow({ id, description, expectations }: { id: string; description: s
           {/* The row takes a click anywhere; the id is the row's button for the keyboard. */}
           <button className="case-id" aria-expanded={selected} onClick={(e) => (e.stopPropagation(), evals.select(selected ? null : id))}>{id}</button>
           {description && <span className="muted case-description"> · {description}</span>}
+          <AskedAgain report={report} />
         </td>
         <td><ChangeChip change={change} /></td>
         <td className="num" title={`${expectations} expectation${expectations === 1 ? "" : "s"}`}>{expectations}</td>

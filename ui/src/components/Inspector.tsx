@@ -6,8 +6,8 @@ import { useEffect, useRef, useState } from "react";
 import * as Tabs from "@radix-ui/react-tabs";
 import { Pin, PinOff, X } from "lucide-react";
 import type { Condition, Edge, Node } from "../types";
-import { nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
-import { edgeKey, holdDraft, nodeName, useDocument } from "../store/document";
+import { asksModel, nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
+import { edgeKey, edgeKeys, holdDraft, nodeIds, nodeName, useDocument } from "../store/document";
 import { useNodeRun } from "../store/run";
 import { usePrefs } from "../store/prefs";
 import { useValidation } from "../store/validation";
@@ -17,6 +17,7 @@ import { useLayoutPrefs, type InspectorTab } from "../store/layoutPrefs";
 import { handleName } from "../model/labels";
 import { NodeIcon } from "./NodeIcon";
 import { Conversation } from "./Conversation";
+import { ResultFork } from "./Fork";
 import { inAppWords } from "../model/words";
 import { useRunControl } from "../store/runControl";
 import { TOKENS_UNREPORTED, tokensUnreported } from "../model/usage";
@@ -428,11 +429,12 @@ function RunDetails({ id }: { id: string }) {
       </div>
       {it.instruction && (<><h4>Rendered prompt</h4><pre>{it.instruction}</pre></>)}
       {run.status === "running" && run.streamed && (<><h4>Streaming</h4><pre>{run.streamed}</pre></>)}
-      {type === "agent" && <Conversation id={id} iteration={it.iteration} />}
+      {asksModel(type) && <Conversation id={id} iteration={it.iteration} />}
       {it.result && (
         <>
           <h4>Output</h4>
           <pre data-testid="run-output">{JSON.stringify(it.result.data, null, 2)}</pre>
+          {it.result.status === "success" && asksModel(type) && <ResultFork id={id} iteration={it.iteration} data={it.result.data} />}
           {it.result.status === "success" && pinnable && (
             <button
               onClick={() => useDocument.getState().updateNode(id, { pinned: it.result!.data })}
@@ -497,21 +499,38 @@ function WorkflowFields({ models }: { models: string[] }) {
   );
 }
 
+/** `b`, or `a` when the two differ in nothing but their place on the canvas (a drag frame changes nothing shown here). */
+function samePlaceless<T extends { position?: unknown }>(a: T | undefined, b: T | undefined): T | undefined {
+  if (!a || !b || a === b) return b;
+  const ka = Object.keys(a) as (keyof T)[];
+  const kb = Object.keys(b) as (keyof T)[];
+  if (ka.length !== kb.length) return b;
+  return kb.every((k) => k === "position" || a[k] === b[k]) ? a : b;
+}
+
 export function Inspector({ models }: { models: string[] }) {
-  const workflow = useDocument((s) => s.workflow);
   const selection = useDocument((s) => s.selection);
   const tab = useLayoutPrefs((s) => s.inspector.tab);
   const setTab = (t: InspectorTab) => useLayoutPrefs.getState().inspect(t);
   const nodeId = selection.nodes.length === 1 && !selection.edges.length ? selection.nodes[0] : undefined;
-  const node = nodeId ? workflow.nodes.find((n) => n.id === nodeId) : undefined;
   const edgeId = !selection.nodes.length && selection.edges.length === 1 ? selection.edges[0] : undefined;
-  const edge = edgeId ? workflow.edges.find((e) => edgeKey(e) === edgeId) : undefined;
+  // Subscribed to what is shown, not to the whole document: a drag frame or an edit elsewhere in a 5,000-node
+  // workflow does not render the inspector again.
+  const shown = useRef<Node | undefined>(undefined);
+  const nodeIndex = useDocument((s) => (nodeId ? s.workflow.nodes.findIndex((n) => n.id === nodeId) : -1));
+  const node = useDocument((s) => (shown.current = samePlaceless(shown.current, nodeIndex >= 0 ? s.workflow.nodes[nodeIndex] : undefined)));
+  const edgeIndex = useDocument((s) => (edgeId ? s.workflow.edges.findIndex((e) => edgeKey(e) === edgeId) : -1));
+  const edge = useDocument((s) => (edgeIndex >= 0 ? s.workflow.edges[edgeIndex] : undefined));
   const findings = useValidation((s) => (node ? s.byNode[node.id] : edge ? (s.byEdge[edgeKey(edge)] ?? s.byEdge[`${edge.from}->${edge.to}`]) : undefined));
-  // Counted from what exists (and so is highlighted), never from ids left over in the selection.
-  const selectedNodes = new Set(selection.nodes);
-  const selectedEdges = new Set(selection.edges);
-  const nodeCount = workflow.nodes.filter((n) => selectedNodes.has(n.id)).length;
-  const edgeCount = workflow.edges.filter((e) => selectedEdges.has(edgeKey(e))).length;
+  // Counted from what exists (and so is highlighted), never from ids left over in the selection; only for a
+  // selection of several.
+  const several = selection.nodes.length + selection.edges.length > 1;
+  const counted = useDocument((s) => {
+    if (!several) return "0 0";
+    const [ids, keys] = [nodeIds(s.workflow.nodes), edgeKeys(s.workflow.edges)];
+    return `${new Set(selection.nodes.filter((id) => ids.has(id))).size} ${new Set(selection.edges.filter((key) => keys.has(key))).size}`;
+  });
+  const [nodeCount, edgeCount] = counted.split(" ").map(Number);
   const count = nodeCount + edgeCount;
   if (!node && !edge) {
     if (count > 1)
@@ -541,11 +560,11 @@ export function Inspector({ models }: { models: string[] }) {
             <Tabs.Trigger value="run" className="tab" data-testid="tab-last-run">Last run</Tabs.Trigger>
           </Tabs.List>
           {/* Keyed by position, not id: renaming a node keeps its fields (and the focus) where they are. */}
-          <Tabs.Content value="settings"><NodeFields key={workflow.nodes.indexOf(node)} node={node} models={models} /></Tabs.Content>
+          <Tabs.Content value="settings"><NodeFields key={nodeIndex} node={node} models={models} /></Tabs.Content>
           <Tabs.Content value="run"><RunDetails id={node.id} /></Tabs.Content>
         </Tabs.Root>
       ) : (
-        <EdgeFields key={workflow.edges.indexOf(edge!)} edge={edge!} />
+        <EdgeFields key={edgeIndex} edge={edge!} />
       )}
       {/* Last, held at the bottom of the view: findings that come and go as a field is typed in never move the fields. */}
       {findings && findings.length > 0 && (

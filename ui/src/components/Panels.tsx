@@ -6,14 +6,16 @@ import type { Event, Report } from "../types";
 import { nodeName, useDocument } from "../store/document";
 import { STATUS_WORDS, useNodeRun, useRun, type Execution, type PendingApproval } from "../store/run";
 import { useDialogs } from "../store/dialogs";
+import * as storedRuns from "../store/history";
 import { useHistory } from "../store/history";
 import { TOKENS_UNREPORTED, tokensUnreported } from "../model/usage";
+import * as runControl from "../store/runControl";
 import { useRunControl } from "../store/runControl";
 import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
 import * as Dialog from "@radix-ui/react-dialog";
 import * as Tabs from "@radix-ui/react-tabs";
-import { FlaskConical, Hand, PanelBottom, Server } from "lucide-react";
+import { FlaskConical, GitFork, Hand, PanelBottom, Server } from "lucide-react";
 import { useLayoutPrefs, type PanelTab } from "../store/layoutPrefs";
 import { NodeIcon } from "./NodeIcon";
 import { EvalsTab } from "./Evals";
@@ -141,6 +143,8 @@ function Problems() {
 
 /** The run list shows this many of the latest executions; a long run's earlier ones stay in the Events tab. */
 const MAX_ROWS = 400;
+/** How many runs History shows at first, and how many more each "Show more" adds. */
+const PAGE_ROWS = 100;
 
 
 /** One execution; while it runs, its streamed text grows in place. */
@@ -211,22 +215,24 @@ function History() {
   const path = useDocument((s) => s.path);
   const docName = useDocument((s) => s.workflow.name);
   const [all, setAll] = useState(false);
-  const stored = useHistory.getState();
-  const runControl = useRunControl.getState();
   const serverProblem = useHistory((s) => s.serverProblem);
   const server = usePrefs((p) => p.settings?.server?.url);
   // Runs are started elsewhere too (`switchyard run` in a terminal; on a server, webhooks, schedules, teammates): the
   // list is read when it is shown and every 3 s while it is.
   useEffect(() => {
-    void useHistory.getState().refresh();
-    const timer = setInterval(() => void useHistory.getState().refresh(), 3000);
+    void storedRuns.refresh();
+    const timer = setInterval(() => void storedRuns.refresh(), 3000);
     return () => clearInterval(timer);
   }, [server]);
   // This workflow's runs, and every run that waits for the person (paused, or interrupted when its process died).
   const waits = (r: (typeof history)[number]) => (r.status === "paused" || r.status === "interrupted" || (r.server != null && r.status === "ready")) && !r.live;
   // A run made before the workflow's first save names no file: it is this workflow's when it has its name.
   const unsaved = (r: (typeof history)[number]) => !r.workflowRef && !r.server && r.workflow === docName;
-  const runs = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r) || unsaved(r));
+  const [filter, setFilter] = useState<storedRuns.RunFilter>({ status: "", search: "" });
+  const [shown, setShown] = useState(PAGE_ROWS);
+  const mine = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r) || unsaved(r));
+  const runs = storedRuns.filterRuns(mine, filter);
+  const filtered = !!(filter.status || filter.search.trim());
   // Its test case goes beside the file the workflow was saved to since; before that there is no file to go beside.
   const caseFile = (r: (typeof history)[number]) => (r.workflowRef ? null : unsaved(r) ? path : null);
   return (
@@ -235,20 +241,29 @@ function History() {
         <input type="checkbox" checked={all || !path} disabled={!path} onChange={(e) => setAll(e.target.checked)} /> Show every workflow&apos;s runs
         {path && !all && <span className="muted"> (runs that wait for someone are always shown)</span>}
       </label>
+      <div className="history-filter">
+        <select value={filter.status} onChange={(e) => (setFilter({ ...filter, status: e.target.value }), setShown(PAGE_ROWS))} aria-label="status" data-testid="history-status">
+          <option value="">any status</option>
+          {["ready", "running", "paused", "interrupted", "completed", "failed", "cancelled"].map((s) => (
+            <option key={s} value={s}>{STATUS_WORDS[s] ?? s}</option>
+          ))}
+        </select>
+        <input type="search" placeholder="run id or workflow" value={filter.search} onChange={(e) => (setFilter({ ...filter, search: e.target.value }), setShown(PAGE_ROWS))} aria-label="search runs" data-testid="history-search" />
+      </div>
       {serverProblem && (
         <p className="banner error" data-testid="server-problem">
           The runs of {server} are not shown: {serverProblem}
         </p>
       )}
       {!runs.length ? (
-        <p className="muted">No stored run{path && !all ? " of this workflow" : ""} yet.</p>
+        <p className="muted">{filtered ? "No run matches." : `No stored run${path && !all ? " of this workflow" : ""} yet.`}</p>
       ) : (
         <table className="run-list history">
           <thead>
             <tr><th className="col-status">status</th><th className="col-run">run</th><th className="col-workflow">workflow</th><th className="col-started">started</th><th className="num col-time">time</th><th className="num col-tokens">tokens</th><th className="num col-cost">cost</th><th className="col-waiting">waiting at</th><th className="col-actions" /></tr>
           </thead>
           <tbody>
-            {runs.slice(0, MAX_ROWS).map((r) => (
+            {runs.slice(0, shown).map((r) => (
               <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status}>
                 <td className={`status ${r.status}`} title={`${STATUS_WORDS[r.status] ?? r.status}${r.live ? " (in this window)" : ""}${r.server ? ` · run by the workers of ${r.server}` : ""}`}>
                   {STATUS_WORDS[r.status] ?? r.status}
@@ -272,6 +287,11 @@ function History() {
                       <FlaskConical size={11} aria-hidden /> test case
                     </span>
                   )}
+                  {r.forkedFrom && (
+                    <button className="test-case-tag fork-tag" onClick={() => storedRuns.openRun(r.forkedFrom!)} title={`A fork of run ${r.forkedFrom}: press to show that run on the canvas`} data-testid={`history-fork-${r.id}`}>
+                      <GitFork size={11} aria-hidden /> fork of {r.forkedFrom.slice(0, 8)}
+                    </button>
+                  )}
                 </td>
                 <td title={new Date(r.started).toLocaleString()}>{new Date(r.started).toLocaleString(undefined, { dateStyle: "short", timeStyle: "short" })}</td>
                 <td className="num">{formatDuration(r.durationMs)}</td>
@@ -279,12 +299,12 @@ function History() {
                 <td className="num" title={r.cost == null && r.tokens ? "A model it used has no price in the settings" : undefined} data-testid={`history-cost-${r.id}`}>{formatCost(r.cost, r.tokens)}</td>
                 <td title={r.pending.join(", ")}>{r.pending.join(", ")}</td>
                 <td className="actions">
-                  <button onClick={() => stored.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
+                  <button onClick={() => storedRuns.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>
                   {!onServer() && !r.server && (
                     <>
-                      <button onClick={() => stored.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
+                      <button onClick={() => storedRuns.replayRun(r.id)} disabled={r.status === "running"} title="Play it again from its recorded answers and decisions: no model or tool call" data-testid={`history-replay-${r.id}`}>Replay</button>
                       <button
-                        onClick={() => stored.saveTestCase(r.id, caseFile(r))}
+                        onClick={() => storedRuns.saveTestCase(r.id, caseFile(r))}
                         disabled={r.status === "running" || r.status === "interrupted" || (!r.workflowRef && !caseFile(r))}
                         title={!r.workflowRef && !caseFile(r) ? "Save the workflow first: its test cases go in a file beside it" : "Add this run to the workflow's evaluation file as a test case: its input, answers and decisions, and what each node did"}
                         data-testid={`history-save-case-${r.id}`}
@@ -301,6 +321,11 @@ function History() {
             ))}
           </tbody>
         </table>
+      )}
+      {runs.length > shown && (
+        <button className="history-more" onClick={() => setShown(shown + PAGE_ROWS)} data-testid="history-more">
+          Show more ({runs.length - shown} more)
+        </button>
       )}
     </div>
   );

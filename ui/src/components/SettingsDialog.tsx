@@ -8,7 +8,7 @@ import type { McpServerConfig_Deserialize as McpServerConfig } from "../bindings
 import { commands } from "../api";
 import { errorText } from "../store/messages";
 import { usePrefs, type CommandError, type SettingsProblem } from "../store/prefs";
-import { useHistory } from "../store/history";
+import * as storedRuns from "../store/history";
 
 type Provider = Settings["providers"][number];
 
@@ -83,7 +83,7 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
         return;
       }
       usePrefs.getState().setSettings(settings);
-      void useHistory.getState().refresh(); // a server named or changed: its runs
+      void storedRuns.refresh(); // a server named or changed: its runs
       onClose();
     } catch (e) {
       setError(errorText(e));

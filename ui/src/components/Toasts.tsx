@@ -5,6 +5,25 @@ import { toast, Toaster } from "sonner";
 import { ERROR_MS, INFO_MS, useMessages, type Message } from "../store/messages";
 import { useLayoutPrefs } from "../store/layoutPrefs";
 import { usePrefs } from "../store/prefs";
+import { onReachability, onServer, watchServer } from "../transport";
+
+/** In a browser: a message that stays while the server does not answer, and one that says when it is back. */
+function useServerWatch() {
+  useEffect(() => {
+    if (!onServer()) return;
+    const stop = watchServer();
+    const off = onReachability((reachable) => {
+      if (reachable) {
+        toast.dismiss("server-unreachable");
+        toast.success("The server answers again.", { id: "server-back", testId: "server-back", duration: 4000 });
+      } else {
+        toast.dismiss("server-back");
+        toast.error("The server does not answer: is switchyard serve running? Trying again…", { id: "server-unreachable", testId: "server-unreachable", duration: Infinity });
+      }
+    });
+    return () => (stop(), off());
+  }, []);
+}
 
 function show(m: Message) {
   const body = (
@@ -27,6 +46,7 @@ function show(m: Message) {
 }
 
 export function Toasts() {
+  useServerWatch();
   const theme = usePrefs((s) => s.theme);
   // Over the canvas's top right corner: below the toolbar and clear of the inspector, never over a control.
   const right = useLayoutPrefs((p) => p.inspectorPx) + 14;

@@ -10,9 +10,10 @@ import { useReplay } from "../store/replay";
 import { useRun } from "../store/run";
 import { baseName } from "../model/paths";
 import { useDialogs } from "../store/dialogs";
-import { useFiles } from "../store/files";
+import * as files from "../store/files";
 import { useHistory } from "../store/history";
 import { usePrefs } from "../store/prefs";
+import * as runControl from "../store/runControl";
 import { runBlocked, useRunControl } from "../store/runControl";
 import { useView } from "../store/view";
 import { useValidation } from "../store/validation";
@@ -101,7 +102,7 @@ function RunSource() {
       <Menu.Portal>
         <Menu.Content className="menu-content" align="end" sideOffset={4}>
           <Menu.Label className="menu-label">Run with a model</Menu.Label>
-          <Menu.RadioGroup value={s.mode === "model" ? s.model : "\u0000answers"} onValueChange={(v) => (s.setModel(v), s.setMode("model"))}>
+          <Menu.RadioGroup value={s.mode === "model" ? s.model : "\u0000answers"} onValueChange={(v) => (runControl.setModel(v), runControl.setMode("model"))}>
             <Menu.RadioItem className="menu-item" value="" data-testid="source-default-model">
               <span>{workflowDefault ?? found?.model ?? "no model found"}</span>
               <span className="dim">{workflowDefault ? "workflow default" : found?.model ? defaultModelSource(found.source) : "open Settings"}</span>
@@ -115,16 +116,16 @@ function RunSource() {
           <Menu.Separator className="menu-separator" />
           <Menu.Label className="menu-label">Run offline with an answers file</Menu.Label>
           {s.answersPath && (
-            <Menu.Item className="menu-item" onSelect={() => s.setMode("answers")} data-testid="source-answers">
+            <Menu.Item className="menu-item" onSelect={() => runControl.setMode("answers")} data-testid="source-answers">
               <span>{baseName(s.answersPath)}</span>
               {s.mode === "answers" && <span className="dim">in use</span>}
             </Menu.Item>
           )}
-          <Menu.Item className="menu-item" onSelect={() => void s.chooseAnswers()} data-testid="choose-answers">
+          <Menu.Item className="menu-item" onSelect={() => void runControl.chooseAnswers()} data-testid="choose-answers">
             Choose answers file…
           </Menu.Item>
           {s.answersPath && (
-            <Menu.Item className="menu-item" onSelect={() => s.setAnswers(null)} data-testid="script-clear">
+            <Menu.Item className="menu-item" onSelect={() => runControl.setAnswers(null)} data-testid="script-clear">
               <span>Stop using {baseName(s.answersPath)}</span>
               <X size={14} aria-hidden />
             </Menu.Item>
@@ -153,7 +154,7 @@ function RecentFiles() {
       <Menu.Portal>
         <Menu.Content className="menu-content" align="start" sideOffset={4}>
           {recent.map((p) => (
-            <Menu.Item className="menu-item" key={p} onSelect={() => void useFiles.getState().openRecent(p)} title={p}>
+            <Menu.Item className="menu-item" key={p} onSelect={() => void files.openRecent(p)} title={p}>
               <span>{baseName(p)}</span>
               <span className="dim path">{p.replace(/\/[^/]*$/, "")}</span>
             </Menu.Item>
@@ -171,7 +172,7 @@ function ContinueRuns() {
   const waiting = history.filter((r) => (r.status === "paused" || r.status === "interrupted") && !r.live && !r.server);
   if (!waiting.length) return null;
   return (
-    <select className="resume" value="" onChange={(e) => e.target.value && useRunControl.getState().resumeRun(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
+    <select className="resume" value="" onChange={(e) => e.target.value && runControl.resumeRun(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">
       <option value="">Resume… ({waiting.length})</option>
       {waiting.map((r) => <option key={r.id} value={r.id}>{r.status} · {baseName(r.workflowRef ?? r.workflow)} · {r.id.slice(0, 8)}</option>)}
     </select>
@@ -184,10 +185,8 @@ export function Toolbar() {
   const settingsProblem = usePrefs((p) => p.settingsProblem);
   const theme = usePrefs((p) => p.theme);
   // Actions never change: read once, not subscribed to.
-  const files = useFiles.getState();
   const view = useView.getState();
   const dialogs = useDialogs.getState();
-  const runControl = useRunControl.getState();
   const dirty = useDocument((d) => d.dirty);
   const name = useDocument((d) => d.workflow.name);
   const path = useDocument((d) => d.path);

@@ -2,18 +2,18 @@
 // duration, tokens and an output preview. Memoized; it reads its own run state and findings by id, so a run event
 // re-renders only the node it concerns.
 import { createContext, memo, useContext } from "react";
-import { Check, Circle, CircleX, Hand, LoaderCircle, Route, SkipForward } from "lucide-react";
+import { Check, Circle, CircleX, Hand, LoaderCircle, RefreshCw, Route, SkipForward } from "lucide-react";
 import { Handle, Position, type NodeProps } from "@xyflow/react";
 import type { Node as WorkflowNodeData } from "../types";
 import { HANDLE_STEP, HANDLE_TOP, hasInput, sourceHandles } from "../model/handles";
-import { nodeTypeSpec } from "../model/nodeTypes";
+import { asksModel, fieldPlaceholder, nodeTypeSpec } from "../model/nodeTypes";
 import { outputPreview, STATUS_WORDS, useNodeRun, useRun } from "../store/run";
 import { useValidation } from "../store/validation";
 import { useDocument } from "../store/document";
 import { useDialogs } from "../store/dialogs";
 import { usePrefs } from "../store/prefs";
 import { useRunControl } from "../store/runControl";
-import { useCompareMark } from "../store/evals";
+import { useAskedMark, useCompareMark } from "../store/evals";
 import { NODE_CHANGE_WORDS } from "../model/words";
 import { NodeIcon } from "./NodeIcon";
 import { inAppWords } from "../model/words";
@@ -43,7 +43,7 @@ export function nodeSummary(node: WorkflowNodeData, defaultModel?: string | null
       return clip(conditions.map((c) => (c.operator === "expression" ? c.value : `${c.operator} "${c.value}"`)).join(" · "));
     }
     case "approval":
-      return clip(node.message ?? "Approve?");
+      return clip(node.message ?? fieldPlaceholder(node.type, "message") ?? "");
     case "script":
       return clip(node.language ? `${node.language}${node.code ? ` · ${node.code.split("\n")[0]}` : ""}` : "no language");
     case "start":
@@ -100,7 +100,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const node = data.node;
   const lod = useContext(LodContext);
   // What an agent naming no model runs on: the same default the run source shows.
-  const namesNone = node.type === "agent" && !node.model;
+  const namesNone = asksModel(node.type) && !node.model;
   const found = usePrefs((s) => (namesNone ? s.defaultModel?.model : null));
   const defaultModel = useRunControl((s) => (namesNone ? (s.mode === "answers" ? "answers file" : s.model || found) : null));
   const run = useNodeRun(node.id);
@@ -108,6 +108,8 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const openApproval = useRun((s) => s.pending.some((p) => p.node === node.id));
   // The compare view of a test case colours each node by what became of it since the evaluation before.
   const mark = useCompareMark(node.id);
+  // The case shown asked this node's model again (the recorded calls no longer answered it): why, in the report's words.
+  const asked = useAskedMark(node.id);
   const errors = findings?.filter((f) => f.level === "error").length ?? 0;
   const warnings = (findings?.length ?? 0) - errors;
   const status = run?.status;
@@ -115,7 +117,7 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
   const spec = nodeTypeSpec(node.type);
   const last = run?.iterations[run.iterations.length - 1];
   const level = errors ? "error" : warnings ? "warning" : null;
-  const className = `wf-node wf-${node.type} ${status ? `run-${status}` : ""} ${selected ? "selected" : ""} ${level ? `has-${level}` : ""} ${run?.choosing ? "choosing" : ""} ${mark ? `cmp-${mark}` : ""}`;
+  const className = `wf-node wf-${node.type} ${status ? `run-${status}` : ""} ${selected ? "selected" : ""} ${level ? `has-${level}` : ""} ${run?.choosing ? "choosing" : ""} ${mark ? `cmp-${mark}` : ""} ${asked ? "asked-again" : ""}`;
   const common = {
     "data-testid": `node-${node.id}`,
     "data-status": status ?? "",
@@ -137,6 +139,11 @@ function WorkflowNodeView({ data, selected }: NodeProps & { data: CanvasNodeData
     <div className={className} {...common} title={findings?.map((f) => `${inAppWords(namedMessage(f.message, useDocument.getState().workflow, f.node), f.code)} (${f.code})`).join("\n")}>
       {hasInput(node.type) && <Handle type="target" position={Position.Left} id="input" />}
       {mark && <span className={`wf-compare cmp-${mark}`} data-testid={`node-compare-${node.id}`}>{NODE_CHANGE_WORDS[mark]}</span>}
+      {asked && (
+        <span className="wf-asked" title={`asked the model again: ${asked}`} aria-label={`asked the model again: ${asked}`} data-testid={`node-asked-${node.id}`}>
+          <RefreshCw size={10} aria-hidden /> asked again
+        </span>
+      )}
       <div className="wf-head">
         <span className="wf-icon" title={spec?.label ?? node.type}><NodeIcon type={node.type} size={16} /></span>
         <div className="wf-title" style={{ fontSize: TITLE_PX }} title={node.name ? `${node.name} (${node.id})` : node.id}>{node.name || node.id}</div>

@@ -69,10 +69,37 @@ describe("handles", () => {
     expect(canonicalHandle(node("c", "if"), "true"), "a catalogue without the alias resolves nothing").toBe("true");
   });
 
+  it("takes which types can be a subagent from the node-type catalogue", () => {
+    const nodes = [node("p", "agent", { tools: { subagents: true, web_search: false } }), node("x", "script"), node("q", "agent")];
+    expect(connectionProblem(nodes, [], "p", "subagent", "x")).toBe("a subagent must be an agent");
+    useNodeTypes.getState().set((generated as NodeTypeSpec[]).map((t) => (t.type === "script" ? { ...t, subagent: true } : t.type === "agent" ? { ...t, subagent: false } : t)));
+    expect(connectionProblem(nodes, [], "p", "subagent", "x"), "a catalogue whose scripts can be subagents").toBeNull();
+    expect(connectionProblem(nodes, [], "p", "subagent", "q"), "and whose agents cannot").toBe("a subagent must be an agent");
+  });
+
   it("refuses a second connection by a handle an existing edge names by another name", () => {
     const nodes = [node("c", "if", { conditions: [{ operator: "contains", value: "a" }] as Node["conditions"] }), node("x", "agent")];
     expect(connectionProblem(nodes, [edge("c", "x", "true")], "c", "condition-0", "x")).toBe("these nodes are already connected this way");
     expect(connectionProblem(nodes, [edge("c", "x", "else")], "c", "false", "x")).toBe("these nodes are already connected this way");
     expect(connectionProblem(nodes, [edge("c", "x", "else")], "c", "condition-0", "x")).toBeNull();
+  });
+});
+
+describe("source handles, computed once", () => {
+  it("are the same list for nodes of one type, and follow a node's new conditions", () => {
+    expect(sourceHandles(node("a", "agent"))).toBe(sourceHandles(node("b", "agent")));
+    const before = [{ operator: "contains", value: "a" }] as Node["conditions"];
+    const first = sourceHandles(node("c", "if", { conditions: before }));
+    expect(sourceHandles(node("c", "if", { conditions: before }))).toBe(first);
+    const after = [...before!, { operator: "contains", value: "b" }] as Node["conditions"];
+    expect(sourceHandles(node("c", "if", { conditions: after })).map((h) => h.id)).toEqual(["condition-0", "condition-1", "false"]);
+  });
+
+  it("follow the node type definitions when the engine gives new ones", () => {
+    const agent = node("a", "agent");
+    expect(sourceHandles(agent).map((h) => h.id)).toContain("error");
+    const specs = (generated as NodeTypeSpec[]).map((s) => (s.type === "agent" ? { ...s, handles: s.handles.filter((h) => h.id !== "error") } : s));
+    useNodeTypes.getState().set(specs);
+    expect(sourceHandles(agent).map((h) => h.id)).not.toContain("error");
   });
 });

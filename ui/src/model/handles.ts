@@ -1,8 +1,8 @@
 // What the canvas needs of a node's handles: which handles it shows (from the engine's node type definitions), where
 // they sit before React Flow has measured the node, and why a connection is refused. The engine's validator stays
 // the authority; the rules here only give immediate feedback while dragging.
-import type { Edge, Node, NodeType } from "../types";
-import { nodeTypeSpec, type HandleKind } from "./nodeTypes";
+import type { Condition, Edge, Node, NodeType } from "../types";
+import { canBeSubagent, nodeTypeSpec, type HandleKind } from "./nodeTypes";
 
 export type Handle = { id: string; label: string; kind: HandleKind };
 
@@ -12,13 +12,37 @@ export type Handle = { id: string; label: string; kind: HandleKind };
  */
 export const ON_FAILURE = "on failure";
 
-/** The source handles of `node`, in order, with per-condition handles expanded for its conditions. */
-export function sourceHandles(node: Node): Handle[] {
+/**
+ * The source handles of `node`, in order, with per-condition handles expanded for its conditions. Computed once per
+ * node type definition, and per conditions list for a type with a handle per condition (documents are never changed
+ * in place): the canvas, labels and layout ask for them for every node many times over.
+ */
+export function sourceHandles(node: Node): readonly Handle[] {
   const spec = nodeTypeSpec(node.type);
-  if (!spec) return [];
-  return spec.handles.flatMap((h) =>
+  if (!spec) return NONE;
+  if (!spec.handles.some((h) => h.perCondition)) {
+    let handles = bySpec.get(spec);
+    if (!handles) bySpec.set(spec, (handles = Object.freeze(expand(spec.handles, []))));
+    return handles;
+  }
+  const conditions = node.conditions ?? NO_CONDITIONS;
+  const cached = byConditions.get(conditions);
+  if (cached?.spec === spec) return cached.handles;
+  const handles = Object.freeze(expand(spec.handles, conditions));
+  byConditions.set(conditions, { spec, handles });
+  return handles;
+}
+
+type Spec = NonNullable<ReturnType<typeof nodeTypeSpec>>;
+const NONE: readonly Handle[] = Object.freeze([]);
+const NO_CONDITIONS: Condition[] = [];
+const bySpec = new WeakMap<Spec, readonly Handle[]>();
+const byConditions = new WeakMap<Condition[], { spec: Spec; handles: readonly Handle[] }>();
+
+function expand(handles: Spec["handles"], conditions: Condition[]): Handle[] {
+  return handles.flatMap((h) =>
     h.perCondition
-      ? (node.conditions ?? []).map((c, i) => ({ id: h.id.replace("{i}", String(i)), label: c.value ? short(c.value) : h.label.replace("{i}", String(i)), kind: h.kind }))
+      ? conditions.map((c, i) => ({ id: h.id.replace("{i}", String(i)), label: c.value ? short(c.value) : h.label.replace("{i}", String(i)), kind: h.kind }))
       : [{ id: h.id, label: h.kind === "error" ? ON_FAILURE : h.label, kind: h.kind }],
   );
 }
@@ -53,14 +77,20 @@ export function handleLayout(node: Node, height: number) {
 }
 
 export function hasInput(type: NodeType): boolean {
-  return nodeTypeSpec(type)?.hasInput ?? type !== "start";
+  return nodeTypeSpec(type)?.hasInput ?? true;
 }
 
 /** The minimum height a node needs to show all its right-hand handles. */
 export function minNodeHeight(node: Node): number {
-  const right = sourceHandles(node).filter((h) => h.kind !== "subagent").length;
-  return Math.max(NODE_HEIGHT, HANDLE_TOP + (right - 1) * HANDLE_STEP + 16);
+  const handles = sourceHandles(node);
+  let height = heights.get(handles);
+  if (height === undefined) {
+    const right = handles.filter((h) => h.kind !== "subagent").length;
+    heights.set(handles, (height = Math.max(NODE_HEIGHT, HANDLE_TOP + (right - 1) * HANDLE_STEP + 16)));
+  }
+  return height;
 }
+const heights = new WeakMap<readonly Handle[], number>();
 
 export const edgeHandle = (edge: Edge): string => edge.handle ?? "output";
 
@@ -84,7 +114,7 @@ export function connectionProblem(nodes: Node[], edges: Edge[], sourceId: string
   const isChild = (id: string) => edges.some((e) => e.to === id && edgeHandle(e) === "subagent");
   const kind = sourceHandles(source).find((h) => h.id === handle)?.kind;
   if (kind === "subagent") {
-    if (target.type !== "agent") return "a subagent must be an agent";
+    if (!canBeSubagent(target.type)) return "a subagent must be an agent";
     if (sourceId === targetId) return "an agent cannot be its own subagent";
     if (!source.tools?.subagents) return `turn on "subagents" in ${sourceId}'s tools first`;
     if (isChild(targetId)) return `${targetId} already has a parent agent`;

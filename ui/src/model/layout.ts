@@ -71,6 +71,13 @@ const options = (nodes: number): LayoutOptions => ({
 /** Labels sit on their edge's line, as the canvas draws them, halfway along. */
 const LABEL: LayoutOptions = { "elk.edgeLabels.placement": "CENTER", "elk.edgeLabels.inline": "true" };
 
+/** The card an edge's end is on: `node::handle` names a port of the card `node`. */
+const cardOf = (end: string | undefined): string => {
+  if (end === undefined) return "";
+  const port = end.indexOf("::");
+  return port < 0 ? end : end.slice(0, port);
+};
+
 /** Above this many nodes in the flow, layout is `quickLayered`, not ELK. */
 export const LARGE = 400;
 
@@ -79,13 +86,13 @@ export const LARGE = 400;
  * broken depth first from the sources (in file order), each node goes one layer right of its furthest predecessor,
  * layers are ordered by two barycentre sweeps (ties in file order), and each node sits as near the middle of its
  * predecessors as the cards above it in its layer allow. Gaps are ELK's: `BETWEEN_LAYERS` between layers (twice that
- * plus the widest label where labelled edges cross), `BETWEEN_CARDS` between cards. Takes and returns ELK's graph shape; edges point from a
- * port (`node::handle`) or a node to a port or a node.
+ * plus the widest label where labelled edges cross), `BETWEEN_CARDS` between cards. Takes ELK's graph shape (edges point
+ * from a port, `node::handle`, or a node to a port or a node) and places the cards it is given (sets their x and y).
  */
 export function quickLayered(children: ElkNode[], edges: ElkExtendedEdge[]): ElkNode {
   const n = children.length;
   const index = new Map(children.map((c, i) => [c.id, i]));
-  const nodeOf = (end: string) => index.get(end.split("::")[0]) ?? -1;
+  const nodeOf = (end: string) => index.get(cardOf(end)) ?? -1;
   const out: number[][] = children.map(() => []);
   const label: number[][] = children.map(() => []);
   for (const e of edges) {
@@ -148,6 +155,7 @@ export function quickLayered(children: ElkNode[], edges: ElkExtendedEdge[]): Elk
   layers.forEach((layer) => layer.forEach((v, i) => (rank[v] = i)));
   const sweep = (order: number[][], neighbours: number[][]) => {
     for (const layer of order) {
+      if (layer.length < 2) continue; // one card: nothing to order (a long chain is all such layers)
       const key = new Map(layer.map((v) => [v, neighbours[v].length ? neighbours[v].reduce((s, u) => s + rank[u], 0) / neighbours[v].length : rank[v]]));
       layer.sort((a, b) => key.get(a)! - key.get(b)! || a - b);
       layer.forEach((v, i) => (rank[v] = i));
@@ -177,7 +185,12 @@ export function quickLayered(children: ElkNode[], edges: ElkExtendedEdge[]): Elk
     }
   }
   const top = Math.min(...ys);
-  return { id: "root", children: children.map((c, v) => ({ ...c, x: xs[v], y: ys[v] - top + 12 })) };
+  // Placed where they are (copies of 5,000 cards with their ports took a tenth of a large layout).
+  children.forEach((c, v) => {
+    c.x = xs[v];
+    c.y = ys[v] - top + 12;
+  });
+  return { id: "root", children };
 }
 
 /**
@@ -188,7 +201,7 @@ export function quickLayered(children: ElkNode[], edges: ElkExtendedEdge[]): Elk
  * picture be fitted `WRAP_GAIN` times larger. Of the cuts that fit it at `ENOUGH_ZOOM`, the one that cuts the fewest
  * edges (a branching flow is cut where it narrows), then the one with fewer rows; when none does, the one that fits
  * it largest. Tried: two rows cut at every column (up to 200 columns), and more rows cut at equal widths (up to 400 rows); linear in the
- * nodes for each.
+ * nodes for each. The cards are moved where they are, and returned.
  */
 export function wrapRows(kids: ElkNode[], fitTo: Size, edges: ElkExtendedEdge[] = []): ElkNode[] {
   if (kids.length < 3) return kids;
@@ -237,7 +250,7 @@ export function wrapRows(kids: ElkNode[], fitTo: Size, edges: ElkExtendedEdge[] 
   const index = new Map(kids.map((k, i) => [k.id, i]));
   const crossing = new Int32Array(C + 1);
   for (const e of edges) {
-    const [a, b] = [index.get(e.sources[0]?.split("::")[0]), index.get(e.targets[0]?.split("::")[0])];
+    const [a, b] = [index.get(cardOf(e.sources[0])), index.get(cardOf(e.targets[0]))];
     if (a === undefined || b === undefined) continue;
     const [lo, hi] = [Math.min(columnOf[a], columnOf[b]), Math.max(columnOf[a], columnOf[b])];
     crossing[lo + 1]++;
@@ -287,7 +300,11 @@ export function wrapRows(kids: ElkNode[], fitTo: Size, edges: ElkExtendedEdge[] 
     for (let c = from; c < to; c++) [dx[c], dy[c]] = [12 - left[from], y - t];
     y += b - t + BETWEEN_ROWS;
   });
-  return kids.map((k, i) => ({ ...k, x: (k.x ?? 0) + dx[columnOf[i]], y: (k.y ?? 0) + dy[columnOf[i]] }));
+  kids.forEach((k, i) => {
+    k.x = (k.x ?? 0) + dx[columnOf[i]];
+    k.y = (k.y ?? 0) + dy[columnOf[i]];
+  });
+  return kids;
 }
 
 /** True for a workflow whose file carried no positions: none at all, or every node on the same point. */
@@ -345,9 +362,13 @@ export async function layout(workflow: Workflow): Promise<Workflow> {
   };
   const blocks = new Map(inFlow.map((n) => [n.id, block(n)]));
 
+  // ELK is given ports; the quick layout of a large graph reads only which card an edge leaves and enters, so its
+  // cards and edges are made without them (tens of thousands of objects fewer at 5,000 nodes).
+  const withPorts = inFlow.length <= LARGE;
   const portOf = new Map<string, Set<string>>();
   const children: ElkNode[] = inFlow.map((n) => {
     const { width, height } = blocks.get(n.id)!;
+    if (!withPorts) return { id: n.id, width, height };
     const card = minNodeHeight(n);
     const east = sourceHandles(n).filter((h) => h.kind !== "subagent");
     portOf.set(n.id, new Set(east.map((h) => h.id)));
@@ -374,18 +395,18 @@ export async function layout(workflow: Workflow): Promise<Workflow> {
     // Self loops take no room between layers, and subagent links are drawn inside their parent's block.
     if (edgeHandle(e) === "subagent" || e.from === e.to || !flow.has(e.from) || !flow.has(e.to)) return;
     const text = edgeLabel(e, byId.get(e.from)); // the words the canvas shows on the chip
-    const handle = canonicalHandle(byId.get(e.from), edgeHandle(e));
+    const handle = withPorts ? canonicalHandle(byId.get(e.from), edgeHandle(e)) : "";
     edges.push({
       id: `e${i}`,
-      sources: [portOf.get(e.from)!.has(handle) ? `${e.from}::${handle}` : e.from],
-      targets: [hasInput(byId.get(e.to)!.type) ? `${e.to}::input` : e.to],
+      sources: [withPorts && portOf.get(e.from)!.has(handle) ? `${e.from}::${handle}` : e.from],
+      targets: [withPorts && hasInput(byId.get(e.to)!.type) ? `${e.to}::input` : e.to],
       labels: text ? [{ id: `e${i}::label`, text, ...chipSize(text), layoutOptions: LABEL }] : [],
     });
   });
 
   // ELK takes seconds on thousands of nodes (and its depth-first cycle breaking overflows the stack on a long chain):
   // above LARGE the same layered picture is made by the quick version, which wraps its rows itself.
-  const laid = inFlow.length > LARGE ? quickLayered(children, edges) : await (await engine()).layout({ id: "root", layoutOptions: options(inFlow.length), children, edges });
+  const laid = !withPorts ? quickLayered(children, edges) : await (await engine()).layout({ id: "root", layoutOptions: options(inFlow.length), children, edges });
   // A long flow wraps into rows that fit the canvas.
   laid.children = wrapRows(laid.children ?? [], view, edges);
   const placed = new Map<string, Point>();

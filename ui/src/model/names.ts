@@ -5,6 +5,7 @@
 import type { Workflow } from "../types";
 import { canonicalHandle, sourceHandles } from "./handles";
 import { handleName } from "./labels";
+import { routesByConditions } from "./nodeTypes";
 
 type Doc = Pick<Workflow, "nodes" | "edges">;
 type Node = Workflow["nodes"][number];
@@ -110,7 +111,7 @@ export function edgeTitle(workflow: Doc, ref: string): string {
  */
 export function namedValue(text: string, workflow: Doc, nodeId?: string | null): string {
   const ids = nodeIndex(workflow.nodes).byId;
-  const ofIf = nodeId ?? workflow.nodes.find((n) => n.type === "if")?.id;
+  const ofIf = nodeId ?? workflow.nodes.find((n) => routesByConditions(n.type))?.id;
   return namedMessage(text, workflow, nodeId)
     .replace(/\{[^{}]*\}/g, (whole) => {
       // An if node's output: its branch, and the label the engine gave it; nothing else.

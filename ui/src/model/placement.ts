@@ -2,6 +2,7 @@
 // React Flow has mounted (or measured) a single node.
 import type { Node } from "../types";
 import { NODE_HEIGHT, NODE_WIDTH } from "./handles";
+import { isEntry } from "./nodeTypes";
 
 type Point = { x: number; y: number };
 type Box = { x: number; y: number; width: number; height: number };
@@ -77,7 +78,7 @@ export function openingViewport(nodes: Node[], view: { width: number; height: nu
   }
   // As much of the workflow as fits at a comfortable size just above the readable minimum.
   const zoom = Math.min(maxZoom, minZoom * 1.07);
-  const start = nodes.find((n) => n.type === "start") ?? nodes[0];
+  const start = nodes.find((n) => isEntry(n.type)) ?? nodes[0];
   const s = boxOf(start, sizes);
   return { x: padding - s.x * zoom, y: view.height / 2 - (s.y + s.height / 2) * zoom, zoom };
 }

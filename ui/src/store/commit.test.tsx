@@ -6,7 +6,7 @@ import { ReactFlowProvider } from "@xyflow/react";
 import type { Workflow } from "../types";
 import { Inspector } from "../components/Inspector";
 import { useDocument } from "./document";
-import { useFiles } from "./files";
+import * as files from "./files";
 
 const workflow = { switchyard: 1, name: "Greeting", nodes: [{ id: "start", type: "start", initial_input: "old input" }], edges: [] } as unknown as Workflow;
 
@@ -38,7 +38,7 @@ describe("the field being edited", () => {
     field.focus();
     fireEvent.change(field, { target: { value: "my cat is hungry" } });
     expect(document.activeElement).toBe(field);
-    await useFiles.getState().save();
+    await files.save();
     expect(saved).toHaveLength(1);
     expect(saved[0].nodes[0].initial_input, "the file gets the text as typed").toBe("my cat is hungry");
     expect(useDocument.getState().dirty, "and the unsaved mark clears only then").toBe(false);

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Workflow } from "../types";
-import { edgeKey, emptyWorkflow, holdDraft, useDocument, withoutItems } from "./document";
+import { edgeKey, edgeKeys, emptyWorkflow, holdDraft, nodeIds, useDocument, withoutItems } from "./document";
 
 const doc = () => useDocument.getState();
 
@@ -173,5 +173,17 @@ describe("withoutItems", () => {
     const after = withoutItems(w, [], ["n0->n1"]);
     expect(after.nodes).toBe(w.nodes);
     expect(after.edges.map(edgeKey)).toEqual(["n1->n2"]);
+  });
+});
+
+describe("ids and edge keys of a document", () => {
+  it("are worked out once per list, and a new list has its own", () => {
+    const w = { switchyard: 1, name: "w", nodes: [{ id: "a", type: "start" }, { id: "b", type: "agent" }], edges: [{ from: "a", to: "b" }] } as Workflow;
+    expect(nodeIds(w.nodes)).toBe(nodeIds(w.nodes));
+    expect([...nodeIds(w.nodes)]).toEqual(["a", "b"]);
+    expect([...edgeKeys(w.edges)]).toEqual(["a->b"]);
+    const without = withoutItems(w, ["b"], []);
+    expect([...nodeIds(without.nodes)]).toEqual(["a"]);
+    expect(edgeKeys(without.edges).size).toBe(0);
   });
 });

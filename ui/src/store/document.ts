@@ -3,8 +3,8 @@
 // document as it is typed, one undo step per field typed in; a field whose text cannot go in until it is finished (a
 // node's new id) holds it as a draft that every other change of the document or the selection commits first.
 import { create } from "zustand";
-import type { Condition, Edge, Node, NodeType, Workflow } from "../types";
-import { conditionOperators } from "../model/nodeTypes";
+import type { Edge, Node, NodeType, Workflow } from "../types";
+import { entryType, isEntry, newNodeOf } from "../model/nodeTypes";
 import { renameNode } from "../model/rename";
 
 const HISTORY = 200;
@@ -53,12 +53,12 @@ type DocumentState = {
   duplicateSelection: () => void;
 };
 
-export const emptyWorkflow = (): Workflow => ({
-  switchyard: 1,
-  name: "Untitled workflow",
-  nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } } as Node],
-  edges: [],
-});
+/** A new workflow: one node where its runs begin (the catalogue's entry type, `start`), and nothing else. */
+export function emptyWorkflow(): Workflow {
+  const type = entryType();
+  const { id, fields } = newNodeOf(type);
+  return { switchyard: 1, name: "Untitled workflow", nodes: [{ id, type, ...fields, position: { x: 0, y: 0 } } as Node], edges: [] };
+}
 
 /** The key an edge is known by on the canvas: its id, or from->to plus handle. */
 export const edgeKey = (e: Edge): string => e.id ?? `${e.from}->${e.to}${e.handle && e.handle !== "output" ? `:${e.handle}` : ""}`;
@@ -75,6 +75,21 @@ export function withoutItems(w: Workflow, nodeIds: Iterable<string>, edgeKeys: I
     nodes: nodes.size ? w.nodes.filter((n) => !nodes.has(n.id)) : w.nodes,
     edges: w.edges.filter((e) => !nodes.has(e.from) && !nodes.has(e.to) && !edges.has(edgeKey(e))),
   };
+}
+
+const idSets = new WeakMap<Node[], Set<string>>();
+const keySets = new WeakMap<Edge[], Set<string>>();
+/** The ids of `nodes`, worked out once per list (documents are never changed in place). */
+export function nodeIds(nodes: Node[]): Set<string> {
+  let ids = idSets.get(nodes);
+  if (!ids) idSets.set(nodes, (ids = new Set(nodes.map((n) => n.id))));
+  return ids;
+}
+/** The keys of `edges` (`edgeKey`), worked out once per list. */
+export function edgeKeys(edges: Edge[]): Set<string> {
+  let keys = keySets.get(edges);
+  if (!keys) keySets.set(edges, (keys = new Set(edges.map(edgeKey))));
+  return keys;
 }
 
 export function uniqueId(workflow: Workflow, base: string): string {
@@ -165,12 +180,10 @@ export const useDocument = create<DocumentState>((set, get) => ({
   markSaved: (path) => set({ path, dirty: false }),
   addNode: (type, position, from) => {
     commitHeld();
-    const id = uniqueId(get().workflow, type === "if" ? "check" : type);
-    const node = { id, type, position } as Node;
-    // A type with conditions (an if node) starts with one, its operator the first the catalogue lists.
-    const operator = conditionOperators(type)[0] as Condition["operator"] | undefined;
-    if (operator) node.conditions = [{ operator, value: "" }];
-    if (type === "approval") node.message = "Approve this step?";
+    // The catalogue says what a new node of the type is called and starts with (an if node: one condition).
+    const fresh = newNodeOf(type);
+    const id = uniqueId(get().workflow, fresh.id);
+    const node = { ...fresh.fields, id, type, position } as Node;
     const edge = from ? ({ from: from.node, to: id, ...(from.handle !== "output" ? { handle: from.handle } : {}) } as Edge) : null;
     get().edit((w) => ({ ...w, nodes: [...w.nodes, node], edges: edge ? [...w.edges, edge] : w.edges }));
     set({ selection: { nodes: [id], edges: [] } });
@@ -199,7 +212,7 @@ export const useDocument = create<DocumentState>((set, get) => ({
   deleteSelection: () => {
     commitHeld();
     const { selection, workflow } = get();
-    const starts = workflow.nodes.filter((n) => n.type === "start").map((n) => n.id);
+    const starts = workflow.nodes.filter((n) => isEntry(n.type)).map((n) => n.id);
     // The last start node stays: a workflow without one cannot run, and a person rarely means to remove it.
     const keep = starts.every((id) => selection.nodes.includes(id)) ? new Set(starts) : new Set<string>();
     const nodes = selection.nodes.filter((id) => !keep.has(id));
@@ -212,7 +225,7 @@ export const useDocument = create<DocumentState>((set, get) => ({
   },
   copySelection: () => {
     const { workflow, selection } = get();
-    const nodes = workflow.nodes.filter((n) => selection.nodes.includes(n.id) && n.type !== "start");
+    const nodes = workflow.nodes.filter((n) => selection.nodes.includes(n.id) && !isEntry(n.type));
     const ids = new Set(nodes.map((n) => n.id));
     set({ clipboard: { nodes, edges: workflow.edges.filter((e) => ids.has(e.from) && ids.has(e.to)) } });
   },

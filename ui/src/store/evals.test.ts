@@ -7,7 +7,7 @@ import { useDocument } from "./document";
 import { useLayoutPrefs } from "./layoutPrefs";
 import { useMessages } from "./messages";
 import { renderHook } from "@testing-library/react";
-import { applyCaseReport, applyEvaluation, formatCost, nodeMark, nodeToCompare, shownAttempt, summarize, useCompareMark, useEvals, type CaseReport, type EvalReport } from "./evals";
+import { applyCaseReport, applyEvaluation, askedAgain, formatCost, nodeMark, nodeToCompare, shownAttempt, summarize, useAskedMark, useCompareMark, useEvals, type CaseReport, type EvalReport } from "./evals";
 import { attempt, caseChange, caseReport, evalReport, send, freshStores } from "./evals.fixtures";
 
 const workflow = { switchyard: 1, name: "Loop", nodes: [{ id: "start", type: "start" }, { id: "fix", type: "agent" }, { id: "review", type: "agent" }], edges: [] } as unknown as Workflow;
@@ -83,6 +83,22 @@ describe("the compare view", () => {
     expect(renderHook(() => useCompareMark("review")).result.current).toBe("changed");
     useEvals.getState().select(null);
     expect(renderHook(() => useCompareMark("fix")).result.current).toBeNull();
+  });
+
+  it("marks the nodes the shown case asked the model again, with the report's why, only while the Evals tab shows that case", () => {
+    const asked = { fix: "its prompt, model, tools or schema changed", review: "what reached it changed" };
+    // The failed attempt is the one shown, so its asked nodes are marked, not the passing attempt's.
+    const report: CaseReport = { id: "edited", verdict: "flaky", attempts: [attempt({ asked: { start: "never recorded" } }), attempt({ passed: false, asked })] };
+    useEvals.setState({ reports: { edited: report, plain: caseReport("plain") }, selected: "edited" });
+    expect(askedAgain(report)).toEqual(Object.entries(asked));
+    expect(askedAgain(caseReport("plain"))).toEqual([]);
+    expect(renderHook(() => useAskedMark("fix")).result.current).toBeNull(); // the Problems tab is shown
+    useLayoutPrefs.setState({ panel: "evals" });
+    expect(renderHook(() => useAskedMark("fix")).result.current).toBe("its prompt, model, tools or schema changed");
+    expect(renderHook(() => useAskedMark("review")).result.current).toBe("what reached it changed");
+    expect(renderHook(() => useAskedMark("start")).result.current).toBeNull();
+    useEvals.getState().select("plain");
+    expect(renderHook(() => useAskedMark("fix")).result.current).toBeNull();
   });
 });
 

@@ -17,7 +17,7 @@ import type {
 import { commands, unwrap } from "../api";
 import { commitEditing } from "./ask";
 import { useDocument } from "./document";
-import { useHistory } from "./history";
+import * as storedRuns from "./history";
 import { useLayoutPrefs } from "./layoutPrefs";
 import { failWith, useMessages } from "./messages";
 import { baseName } from "../model/paths";
@@ -93,6 +93,19 @@ export function summarize(report: EvalReport): Summary | null {
 /** What became of a node in a case's comparison, for its colour on the canvas; null when it ran in neither. */
 export function nodeMark(change: CaseChange | undefined, node: string): NodeVerdict | null {
   return change?.nodes.find((n) => n.node === node)?.change ?? null;
+}
+
+/**
+ * The nodes a case's shown attempt asked the model again (the recorded calls did not answer them), each with why as
+ * the report says it: "its prompt, model, tools or schema changed", "what reached it changed", "never recorded".
+ */
+export function askedAgain(report: CaseReport | undefined): [string, string][] {
+  return Object.entries(shownAttempt(report)?.asked ?? {}).filter((e): e is [string, string] => typeof e[1] === "string");
+}
+
+/** Why the selected case asked `node`'s model again, for its mark on the canvas; null when it did not. */
+export function askedMark(report: CaseReport | undefined, node: string): string | null {
+  return shownAttempt(report)?.asked?.[node] ?? null;
 }
 
 /** The node the compare view shows first: the selected one when it is compared, else the first regressed, then changed. */
@@ -184,7 +197,7 @@ export const useEvals = create<EvalsState>((set, get) => ({
       failWith(`Could not run the test cases in ${baseName(get().file ?? "the evaluation file")}`, e);
     }
     // The cases' runs are kept: History lists them.
-    void useHistory.getState().refresh();
+    void storedRuns.refresh();
   },
 
   select: (selected) => set({ selected, compareNode: null }),
@@ -194,7 +207,7 @@ export const useEvals = create<EvalsState>((set, get) => ({
   openRun: async (caseId) => {
     const runId = shownAttempt(get().reports[caseId])?.runId;
     if (!runId) return useMessages.getState().error(`Test case ${caseId} has no stored run: run it first.`);
-    await useHistory.getState().openRun(runId);
+    await storedRuns.openRun(runId);
   },
 }));
 
@@ -205,4 +218,13 @@ export const useEvals = create<EvalsState>((set, get) => ({
 export function useCompareMark(node: string): NodeVerdict | null {
   const shown = useLayoutPrefs((s) => s.panel === "evals");
   return useEvals((s) => (shown && s.selected ? nodeMark(s.changes[s.selected], node) : null));
+}
+
+/**
+ * Why the case the Evals tab shows asked `node`'s model again (the report's words), for a mark on the canvas: only
+ * while the Evals tab shows a case whose run asked it.
+ */
+export function useAskedMark(node: string): string | null {
+  const shown = useLayoutPrefs((s) => s.panel === "evals");
+  return useEvals((s) => (shown && s.selected ? askedMark(s.reports[s.selected], node) : null));
 }

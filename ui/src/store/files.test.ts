@@ -5,7 +5,7 @@ import { mockIPC } from "@tauri-apps/api/mocks";
 import type { Workflow } from "../types";
 import { useDialogs } from "./dialogs";
 import { useDocument } from "./document";
-import { useFiles } from "./files";
+import * as files from "./files";
 import { usePrefs } from "./prefs";
 import { useRunControl } from "./runControl";
 import { useView } from "./view";
@@ -34,7 +34,7 @@ describe("opening a file", () => {
   it("runs offline with the answers file beside it, forgets the approvals of the last document, and comes first among recent files", async () => {
     const asked = engine("/w/pets.script.yaml");
     const nonce = useView.getState().request.nonce;
-    await useFiles.getState().open("/w/pets.yaml");
+    await files.open("/w/pets.yaml");
     expect(useDocument.getState().path).toBe("/w/pets.yaml");
     expect(useRunControl.getState()).toMatchObject({ mode: "answers", answersPath: "/w/pets.script.yaml" });
     expect(useDialogs.getState()).toMatchObject({ dismissed: [], reviewing: null, approvalNotes: {} });
@@ -46,7 +46,7 @@ describe("opening a file", () => {
   it("runs on a model when no answers file lies beside it", async () => {
     engine(null);
     useRunControl.setState({ mode: "answers", answersPath: "/w/earlier.script.yaml" });
-    await useFiles.getState().open("/w/pets.yaml");
+    await files.open("/w/pets.yaml");
     expect(useRunControl.getState()).toMatchObject({ mode: "model", answersPath: null });
   });
 });
@@ -55,7 +55,7 @@ describe("a new workflow", () => {
   it("runs on a model and has no approvals put off", async () => {
     engine(null);
     useRunControl.setState({ mode: "answers", answersPath: "/w/pets.script.yaml" });
-    await useFiles.getState().newWorkflow();
+    await files.newWorkflow();
     expect(useDocument.getState().workflow.name).toBe("Untitled workflow");
     expect(useRunControl.getState()).toMatchObject({ mode: "model", answersPath: null });
     expect(useDialogs.getState()).toMatchObject({ dismissed: [], reviewing: null, approvalNotes: {} });
@@ -66,13 +66,13 @@ describe("unsaved changes before New", () => {
   it("are asked about as closing asks (Save / Don't save / Cancel): Cancel keeps them, Don't save lets them go", async () => {
     engine(null);
     useDocument.getState().updateNode("vet", { user_prompt: "check the cat" });
-    const first = useFiles.getState().newWorkflow();
+    const first = files.newWorkflow();
     await Promise.resolve();
     expect(useDialogs.getState().unsaved?.doing).toBe("starting a new workflow");
     useDialogs.getState().answerUnsaved("cancel");
     await first;
     expect(useDocument.getState().workflow.nodes[1].user_prompt, "Cancel kept the document").toBe("check the cat");
-    const second = useFiles.getState().newWorkflow();
+    const second = files.newWorkflow();
     await Promise.resolve();
     useDialogs.getState().answerUnsaved("discard");
     await second;
@@ -101,14 +101,14 @@ describe("Save As of a workflow never saved", () => {
   it("proposes the person's Documents folder and a file named after the workflow, not the process's working folder", async () => {
     usePrefs.setState({ recentFiles: [] });
     const { proposed } = savingEngine(null);
-    await useFiles.getState().saveAs();
+    await files.saveAs();
     expect(proposed).toEqual(["/home/ann/Documents/pets.yaml"]);
   });
 
   it("proposes the folder of the file opened last when there is one", async () => {
     usePrefs.setState({ recentFiles: ["/w/flows/other.yaml"] });
     const { proposed } = savingEngine(null);
-    await useFiles.getState().saveAs();
+    await files.saveAs();
     expect(proposed).toEqual(["/w/flows/pets.yaml"]);
   });
 
@@ -116,7 +116,7 @@ describe("Save As of a workflow never saved", () => {
     usePrefs.setState({ recentFiles: [] });
     useDocument.getState().load({ ...workflow, name: "Untitled workflow" }, null);
     const { proposed, saved } = savingEngine("/home/ann/Documents/pet-care.yaml");
-    await useFiles.getState().saveAs();
+    await files.saveAs();
     expect(proposed).toEqual(["/home/ann/Documents/untitled-workflow.yaml"]);
     expect(saved.map((w) => w.name)).toEqual(["pet-care"]);
     expect(useDocument.getState()).toMatchObject({ path: "/home/ann/Documents/pet-care.yaml", dirty: false });
@@ -125,7 +125,7 @@ describe("Save As of a workflow never saved", () => {
 
   it("keeps a name the person gave", async () => {
     const { saved } = savingEngine("/w/elsewhere.yaml");
-    await useFiles.getState().saveAs();
+    await files.saveAs();
     expect(saved.map((w) => w.name)).toEqual(["Pets"]);
   });
 });

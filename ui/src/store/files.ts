@@ -1,7 +1,7 @@
 // Workflow files: opening one (of any supported format, laid out when it keeps no positions), a new workflow, saving,
 // saving as, exporting canonical YAML, and closing the window with unsaved changes. Every file goes through the typed
-// commands. Knows nothing of how a run goes; an opened file only says where its runs take their answers from.
-import { create } from "zustand";
+// commands. Knows nothing of how a run goes; an opened file only says where its runs take their answers from. No
+// store: each is a function over the stores it changes (`import * as files from "./files"`).
 import { commands, unwrap } from "../api";
 import { layout, needsLayout } from "../model/layout";
 import { baseName } from "../model/paths";
@@ -16,20 +16,6 @@ import { useView } from "./view";
 import { appWindow } from "../transport";
 
 const POSITIONLESS_FORMATS = new Set(["sweny", "tea", "openexpertise"]);
-
-type FilesState = {
-  open: (path: string) => Promise<void>;
-  openPicked: () => Promise<void>;
-  /** Opens a recent file (asking first about unsaved changes). */
-  openRecent: (path: string) => Promise<void>;
-  newWorkflow: () => Promise<void>;
-  save: () => Promise<void>;
-  saveAs: () => Promise<void>;
-  /** Writes canonical YAML to a file the person picks; the open document keeps its own path and unsaved state. */
-  exportYaml: () => Promise<void>;
-  /** The answer to "save before closing?": save then close, close without saving, or stay. */
-  closeWindow: (answer: "save" | "discard" | "cancel") => Promise<void>;
-};
 
 const info = (text: string) => useMessages.getState().info(text);
 const slug = (name: string) => name.replace(/\W+/g, "-").toLowerCase();
@@ -68,95 +54,98 @@ function documentShown() {
   useDialogs.getState().resetApprovals(true);
 }
 
-export const useFiles = create<FilesState>((_set, get) => ({
-  open: async (file) => {
-    try {
-      const opened = await unwrap(commands.openFile(file));
-      // `npm run bench:app` tells the engine's part of an open (reading the file) from the window's by this mark.
-      performance.mark("switchyard:file-read");
-      let workflow = opened.workflow;
-      const imported = opened.format !== "switchyard";
-      // Files of systems that keep no positions (SWEny, TEA, OpenExpertise), and canonical files without them, are
-      // laid out by ELK; the importer's own placement is only a fallback for the command line.
-      if (POSITIONLESS_FORMATS.has(opened.format) || needsLayout(workflow)) workflow = await layout(workflow);
-      // The run source follows the file: its answers file when one lies beside it, else the model; the message
-      // says which. Decided before the document shows, so the toolbar never shows another file's source.
-      const beside = await Promise.resolve().then(() => commands.scriptBeside(opened.path ?? file)).catch(() => null);
-      const script = beside ?? null;
-      answersForNextDocument(script);
-      useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
-      documentShown();
-      usePrefs.getState().remember(file);
-      const scriptNote = script ? ` · runs offline with answers from ${baseName(script)}` : "";
-      info(imported ? `Imported ${opened.format} file ${baseName(file)}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${baseName(file)}${scriptNote}`);
-      useView.getState().requestView("open");
-    } catch (e) {
-      failWith("Could not open", e, file);
-    }
-  },
-
-  openPicked: async () => {
-    if (!(await confirmDiscard("opening another workflow"))) return;
-    const file = await pickFile(WORKFLOW_FILES);
-    if (file) await get().open(file);
-  },
-
-  openRecent: async (file) => {
-    if (!(await confirmDiscard(`opening ${baseName(file)}`))) return;
-    await get().open(file);
-  },
-
-  newWorkflow: async () => {
-    if (!(await confirmDiscard("starting a new workflow"))) return;
-    useDocument.getState().load(emptyWorkflow(), null); // it runs on a model: it brings no answers file
+/** Opens workflow file `file` (of any supported format, laid out when it keeps no positions). */
+export async function open(file: string): Promise<void> {
+  try {
+    const opened = await unwrap(commands.openFile(file));
+    // `npm run bench:app` tells the engine's part of an open (reading the file) from the window's by this mark.
+    performance.mark("switchyard:file-read");
+    let workflow = opened.workflow;
+    const imported = opened.format !== "switchyard";
+    // Files of systems that keep no positions (SWEny, TEA, OpenExpertise), and canonical files without them, are
+    // laid out by ELK; the importer's own placement is only a fallback for the command line.
+    if (POSITIONLESS_FORMATS.has(opened.format) || needsLayout(workflow)) workflow = await layout(workflow);
+    // The run source follows the file: its answers file when one lies beside it, else the model; the message
+    // says which. Decided before the document shows, so the toolbar never shows another file's source.
+    const beside = await Promise.resolve().then(() => commands.scriptBeside(opened.path ?? file)).catch(() => null);
+    const script = beside ?? null;
+    answersForNextDocument(script);
+    useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
     documentShown();
+    usePrefs.getState().remember(file);
+    const scriptNote = script ? ` · runs offline with answers from ${baseName(script)}` : "";
+    info(imported ? `Imported ${opened.format} file ${baseName(file)}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${baseName(file)}${scriptNote}`);
     useView.getState().requestView("open");
-  },
+  } catch (e) {
+    failWith("Could not open", e, file);
+  }
+}
 
-  save: async () => {
-    commitEditing();
-    const path = useDocument.getState().path;
-    if (!path) return get().saveAs();
-    await writeTo(path);
-  },
+/** Opens a workflow file the person picks (asking first about unsaved changes). */
+export async function openPicked(): Promise<void> {
+  if (!(await confirmDiscard("opening another workflow"))) return;
+  const file = await pickFile(WORKFLOW_FILES);
+  if (file) await open(file);
+}
 
-  saveAs: async () => {
-    commitEditing();
-    const { path, workflow } = useDocument.getState();
-    const folder = path ? null : await saveFolder();
-    const file = await pickSavePath(path ?? `${folder ? `${folder.replace(/\/$/, "")}/` : ""}${slug(workflow.name)}.yaml`);
-    if (!file) return;
-    // A workflow still called "Untitled workflow" takes the name of the file it is saved as.
-    const stem = baseName(file).replace(/\.(json|ya?ml)$/i, "");
-    if (useDocument.getState().workflow.name === UNTITLED && stem) useDocument.getState().edit((w) => ({ ...w, name: stem }));
-    await writeTo(file);
-  },
+/** Opens a recent file (asking first about unsaved changes). */
+export async function openRecent(file: string): Promise<void> {
+  if (!(await confirmDiscard(`opening ${baseName(file)}`))) return;
+  await open(file);
+}
 
-  exportYaml: async () => {
-    commitEditing();
-    const { path, workflow } = useDocument.getState();
-    const suggested = (path ? baseName(path).replace(/\.(json|ya?ml)$/i, "") : slug(workflow.name)) + ".yaml";
-    const file = await pickSavePath(path ? path.replace(/[^/]*$/, suggested) : suggested);
-    if (!file) return;
-    try {
-      await unwrap(commands.saveFile(file, workflow));
-      info(`Exported canonical YAML to ${baseName(file)}`);
-    } catch (e) {
-      failWith("Could not export to", e, file);
-    }
-  },
+export async function newWorkflow(): Promise<void> {
+  if (!(await confirmDiscard("starting a new workflow"))) return;
+  useDocument.getState().load(emptyWorkflow(), null); // it runs on a model: it brings no answers file
+  documentShown();
+  useView.getState().requestView("open");
+}
 
-  closeWindow: async (answer) => {
-    commitEditing();
-    const closeDialog = () => useDialogs.getState().setDialog("close", false);
-    if (answer === "cancel") return closeDialog();
-    if (answer === "save") {
-      await get().save();
-      if (useDocument.getState().dirty) return; // not saved (the person cancelled the file picker, or it failed)
-    }
-    closeDialog();
-    if (!appWindow()) return;
-    const { getCurrentWindow } = await import("@tauri-apps/api/window");
-    await getCurrentWindow().destroy();
-  },
-}));
+export async function save(): Promise<void> {
+  commitEditing();
+  const path = useDocument.getState().path;
+  if (!path) return saveAs();
+  await writeTo(path);
+}
+
+export async function saveAs(): Promise<void> {
+  commitEditing();
+  const { path, workflow } = useDocument.getState();
+  const folder = path ? null : await saveFolder();
+  const file = await pickSavePath(path ?? `${folder ? `${folder.replace(/\/$/, "")}/` : ""}${slug(workflow.name)}.yaml`);
+  if (!file) return;
+  // A workflow still called "Untitled workflow" takes the name of the file it is saved as.
+  const stem = baseName(file).replace(/\.(json|ya?ml)$/i, "");
+  if (useDocument.getState().workflow.name === UNTITLED && stem) useDocument.getState().edit((w) => ({ ...w, name: stem }));
+  await writeTo(file);
+}
+
+/** Writes canonical YAML to a file the person picks; the open document keeps its own path and unsaved state. */
+export async function exportYaml(): Promise<void> {
+  commitEditing();
+  const { path, workflow } = useDocument.getState();
+  const suggested = (path ? baseName(path).replace(/\.(json|ya?ml)$/i, "") : slug(workflow.name)) + ".yaml";
+  const file = await pickSavePath(path ? path.replace(/[^/]*$/, suggested) : suggested);
+  if (!file) return;
+  try {
+    await unwrap(commands.saveFile(file, workflow));
+    info(`Exported canonical YAML to ${baseName(file)}`);
+  } catch (e) {
+    failWith("Could not export to", e, file);
+  }
+}
+
+/** The answer to "save before closing?": save then close, close without saving, or stay. */
+export async function closeWindow(answer: "save" | "discard" | "cancel"): Promise<void> {
+  commitEditing();
+  const closeDialog = () => useDialogs.getState().setDialog("close", false);
+  if (answer === "cancel") return closeDialog();
+  if (answer === "save") {
+    await save();
+    if (useDocument.getState().dirty) return; // not saved (the person cancelled the file picker, or it failed)
+  }
+  closeDialog();
+  if (!appWindow()) return;
+  const { getCurrentWindow } = await import("@tauri-apps/api/window");
+  await getCurrentWindow().destroy();
+}

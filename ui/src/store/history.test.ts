@@ -1,8 +1,11 @@
 // Saving a stored run as a test case: the command's answer becomes a message, as does its refusal with its code.
 import { beforeEach, describe, expect, it } from "vitest";
 import { mockIPC } from "@tauri-apps/api/mocks";
-import { useHistory } from "./history";
+import * as storedRuns from "./history";
+import { filterRuns, useHistory, type RunSummary } from "./history";
 import { useMessages } from "./messages";
+import { useReplay } from "./replay";
+import { useTurns } from "./turns";
 import { useRunControl } from "./runControl";
 
 function engine(answer: (args: Record<string, unknown>) => unknown) {
@@ -22,7 +25,7 @@ beforeEach(() => {
 describe("save as test case", () => {
   it("asks the engine for the run and says where the case went", async () => {
     const calls = engine(() => ({ path: "/w/approval-flow.evals.yaml", caseId: "run-1a2b3c4d", expectations: 6, recordedCalls: 0 }));
-    await useHistory.getState().saveTestCase("1a2b3c4d-5e6f");
+    await storedRuns.saveTestCase("1a2b3c4d-5e6f");
     expect(calls.filter((c) => c.cmd === "save_test_case").map((c) => c.args)).toEqual([{ runId: "1a2b3c4d-5e6f", workflowPath: null }]);
     expect(useMessages.getState().messages).toEqual([
       expect.objectContaining({ kind: "info", text: "Saved as test case run-1a2b3c4d in approval-flow.evals.yaml (6 expectations)" }),
@@ -31,7 +34,7 @@ describe("save as test case", () => {
 
   it("says how many model calls a run on a model kept for the case", async () => {
     engine(() => ({ path: "/w/chain.evals.yaml", caseId: "run-9f8e7d6c", expectations: 4, recordedCalls: 3 }));
-    await useHistory.getState().saveTestCase("9f8e7d6c-5b4a");
+    await storedRuns.saveTestCase("9f8e7d6c-5b4a");
     expect(useMessages.getState().messages.map((m) => m.text)).toEqual(["Saved as test case run-9f8e7d6c in chain.evals.yaml (4 expectations, 3 model calls kept)"]);
   });
 
@@ -39,7 +42,7 @@ describe("save as test case", () => {
     engine(() => {
       throw { code: "RUN_NOT_ENDED", message: "run 1a2b3c4d-5e6f has not ended; resume it to let it end first", problems: [] };
     });
-    await useHistory.getState().saveTestCase("1a2b3c4d-5e6f");
+    await storedRuns.saveTestCase("1a2b3c4d-5e6f");
     const [shown] = useMessages.getState().messages;
     expect(shown.kind).toBe("error");
     expect(shown.code).toBe("RUN_NOT_ENDED");
@@ -56,7 +59,7 @@ describe("a server's runs in History", () => {
       if (cmd === "server_runs") return [{ ...row("remote", "2026-11-02T10:00:00Z"), server: "sy.example.com:8080" }];
       return null;
     });
-    await useHistory.getState().refresh();
+    await storedRuns.refresh();
     const { runs, serverProblem } = useHistory.getState();
     expect(runs.map((r) => [r.id, r.server ?? null])).toEqual([["local-new", null], ["remote", "sy.example.com:8080"], ["local-old", null]]);
     expect(serverProblem).toBeNull();
@@ -68,7 +71,7 @@ describe("a server's runs in History", () => {
       if (cmd === "server_runs") throw { code: "SERVER_NO_TOKEN", message: "$SWITCHYARD_TOKEN is not set: it should hold a token for the server at http://sy:8080", problems: [] };
       return null;
     });
-    await useHistory.getState().refresh();
+    await storedRuns.refresh();
     const { runs, serverProblem } = useHistory.getState();
     expect(runs.map((r) => r.id)).toEqual(["local"]);
     expect(serverProblem).toMatch(/SWITCHYARD_TOKEN is not set/);
@@ -92,8 +95,8 @@ describe("opening a run that goes on elsewhere", () => {
       if (cmd === "follow_run") follows.push(args as Record<string, unknown>);
       return null;
     });
-    await useHistory.getState().refresh();
-    await useHistory.getState().openRun("remote-1");
+    await storedRuns.refresh();
+    await storedRuns.openRun("remote-1");
     expect(follows.map((f) => [f.runId, f.after])).toEqual([["remote-1", 1]]);
     const text = useMessages.getState().messages.map((m) => m.text).join("\n");
     expect(text).toMatch(/following it live/);
@@ -116,15 +119,71 @@ describe("a stored run opened or resumed", () => {
 
   it("never keeps the answers file of the workflow shown before: a workflow with none runs on a model", async () => {
     engine({});
-    await useHistory.getState().openRun("run-b");
+    await storedRuns.openRun("run-b");
     expect(useRunControl.getState()).toMatchObject({ mode: "model", answersPath: null });
   });
 
   it("takes the answers file beside its workflow's file, or the one the run ran on", async () => {
     engine({ "/w/b.yaml": "/w/b.script.yaml" });
-    await useHistory.getState().openRun("run-b");
+    await storedRuns.openRun("run-b");
     expect(useRunControl.getState()).toMatchObject({ mode: "answers", answersPath: "/w/b.script.yaml" });
-    await useHistory.getState().openRun("run-c");
+    await storedRuns.openRun("run-c");
     expect(useRunControl.getState()).toMatchObject({ mode: "answers", answersPath: "/elsewhere/c-answers.yaml" });
+  });
+});
+
+describe("a stored run replayed", () => {
+  const workflow = { switchyard: 1, name: "w", nodes: [{ id: "review", type: "agent", position: { x: 0, y: 0 } }], edges: [] };
+  const row = { id: "run-r", workflow: "w", workflowRef: null, answersPath: null, status: "completed", started: "2026-11-02T10:00:00Z", durationMs: 0, pending: [], usage: {}, tokens: 0, cost: null, eval: null };
+  const events = [
+    { seq: 1, run: "run-r", ts: "2026-11-02T10:00:00.000Z", type: "workflow:start", workflow: "w", input: null },
+    { seq: 2, run: "run-r", ts: "2026-11-02T10:00:00.100Z", type: "node:enter", node: "review", iteration: 1, instruction: "" },
+    { seq: 3, run: "run-r", ts: "2026-11-02T10:00:01.000Z", type: "node:exit", node: "review", iteration: 1, result: { status: "success", data: { text: "5" }, toolCalls: [] }, durationMs: 900 },
+    { seq: 4, run: "run-r", ts: "2026-11-02T10:00:01.000Z", type: "workflow:end", status: "completed" },
+  ];
+  const review = [{ kind: "turn", iteration: 1, at: "t0", number: 1, text: "5", calls: [], tokens: 9, seq: 3, ts: "2026-11-02T10:00:00.900Z", ms: 800 }];
+
+  it("reads the run's turns once and steps through them inside their node", async () => {
+    const asked: string[] = [];
+    mockIPC((cmd) => {
+      asked.push(cmd);
+      if (cmd === "open_run") return { document: { workflow, format: "switchyard", notes: [], path: "/w/w.yaml" }, events, row };
+      if (cmd === "run_events") return events;
+      if (cmd === "run_turns") return { review };
+      return null;
+    });
+    await storedRuns.replayRun("run-r");
+    useReplay.getState().pause();
+    expect(asked.filter((c) => c === "run_turns")).toEqual(["run_turns"]);
+    const { steps } = useReplay.getState();
+    expect(steps.map((s) => (s.turn ? `turn ${s.turn.turn.at}` : events[s.event].type))).toEqual(["workflow:start", "node:enter", "turn t0", "node:exit", "workflow:end"]);
+    expect(useTurns.getState().byNode).toEqual({ review });
+    useReplay.getState().discard();
+  });
+});
+
+describe("the stored runs store", () => {
+  it("keeps only the list and the server's problem: refreshing, opening and replaying are the module's functions", () => {
+    expect(Object.keys(useHistory.getState()).sort()).toEqual(["runs", "serverProblem"]);
+    expect(["refresh", "openRun", "replayRun", "saveTestCase"].every((f) => typeof (storedRuns as Record<string, unknown>)[f] === "function")).toBe(true);
+  });
+});
+
+describe("History's filter", () => {
+  const row = (id: string, status: string, workflow: string, workflowRef: string | null = null) =>
+    ({ id, status, workflow, workflowRef, live: false, pending: [], started: "", durationMs: 0, tokens: 0, usage: {}, cost: null, eval: null, answersPath: null, forkedFrom: null, server: null }) as unknown as RunSummary;
+  const runs = [row("ab12cd34-1", "failed", "Deploy", "/w/deploy.yaml"), row("ab99ffff-2", "completed", "Publish"), row("cd000000-3", "failed", "Publish")];
+
+  it("by status, by the short id a run begins with, and by workflow name or file, together", () => {
+    const ids = (status: string, search: string) => filterRuns(runs, { status, search }).map((r) => r.id);
+    expect(ids("", "")).toEqual(["ab12cd34-1", "ab99ffff-2", "cd000000-3"]);
+    expect(ids("failed", "")).toEqual(["ab12cd34-1", "cd000000-3"]);
+    expect(ids("", "AB12")).toEqual(["ab12cd34-1"]);
+    expect(ids("", "ab")).toEqual(["ab12cd34-1", "ab99ffff-2"]);
+    expect(ids("", "publish")).toEqual(["ab99ffff-2", "cd000000-3"]);
+    expect(ids("", "deploy.yaml")).toEqual(["ab12cd34-1"]);
+    expect(ids("failed", "publish")).toEqual(["cd000000-3"]);
+    expect(ids("", "12cd")).toEqual([]); // an id matches from its start only
+    expect(ids("paused", "")).toEqual([]);
   });
 });

@@ -1,7 +1,9 @@
 // Running the open workflow: where a run's answers come from (an answers file or a model), and the run commands —
 // start (from the start or from a node), the code consent asked first, cancel, an approval's decision, resume. Every
 // run goes through the typed commands; nothing here decides how a workflow runs, and what a run did is the run
-// store's.
+// store's. The store (`useRunControl`) keeps only state; the commands are the module's functions (`run`, `cancel`,
+// `decide`, …), which read and set the stores they need through `getState`/`setState` (zustand's "no store
+// actions" practice): import them as `import * as runControl from "./runControl"`.
 import { create } from "zustand";
 import { Channel } from "@tauri-apps/api/core";
 import type { Consent_Serialize as Consent, Event_Deserialize } from "../bindings";
@@ -11,6 +13,7 @@ import { baseName } from "../model/paths";
 import { ANSWERS_FILES, commitEditing, confirmDiscard, pickFile } from "./ask";
 import { useDialogs } from "./dialogs";
 import { useDocument } from "./document";
+import * as storedRuns from "./history";
 import { useHistory } from "./history";
 import { useLayoutPrefs } from "./layoutPrefs";
 import { errorText, failWith, useMessages } from "./messages";
@@ -22,9 +25,13 @@ import { useView } from "./view";
 /** Where a run's answers come from: an answers file (offline, deterministic) or a model. */
 export type RunMode = "answers" | "model";
 
-/** Where a run was asked to start from: a node, with an earlier run's results upstream of it. */
-type From = { run: string; node: string };
+/**
+ * Where a run was asked to start from: a node, with an earlier run's results upstream of it; with `fork`, the node
+ * (or its model turn `turn`, from 1) answers what the person gave instead of what the model said in that run.
+ */
+type From = { run: string; node: string; fork?: { turn: number | null; answer: string } };
 
+/** What the run conductor keeps: only state. What it does are the functions below (`run`, `cancel`, `decide`, …). */
 type RunControlState = {
   mode: RunMode;
   answersPath: string | null;
@@ -34,21 +41,6 @@ type RunControlState = {
   trustedAt: number;
   /** A run waiting for the person to allow this version of the workflow's code, and where it was to start from. */
   consent: { consent: Consent; from?: From; resume?: string } | null;
-  setMode: (mode: RunMode) => void;
-  setModel: (model: string) => void;
-  /** Runs take their answers from this file; null: from a model. */
-  setAnswers: (path: string | null) => void;
-  chooseAnswers: () => Promise<void>;
-  /** Runs the document; `from`: from a node, with an earlier run's results upstream of it. A workflow whose code
-   * steps are not trusted yet first asks (`consent`). */
-  run: (from?: From) => Promise<void>;
-  /** Answers the code consent question: allowed, the version is trusted and the run starts; refused, nothing runs. */
-  answerConsent: (allow: boolean) => Promise<void>;
-  cancel: () => void;
-  decide: (node: string, decision: "approve" | "reject", note: string) => Promise<void>;
-  resumeRun: (id: string) => Promise<void>;
-  /** Runs the document from `node`, taking the last run's results for every node upstream of it. */
-  runFrom: (node: string) => Promise<void>;
 };
 
 /** Why Run cannot start now, or null. */
@@ -83,125 +75,168 @@ export async function answersOfRun(row: { answersPath: string | null }, workflow
   return (await commands.scriptBeside(workflowPath).catch(() => null)) ?? null;
 }
 
-export const useRunControl = create<RunControlState>((set, get) => ({
+export const useRunControl = create<RunControlState>(() => ({
   mode: "model",
   answersPath: null,
   model: "",
   trustedAt: 0,
   consent: null,
-
-  setMode: (mode) => set({ mode }),
-  setModel: (model) => set({ model }),
-  setAnswers: (answersPath) => set({ answersPath, mode: answersPath ? "answers" : "model" }),
-  chooseAnswers: async () => {
-    const file = await pickFile(ANSWERS_FILES);
-    if (file) get().setAnswers(file);
-  },
-
-  run: async (from) => {
-    commitEditing();
-    const { mode, answersPath, model } = get();
-    const run = useRun.getState();
-    if (run.status === "running" || run.status === "paused") return;
-    if (runBlocked(useValidation.getState().report.errors, mode, answersPath)) return;
-    const doc = useDocument.getState();
-    const wf = doc.workflow; // the graph as it is now; later edits do not change this run
-    try {
-      // Code from a file never runs without consent: once per version of the workflow's code.
-      const consent = await unwrap(commands.codeConsent(wf, doc.path));
-      if (consent.steps.length > 0 && !consent.trusted) {
-        set({ consent: { consent, from } });
-        return;
-      }
-    } catch (e) {
-      failWith("The run could not start", e);
-      return;
-    }
-    useDialogs.getState().resetApprovals(true);
-    try {
-      freshRunView("", wf.nodes.map((n) => n.id));
-      const id = await unwrap(
-        commands.startRun(
-          { workflow: wf, workflowPath: doc.path, input: null, answersPath: mode === "answers" ? answersPath : null, model: mode === "model" && model ? model : null, reuseRun: from?.run ?? null, fromNode: from?.node ?? null },
-          runEventChannel(),
-        ),
-      );
-      useRun.setState({ runId: id });
-      void useHistory.getState().refresh();
-    } catch (e) {
-      // Refused before it began: there is no run to show as failed, only the reason.
-      useRun.getState().reset();
-      failWith("The run could not start", e);
-    }
-  },
-
-  answerConsent: async (allow) => {
-    const asked = get().consent;
-    set({ consent: null });
-    if (!asked || !allow || !asked.consent.fingerprint) return;
-    try {
-      await unwrap(commands.trustCode(asked.consent.fingerprint, useDocument.getState().path));
-      set({ trustedAt: Date.now() });
-    } catch (e) {
-      failWith("Could not record your consent", e);
-      return;
-    }
-    if (asked.resume) await get().resumeRun(asked.resume);
-    else await get().run(asked.from);
-  },
-
-  cancel: () => {
-    const id = useRun.getState().runId;
-    if (id) commands.cancelRun(id).catch((e) => useMessages.getState().error(errorText(e)));
-  },
-
-  decide: async (node, decision, note) => {
-    const id = useRun.getState().runId;
-    if (!id) return;
-    await unwrap(commands.decide(id, node, decision, note));
-    useDialogs.getState().approvalDecided(node);
-  },
-
-  resumeRun: async (id) => {
-    // The run's own document replaces the one shown: unsaved changes are asked about first, as for Open.
-    if (!(await confirmDiscard(`continuing run ${id.slice(0, 8)}`))) return;
-    let stored;
-    try {
-      // The run goes on with the document it started with: its code is asked about as for a new run.
-      stored = await unwrap(commands.openRun(id));
-      const consent = await unwrap(commands.codeConsent(stored.document.workflow, stored.document.path));
-      if (consent.steps.length > 0 && !consent.trusted) {
-        set({ consent: { consent, resume: id } });
-        return;
-      }
-    } catch (e) {
-      failWith(`Could not continue run ${id.slice(0, 8)}`, e);
-      return;
-    }
-    try {
-      const history = await unwrap(commands.runEvents(id));
-      const resumed = await unwrap(commands.resumeRun(id, runEventChannel()));
-      const doc = resumed.document;
-      answersForNextDocument(await answersOfRun(stored.row, doc.path, false));
-      useDocument.getState().load(doc.workflow, doc.path, doc.format, doc.notes);
-      freshRunView(resumed.runId, doc.workflow.nodes.map((n) => n.id));
-      useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
-      useDialogs.getState().resetApprovals(false);
-      useMessages.getState().info(`Continued run ${id.slice(0, 8)}${doc.path ? ` of ${baseName(doc.path)}` : ""}`);
-      useLayoutPrefs.getState().setPanel("run");
-      useView.getState().requestView("open");
-    } catch (e) {
-      failWith(`Could not continue run ${id.slice(0, 8)}`, e);
-    }
-    await useHistory.getState().refresh();
-  },
-
-  runFrom: async (node) => {
-    const last = useRun.getState().runId || useHistory.getState().runs.find((r) => r.workflowRef === useDocument.getState().path)?.id;
-    if (!last) return useMessages.getState().error("Run the workflow once first: running from a node takes the last run's results for the nodes before it.");
-    await get().run({ run: last, node });
-  },
 }));
+
+const set = useRunControl.setState;
+const get = useRunControl.getState;
+
+export function setMode(mode: RunMode): void {
+  set({ mode });
+}
+
+export function setModel(model: string): void {
+  set({ model });
+}
+
+/** Runs take their answers from this file; null: from a model. */
+export function setAnswers(answersPath: string | null): void {
+  set({ answersPath, mode: answersPath ? "answers" : "model" });
+}
+
+export async function chooseAnswers(): Promise<void> {
+  const file = await pickFile(ANSWERS_FILES);
+  if (file) setAnswers(file);
+}
+
+/**
+ * Runs the document; `from`: from a node, with an earlier run's results upstream of it. A workflow whose code steps
+ * are not trusted yet first asks (`consent`).
+ */
+export async function run(from?: From): Promise<void> {
+  commitEditing();
+  const { mode, answersPath, model } = get();
+  const shown = useRun.getState();
+  if (shown.status === "running" || shown.status === "paused") return;
+  if (runBlocked(useValidation.getState().report.errors, mode, answersPath)) return;
+  const doc = useDocument.getState();
+  const wf = doc.workflow; // the graph as it is now; later edits do not change this run
+  try {
+    // Code from a file never runs without consent: once per version of the workflow's code.
+    const consent = await unwrap(commands.codeConsent(wf, doc.path));
+    if (consent.steps.length > 0 && !consent.trusted) {
+      set({ consent: { consent, from } });
+      return;
+    }
+  } catch (e) {
+    failWith("The run could not start", e);
+    return;
+  }
+  useDialogs.getState().resetApprovals(true);
+  try {
+    freshRunView("", wf.nodes.map((n) => n.id));
+    const id = await unwrap(
+      commands.startRun(
+        {
+          workflow: wf,
+          workflowPath: doc.path,
+          input: null,
+          answersPath: mode === "answers" ? answersPath : null,
+          model: mode === "model" && model ? model : null,
+          reuseRun: from && !from.fork ? from.run : null,
+          fromNode: from && !from.fork ? from.node : null,
+          fork: from?.fork ? { run: from.run, node: from.node, turn: from.fork.turn, answer: from.fork.answer } : null,
+        },
+        runEventChannel(),
+      ),
+    );
+    useRun.setState({ runId: id });
+    void storedRuns.refresh();
+  } catch (e) {
+    // Refused before it began: there is no run to show as failed, only the reason.
+    useRun.getState().reset();
+    failWith("The run could not start", e);
+  }
+}
+
+/** Answers the code consent question: allowed, the version is trusted and the run starts; refused, nothing runs. */
+export async function answerConsent(allow: boolean): Promise<void> {
+  const asked = get().consent;
+  set({ consent: null });
+  if (!asked || !allow || !asked.consent.fingerprint) return;
+  try {
+    await unwrap(commands.trustCode(asked.consent.fingerprint, useDocument.getState().path));
+    set({ trustedAt: Date.now() });
+  } catch (e) {
+    failWith("Could not record your consent", e);
+    return;
+  }
+  if (asked.resume) await resumeRun(asked.resume);
+  else await run(asked.from);
+}
+
+/** Cancels the run on the canvas. */
+export function cancel(): void {
+  const id = useRun.getState().runId;
+  if (id) commands.cancelRun(id).catch((e) => useMessages.getState().error(errorText(e)));
+}
+
+/** Sends the person's decision on approval `node` of the run on the canvas; its dialog closes. */
+export async function decide(node: string, decision: "approve" | "reject", note: string): Promise<void> {
+  const id = useRun.getState().runId;
+  if (!id) return;
+  await unwrap(commands.decide(id, node, decision, note));
+  useDialogs.getState().approvalDecided(node);
+}
+
+/** Continues paused or interrupted run `id` on the canvas, with the document it started with. */
+export async function resumeRun(id: string): Promise<void> {
+  // The run's own document replaces the one shown: unsaved changes are asked about first, as for Open.
+  if (!(await confirmDiscard(`continuing run ${id.slice(0, 8)}`))) return;
+  let stored;
+  try {
+    // The run goes on with the document it started with: its code is asked about as for a new run.
+    stored = await unwrap(commands.openRun(id));
+    const consent = await unwrap(commands.codeConsent(stored.document.workflow, stored.document.path));
+    if (consent.steps.length > 0 && !consent.trusted) {
+      set({ consent: { consent, resume: id } });
+      return;
+    }
+  } catch (e) {
+    failWith(`Could not continue run ${id.slice(0, 8)}`, e);
+    return;
+  }
+  try {
+    const history = await unwrap(commands.runEvents(id));
+    const resumed = await unwrap(commands.resumeRun(id, runEventChannel()));
+    const doc = resumed.document;
+    answersForNextDocument(await answersOfRun(stored.row, doc.path, false));
+    useDocument.getState().load(doc.workflow, doc.path, doc.format, doc.notes);
+    freshRunView(resumed.runId, doc.workflow.nodes.map((n) => n.id));
+    useRun.getState().apply(history as unknown as Event[]); // what happened before the pause; new events follow
+    useDialogs.getState().resetApprovals(false);
+    useMessages.getState().info(`Continued run ${id.slice(0, 8)}${doc.path ? ` of ${baseName(doc.path)}` : ""}`);
+    useLayoutPrefs.getState().setPanel("run");
+    useView.getState().requestView("open");
+  } catch (e) {
+    failWith(`Could not continue run ${id.slice(0, 8)}`, e);
+  }
+  await storedRuns.refresh();
+}
+
+/** Runs the document from `node`, taking the last run's results for every node upstream of it. */
+export async function runFrom(node: string): Promise<void> {
+  const last = useRun.getState().runId || useHistory.getState().runs.find((r) => r.workflowRef === useDocument.getState().path)?.id;
+  if (!last) return useMessages.getState().error("Run the workflow once first: running from a node takes the last run's results for the nodes before it.");
+  await run({ run: last, node });
+}
+
+/**
+ * Forks stored run `runId` at `node` (at its model turn `turn`, from 1; null: its result as a whole): a run of the
+ * document where the model said `answer` there, everything before it taken from that run at no model or tool call.
+ */
+export async function fork(runId: string, node: string, turn: number | null, answer: string): Promise<void> {
+  const shown = useRun.getState().runId;
+  await run({ run: runId, node, fork: { turn, answer } });
+  const started = useRun.getState().runId;
+  // Started (not refused, nor waiting for the code consent): the canvas shows the new run.
+  if (started && started !== shown) useMessages.getState().info(`Forked run ${runId.slice(0, 8)} at ${turn ? `turn ${turn} of ` : ""}${node}: run ${started.slice(0, 8)} goes on from the answer given`);
+}
 
 /** A channel for a run's events, applied to the run store once per animation frame. */
 function runEventChannel(): Channel<Event_Deserialize[]> {
@@ -222,5 +257,5 @@ useDocument.subscribe((now, before) => {
   if (now.loaded === before.loaded) return;
   const answers = nextAnswers;
   nextAnswers = null;
-  useRunControl.getState().setAnswers(answers);
+  setAnswers(answers);
 });

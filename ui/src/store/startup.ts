@@ -3,7 +3,8 @@
 // short. Holds no state of its own.
 import { commands } from "../api";
 import { useNodeTypes, type NodeTypeSpec } from "../model/nodeTypes";
-import { useFiles } from "./files";
+import * as files from "./files";
+import * as storedRuns from "./history";
 import { useHistory } from "./history";
 import { useLayoutPrefs } from "./layoutPrefs";
 import { errorCode, failWith, useMessages } from "./messages";
@@ -27,11 +28,11 @@ export async function startUp(): Promise<void> {
     return null;
   });
   if (startup) {
-    await useFiles.getState().open(startup.path);
+    await files.open(startup.path);
     if (startup.answersPath) useRunControl.setState({ answersPath: startup.answersPath });
   }
   await usePrefs.getState().loadSettings();
-  await useHistory.getState().refresh();
+  await storedRuns.refresh();
   // Runs whose process died are offered at once: they can go on where they stopped.
   const interrupted = useHistory.getState().runs.filter((r) => r.status === "interrupted");
   if (interrupted.length) {

@@ -8,6 +8,13 @@
 // the desktop app can do: its window, its files, resuming runs itself); the token never reaches a URL, a log or the server's
 // storage (it is kept in this browser's local storage and sent as a bearer header).
 import { createParser } from "eventsource-parser";
+// What the transport knows of each command, generated from the list of commands (`crates/api/src/list.rs`).
+import commandTable from "../generated/commands.json";
+
+/** A command as the list describes it: its arguments as sent, its channel, what it needs of a host, and what a
+ * browser does itself (keeps its value, follows a run). */
+type CommandInfo = { args: string[]; channel: string | null; needs: string; keptBy?: string; default?: unknown; follows?: boolean };
+const table = commandTable as Record<string, CommandInfo>;
 
 let server = false;
 /** The app reaches a server over HTTP: it is in a browser, served by `switchyard serve`. */
@@ -16,7 +23,6 @@ export const onServer = (): boolean => server;
 export const appWindow = (): boolean => !server && "__TAURI_INTERNALS__" in window;
 
 const TOKEN_KEY = "switchyard.token";
-const PREFS_KEY = "switchyard.prefs";
 
 /** Why the server refused this browser: no token, or one it does not know. The sign-in form listens. */
 type SignInListener = (why: string) => void;
@@ -57,6 +63,49 @@ export async function servedWorkflows(base = ""): Promise<string[]> {
 }
 
 type Failure = { code: string; message: string };
+
+/** Whether the server answers: said when it stops answering and when it answers again. */
+type ReachListener = (reachable: boolean) => void;
+const reachListeners = new Set<ReachListener>();
+let reachable = true;
+function setReachable(now: boolean): void {
+  if (now === reachable) return;
+  reachable = now;
+  reachListeners.forEach((l) => l(now));
+}
+export function onReachability(listener: ReachListener): () => void {
+  reachListeners.add(listener);
+  return () => reachListeners.delete(listener);
+}
+
+/** Asks the server's `/healthz` (no token) every `ms`, so the page says the server is gone before anyone clicks,
+ * and says when it is back. A command that cannot reach it says so at once too. Returns how to stop watching. */
+export function watchServer(base = "", ms = 5000): () => void {
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const probe = async () => {
+    try {
+      const response = await fetch(`${base}/healthz`, { cache: "no-store" });
+      if (!stopped) setReachable(response.ok);
+    } catch {
+      if (!stopped) setReachable(false);
+    }
+    // Quicker while it is away, so the page says it is back soon after it is.
+    if (!stopped) timer = setTimeout(() => void probe(), reachable ? ms : Math.min(ms, 2000));
+  };
+  timer = setTimeout(() => void probe(), ms);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
+/** The page a command comes from, as the server reads it: the workflow its address names (`?workflow=NAME`, which
+ * `startup_file` opens). */
+function page(): string {
+  const workflow = new URLSearchParams(location.search).get("workflow");
+  return workflow ? `?workflow=${encodeURIComponent(workflow)}` : "";
+}
 type Callback = (payload: unknown) => void;
 
 /** The server at `base` (this page's origin when served by `switchyard serve`). */
@@ -92,14 +141,7 @@ class ServerTransport {
 
   async invoke(cmd: string, args: Record<string, unknown>): Promise<unknown> {
     switch (cmd) {
-      // This browser's own: the desktop app keeps these in its data folder.
-      case "load_prefs":
-        return { recentFiles: [], theme: "light", ...JSON.parse(localStorage.getItem(PREFS_KEY) ?? "{}") };
-      case "save_prefs":
-        localStorage.setItem(PREFS_KEY, JSON.stringify(args.prefs));
-        return null;
-      case "startup_file":
-        return this.call(cmd, { workflow: new URLSearchParams(location.search).get("workflow") });
+      // Tauri's dialog plugin, which is not one of our commands.
       case "plugin:dialog|message":
         // `ask`: the browser's own confirmation.
         return window.confirm(String(args.message)) ? "Yes" : "No";
@@ -107,18 +149,30 @@ class ServerTransport {
         throw { code: "NOT_ON_SERVER", message: "In a browser, the canvas opens the server's workflows: add ?workflow=NAME to the address, or open a run from History." } satisfies Failure;
       case "plugin:dialog|save":
         throw { code: "NOT_ON_SERVER", message: "Saving is not available in a browser: the server's workflows are files in its folder; edit them there." } satisfies Failure;
-      case "script_beside":
-        // The server's runs take their answers from the server (`serve --answers`), not from a file beside this one.
-        return null;
-      case "follow_run":
-        this.follow(String(args.runId), Number(args.after ?? 0), args.onEvents as ChannelLike);
-        return null;
     }
-    const channels = Object.entries(args).filter(([, v]) => isChannel(v));
+    const info = table[cmd];
+    // What this browser keeps itself (the desktop app keeps it in its data folder): one command's argument, given
+    // back by the command that it keeps over that command's default value.
+    const kept = Object.values(table).find((c) => c.keptBy === cmd);
+    if (kept) {
+      const [arg] = info.args;
+      localStorage.setItem(`switchyard.${arg}`, JSON.stringify(args[arg]));
+      return null;
+    }
+    if (info?.keptBy) {
+      const [arg] = table[info.keptBy].args;
+      return { ...(info.default as object), ...JSON.parse(localStorage.getItem(`switchyard.${arg}`) ?? "{}") };
+    }
+    const channel = info?.channel ? (args[info.channel] as ChannelLike | undefined) : undefined;
+    // A run this browser follows itself, from the run's event stream.
+    if (info?.follows && channel) {
+      this.follow(String(args[info.args[0]]), Number(args[info.args[1]] ?? 0), channel);
+      return null;
+    }
     const plain = Object.fromEntries(Object.entries(args).filter(([, v]) => !isChannel(v)));
     const value = await this.call(cmd, plain);
     // A started run's events come as the run's event stream, from its first.
-    if (cmd === "start_run" && channels.length) this.follow(String(value), 0, channels[0][1] as ChannelLike);
+    if (channel) this.follow(String(value), 0, channel);
     return value;
   }
 
@@ -131,10 +185,12 @@ class ServerTransport {
   private async call(cmd: string, args: Record<string, unknown>): Promise<unknown> {
     let response: Response;
     try {
-      response = await fetch(`${this.base}/api/commands/${cmd}`, { method: "POST", headers: this.headers(), body: JSON.stringify(args) });
+      response = await fetch(`${this.base}/api/commands/${cmd}${page()}`, { method: "POST", headers: this.headers(), body: JSON.stringify(args) });
     } catch (e) {
+      setReachable(false);
       throw { code: "SERVER_UNREACHABLE", message: `The server does not answer (${String(e)}): is switchyard serve running?` } satisfies Failure;
     }
+    setReachable(true);
     const body: unknown = await response.json().catch(() => null);
     if (response.ok) return body;
     const failure = (body as Failure | null) ?? { code: "SERVER_ERROR", message: `The server answered ${response.status}` };

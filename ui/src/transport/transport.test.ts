@@ -4,7 +4,7 @@
 import { beforeEach, describe, expect, test, vi } from "vitest";
 import { Channel, invoke } from "@tauri-apps/api/core";
 import { commands } from "../bindings";
-import { installServerTransport, keepToken, onServer, onSignInNeeded } from "./index";
+import { installServerTransport, keepToken, onReachability, onServer, onSignInNeeded, watchServer } from "./index";
 
 type Sent = { url: string; init: RequestInit };
 let sent: Sent[] = [];
@@ -79,6 +79,33 @@ describe("the server transport", () => {
     expect(sent).toEqual([]);
   });
 
+  test("the page's ?workflow=NAME goes with each command, for startup_file to open", async () => {
+    history.replaceState(null, "", "/?workflow=gate%20two");
+    answer = async () => json(200, { path: "/srv/gate two.yaml", answersPath: null });
+    try {
+      expect(await commands.startupFile()).toEqual({ path: "/srv/gate two.yaml", answersPath: null });
+    } finally {
+      history.replaceState(null, "", "/");
+    }
+    expect(sent[0].url).toBe("http://server/api/commands/startup_file?workflow=gate%20two");
+    answer = async () => json(200, []);
+    await commands.listRuns();
+    expect(sent[1].url).toBe("http://server/api/commands/list_runs");
+  });
+
+  test("a started run's events come from the run's event stream into the channel", async () => {
+    const replies = [json(200, "r9"), sse(event(1) + "event: end\ndata: {}\n\n")];
+    answer = async () => replies.shift() ?? json(500, {});
+    const got: number[] = [];
+    const channel = new Channel<unknown[]>();
+    channel.onmessage = (events) => got.push(...events.map((e) => (e as { seq: number }).seq));
+    const request = { workflow: { switchyard: 1, name: "w", nodes: [], edges: [] }, workflowPath: null, input: null, answersPath: null, model: null, reuseRun: null, fromNode: null };
+    expect(await commands.startRun(request as never, channel as never)).toEqual({ status: "ok", data: "r9" });
+    await vi.waitFor(() => expect(got).toEqual([1]), { timeout: 5000 });
+    expect(Object.keys(JSON.parse(String(sent[0].init.body)))).toEqual(["request"]);
+    expect(sent[1].url).toBe("http://server/api/runs/r9/events?after=0");
+  });
+
   test("a followed run's events arrive in order, and a dropped stream is taken up after the last event received", async () => {
     const streams = [sse(event(4) + event(5)), sse(event(6) + "event: end\ndata: {}\n\n")];
     answer = async () => streams.shift() ?? json(500, {});
@@ -89,5 +116,34 @@ describe("the server transport", () => {
     expect(r.status).toBe("ok");
     await vi.waitFor(() => expect(got.flat()).toEqual([4, 5, 6]), { timeout: 5000 });
     expect(sent.map((s) => s.url)).toEqual(["http://server/api/runs/r1/events?after=3", "http://server/api/runs/r1/events?after=5"]);
+  });
+});
+
+describe("whether the server answers", () => {
+  test("a command that cannot reach the server says so at once, and the watch says when it answers again", async () => {
+    vi.useFakeTimers();
+    const heard: boolean[] = [];
+    const off = onReachability((r) => heard.push(r));
+    answer = async () => {
+      throw new TypeError("Failed to fetch");
+    };
+    const r = await commands.listRuns();
+    expect(r).toMatchObject({ status: "error", error: { code: "SERVER_UNREACHABLE" } });
+    expect(heard).toEqual([false]);
+    const stop = watchServer("http://server", 5000);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(heard).toEqual([false]); // still away: nothing new is said
+    answer = async () => new Response("ok", { status: 200 });
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(heard).toEqual([false, true]);
+    expect(sent.at(-1)?.url).toBe("http://server/healthz");
+    answer = async () => new Response("", { status: 503 });
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(heard).toEqual([false, true, false]);
+    stop();
+    off();
+    answer = async () => json(200, []);
+    await commands.listRuns();
+    vi.useRealTimers();
   });
 });

@@ -10,8 +10,9 @@
 //!   default export is called with the state. A bash step gets the names as one JSON object on stdin and prints its
 //!   output object on stdout.
 //! - Every process runs in the workflow file's folder, in its own process group, with only `PATH` and the variables
-//!   the workflow names under `env:`. A timeout or a cancelled run kills the whole group. What the code prints on
-//!   stdout and stderr becomes `log` events of the node, a line each.
+//!   the workflow names under `env:`, and the step's idempotency key as `SWITCHYARD_IDEMPOTENCY_KEY` ([`Call::key`]).
+//!   A timeout or a cancelled run kills the whole group. What the code prints on stdout and stderr becomes `log`
+//!   events of the node, a line each.
 //! - Nothing here decides consent: the run is given [`Code::allowed`] by the session layer ([`consent`]).
 
 pub mod consent;
@@ -79,7 +80,14 @@ pub struct Call {
     /// The names the code sees, each a parameter of the function the body is (and the keys of bash's stdin).
     pub names: Map<String, Value>,
     pub timeout: Duration,
+    /// The step's idempotency key (`crate::journal::idempotency_key`), in the process's environment as
+    /// [`IDEMPOTENCY_ENV`]: the same when the step runs again after a crash or a retry. Lua steps, which have no
+    /// environment (and no way to change anything outside), do not see it.
+    pub key: String,
 }
+
+/// The environment variable a code step reads its idempotency key from.
+pub const IDEMPOTENCY_ENV: &str = "SWITCHYARD_IDEMPOTENCY_KEY";
 
 /// Where a line the code printed came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,8 +172,9 @@ impl CodeRunner {
                     return Err(CodeError::Failed("a bash step is written inline; modules are JavaScript".into()));
                 };
                 let program = self.program(Language::Bash);
-                worker::run_bash(&program, code, &call.names, &self.dir(), &self.environment(), call.timeout, print)
-                    .await?
+                let mut env = self.environment();
+                env.push((IDEMPOTENCY_ENV.into(), call.key.clone()));
+                worker::run_bash(&program, code, &call.names, &self.dir(), &env, call.timeout, print).await?
             }
             Language::Python | Language::JavaScript => {
                 let request = self.request(call)?;
@@ -198,6 +207,8 @@ impl CodeRunner {
     fn request(&self, call: &Call) -> Result<Value, CodeError> {
         let mut request = Map::new();
         request.insert("node".into(), Value::from(call.node.clone()));
+        // A warm worker serves many steps: it sets the key in its environment for each (children it starts see it).
+        request.insert("key".into(), Value::from(call.key.clone()));
         request.insert("names".into(), Value::Object(call.names.clone()));
         match &call.body {
             Body::Inline(code) => {

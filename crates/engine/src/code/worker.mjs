@@ -1,6 +1,7 @@
 // Switchyard's JavaScript worker: runs code steps of one run, one at a time, in one warm Node.js process.
 //
-// Requests come on stdin, one JSON object a line: {"node", "code" | "module", "names"}. Inline code is the body of
+// Requests come on stdin, one JSON object a line: {"node", "key", "code" | "module", "names"}. The step's idempotency
+// key is set in the environment as SWITCHYARD_IDEMPOTENCY_KEY while it runs. Inline code is the body of
 // an async function whose parameters are the names (state, input, context, ...); what it returns is the step's
 // output. A module's default export (or its `run`) is called with the state and a context object (OpenExpertise's
 // tool contract). Replies are written on stdout as one line each, starting with the record separator and the nonce
@@ -45,6 +46,7 @@ async function handle(request) {
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
 for await (const line of lines) {
   const request = JSON.parse(line);
+  process.env.SWITCHYARD_IDEMPOTENCY_KEY = request.key ?? "";
   let reply;
   try {
     const value = await handle(request);

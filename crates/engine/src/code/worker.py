@@ -1,6 +1,7 @@
 # Switchyard's Python worker: runs code steps of one run, one at a time, in one warm process.
 #
-# Requests come on stdin, one JSON object a line: {"node", "code", "names"}. The code is the body of a function
+# Requests come on stdin, one JSON object a line: {"node", "key", "code", "names"}. The step's idempotency key is
+# set in the environment as SWITCHYARD_IDEMPOTENCY_KEY while it runs. The code is the body of a function
 # whose parameters are the names (state, input, context, ...); what it returns is the step's output. Replies are
 # written on stdout as one line each, starting with the record separator and the nonce Switchyard gave this process
 # (SWITCHYARD_WORKER), so anything else the code prints is told apart and shown as the node's log. Before each
@@ -92,6 +93,7 @@ def _names(names):
 for request_line in sys.stdin:
     request = json.loads(request_line)
     node, names = request["node"], _names(request["names"])
+    os.environ["SWITCHYARD_IDEMPOTENCY_KEY"] = request.get("key", "")
     filename = "<" + node + ">"
     try:
         if request.get("module"):

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::events::Event;
-use crate::log::{Collector, RunLog};
+use crate::log::Collector;
 use crate::result::RunStatus;
 use crate::run::Outcome;
-use crate::session::{self, RunRequest, SessionError, Sinks};
+use crate::session::{self, Drive, RunRequest, SessionError, Sinks};
 use crate::store::RunStore;
 use crate::Workflow;
 
@@ -33,16 +33,14 @@ pub(super) async fn run_collecting(
     let prepared = session::prepare(workflow, request, store.map(Arc::as_ref)).await?;
     let model = prepared.options.model.clone();
     let seen = Collector::default();
-    let (log, _claim): (Option<Arc<dyn RunLog>>, _) = match store {
-        Some(store) => (Some(store.clone() as Arc<dyn RunLog>), Some(session::begin(store, &prepared)?)),
-        None => (None, None),
-    };
+    let held = store.map(|store| session::begin(store.clone(), &prepared)).transpose()?;
     let carry = prepared.carry();
-    let outcome = session::run(prepared, Sinks { log: log.clone(), observers: vec![Arc::new(seen.clone())] }).await;
+    let sinks = Sinks { log: None, observers: vec![Arc::new(seen.clone())] };
+    let outcome = session::drive(Drive::fresh(prepared, held), sinks).await?.finish().await;
     // A case's run that paused waits for a decision the case does not give, and none will come: once its result is
     // taken, it is ended, cancelled, so that the store (and History) never lists it as waiting for someone.
-    if let (Some(store), Some(log), RunStatus::Paused) = (store, log, outcome.result.status) {
-        session::end_paused(store.as_ref(), log, &outcome.result.run_id, carry).await?;
+    if let (Some(store), RunStatus::Paused) = (store, outcome.result.status) {
+        session::end_paused(store.clone(), &outcome.result.run_id, carry).await?;
     }
     Ok((outcome, seen.events(), model))
 }

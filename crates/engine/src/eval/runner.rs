@@ -144,7 +144,8 @@ pub async fn run(
     let workflow = &loaded.workflow;
     known_nodes(suite, workflow)?;
     // A workflow that does not validate cannot be evaluated: said before any case runs.
-    let report = crate::validate::validate(workflow, &crate::validate::Options::default());
+    let report =
+        crate::validate::validate(workflow, &crate::session::validation_options(crate::session::Checking::default()));
     if let Some(first) = report.errors.first() {
         let message = format!(
             "the workflow does not validate ({}): {}",

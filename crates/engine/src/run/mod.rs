@@ -10,15 +10,15 @@ mod state;
 
 pub use crate::record::{Input, Recorded, Recording};
 use crate::result::RunStatus;
-pub use crate::result::{Decision, Verdict};
+pub use crate::result::{Decision, UnknownVerdict, Verdict};
 pub use input::Rebuild;
 pub use reuse::{Fork, Reuse, ReusedResult};
 pub use state::output_text;
 use state::{stand, Effect, RunState, Standing, Step, Unfit};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures::FutureExt;
@@ -91,7 +91,7 @@ pub struct Runtime {
     pub mcp: Arc<crate::mcp::McpSessions>,
 }
 
-/// The end of a `run`/`resume` call.
+/// How a run ended, or where it paused (`RunHandle::finish`).
 pub struct Outcome {
     pub result: RunResult,
     /// The first run-log write failure, if any.
@@ -100,16 +100,26 @@ pub struct Outcome {
     pub wake_at_ms: Option<i64>,
 }
 
-pub enum Command {
-    Decide { node: String, decision: Value, reply: oneshot::Sender<Result<(), String>> },
+enum Command {
+    Decide { node: String, decision: Decision, reply: oneshot::Sender<Result<(), String>> },
     Cancel,
 }
 
-/// A run in progress that waits for decisions while paused (the app's mode).
+/// A launched run: decide its approvals and cancel it through it (or a [`RunController`]), and `finish` it for its
+/// [`Outcome`].
 pub struct RunHandle {
     pub run_id: String,
     commands: mpsc::UnboundedSender<Command>,
-    join: tokio::task::JoinHandle<Outcome>,
+    driving: Driving,
+}
+
+/// Where a launched run is driven.
+enum Driving {
+    /// Until its first pause: by whoever awaits `finish`, in that task. Dropping that future stops the run at once,
+    /// where it is, as a process that dies stops it.
+    Here(std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send>>),
+    /// Until its end: in a task of its own, which goes on while paused, waiting for decisions.
+    Spawned(tokio::task::JoinHandle<Outcome>),
 }
 
 /// A cheap, clonable way to decide approvals and cancel a live run from anywhere (the app keeps one per run).
@@ -120,7 +130,7 @@ pub struct RunController {
 
 impl RunController {
     /// Decides a pending approval; fails when that node is not waiting.
-    pub async fn decide(&self, node: &str, decision: Value) -> Result<(), DecisionError> {
+    pub async fn decide(&self, node: &str, decision: Decision) -> Result<(), DecisionError> {
         let (reply, rx) = oneshot::channel();
         self.commands
             .send(Command::Decide { node: node.to_string(), decision, reply })
@@ -134,20 +144,11 @@ impl RunController {
 
     /// Sends a decision without waiting for the run to take it: for whoever drives the run's future itself (a
     /// worker), which would otherwise wait on itself. Refused quietly when that node does not wait.
-    pub fn send_decision(&self, node: &str, decision: Value) {
+    pub fn send_decision(&self, node: &str, decision: Decision) {
         let (reply, _) = oneshot::channel();
         let _ = self.commands.send(Command::Decide { node: node.to_string(), decision, reply });
     }
-
-    /// A controller and the commands it sends, for a run started with them (`resume_controlled`).
-    pub fn channel() -> (RunController, Commands) {
-        let (commands, rx) = mpsc::unbounded_channel();
-        (RunController { commands }, Commands(rx))
-    }
 }
-
-/// What a [`RunController`] sends, for the run it controls.
-pub struct Commands(mpsc::UnboundedReceiver<Command>);
 
 impl RunHandle {
     pub fn controller(&self) -> RunController {
@@ -155,7 +156,7 @@ impl RunHandle {
     }
 
     /// Decides a pending approval; fails when that node is not waiting.
-    pub async fn decide(&self, node: &str, decision: Value) -> Result<(), DecisionError> {
+    pub async fn decide(&self, node: &str, decision: Decision) -> Result<(), DecisionError> {
         self.controller().decide(node, decision).await
     }
 
@@ -163,8 +164,12 @@ impl RunHandle {
         self.controller().cancel()
     }
 
+    /// The run's outcome: where it paused first (`Until::Pause`, driven here) or how it ended (`Until::End`).
     pub async fn finish(self) -> Outcome {
-        self.join.await.expect("the run task does not panic")
+        match self.driving {
+            Driving::Here(going) => going.await,
+            Driving::Spawned(join) => join.await.expect("the run task does not panic"),
+        }
     }
 }
 
@@ -179,7 +184,8 @@ pub(crate) struct Shared {
     /// This run's code steps: warm interpreter workers, stopped when the run ends.
     pub code: crate::code::CodeRunner,
     pub mcp: Arc<crate::mcp::McpSessions>,
-    model_calls: Mutex<HashMap<String, u32>>,
+    /// Model calls made so far, per node (by `NodeIx`).
+    model_calls: Vec<std::sync::atomic::AtomicU32>,
     /// What the node tasks a rebuilt run starts again did before (their model turns and tool calls).
     pub journal: crate::journal::Journal,
     /// Where node tasks ask the scheduler to approve a tool call.
@@ -219,11 +225,13 @@ impl Shared {
     }
 
     /// The index of this call among the node's model calls in this run.
-    pub fn next_call(&self, node: &str) -> u32 {
-        let mut calls = self.model_calls.lock().unwrap();
-        let c = calls.entry(node.to_string()).or_insert(0);
-        *c += 1;
-        *c - 1
+    pub fn next_call(&self, node: NodeIx) -> u32 {
+        self.model_calls[node].fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many model calls `node` made in this run.
+    fn calls(&self, node: NodeIx) -> u32 {
+        self.model_calls[node].load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -232,79 +240,102 @@ pub fn new_run_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// Runs a workflow until it completes, fails, is cancelled, or pauses on approvals nobody scripted.
-pub async fn run(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> Outcome {
-    run_controlled(workflow, options, runtime, None).await
+/// What a run starts from.
+pub enum Start {
+    /// The beginning.
+    Fresh,
+    /// A recorded run — paused, or interrupted when its process died — rebuilt from its recorded inputs (no node
+    /// that completed runs again; those that were running do), then given `decisions` (node, decision).
+    Recorded { recording: Recording, decisions: Vec<(String, Decision)>, refused: RefusedDecision },
 }
 
-/// `run`, with `commands` taken while the run works (a worker cancels it through them); it still returns at the
-/// first pause.
-pub async fn run_controlled(
-    workflow: Arc<Workflow>,
-    options: RunOptions,
-    runtime: Runtime,
-    commands: Option<Commands>,
-) -> Outcome {
-    let scheduler = Scheduler::new(workflow, options, runtime);
-    scheduler.drive(commands.map(|c| c.0), Until::Pause).await
+/// How far a launched run goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// Its first pause (or its end): `finish` returns there. The run is driven by whoever awaits `finish`.
+    Pause,
+    /// Its end: while paused it waits for decisions through its handle. The run has a task of its own.
+    End,
 }
 
-/// Continues a recorded run — paused, or interrupted when its process died — as `run` does: its recorded inputs are
-/// applied again (no node that completed runs again; those that were running do), then `decisions`, then it runs
-/// until the next pause or the end. `options` and `workflow` must be those the run started with.
-pub async fn resume(
-    workflow: Arc<Workflow>,
-    options: RunOptions,
-    recording: Recording,
-    decisions: Vec<(String, Value)>,
-    runtime: Runtime,
-) -> Result<Outcome, ResumeError> {
-    resume_controlled(workflow, options, recording, decisions, RefusedDecision::Fail, runtime, None).await
+/// What it takes to launch a run besides its runtime: the workflow and options it starts with (those it started
+/// with, for a recorded run), what it starts from and how far it goes.
+pub struct Launch {
+    pub workflow: Arc<Workflow>,
+    pub options: RunOptions,
+    pub start: Start,
+    pub until: Until,
 }
 
-/// What resuming does with a decision its run cannot take (the node does not wait for one).
+impl Launch {
+    /// A run from the beginning to its first pause.
+    pub fn fresh(workflow: Arc<Workflow>, options: RunOptions) -> Launch {
+        Launch { workflow, options, start: Start::Fresh, until: Until::Pause }
+    }
+
+    /// A recorded run going on to its next pause, with no decision given.
+    pub fn recorded(workflow: Arc<Workflow>, options: RunOptions, recording: Recording) -> Launch {
+        let start = Start::Recorded { recording, decisions: Vec::new(), refused: RefusedDecision::Fail };
+        Launch { workflow, options, start, until: Until::Pause }
+    }
+
+    /// The same run, going as far as `until`.
+    pub fn until(self, until: Until) -> Launch {
+        Launch { until, ..self }
+    }
+
+    /// The same recorded run, given these decisions once rebuilt (a person's: one its run cannot take fails).
+    pub fn deciding(self, decisions: Vec<(String, Decision)>) -> Launch {
+        match self.start {
+            Start::Recorded { recording, refused, .. } => {
+                Launch { start: Start::Recorded { recording, decisions, refused }, ..self }
+            }
+            Start::Fresh => self,
+        }
+    }
+}
+
+/// What launching does with a decision its run cannot take (the node does not wait for one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefusedDecision {
-    /// The resume fails with `DecisionError`: a person asked for it and is told (`switchyard resume --approve`).
+    /// The launch fails with `DecisionError`: a person asked for it and is told (`switchyard resume --approve`).
     Fail,
     /// The decision is left out and the run goes on: it was kept for the run earlier (a server's), and what it
     /// answered is no longer asked. Refusing would stop the run at every claim, for ever.
     Skip,
 }
 
-/// `resume`, with `commands` taken while the run works (a worker cancels it through them); it still returns at the
-/// next pause. `refused` says what a decision the run cannot take does.
-pub async fn resume_controlled(
-    workflow: Arc<Workflow>,
-    options: RunOptions,
-    recording: Recording,
-    decisions: Vec<(String, Value)>,
-    refused: RefusedDecision,
-    runtime: Runtime,
-    commands: Option<Commands>,
-) -> Result<Outcome, ResumeError> {
-    let mut scheduler = Scheduler::rebuilt(workflow, options, recording, runtime).map_err(RebuildError)?;
-    for (node, decision) in decisions {
-        let decision = Decision::normalize(&decision);
-        let taken = scheduler.input(Input::Decided { node, decision, immediate: false });
-        if refused == RefusedDecision::Fail {
-            taken.map_err(|e| DecisionError(e.to_string()))?;
+/// The one way into a run: starts it (or rebuilds a recorded one and gives it its decisions) and returns its handle.
+/// A recording that does not fit the workflow, or a decision refused with `RefusedDecision::Fail`, fails here, before
+/// anything runs.
+pub fn launch(launch: Launch, runtime: Runtime) -> Result<RunHandle, ResumeError> {
+    let Launch { workflow, options, start, until } = launch;
+    let scheduler = match start {
+        Start::Fresh => Scheduler::new(workflow, options, runtime),
+        Start::Recorded { recording, decisions, refused } => {
+            let mut scheduler = Scheduler::rebuilt(workflow, options, recording, runtime).map_err(RebuildError)?;
+            for (node, decision) in decisions {
+                let taken = scheduler.input(Input::Decided { node, decision, immediate: false });
+                if refused == RefusedDecision::Fail {
+                    taken.map_err(|e| DecisionError(e.to_string()))?;
+                }
+            }
+            scheduler
         }
-    }
-    Ok(scheduler.drive(commands.map(|c| c.0), Until::Pause).await)
-}
-
-/// How long `drive` drives.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Until {
-    /// The run's first pause (or its end).
-    Pause,
-    /// Its end: while paused it waits for decisions on its commands.
-    End,
+    };
+    let run_id = scheduler.run_id.clone();
+    let (commands, rx) = mpsc::unbounded_channel();
+    let going = scheduler.drive(rx, until);
+    let driving = match until {
+        Until::Pause => Driving::Here(Box::pin(going)),
+        Until::End => Driving::Spawned(tokio::spawn(going)),
+    };
+    Ok(RunHandle { run_id, commands, driving })
 }
 
 /// Plays a recorded run again from its recorded inputs, with no model call, no tool call and no task: the same
-/// results, trace and events (timestamps aside), delivered to `runtime`'s log and observers.
+/// results, trace and events (timestamps aside), delivered to `runtime`'s log and observers. It runs nothing, so it
+/// is not a way into a run.
 pub fn replay(
     workflow: Arc<Workflow>,
     options: RunOptions,
@@ -320,28 +351,6 @@ pub fn replay(
         r.parked.clear();
     }
     Ok(scheduler.end())
-}
-
-/// Starts a run that stays alive while paused and takes decisions through its handle.
-pub fn start(workflow: Arc<Workflow>, options: RunOptions, runtime: Runtime) -> RunHandle {
-    handle(Scheduler::new(workflow, options, runtime))
-}
-
-/// Continues a recorded run as a live run that takes decisions through its handle (the app).
-pub fn resume_live(
-    workflow: Arc<Workflow>,
-    options: RunOptions,
-    recording: Recording,
-    runtime: Runtime,
-) -> Result<RunHandle, RebuildError> {
-    Ok(handle(Scheduler::rebuilt(workflow, options, recording, runtime)?))
-}
-
-fn handle(scheduler: Scheduler) -> RunHandle {
-    let run_id = scheduler.run_id.clone();
-    let (tx, rx) = mpsc::unbounded_channel();
-    let join = tokio::spawn(scheduler.drive(Some(rx), Until::End));
-    RunHandle { run_id, commands: tx, join }
 }
 
 enum Done {
@@ -417,6 +426,12 @@ struct Scheduler {
     cancel: CancellationToken,
     done_tx: mpsc::UnboundedSender<Done>,
     done_rx: mpsc::UnboundedReceiver<Done>,
+    /// Work that completed the moment it started (`spawn_node`), in the order it did: taken before waiting on
+    /// `done_rx`.
+    completed: VecDeque<Done>,
+    /// Nodes a step started, run once the step's effects are carried out (its events come first, as when every
+    /// node ran in a task of its own).
+    starting: Vec<(NodeIx, u32, Instant, Scope)>,
     /// Node tasks asking to approve a tool call.
     asks: mpsc::UnboundedReceiver<ToolAsk>,
     /// Tasks waiting on a tool call's decision, by node id and call, in the order they asked.
@@ -479,7 +494,7 @@ impl Scheduler {
             default_model: state.default_model.clone(),
             code: crate::code::CodeRunner::new(runtime.code, declared_env),
             mcp: runtime.mcp,
-            model_calls: Mutex::new(HashMap::new()),
+            model_calls: (0..state.topo.component.len()).map(|_| Default::default()).collect(),
             journal,
             tool_asks,
         });
@@ -490,6 +505,8 @@ impl Scheduler {
             cancel: CancellationToken::new(),
             done_tx,
             done_rx,
+            completed: VecDeque::new(),
+            starting: Vec::new(),
             asks,
             tool_waiters: Vec::new(),
             started: false,
@@ -561,7 +578,7 @@ impl Scheduler {
                     let started = Instant::now();
                     match self.rebuild.as_mut() {
                         Some(r) => r.parked.push(Parked::Node { node, iteration, started, scope }),
-                        None => self.spawn_node(node, iteration, started, scope),
+                        None => self.starting.push((node, iteration, started, scope)),
                     }
                 }
                 Effect::AskRoute { node, ask } => match self.rebuild.as_mut() {
@@ -578,6 +595,9 @@ impl Scheduler {
                 }
                 Effect::CancelTasks => self.cancel.cancel(),
             }
+        }
+        for (node, iteration, started, scope) in std::mem::take(&mut self.starting) {
+            self.spawn_node(node, iteration, started, scope);
         }
     }
 
@@ -615,7 +635,8 @@ impl Scheduler {
     }
 
     /// The main loop. Until its end, it waits for decisions on `commands` while paused; else it returns at a pause.
-    async fn drive(mut self, mut commands: Option<mpsc::UnboundedReceiver<Command>>, until: Until) -> Outcome {
+    async fn drive(mut self, commands: mpsc::UnboundedReceiver<Command>, until: Until) -> Outcome {
+        let mut commands = Some(commands);
         self.begin_once();
         loop {
             if self.state.is_live() {
@@ -647,6 +668,10 @@ impl Scheduler {
                     continue;
                 }
             }
+            if let Some(done) = self.completed.pop_front() {
+                self.finished(done);
+                continue;
+            }
             let deadline = self.state.next_deadline();
             tokio::select! {
                 Some(done) = self.done_rx.recv() => self.finished(done),
@@ -665,12 +690,14 @@ impl Scheduler {
         let Some(EventKind::WorkflowEnd { results, .. }) = self.ended.take() else {
             unreachable!("finishing emits workflow:end")
         };
+        // The run is over: its trace is moved into the result, not copied.
+        let trace = self.state.take_trace();
         let st = &self.state;
         let result = RunResult {
             run_id: self.run_id.clone(),
             status: st.status(),
             results,
-            trace: st.trace().clone(),
+            trace,
             state: match st.state_json() {
                 Value::Object(map) => map,
                 _ => serde_json::Map::new(),
@@ -690,7 +717,6 @@ impl Scheduler {
                 let _ = self.input(Input::Cancelled);
             }
             Command::Decide { node, decision, reply } => {
-                let decision = Decision::normalize(&decision);
                 let r = self.input(Input::Decided { node, decision, immediate: false });
                 let _ = reply.send(r.map_err(|e| e.to_string()));
             }
@@ -720,7 +746,7 @@ impl Scheduler {
             Done::Node { node, iteration, started, outcome } => {
                 let id = self.state.id(node);
                 self.shared.journal.ended(id, iteration);
-                let calls = self.shared.model_calls.lock().unwrap().get(id).copied().unwrap_or(0);
+                let calls = self.shared.calls(node);
                 input::node_done(id, iteration, outcome, elapsed_ms(started), calls)
             }
             Done::Route { node, answer } => Input::Routed { node: self.state.id(node).to_string(), answer },
@@ -728,27 +754,26 @@ impl Scheduler {
         self.input(input).expect("the state awaits the work it started");
     }
 
-    /// Runs an agent or script node in its own task, which reports back with `Done::Node`.
-    fn spawn_node(&self, node: NodeIx, iteration: u32, started: Instant, scope: Scope) {
-        let shared = self.shared.clone();
+    /// Runs an agent or script node: at once, here, when it completes without waiting (a node answered from an
+    /// answers file: no task, no thread woken), else in its own task; either way it reports back with `Done::Node`.
+    fn spawn_node(&mut self, node: NodeIx, iteration: u32, started: Instant, scope: Scope) {
+        // A node task that panics (a bug) fails its node, and so the run, rather than never reporting back.
+        let mut running =
+            Box::pin(AssertUnwindSafe(node::execute(self.shared.clone(), node, iteration, scope)).catch_unwind());
+        // Polled once with a waker that does nothing: a future that is not done yet is polled again (with its task's
+        // waker) as soon as its task starts, so whatever it waits on wakes that task.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(o) = std::future::Future::poll(running.as_mut(), &mut cx) {
+            let outcome = o.unwrap_or_else(|panic| node::NodeOutcome::failed(panicked(panic.as_ref())));
+            self.completed.push_back(Done::Node { node, iteration, started, outcome });
+            return;
+        }
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
         tokio::spawn(async move {
-            // A node task that panics (a bug) fails its node, and so the run, rather than never reporting back.
-            let running = AssertUnwindSafe(node::execute(shared, node, iteration, scope)).catch_unwind();
             let outcome = tokio::select! {
-                o = running => o.unwrap_or_else(|panic| node::NodeOutcome {
-                    data: Err(panicked(panic.as_ref())),
-                    tool_calls: Vec::new(),
-                    usage: None,
-                    code: None,
-                }),
-                _ = cancel.cancelled() => node::NodeOutcome {
-                    data: Err("cancelled".into()),
-                    tool_calls: Vec::new(),
-                    usage: None,
-                    code: None,
-                },
+                o = running => o.unwrap_or_else(|panic| node::NodeOutcome::failed(panicked(panic.as_ref()))),
+                _ = cancel.cancelled() => node::NodeOutcome::failed("cancelled".into()),
             };
             let _ = tx.send(Done::Node { node, iteration, started, outcome });
         });
@@ -852,7 +877,7 @@ impl Scheduler {
             Input::NodeDone { node, iteration, model_calls, .. } => {
                 let at = topo.index[node];
                 self.unpark(|p| matches!(p, Parked::Node { node, iteration: i, .. } if *node == at && i == iteration));
-                self.shared.model_calls.lock().unwrap().insert(node.clone(), *model_calls);
+                self.shared.model_calls[at].store(*model_calls, std::sync::atomic::Ordering::Relaxed);
                 self.shared.journal.ended(node, *iteration);
             }
             Input::Routed { node, .. } => {

@@ -36,6 +36,11 @@ impl NodeOutcome {
     pub fn data(data: Value) -> NodeOutcome {
         NodeOutcome { data: Ok(data), tool_calls: Vec::new(), usage: None, code: None }
     }
+
+    /// A node task that did not complete: it panicked or was cancelled.
+    pub fn failed(message: String) -> NodeOutcome {
+        NodeOutcome { data: Err(message), tool_calls: Vec::new(), usage: None, code: None }
+    }
 }
 
 /// Where a piece of a node task's work is, for its journal (`crate::journal`): the node's iteration, and the place
@@ -139,7 +144,7 @@ fn execute_once<'a>(
         let mut attempt = 0;
         loop {
             let result = match n.node_type {
-                NodeType::Script => run_script(shared, node, scope).await,
+                NodeType::Script => run_script(shared, node, scope, place).await,
                 _ => run_agent(shared, node, scope, calls, usage, depth, place).await,
             };
             match result {
@@ -166,10 +171,11 @@ fn execute_once<'a>(
 }
 
 /// A script node: an answers file's answer when it has one (a pinned output never gets here), else its code, run
-/// with the user's consent (`crate::code`).
-async fn run_script(shared: &Arc<Shared>, node: NodeIx, scope: &Scope) -> Result<Value, ModelError> {
+/// with the user's consent (`crate::code`). Its idempotency key names its place as `s0` (`i2.s0` for a `for_each`
+/// item): a step run again after a crash, or retried, has the same key.
+async fn run_script(shared: &Arc<Shared>, node: NodeIx, scope: &Scope, place: &Place) -> Result<Value, ModelError> {
     let n = &shared.workflow.nodes[node];
-    let call_index = shared.next_call(&n.id);
+    let call_index = shared.next_call(node);
     if let Some(answer) = shared.answers.as_ref().and_then(|s| s.answer(&n.id, call_index)) {
         if answer.status == AnswerStatus::Failed {
             return Err(ModelError::retryable(answer.error.clone().unwrap_or_else(|| "scripted failure".into())));
@@ -213,6 +219,7 @@ async fn run_script(shared: &Arc<Shared>, node: NodeIx, scope: &Scope) -> Result
         body,
         names: code_names(shared, node, scope, text),
         timeout: n.timeout_seconds.map_or(code::DEFAULT_TIMEOUT, Duration::from_secs),
+        key: journal::idempotency_key(shared.emitter.run_id(), &n.id, place.iteration, &place.within("s0")),
     };
     let print = |stream: code::Stream, line: &str| {
         shared.emitter.emit(EventKind::log(Some(&n.id), stream.log_type(), line.to_string()));
@@ -324,7 +331,7 @@ async fn run_agent(
                 .user_prompt
                 .as_deref()
                 .is_some_and(|p| !p.trim().is_empty() && !template::is_template(p)),
-            call_index: shared.next_call(&n.id),
+            call_index: shared.next_call(node),
             repair: repair.as_deref(),
             // Only the first model call of the node's execution is forced, not the repair turn.
             first_tool: first_tool.as_deref().filter(|_| repair.is_none()),
@@ -338,8 +345,9 @@ async fn run_agent(
             }
             other => other?,
         };
-        // A run on a model keeps each call under the key evaluations record calls by (`journal::What::Asked`).
-        if shared.answers.is_none() {
+        // A run on a model keeps each call under the key evaluations record calls by (`journal::What::Asked`);
+        // a run with no log (an evaluation's case) has nowhere to keep it, and does not compute it.
+        if shared.answers.is_none() && shared.emitter.keeps_journal() {
             let call = crate::recorded::Call {
                 node: n.id.clone(),
                 data: output.data.clone(),

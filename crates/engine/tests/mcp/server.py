@@ -3,8 +3,11 @@
     python server.py stdio
     python server.py http PORT      # serves http://127.0.0.1:PORT/mcp
     python server.py stdio-paged    # tools/list answers two tools per page, with a cursor
+
+With SWITCHYARD_TEST_CALLS naming a file, each call of `add` is recorded there (record_call).
 """
 import asyncio
+import json
 import os
 import sys
 
@@ -16,9 +19,25 @@ server = FastMCP("switchyard-test", host="127.0.0.1", port=port, log_level="WARN
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
-def add(a: int, b: int) -> int:
+def add(a: int, b: int, ctx: Context) -> int:
     """Add two whole numbers."""
+    record_call({"a": a, "b": b}, ctx)
     return a + b
+
+
+def record_call(arguments, ctx):
+    """When SWITCHYARD_TEST_CALLS names a file (set by a test), appends a JSON line to it: the call's arguments, its
+    idempotency key from the request's _meta (`key`) and, over HTTP, its Idempotency-Key header (`header`)."""
+    path = os.environ.get("SWITCHYARD_TEST_CALLS")
+    if not path:
+        return
+    meta = ctx.request_context.meta
+    request = ctx.request_context.request
+    line = dict(arguments)
+    line["key"] = (meta.model_extra or {}).get("switchyard/idempotencyKey") if meta else None
+    line["header"] = request.headers.get("idempotency-key") if request is not None else None
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))

@@ -207,10 +207,33 @@ async fn run_full(wf: &Workflow, script_yaml: &str, options: RunOptions, code: s
     let mut rt = runtime(script, model.clone(), vec![Arc::new(collector.clone())]);
     rt.log = Some(Arc::new(log.clone()));
     rt.code = code;
-    let outcome = run::run(Arc::new(wf.clone()), options.clone(), rt).await;
+    let outcome = run_to_pause(Arc::new(wf.clone()), options.clone(), rt).await;
     let ran = Ran { outcome, events: collector.events(), model, log, options };
     replays_the_same(wf, &ran);
     ran
+}
+
+/// A run from the beginning to its first pause, launched as the session launches one (`run::launch`).
+pub async fn run_to_pause(wf: Arc<Workflow>, options: RunOptions, rt: Runtime) -> Outcome {
+    run::launch(run::Launch::fresh(wf, options), rt).expect("a fresh run launches").finish().await
+}
+
+/// A recorded run going on to its next pause, given these decisions (written as an answers file writes them): one
+/// its run cannot take fails.
+pub async fn resume_to_pause(
+    wf: Arc<Workflow>,
+    options: RunOptions,
+    recording: run::Recording,
+    decisions: Vec<(String, Value)>,
+    rt: Runtime,
+) -> Result<Outcome, run::ResumeError> {
+    let decisions = decisions.into_iter().map(|(node, d)| (node, run::Decision::normalize(&d))).collect();
+    Ok(run::launch(run::Launch::recorded(wf, options, recording).deciding(decisions), rt)?.finish().await)
+}
+
+/// A run that stays alive while paused and takes decisions through its handle (the app's).
+pub fn start_live(wf: Arc<Workflow>, options: RunOptions, rt: Runtime) -> run::RunHandle {
+    run::launch(run::Launch::fresh(wf, options).until(run::Until::End), rt).expect("a fresh run launches")
 }
 
 /// Every test run is also played again from its recording: the replay must make no model call and give the same

@@ -109,7 +109,7 @@ impl RunState {
     pub(super) fn reach_approval(&mut self, node: NodeIx, previous_output: Arc<str>) {
         let workflow = self.workflow.clone();
         let n = &workflow.nodes[node];
-        let message = n.message.clone().unwrap_or_else(|| "Approve this step?".into());
+        let message = n.message.clone().unwrap_or_else(|| node_types::APPROVAL_MESSAGE.into());
         let message = template::render(&message, &self.scope).unwrap_or(message);
         let approval =
             PendingApproval { node: n.id.clone(), message, previous_output: previous_output.to_string(), tool: None };

@@ -386,8 +386,9 @@ impl RunState {
         self.error.as_deref()
     }
 
-    pub(crate) fn trace(&self) -> &Trace {
-        &self.trace
+    /// The trace, moved out (the run is over).
+    pub(crate) fn take_trace(&mut self) -> Trace {
+        std::mem::take(&mut self.trace)
     }
 
     pub(crate) fn state_json(&self) -> Value {

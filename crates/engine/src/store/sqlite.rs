@@ -1,437 +1,27 @@
-//! The durable run log: one SQLite file (WAL) holding every run — the workflow document and options it started
-//! with, its status, its events and its inputs (`run::input`) — so that a run survives the process that ran it.
+//! The run store in one SQLite file (WAL) on this machine: the desktop's and the command line's default.
 //!
 //! Invariants:
-//! - A run's row is written when it starts (status `running`), before its first event.
-//! - Events and inputs are committed as the scheduler produces them, before any observer sees them (the emitter
-//!   writes the log first), so nothing a person saw can be missing from the log.
 //! - A process that runs a run holds a lock on it (a file lock the system releases when the process dies). A run
 //!   whose row says `running` but whose lock nobody holds was interrupted: `status` reports it `interrupted`.
 //! - The schema is versioned (`PRAGMA user_version`, `store::migrations`); a file written by a newer Switchyard is
 //!   refused and never altered, and a file that is not a readable database is reported with its path.
 //! - Several processes can use one store at once (WAL, and a busy timeout instead of "database is locked").
-//!
-//! [`Store`] is the run store as the session uses it, whichever database keeps the runs: this SQLite file (one
-//! machine; the desktop's and the command line's default) or PostgreSQL (`crate::postgres`, feature `postgres`: runs
-//! shared by workers on many machines). [`open`] picks one from what a person typed (`--db`).
+//! - A claim's log is the store itself: a file lock fences nothing, so every write goes straight to the file.
 
-mod migrations;
-
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use rustc_hash::FxHashMap;
-use serde::Serialize;
+use rusqlite_migration::{Migrations, M};
 
+use super::migrations;
+use super::{usage_json, Claim, NewRun, RunQuery, RunRow, Store, StoreError, StoredEval, StoredRun, StoredStatus};
 use crate::events::Event;
 use crate::log::{LogError, LogItem, RunLog};
-use crate::result::{RunStatus, Usage};
-use crate::run::{Recorded, Recording, RunOptions};
-use crate::Workflow;
-
-/// Why the run store cannot be used. Each message names the file and says what to do.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("cannot open the run store {path}: {detail}")]
-    Open { path: PathBuf, detail: String },
-    #[error(
-        "the run store {path} was written by a newer Switchyard (schema {found}; this one knows up to {known}); it \
-         was left untouched: upgrade Switchyard, or set SWITCHYARD_HOME to use another folder"
-    )]
-    TooNew { path: PathBuf, found: i64, known: i64 },
-    #[error(
-        "the run store {path} is not a readable database ({detail}); move it aside and Switchyard starts a new one"
-    )]
-    Corrupt { path: PathBuf, detail: String },
-    #[error("run store {path}: {detail}")]
-    Query { path: PathBuf, detail: String },
-    #[error("no run `{id}` in the run store {path}")]
-    NoSuchRun { path: PathBuf, id: String },
-    #[error("run `{id}` is in use by another process")]
-    InUse { id: String },
-    #[error("no evaluation `{id}` in the run store {path}")]
-    NoSuchEval { path: PathBuf, id: String },
-    #[error(
-        "the run store {location} is this machine's alone, and no worker takes runs from it: a run for workers needs \
-         a PostgreSQL run store (postgres://…)"
-    )]
-    NoWorkers { location: String },
-    #[error(
-        "{url} is a PostgreSQL run store, but this Switchyard was built without PostgreSQL support (the `postgres` \
-         feature)"
-    )]
-    PostgresNotBuilt { url: String },
-    #[cfg(feature = "postgres")]
-    #[error(transparent)]
-    Postgres(#[from] crate::postgres::PgError),
-}
-
-impl StoreError {
-    /// A stable code for the window and scripts.
-    pub fn code(&self) -> &'static str {
-        match self {
-            StoreError::Open { .. } => "STORE_OPEN",
-            StoreError::TooNew { .. } => "STORE_TOO_NEW",
-            StoreError::Corrupt { .. } => "STORE_CORRUPT",
-            StoreError::Query { .. } => "STORE_QUERY",
-            StoreError::NoSuchRun { .. } => "NO_SUCH_RUN",
-            StoreError::NoSuchEval { .. } => "NO_SUCH_EVAL",
-            StoreError::InUse { .. } => "RUN_IN_USE",
-            StoreError::NoWorkers { .. } => "NO_WORKERS",
-            StoreError::PostgresNotBuilt { .. } => "POSTGRES_NOT_BUILT",
-            #[cfg(feature = "postgres")]
-            StoreError::Postgres(e) => e.code(),
-        }
-    }
-}
-
-/// A run's status as history shows it: the engine's statuses, and `interrupted` for a run whose process died.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(rename_all = "lowercase")]
-pub enum StoredStatus {
-    /// Waits for a worker to take it (a store workers share: PostgreSQL).
-    Ready,
-    Running,
-    Paused,
-    Interrupted,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl StoredStatus {
-    fn from_db(status: &str, live: bool) -> StoredStatus {
-        match status {
-            "running" if live => StoredStatus::Running,
-            "running" => StoredStatus::Interrupted,
-            "paused" => StoredStatus::Paused,
-            "completed" => StoredStatus::Completed,
-            "cancelled" => StoredStatus::Cancelled,
-            _ => StoredStatus::Failed,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoredStatus::Ready => "ready",
-            StoredStatus::Running => "running",
-            StoredStatus::Paused => "paused",
-            StoredStatus::Interrupted => "interrupted",
-            StoredStatus::Completed => "completed",
-            StoredStatus::Failed => "failed",
-            StoredStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// Whether the run can go on: it waits for decisions, its process died, or it waits for a worker (whoever
-    /// resumes it first takes it).
-    pub fn resumable(self) -> bool {
-        matches!(self, StoredStatus::Paused | StoredStatus::Interrupted | StoredStatus::Ready)
-    }
-
-    /// Whether the run has ended: nothing more happens to it.
-    pub fn ended(self) -> bool {
-        matches!(self, StoredStatus::Completed | StoredStatus::Failed | StoredStatus::Cancelled)
-    }
-}
-
-/// One run of the history.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[serde(rename_all = "camelCase")]
-pub struct RunRow {
-    pub id: String,
-    /// The workflow's name.
-    pub workflow: String,
-    /// The file it was run from (`path`, or `path#format` when its format was forced), when it had one.
-    pub workflow_ref: Option<String>,
-    pub answers_path: Option<String>,
-    pub status: StoredStatus,
-    /// RFC 3339.
-    pub started: String,
-    /// From start to end, or to now while it runs or waits.
-    #[cfg_attr(feature = "specta", specta(type = u32))]
-    pub duration_ms: u64,
-    /// Approvals it waits for.
-    pub pending: Vec<String>,
-    /// Tokens its model calls used, per `provider/model` (kept when it pauses or ends).
-    pub usage: BTreeMap<String, Usage>,
-    /// All of them.
-    #[cfg_attr(feature = "specta", specta(type = u32))]
-    pub tokens: u64,
-    /// US dollars at the settings' prices (`session::priced`); none when a model that used tokens has no price, or
-    /// before the session priced it.
-    pub cost: Option<f64>,
-    /// The evaluation it was a case of, if any.
-    pub eval: Option<String>,
-}
-
-impl RunRow {
-    pub(crate) fn counted(mut self) -> RunRow {
-        self.tokens = crate::usage::tokens(&self.usage);
-        self
-    }
-}
-
-/// An evaluation's report as kept in the store (its JSON, as `switchyard eval --json` prints it): what a later
-/// evaluation of the same file compares with.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredEval {
-    pub id: String,
-    /// The evaluation file, as its absolute path.
-    pub file: String,
-    pub workflow: String,
-    /// RFC 3339.
-    pub started: String,
-    pub report: String,
-}
-
-/// A decision kept in the store for whoever works the run (a server's API took it; `postgres::team`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeptDecision {
-    pub node: String,
-    /// The round of the node's approval it settles (`record::settled` when it was sent).
-    pub round: u32,
-    /// `{decision, note}`, as `resume --decide` gives it.
-    pub decision: serde_json::Value,
-}
-
-/// What people asked of a run, through the store, that whoever works it must carry out.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Requests {
-    pub cancel: bool,
-    pub decisions: Vec<KeptDecision>,
-}
-
-/// What is kept of a run when it starts.
-pub struct NewRun<'a> {
-    pub id: &'a str,
-    pub workflow: &'a Workflow,
-    pub workflow_ref: Option<&'a str>,
-    pub answers_path: Option<&'a str>,
-    pub options: &'a RunOptions,
-    /// The evaluation this run is a case of.
-    pub eval_id: Option<&'a str>,
-}
-
-/// What a rebuild of a stored run needs: the document and options it started with, and its recording.
-pub struct StoredRun {
-    pub row: RunRow,
-    pub workflow: Workflow,
-    pub options: RunOptions,
-    pub recording: Recording,
-}
-
-/// This process runs the run: held while the run is live, released (also when the process dies: by the system for
-/// a file lock, when its lease expires for PostgreSQL) when dropped.
-pub struct Claim {
-    held: Held,
-    /// The log the claimed run must be written to, when it is not the store itself (PostgreSQL: fenced by the
-    /// claim's epoch).
-    log: Option<Arc<dyn RunLog>>,
-    lost: Signal,
-    /// Said when someone asked, through the store, that the run be cancelled (PostgreSQL: seen at a heartbeat).
-    cancel: Signal,
-    /// Moves on each time the store says that something was asked of the run (a decision) while it is held.
-    nudges: Option<tokio::sync::watch::Receiver<u64>>,
-}
-
-enum Held {
-    /// A lock file, removed when released.
-    File { _lock: File, path: PathBuf },
-    /// A lease, kept alive while held and given up when dropped (`postgres::LeaseGuard`).
-    Lease(Box<dyn Lease>),
-}
-
-/// A claim kept alive by a lease: given up when dropped, unless abandoned first.
-pub(crate) trait Lease: Send + Sync {
-    /// Stops keeping the lease alive without giving it up: it runs out by itself.
-    fn abandon(&mut self);
-    /// When the run is given up paused: the time (Unix milliseconds) at which a worker must take it again, for an
-    /// approval that times out then.
-    fn wake_at(&mut self, at_ms: i64);
-}
-
-impl Claim {
-    /// A claim that is a lease: `guard` keeps it and gives it up when dropped; every write goes to `log`; `lost`
-    /// says when another process took the run over.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn lease(
-        guard: Box<dyn Lease>,
-        log: Arc<dyn RunLog>,
-        lost: Signal,
-        cancel: Signal,
-        nudges: tokio::sync::watch::Receiver<u64>,
-    ) -> Claim {
-        Claim { held: Held::Lease(guard), log: Some(log), lost, cancel, nudges: Some(nudges) }
-    }
-
-    /// Completes the next time the store says that something was asked of the run while this claim holds it (never,
-    /// for a lock file): whoever works it then reads `Store::requests`.
-    pub fn nudged(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let nudges = self.nudges.clone();
-        async move {
-            match nudges {
-                Some(mut nudges) => {
-                    if nudges.changed().await.is_err() {
-                        std::future::pending::<()>().await
-                    }
-                }
-                None => std::future::pending().await,
-            }
-        }
-    }
-
-    /// Says, before the claim is given up, that the paused run must be taken again at `at_ms` (Unix milliseconds):
-    /// its first approval deadline. Nothing for a lock file: the process that holds it keeps the timer.
-    pub fn wake_at(&mut self, at_ms: i64) {
-        if let Held::Lease(lease) = &mut self.held {
-            lease.wake_at(at_ms);
-        }
-    }
-
-    /// Completes when someone asked, through the store, that the run be cancelled; never for a lock file.
-    pub fn cancel_requested(&self) -> Signal {
-        self.cancel.clone()
-    }
-
-    /// Lets go of the run without giving it up: a lease runs out by itself, so whoever claims the run next does so
-    /// only after it (a run that cannot go on here is then tried again once per lease, not at once in a loop); a
-    /// lock file is released at once.
-    pub fn abandon(mut self) {
-        if let Held::Lease(lease) = &mut self.held {
-            lease.abandon();
-        }
-    }
-
-    /// The log the claimed run must be written to, when it is not the store itself.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn log(&self) -> Option<Arc<dyn RunLog>> {
-        self.log.clone()
-    }
-
-    /// Completes when the run is no longer this process's: another took it over, or its log could not be written
-    /// (the run must stop: the log is what it goes on from). Never, for a run held by a lock file.
-    pub fn lost(&self) -> Signal {
-        self.lost.clone()
-    }
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        if let Held::File { path, .. } = &self.held {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-/// Completes when something happens to a claim: it is lost ([`Claim::lost`]), or its run's cancellation was asked
-/// for ([`Claim::cancel_requested`]).
-#[derive(Clone, Default)]
-pub struct Signal(Option<tokio::sync::watch::Receiver<bool>>);
-
-impl Signal {
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-    pub(crate) fn watching(lost: tokio::sync::watch::Receiver<bool>) -> Signal {
-        Signal(Some(lost))
-    }
-
-    /// Whether it happened already.
-    pub fn happened(&self) -> bool {
-        self.0.as_ref().is_some_and(|l| *l.borrow())
-    }
-
-    /// Waits until it happens (forever, if it never does).
-    pub async fn wait(self) {
-        match self.0 {
-            Some(mut lost) => {
-                if lost.wait_for(|l| *l).await.is_err() {
-                    // Its sender is gone without losing it: the claim was given up, not lost.
-                    std::future::pending::<()>().await
-                }
-            }
-            None => std::future::pending().await,
-        }
-    }
-}
-
-/// The run store as the session uses it: runs, their events and inputs, and who runs each. Implemented by the
-/// SQLite [`RunStore`] and by `postgres::PgStore`; both return the same rows and stored runs.
-pub trait Store: Send + Sync {
-    /// Where the runs are kept, as messages name it: a file's path, or `host:port/db`.
-    fn location(&self) -> String;
-    /// Records a run as it starts (status `running`), claimed by this process, before its first event.
-    fn create(&self, run: &NewRun) -> Result<Claim, StoreError>;
-    /// Records a run for a worker to start (status `ready`); only a store that workers share has them.
-    fn submit(&self, _run: &NewRun) -> Result<(), StoreError> {
-        Err(StoreError::NoWorkers { location: self.location() })
-    }
-    /// Takes a stored run for this process; fails when another live process has it.
-    fn claim(&self, id: &str) -> Result<Claim, StoreError>;
-    /// Runs, newest first.
-    fn list(&self) -> Result<Vec<RunRow>, StoreError>;
-    /// The newest `limit` runs, newest first (a store with many runs reads no more).
-    fn recent(&self, limit: usize) -> Result<Vec<RunRow>, StoreError> {
-        Ok(self.list()?.into_iter().take(limit).collect())
-    }
-    fn get(&self, id: &str) -> Result<RunRow, StoreError>;
-    /// Everything needed to continue, replay or reuse a run.
-    fn load(&self, id: &str) -> Result<StoredRun, StoreError>;
-    fn events(&self, id: &str) -> Result<Vec<Event>, StoreError>;
-    /// A run's events numbered after `after`, in order: what a follower has not seen yet (it reads no more).
-    fn events_after(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError>;
-    /// The log a run claimed by `claim` is written to.
-    fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog>;
-    /// What people asked of a run through the store; nothing, for a store nobody else asks through.
-    fn requests(&self, _id: &str) -> Result<Requests, StoreError> {
-        Ok(Requests::default())
-    }
-}
-
-/// A shared store is a store (the shells and evaluations keep theirs in an `Arc`).
-impl<T: Store + ?Sized> Store for Arc<T> {
-    fn location(&self) -> String {
-        (**self).location()
-    }
-    fn create(&self, run: &NewRun) -> Result<Claim, StoreError> {
-        (**self).create(run)
-    }
-    fn submit(&self, run: &NewRun) -> Result<(), StoreError> {
-        (**self).submit(run)
-    }
-    fn claim(&self, id: &str) -> Result<Claim, StoreError> {
-        (**self).claim(id)
-    }
-    fn list(&self) -> Result<Vec<RunRow>, StoreError> {
-        (**self).list()
-    }
-    fn recent(&self, limit: usize) -> Result<Vec<RunRow>, StoreError> {
-        (**self).recent(limit)
-    }
-    fn get(&self, id: &str) -> Result<RunRow, StoreError> {
-        (**self).get(id)
-    }
-    fn load(&self, id: &str) -> Result<StoredRun, StoreError> {
-        (**self).load(id)
-    }
-    fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
-        (**self).events(id)
-    }
-    fn events_after(&self, id: &str, after: u64) -> Result<Vec<Event>, StoreError> {
-        (**self).events_after(id, after)
-    }
-    fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
-        Arc::clone(&*self).run_log(claim)
-    }
-    fn requests(&self, id: &str) -> Result<Requests, StoreError> {
-        (**self).requests(id)
-    }
-}
+use crate::result::RunStatus;
+use crate::run::{Recorded, Recording};
 
 impl Store for RunStore {
     fn location(&self) -> String {
@@ -445,6 +35,9 @@ impl Store for RunStore {
     }
     fn list(&self) -> Result<Vec<RunRow>, StoreError> {
         RunStore::list(self)
+    }
+    fn find(&self, query: &RunQuery) -> Result<Vec<RunRow>, StoreError> {
+        RunStore::find(self, query)
     }
     fn get(&self, id: &str) -> Result<RunRow, StoreError> {
         RunStore::get(self, id)
@@ -460,41 +53,40 @@ impl Store for RunStore {
     }
     /// The store itself: a file lock fences nothing, so every write goes straight to the file.
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
-        claim.log.clone().unwrap_or(self)
+        claim.log().unwrap_or(self)
     }
 }
 
-/// Opens the run store `db` names: `postgres://…` (or `postgresql://…`) a PostgreSQL database, else an SQLite file
-/// (`sqlite:PATH` or a plain path); none, the default file.
-pub fn open(db: Option<&str>) -> Result<Arc<dyn Store>, StoreError> {
-    let Some(db) = db.map(str::trim).filter(|d| !d.is_empty()) else {
-        return Ok(Arc::new(RunStore::open(&default_path())?));
-    };
-    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-        #[cfg(feature = "postgres")]
-        return Ok(Arc::new(crate::postgres::PgStore::open(db)?));
-        #[cfg(not(feature = "postgres"))]
-        return Err(StoreError::PostgresNotBuilt { url: without_password(db) });
-    }
-    let path = db.strip_prefix("sqlite://").or_else(|| db.strip_prefix("sqlite:")).unwrap_or(db);
-    Ok(Arc::new(RunStore::open(Path::new(path))?))
+/// The SQLite schema's migrations (`store::migrations`), as `rusqlite_migration` applies them.
+fn migrations() -> Migrations<'static> {
+    Migrations::new(migrations::SQLITE.iter().map(|m| M::up(m.sql)).collect())
 }
 
-/// A database URL as messages show it: never its password.
-#[cfg_attr(feature = "postgres", allow(dead_code))]
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    match rest.split_once('@') {
-        Some((user, host)) => format!("{scheme}://{}@{host}", user.split(':').next().unwrap_or("")),
-        None => url.to_string(),
+/// Checks the file is a store this build can use, then applies the migrations it lacks (`migrations::plan`), in one
+/// transaction. A file from a newer build is refused before anything is written to it.
+fn bring_up_to_date(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let corrupt = |e: rusqlite::Error| StoreError::Corrupt { path: path.to_path_buf(), detail: e.to_string() };
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(corrupt)?;
+    let plan = migrations::plan(migrations::SQLITE, found).map_err(|newer| StoreError::TooNew {
+        path: path.to_path_buf(),
+        found: newer.found,
+        known: newer.known,
+    })?;
+    // Reading the schema finds a file that is not a database, or a truncated one.
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)).map_err(corrupt)?;
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(corrupt)?;
+    conn.pragma_update(None, "synchronous", "NORMAL").map_err(corrupt)?;
+    // A checkpoint (which syncs the database file) every 16 MB of log rather than every 4 MB: a run's log is
+    // committed in small batches, and each checkpoint costs a sync.
+    conn.pragma_update(None, "wal_autocheckpoint", 4096).map_err(corrupt)?;
+    if !plan.is_empty() {
+        // `rusqlite_migration` applies the versions after `user_version`, in one transaction: the plan's steps.
+        migrations().to_latest(conn).map_err(|e| StoreError::Open {
+            path: path.to_path_buf(),
+            detail: format!("cannot bring its schema from version {} to {}: {e}", plan.from, plan.to),
+        })?;
     }
-}
-
-pub use crate::files::data_dir;
-
-/// `runs.sqlite` in the [`data_dir`].
-pub fn default_path() -> PathBuf {
-    data_dir().join("runs.sqlite")
+    Ok(())
 }
 
 pub struct RunStore {
@@ -513,7 +105,7 @@ impl RunStore {
         }
         let mut conn = Connection::open(path).map_err(|e| open_error(e.to_string()))?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(|e| open_error(e.to_string()))?;
-        migrations::bring_up_to_date(&mut conn, path)?;
+        bring_up_to_date(&mut conn, path)?;
         Ok(RunStore { conn: Mutex::new(conn), path: path.to_path_buf() })
     }
 
@@ -543,13 +135,7 @@ impl RunStore {
         std::fs::create_dir_all(path.parent().expect("a lock file has a folder")).map_err(io)?;
         let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(io)?;
         match file.try_lock() {
-            Ok(()) => Ok(Claim {
-                held: Held::File { _lock: file, path },
-                log: None,
-                lost: Signal::default(),
-                cancel: Signal::default(),
-                nudges: None,
-            }),
+            Ok(()) => Ok(Claim::file_lock(file, path)),
             Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse { id: id.to_string() }),
             Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
         }
@@ -593,12 +179,82 @@ impl RunStore {
         let rows = {
             let conn = self.conn.lock().unwrap();
             let mut stmt = conn
-                .prepare(&format!("{ROW_SELECT} ORDER BY started_at DESC, rowid DESC"))
+                .prepare(&format!("{ROW_SELECT} ORDER BY coalesce(started_at, updated_at) DESC, rowid DESC"))
                 .map_err(|e| self.query_error(e))?;
             let rows = stmt.query_map([], raw_row).map_err(|e| self.query_error(e))?;
             rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.query_error(e))?
         };
         Ok(rows.into_iter().map(|r| self.row(r)).collect())
+    }
+
+    /// A page of runs, newest first, as `query` asks for them (`Store::find`). Keyset paging on (start, rowid), the
+    /// order `list` gives. Whether a `running` row is running or interrupted depends on its lock, so those two are
+    /// told apart here, reading on until the page is full.
+    pub fn find(&self, query: &RunQuery) -> Result<Vec<RunRow>, StoreError> {
+        const KEY: &str = "coalesce(started_at, updated_at)";
+        let mut after = match &query.before {
+            Some(id) => Some(self.sort_key(id)?),
+            None => None,
+        };
+        let instant = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+        let mut found = Vec::new();
+        while found.len() < query.limit {
+            use rusqlite::types::Value as Sql;
+            let (mut sql, mut args) = (format!("{ROW_SELECT} WHERE 1 = 1"), Vec::<Sql>::new());
+            if let Some((key, rowid)) = &after {
+                sql += &format!(" AND ({KEY} < ? OR ({KEY} = ? AND rowid < ?))");
+                args.extend([Sql::Text(key.clone()), Sql::Text(key.clone()), Sql::Integer(*rowid)]);
+            }
+            let statuses = query.db_statuses();
+            if !statuses.is_empty() {
+                sql += &format!(" AND status IN ({})", vec!["?"; statuses.len()].join(", "));
+                args.extend(statuses.into_iter().map(Sql::Text));
+            }
+            if let Some(workflow) = &query.workflow {
+                sql += " AND (lower(workflow_name) = lower(?) OR workflow_path = ?)";
+                args.extend([Sql::Text(workflow.clone()), Sql::Text(workflow.clone())]);
+            }
+            if let Some(since) = query.since {
+                sql += &format!(" AND {KEY} >= ?");
+                args.push(Sql::Text(instant(since)));
+            }
+            if let Some(until) = query.until {
+                sql += &format!(" AND {KEY} < ?");
+                args.push(Sql::Text(instant(until)));
+            }
+            if let Some(prefix) = &query.id_prefix {
+                sql += " AND substr(id, 1, length(?)) = ?";
+                args.extend([Sql::Text(prefix.clone()), Sql::Text(prefix.clone())]);
+            }
+            let wanted = query.limit - found.len();
+            sql += &format!(" ORDER BY {KEY} DESC, rowid DESC LIMIT ?");
+            args.push(Sql::Integer(i64::try_from(wanted).unwrap_or(i64::MAX)));
+            let raws = {
+                let conn = self.conn.lock().unwrap();
+                let mut stmt = conn.prepare(&sql).map_err(|e| self.query_error(e))?;
+                let rows =
+                    stmt.query_map(rusqlite::params_from_iter(args), raw_row).map_err(|e| self.query_error(e))?;
+                rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.query_error(e))?
+            };
+            let (read, last) = (raws.len(), raws.last().map(|r| r.id.clone()));
+            found.extend(raws.into_iter().map(|r| self.row(r)).filter(|r| query.matches(r)));
+            match last {
+                Some(last) if read == wanted => after = Some(self.sort_key(&last)?),
+                _ => break,
+            }
+        }
+        Ok(found)
+    }
+
+    /// Where run `id` is in the order runs are listed in.
+    fn sort_key(&self, id: &str) -> Result<(String, i64), StoreError> {
+        let conn = self.conn.lock().unwrap();
+        conn.query_row("SELECT coalesce(started_at, updated_at), rowid FROM runs WHERE id = ?1", params![id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()
+        .map_err(|e| self.query_error(e))?
+        .ok_or_else(|| StoreError::NoSuchRun { path: self.path.clone(), id: id.to_string() })
     }
 
     /// One run of the history.
@@ -636,6 +292,7 @@ impl RunStore {
             usage: r.usage.and_then(|u| serde_json::from_str(&u).ok()).unwrap_or_default(),
             cost: None,
             eval: r.eval,
+            forked_from: r.forked_from,
         }
         .counted()
     }
@@ -755,9 +412,13 @@ fn stored_eval(r: &rusqlite::Row) -> rusqlite::Result<StoredEval> {
     Ok(StoredEval { id: r.get(0)?, file: r.get(1)?, workflow: r.get(2)?, started: r.get(3)?, report: r.get(4)? })
 }
 
-/// `script_path` is the column's older name for the answers file's path.
+/// `script_path` is the column's older name for the answers file's path. A fork names the run it forked in its
+/// options (`reuse.run` beside `reuse.fork`); CASE is lazy, so options that are not JSON are never read as JSON.
 const ROW_SELECT: &str = "SELECT id, workflow_path, script_path, status, coalesce(workflow_name, ''),
-    coalesce(started_at, updated_at), ended_at, updated_at, coalesce(pending, '[]'), usage, eval_id FROM runs";
+    coalesce(started_at, updated_at), ended_at, updated_at, coalesce(pending, '[]'), usage, eval_id,
+    CASE WHEN json_valid(options) THEN
+      CASE WHEN json_type(options, '$.reuse.fork') IS NOT NULL THEN json_extract(options, '$.reuse.run') END
+    END FROM runs";
 
 struct RawRow {
     id: String,
@@ -771,6 +432,7 @@ struct RawRow {
     pending: String,
     usage: Option<String>,
     eval: Option<String>,
+    forked_from: Option<String>,
 }
 
 fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
@@ -786,6 +448,7 @@ fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
         pending: r.get(8)?,
         usage: r.get(9)?,
         eval: r.get(10)?,
+        forked_from: r.get(11)?,
     })
 }
 
@@ -871,39 +534,15 @@ fn usage_of(conn: &Connection, run: &str) -> rusqlite::Result<Option<String>> {
     Ok(Some(usage_json(document.as_deref(), options.as_deref(), &events)))
 }
 
-/// A run's usage per model, as JSON, from its copies of the workflow and options and the events that carry usage:
-/// each node's model is the one its copy of the workflow names, else the run's (`--model`, or the default it found),
-/// else the workflow's default. The same in every store.
-pub(crate) fn usage_json(document: Option<&str>, options: Option<&str>, events: &[String]) -> String {
-    let events: Vec<Event> = events.iter().filter_map(|t| serde_json::from_str(t).ok()).collect();
-    // Parsed only when a node used tokens (`by_model` asks for its model then): a large workflow's copy costs
-    // megabytes to parse, at every pause and end.
-    let models = std::cell::OnceCell::new();
-    let used = crate::usage::by_model(&events, |node| {
-        let (named, default) = models.get_or_init(|| node_models(document, options));
-        named.get(node).or(default.as_ref()).cloned()
-    });
-    serde_json::to_string(&used).expect("usage serializes")
-}
-
-/// Each node's model as the workflow's copy names it (looked up once per node), and the run's default.
-fn node_models(document: Option<&str>, options: Option<&str>) -> (FxHashMap<String, String>, Option<String>) {
-    let parse = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok());
-    let (document, options) = (parse(document).unwrap_or_default(), parse(options).unwrap_or_default());
-    let default = options["model"].as_str().or(document["defaults"]["model"].as_str()).map(str::to_string);
-    let named = document["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| Some((n["id"].as_str()?.to_string(), n["model"].as_str()?.to_string())))
-        .collect();
-    (named, default)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::format::{self, Format};
+    use crate::run::RunOptions;
+    use crate::store::open;
+    use crate::Workflow;
 
     fn workflow() -> Workflow {
         let text = "switchyard: 1\nname: stored\nnodes:\n  - {id: start, type: start}\n";
@@ -912,6 +551,40 @@ mod tests {
 
     fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions) -> NewRun<'a> {
         NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), answers_path: None, options, eval_id: None }
+    }
+
+    #[test]
+    fn the_migrations_are_valid_and_end_at_the_latest_version() {
+        migrations().validate().unwrap();
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrations().to_latest(&mut conn).unwrap();
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, migrations::latest(migrations::SQLITE));
+    }
+
+    /// `sqlite_master` of a new store as Switchyard built it before its migrations were `.sql` files: SQLite keeps
+    /// each `CREATE` as it was written (an `ALTER TABLE … ADD COLUMN` appends to it), so a migration changed by a
+    /// byte shows here.
+    const SCHEMA_3: &str = include_str!("migrations/sqlite/schema-3.txt");
+
+    #[test]
+    fn a_new_store_has_the_schema_stores_written_before_have() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.sqlite");
+        drop(RunStore::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        let mut schema = format!("{version}\n");
+        let mut rows = conn
+            .prepare("SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name")
+            .unwrap();
+        let rows =
+            rows.query_map([], |r| Ok([r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?].join("|"))).unwrap();
+        for row in rows {
+            schema.push_str(&row.unwrap());
+            schema.push('\n');
+        }
+        assert_eq!(schema, SCHEMA_3);
     }
 
     #[test]
@@ -932,6 +605,29 @@ mod tests {
         // Once it ends, it is what its status says.
         store.run_status("r1", RunStatus::Completed, &[]).unwrap();
         assert_eq!(store.get("r1").unwrap().status, StoredStatus::Completed);
+    }
+
+    #[test]
+    fn a_fork_is_listed_with_the_run_it_forked_and_a_run_from_a_node_is_not() {
+        use crate::run::{Fork, Reuse};
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+        let wf = workflow();
+        let reuse = |fork: Option<Fork>| RunOptions {
+            reuse: Some(Reuse { run: "r0".into(), from: "start".into(), fork, ..Reuse::default() }),
+            ..RunOptions::default()
+        };
+        let fork = reuse(Some(Fork { turn: Some(2), answer: "said \u{0} otherwise".into() }));
+        let from_node = reuse(None);
+        let plain = RunOptions::default();
+        for (id, options) in [("fork", &fork), ("from", &from_node), ("plain", &plain)] {
+            drop(store.create(&new_run(id, &wf, options)).unwrap());
+        }
+        let listed: BTreeMap<String, Option<String>> =
+            store.list().unwrap().into_iter().map(|r| (r.id, r.forked_from)).collect();
+        assert_eq!(listed["fork"].as_deref(), Some("r0"));
+        assert_eq!((&listed["from"], &listed["plain"]), (&None, &None));
+        assert_eq!(store.get("fork").unwrap().forked_from.as_deref(), Some("r0"));
     }
 
     #[test]

@@ -1,0 +1,202 @@
+//! Stored runs: `runs` lists them, `show` rebuilds one from its recording, `replay` plays it again.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use switchyard_engine::events::Event;
+use switchyard_engine::journal;
+use switchyard_engine::run;
+use switchyard_engine::session;
+use switchyard_engine::store::{self, RunQuery, StoredStatus};
+use switchyard_engine::RunStatus;
+
+use crate::out::{counted, errln, outln, printable};
+use crate::running::{open_runs, result_json, sinks};
+use crate::unusable::coded;
+use crate::Unusable;
+
+/// Which runs `switchyard runs` lists (its flags).
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct RunsFilter {
+    /// At most N runs (the newest); without it, every run that matches.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Only runs listed after this one: the next page (give the last id of the page before).
+    #[arg(long, value_name = "RUN")]
+    pub before: Option<String>,
+    /// Only runs with this status (ready, running, paused, interrupted, completed, failed, cancelled); repeat it or
+    /// separate with commas for several.
+    #[arg(long, value_name = "STATUS", value_delimiter = ',')]
+    pub status: Vec<String>,
+    /// Only runs of the workflow of this name (in any case), or started from this file as the list shows it.
+    #[arg(long, value_name = "NAME")]
+    pub workflow: Option<String>,
+    /// Only runs started at or after this time: RFC 3339, a day (2026-11-28), or an age (30m, 2h, 7d).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only runs started before this time (as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Only runs whose id begins with this.
+    #[arg(long, value_name = "PREFIX")]
+    pub id: Option<String>,
+}
+
+impl RunsFilter {
+    fn query(self) -> Result<RunQuery, Unusable> {
+        let invalid = |flag: &str, why: String| coded("INVALID_ARGUMENTS", format!("--{flag}: {why}"));
+        let instant = |flag: &str, t: Option<String>| {
+            t.map(|t| store::parse_instant(&t).map_err(|why| invalid(flag, why.into()))).transpose()
+        };
+        let status = self
+            .status
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| store::parse_status(s).map_err(|why| invalid("status", why.into())))
+            .collect::<Result<_, _>>()?;
+        Ok(RunQuery {
+            limit: self.limit.unwrap_or(usize::MAX),
+            before: self.before,
+            status,
+            workflow: self.workflow,
+            since: instant("since", self.since)?,
+            until: instant("until", self.until)?,
+            id_prefix: self.id,
+        })
+    }
+}
+
+pub(crate) fn cmd_runs(db: Option<&str>, json: bool, filter: RunsFilter) -> Result<u8, Unusable> {
+    let store = open_runs(db)?;
+    let paged = filter.limit.is_some();
+    let mut query = filter.query()?;
+    if let Some(before) = query.before.take() {
+        query.before = Some(store.resolve(&before).map_err(|e| coded(e.code(), e.to_string()))?);
+    }
+    let runs = session::priced_rows(store.find(&query).map_err(|e| coded(e.code(), e.to_string()))?);
+    // A full page may have a next one: say how to ask for it (on stderr, so that the listing stays the listing).
+    if let (true, Some(last)) = (paged && runs.len() == query.limit, runs.last()) {
+        errln!("more: switchyard runs --before {} (with the same filters)", last.id);
+    }
+    if json {
+        // The shape a server's `GET /api/runs` lists too.
+        let rows: Vec<_> = runs.into_iter().map(switchyard_engine::views::ListedRun::from).collect();
+        outln!("{}", serde_json::to_string_pretty(&rows).unwrap());
+        return Ok(0);
+    }
+    for r in runs {
+        let pending = if r.pending.is_empty() { String::new() } else { format!("  waits: {}", r.pending.join(", ")) };
+        let case = if r.eval.is_some() { "  (test case)" } else { "" };
+        outln!(
+            "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}{case}",
+            r.id,
+            r.status.as_str(),
+            r.started.get(..19).unwrap_or(&r.started),
+            format_duration(r.duration_ms),
+            format_cost(&r),
+            r.workflow_ref.as_deref().unwrap_or(&r.workflow),
+        );
+    }
+    Ok(0)
+}
+
+/// A run's cost in US dollars: "–" when it used no tokens, "N tok" when a model it used has no price.
+pub(crate) fn format_cost(r: &switchyard_engine::store::RunRow) -> String {
+    match (r.tokens, r.cost) {
+        (0, _) => "–".to_string(),
+        (_, Some(usd)) => format!("${usd:.4}"),
+        (tokens, None) => format!("{tokens} tok"),
+    }
+}
+
+pub(crate) fn format_duration(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60),
+    }
+}
+
+/// Rebuilds a stored run's result from its recording (no model call), as `run --json` printed it.
+pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8, Unusable> {
+    let store = open_runs(db)?;
+    // A short id (History prints the first 8 characters) names the run it begins.
+    let run_id = &store.resolve(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
+    let (row, result) = session::show(&*store, run_id)?;
+    let status = row.status;
+    let mut out = result_json(&result, Some(&row));
+    if matches!(status, StoredStatus::Interrupted | StoredStatus::Running | StoredStatus::Ready) {
+        out["status"] = json!(status);
+        out["error"] = json!(match status {
+            StoredStatus::Ready => format!("the run waits for a worker; `switchyard resume {run_id}` runs it here"),
+            _ => format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()),
+        });
+    }
+    // Inside each agent: its model turns and tool calls, as the run's journal keeps them.
+    let turns = session::turns(&*store, run_id)?;
+    if json {
+        if !turns.is_empty() {
+            out["turns"] = json!(turns);
+        }
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap());
+    } else {
+        let cost = match (row.tokens, row.cost) {
+            (0, _) => String::new(),
+            (tokens, Some(usd)) => format!(", {}, ${usd:.4}", counted(tokens, "token")),
+            (tokens, None) => format!(", {} (no price under `prices` in the settings)", counted(tokens, "token")),
+        };
+        outln!("run {run_id}: {} ({}{cost})", status.as_str(), row.workflow);
+        for (node, result) in &result.results {
+            let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
+            let text: String = text.chars().take(100).collect();
+            outln!("  {:<20} {:<9} {}", printable(node), result.status.word(), printable(&text.replace('\n', " ")));
+            let journaled = turns.get(node).map(Vec::as_slice).unwrap_or_default();
+            let model_turns = journaled.iter().filter(|e| matches!(e.entry.what, journal::What::Turn { .. })).count();
+            let tool_calls = journaled.iter().filter(|e| matches!(e.entry.what, journal::What::Tool { .. })).count();
+            if model_turns + tool_calls > 0 {
+                let (model_turns, tool_calls) =
+                    (counted(model_turns as u64, "model turn"), counted(tool_calls as u64, "tool call"));
+                outln!("  {:<20} {model_turns}, {tool_calls} (--json lists them)", "");
+            }
+        }
+        for p in &result.pending {
+            outln!("  waits for `{}`: {}", p.node, printable(&p.message));
+        }
+        if !result.pending.is_empty() {
+            let decide: Vec<String> = result.pending.iter().map(|p| format!("--decide {}=approve", p.node)).collect();
+            outln!("  decide with `switchyard resume {run_id} {}` (or reject)", decide.join(" "));
+        }
+    }
+    Ok(0)
+}
+
+/// Plays a stored run again from its recording: the same events, results and trace, with no model or tool call.
+pub(crate) fn cmd_replay(db: Option<&str>, run_id: &str, json: bool, events: Option<PathBuf>) -> Result<u8, Unusable> {
+    let store = open_runs(db)?;
+    let run_id = &store.resolve(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
+    let replayed = session::replay(&*store, run_id, sinks(&events, json)?)?;
+    if json {
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&result_json(&replayed.result, Some(&session::row(&*store, run_id)?)))
+                .unwrap()
+        );
+    }
+    // The replay must tell the same story; where it does not, the engine (or the store) changed.
+    if let Some(d) = &replayed.diverged {
+        let kind = |e: &Option<Event>| {
+            e.as_ref().map_or("nothing".to_string(), |e| format!("{} #{}", e.kind.type_name(), e.seq))
+        };
+        errln!(
+            "warning: the replay differs from the recording at event {}: recorded {}, replayed {}",
+            d.at + 1,
+            kind(&d.recorded),
+            kind(&d.replayed)
+        );
+        return Ok(1);
+    }
+    Ok(match replayed.result.status {
+        RunStatus::Completed | RunStatus::Paused => 0,
+        _ => 1,
+    })
+}

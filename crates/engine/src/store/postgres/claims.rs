@@ -1,0 +1,273 @@
+//! Claims as leases: who works a run, under which epoch, until when.
+//!
+//! Invariants:
+//! - A claim (`claim_ready`) is one statement: it takes a run that is `ready`, or `running` with an expired lease, or
+//!   `paused` and woken (a decision or cancellation came, or an approval's deadline passed) and held by nobody (or
+//!   by a worker whose lease expired: it died between pausing the run and giving it up), skipping rows another
+//!   transaction holds, sets its owner and lease and increases its epoch. So two claimers never
+//!   get the same run, and each claim of a run has an epoch higher than every earlier one.
+//! - Only a claim ends an epoch: a worker whose lease expired but that nobody took over may still write and heartbeat.
+//! - Leases are measured on the database's clock (`now()`), never a worker's, so clocks that differ between machines
+//!   do not matter.
+//! - A claim ([`Claim`]) is kept alive by a heartbeat on a thread of its own (on the `leases` connection, so it never
+//!   waits behind a batch) and given up when dropped; its log is the claim's [`PgRunLog`], fenced by its epoch.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::connection::{InDb, Wait};
+use super::log::PgRunLog;
+use super::{Lease, PgError, PgStore, READY_CHANNEL};
+use crate::store::{Claim, Lease as Leased, NewRun, Signal};
+
+/// The longest lease a claim or heartbeat may ask for.
+const MAX_LEASE: Duration = Duration::from_secs(24 * 3600);
+
+/// Takes one run by its id (to resume it): one that is ready, paused, or running with an expired lease, and nobody
+/// holds. Concurrent claims queue on the row's lock, and each re-checks the condition on the row as the one before
+/// left it, so only the first gets it.
+const CLAIM_RUN: &str = "UPDATE runs SET status = 'running', owner = $2, epoch = epoch + 1, updated_at = now(),
+       wake = false, wake_at = NULL, lease_until = now() + $3::int8 * interval '1 millisecond'
+     WHERE id = $1 AND status IN ('ready', 'paused', 'running') AND (owner IS NULL OR lease_until <= now())
+     RETURNING epoch";
+
+/// A paused run is taken when something woke it (a decision, a cancellation, a deadline); and when a worker still
+/// holds it past its lease while a decision kept for it has not been applied: that worker died between taking the
+/// woken run (which clears `wake`) and applying the decision. A paused run nothing is asked of is left alone.
+const CLAIM_READY: &str = "UPDATE runs SET status = 'running', owner = $1, epoch = epoch + 1, updated_at = now(),
+       wake = false, wake_at = NULL, lease_until = now() + $2::int8 * interval '1 millisecond'
+     WHERE id = (SELECT id FROM runs
+                 WHERE status = 'ready' OR (status = 'running' AND (lease_until IS NULL OR lease_until <= now()))
+                    OR (status = 'paused' AND (owner IS NULL OR lease_until <= now())
+                        AND (wake OR wake_at <= now()
+                             OR owner IS NOT NULL AND EXISTS (
+                                  SELECT 1 FROM decisions d WHERE d.run_id = runs.id
+                                    AND d.round >= (SELECT count(*) FROM inputs i WHERE i.run_id = runs.id
+                                                      AND i.input->>'input' IN ('decided', 'timedOut')
+                                                      AND i.input->>'node' = d.node))))
+                 ORDER BY started_at, id
+                 LIMIT 1
+                 FOR UPDATE SKIP LOCKED)
+     RETURNING id, epoch";
+
+impl PgStore {
+    /// Records a run as it starts here (`running`, claimed by this store's owner at epoch 1), before its first event.
+    pub async fn create(&self, run: &NewRun<'_>) -> Result<Claim, PgError> {
+        let epoch = self.insert(run, Some(lease_ms(self.lease)?)).await?;
+        Ok(self.hold(run.id, epoch))
+    }
+
+    /// Takes the oldest run that is `ready`, or `running` with an expired lease, for `worker` until `lease` from now:
+    /// its id and the epoch every write to it must name. `None` when there is nothing to take.
+    pub async fn claim_ready(&self, worker: &str, lease: Duration) -> Result<Option<(String, i64)>, PgError> {
+        let (worker, lease) = (worker.to_string(), lease_ms(lease)?);
+        self.call(|s| async move {
+            let mut session = s.leases.session(&s.db).await?;
+            let claim = session.statement(CLAIM_READY).await.in_db(&s)?;
+            let row = session.client.query_opt(&claim, &[&worker, &lease]).await.in_db(&s)?;
+            Ok(row.map(|r| (r.get(0), r.get(1))))
+        })
+        .await
+    }
+
+    /// Takes the run `id` for this store's owner (to resume it): it must be ready, paused, or running with an
+    /// expired lease. The claim keeps its lease alive until dropped.
+    pub async fn claim_run(&self, id: &str) -> Result<Claim, PgError> {
+        let (run, owner, lease) = (id.to_string(), self.owner.to_string(), lease_ms(self.lease)?);
+        let epoch = self
+            .call(|s| async move {
+                let mut session = s.leases.session(&s.db).await?;
+                let claim = session.statement(CLAIM_RUN).await.in_db(&s)?;
+                let row = session.client.query_opt(&claim, &[&run, &owner, &lease]).await.in_db(&s)?;
+                Ok(row.map(|r| r.get::<_, i64>(0)))
+            })
+            .await?;
+        match epoch {
+            Some(epoch) => Ok(self.hold(id, epoch)),
+            None => {
+                let (row, lease) = self.leased(id).await?;
+                Err(if row.status.ended() {
+                    PgError::Ended { id: id.to_string(), status: row.status.as_str() }
+                } else {
+                    // Another process claimed it first.
+                    PgError::Held { id: id.to_string(), owner: lease.owner.unwrap_or_else(|| "another process".into()) }
+                })
+            }
+        }
+    }
+
+    /// Takes the oldest run that is ready, or running with an expired lease, for this store's owner: its id and the
+    /// claim, which keeps its lease alive until dropped. `None` when there is nothing to take.
+    pub async fn claim_next(&self) -> Result<Option<(String, Claim)>, PgError> {
+        let claimed = self.claim_ready(&self.owner, self.lease).await?;
+        Ok(claimed.map(|(id, epoch)| {
+            let claim = self.hold(&id, epoch);
+            (id, claim)
+        }))
+    }
+
+    /// The claim of `run` at `epoch`: a heartbeat thread extends its lease every third of it until the claim is
+    /// dropped, which gives the run up; its log is fenced by `epoch`.
+    fn hold(&self, run: &str, epoch: i64) -> Claim {
+        let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
+        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        let (nudge_tx, nudge_rx) = tokio::sync::watch::channel(0u64);
+        let lost_tx = Arc::new(lost_tx);
+        let log = PgRunLog { signal: Some(lost_tx.clone()), ..self.run_log(run, epoch) };
+        // A message beats at once (something was asked of the run); the senders going (the claim dropped) stop it.
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        self.shared.held.lock().unwrap().insert((run.to_string(), epoch), stop.clone());
+        let (store, id, lease) = (self.clone(), run.to_string(), self.lease);
+        let beat = std::thread::Builder::new()
+            .name("switchyard-lease".into())
+            .spawn(move || {
+                // Ends when the claim is dropped (its senders go), or once the lease is lost.
+                while !matches!(stopped.recv_timeout(lease / 3), Err(std::sync::mpsc::RecvTimeoutError::Disconnected)) {
+                    match store.heartbeat(&id, epoch, lease).wait() {
+                        Ok(Beat::Held { cancel_requested, woken }) => {
+                            if cancel_requested {
+                                cancel_tx.send_replace(true);
+                            }
+                            if woken {
+                                nudge_tx.send_modify(|n| *n += 1);
+                            }
+                        }
+                        Ok(Beat::Lost) => {
+                            lost_tx.send_replace(true);
+                            return;
+                        }
+                        // The database did not answer: the next beat tries again, before the lease runs out.
+                        Err(_) => {}
+                    }
+                }
+            })
+            .ok();
+        let guard = LeaseGuard {
+            store: self.clone(),
+            run: run.to_string(),
+            epoch,
+            stop: Some(stop),
+            beat,
+            abandoned: false,
+            wake_at_ms: None,
+        };
+        Claim::lease(Box::new(guard), Arc::new(log), Signal::watching(lost_rx), Signal::watching(cancel_rx), nudge_rx)
+    }
+    /// Extends the lease to `lease` from now, while `epoch` holds, and says whether the run's cancellation was asked
+    /// for meanwhile; lost when another claim ended the epoch.
+    pub async fn heartbeat(&self, run: &str, epoch: i64, lease: Duration) -> Result<Beat, PgError> {
+        let (run, lease) = (run.to_string(), lease_ms(lease)?);
+        self.call(|s| async move {
+            let mut session = s.leases.session(&s.db).await?;
+            let beat = session
+                .statement(
+                    "UPDATE runs SET lease_until = now() + $3::int8 * interval '1 millisecond'
+                     WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL
+                     RETURNING cancel_requested, wake",
+                )
+                .await
+                .in_db(&s)?;
+            let row = session.client.query_opt(&beat, &[&run, &epoch, &lease]).await.in_db(&s)?;
+            Ok(match row {
+                Some(row) => Beat::Held { cancel_requested: row.get(0), woken: row.get(1) },
+                None => Beat::Lost,
+            })
+        })
+        .await
+    }
+
+    /// Gives the run up, while `epoch` holds: no owner, no lease. A run still `running` becomes `ready`, for another
+    /// worker to take at once; so does one that paused while a decision or a cancellation came for it (`wake`). One
+    /// that paused otherwise stays so, to be taken again at `wake_at_ms` (an approval's deadline) if given; one that
+    /// ended stays so. False when another claim had ended the epoch.
+    pub async fn release(&self, run: &str, epoch: i64, wake_at_ms: Option<i64>) -> Result<bool, PgError> {
+        let run = run.to_string();
+        self.call(|s| async move {
+            let mut session = s.leases.session(&s.db).await?;
+            let release = session
+                .statement(
+                    "WITH given AS (
+                       UPDATE runs SET owner = NULL, lease_until = NULL, updated_at = now(),
+                         status = CASE WHEN status = 'running' OR (status = 'paused' AND wake) THEN 'ready'
+                                       ELSE status END,
+                         wake_at = CASE WHEN status = 'paused' AND $4::int8 IS NOT NULL
+                                        THEN to_timestamp($4::int8 / 1000.0) END
+                       WHERE id = $1 AND epoch = $2 AND owner IS NOT NULL
+                       RETURNING id, status)
+                     SELECT CASE WHEN status = 'ready' THEN pg_notify($3, id) END IS NULL FROM given",
+                )
+                .await
+                .in_db(&s)?;
+            let given = session.client.query(&release, &[&run, &epoch, &READY_CHANNEL, &wake_at_ms]).await;
+            Ok(given.in_db(&s)?.len() == 1)
+        })
+        .await
+    }
+
+    /// Who holds the run, at which epoch, for how long yet.
+    pub async fn lease(&self, run: &str) -> Result<Lease, PgError> {
+        self.leased(run).await.map(|(_, lease)| lease)
+    }
+}
+
+/// Keeps a claim's lease alive (its heartbeat thread) and gives the run up when dropped.
+struct LeaseGuard {
+    store: PgStore,
+    run: String,
+    epoch: i64,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    beat: Option<std::thread::JoinHandle<()>>,
+    abandoned: bool,
+    wake_at_ms: Option<i64>,
+}
+
+/// What a heartbeat found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beat {
+    /// The claim holds; someone may have asked that the run be cancelled, or asked something else of it since it
+    /// was claimed (`woken`: a decision; `team::Requests`).
+    Held { cancel_requested: bool, woken: bool },
+    /// Another claim ended its epoch.
+    Lost,
+}
+
+impl LeaseGuard {
+    fn stop_beating(&mut self) {
+        self.store.shared.held.lock().unwrap().remove(&(self.run.clone(), self.epoch));
+        drop(self.stop.take());
+        if let Some(beat) = self.beat.take() {
+            let _ = beat.join();
+        }
+    }
+}
+
+impl Leased for LeaseGuard {
+    fn abandon(&mut self) {
+        self.stop_beating();
+        self.abandoned = true;
+    }
+
+    fn wake_at(&mut self, at_ms: i64) {
+        self.wake_at_ms = Some(at_ms);
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        // The heartbeat stops first, so that it never extends a lease given up.
+        self.stop_beating();
+        // Refused (false) when another claim ended the epoch: the run is someone else's, nothing to give up. Failed
+        // (the database is away): the lease runs out by itself.
+        if !self.abandoned {
+            let _ = self.store.release(&self.run, self.epoch, self.wake_at_ms).wait();
+        }
+    }
+}
+
+/// A lease in milliseconds, as the statements take it.
+pub(super) fn lease_ms(lease: Duration) -> Result<i64, PgError> {
+    if lease.is_zero() || lease > MAX_LEASE {
+        return Err(PgError::BadLease { ms: lease.as_millis() });
+    }
+    Ok(lease.as_millis().max(1) as i64)
+}

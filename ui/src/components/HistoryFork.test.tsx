@@ -1,0 +1,32 @@
+// A fork is listed in History linked to the run it forked: the link says which, and opens that run.
+import { describe, expect, it } from "vitest";
+import { fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { ReactFlowProvider } from "@xyflow/react";
+import { mockIPC } from "@tauri-apps/api/mocks";
+import { BottomPanel } from "./Panels";
+import { useDocument, emptyWorkflow } from "../store/document";
+import type { RunSummary } from "../store/history";
+
+const row = (id: string, forkedFrom: string | null) =>
+  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, eval: null, forkedFrom, live: false, server: null }) as RunSummary;
+
+describe("History and forks", () => {
+  it("marks a fork with the run it forked, and opens that run when the mark is pressed", async () => {
+    const opened: string[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "list_runs") return [row("fork-1234567", "first-1234567"), row("first-1234567", null)];
+      if (cmd === "server_runs") return [];
+      if (cmd === "open_run") opened.push((args as { runId: string }).runId);
+      return null;
+    });
+    useDocument.getState().load({ ...emptyWorkflow(), name: "Sums" }, "/w/sums.yaml");
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-history"));
+    const link = await screen.findByTestId("history-fork-fork-1234567");
+    expect(link.textContent).toBe(" fork of first-12");
+    expect(link.getAttribute("title")).toMatch(/^A fork of run first-1234567/);
+    expect(screen.queryByTestId("history-fork-first-1234567")).toBeNull();
+    fireEvent.click(link);
+    await waitFor(() => expect(opened).toEqual(["first-1234567"]));
+  });
+});
