@@ -17,7 +17,7 @@ use switchyard_engine::result::{Decision, RunStatus, Verdict};
 use switchyard_engine::run::RunOptions;
 use switchyard_engine::store::postgres::team::{self, Kept};
 use switchyard_engine::store::postgres::{PgStore, Wait};
-use switchyard_engine::store::{NewRun, StoredStatus};
+use switchyard_engine::store::{NewRun, Prune, Pruned, StoredStatus};
 use switchyard_engine::Workflow;
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -214,10 +214,62 @@ fn a_webhook_delivered_twice_with_one_key_starts_one_run() {
     assert_eq!((other_hook.run.as_str(), other_hook.new), ("c", true), "keys are per hook");
     let ids: Vec<String> = store.list().wait().unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(ids.len(), 2, "no run `b`: {ids:?}");
-    // Its key goes with the run: once the run is deleted (retention), the key starts a run again.
+    // Its key outlives the run: deleted (by hand here), a redelivery still starts nothing and says it was pruned.
     sql(&url, "DELETE FROM runs WHERE id = 'a'");
     let after = store.deliver("hook", "key-1", &new_run("d", &wf, &options)).wait().unwrap();
-    assert_eq!((after.run.as_str(), after.new), ("d", true));
+    assert_eq!((after.run.as_str(), after.new, after.pruned), ("a", false, true));
+    assert_eq!(store.list().wait().unwrap().len(), 1, "no run `d`");
+}
+
+/// Prunes what ended more than 30 days ago, and keys received more than 90 days ago.
+fn prune(store: &PgStore, dry_run: bool) -> Pruned {
+    let now = chrono::Utc::now();
+    let rule = Prune {
+        ended_before: now - chrono::TimeDelta::days(30),
+        statuses: vec![],
+        keys_before: now - chrono::TimeDelta::days(90),
+        dry_run,
+    };
+    store.prune(&rule).wait().unwrap()
+}
+
+/// Run `id` ended (completed) by a worker 40 days ago.
+fn ended_long_ago(store: &PgStore, url: &str, id: &str) {
+    let (_, epoch) = store.claim_ready("w", MINUTE).wait().unwrap().unwrap();
+    let done = LogItem::Status { status: RunStatus::Completed, pending: vec![] };
+    store.write_batch(id, epoch, &[done]).wait().unwrap();
+    assert!(store.release(id, epoch, None).wait().unwrap());
+    sql(url, &format!("UPDATE runs SET ended_at = now() - interval '40 days' WHERE id = '{id}'"));
+}
+
+#[test]
+fn prune_runs_and_events_gone_delivery_keys_kept_a_late_redelivery_starts_nothing() {
+    let url = database("prune_keys");
+    let store = PgStore::open(&url).unwrap();
+    let (wf, options) = (test_workflow(), RunOptions::default());
+    assert!(store.deliver("hook", "late", &new_run("a", &wf, &options)).wait().unwrap().new);
+    ended_long_ago(&store, &url, "a");
+    let due = 1_800_000_000_000;
+    assert!(store.fire("wf/nightly", due, &new_run("f", &wf, &options)).wait().unwrap().is_some());
+    ended_long_ago(&store, &url, "f");
+
+    let pruned = prune(&store, false);
+    assert_eq!((pruned.runs, pruned.deliveries, pruned.firings), (2, 0, 0), "the runs go, their keys stay");
+    assert!(store.list().wait().unwrap().is_empty() && store.events("a").wait().unwrap().is_empty());
+    let late = store.deliver("hook", "late", &new_run("b", &wf, &options)).wait().unwrap();
+    assert_eq!((late.run.as_str(), late.new, late.pruned), ("a", false, true), "a late redelivery starts nothing");
+    assert_eq!(store.fire("wf/nightly", due, &new_run("g", &wf, &options)).wait().unwrap(), None, "fired already");
+    assert!(store.list().wait().unwrap().is_empty(), "no run was started");
+
+    // After their own window, keys whose runs are gone go too; a key whose run is kept never does.
+    assert!(store.deliver("hook", "kept", &new_run("c", &wf, &options)).wait().unwrap().new);
+    sql(&url, "UPDATE deliveries SET received_at = now() - interval '100 days'");
+    sql(&url, "UPDATE fires SET due = due - interval '100 years'");
+    let counted = prune(&store, true);
+    assert_eq!(counted, Pruned { runs: 0, events: 0, deliveries: 1, firings: 1 }, "a dry run counts them");
+    assert_eq!(prune(&store, false), counted);
+    assert_eq!(sql(&url, "SELECT count(*) FROM deliveries"), 1, "the key of the run still kept stays");
+    assert_eq!(store.list().wait().unwrap().len(), 1);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! session uses it, whichever database keeps the runs: an SQLite file ([`sqlite`]: one machine; the desktop's and the
 //! command line's default) or PostgreSQL (`postgres`, feature `postgres`: runs shared by workers on many machines).
 //! [`open`] picks one from what a person typed (`--db`). Both speak this module's vocabulary: [`RunRow`],
-//! [`StoredStatus`], [`StoredRun`], [`NewRun`], [`Claim`], [`Requests`].
+//! [`StoredStatus`], [`StoredRun`], [`NewRun`], [`Claim`], [`Requests`], [`Prune`] and [`Pruned`].
 //!
 //! Invariants (every store):
 //! - A run's row is written when it starts (status `running`), or is submitted for a worker, before its first event.
@@ -13,6 +13,9 @@
 //!   up when the claim is dropped. A run whose row says `running` but that nobody holds was interrupted.
 //! - The schema is versioned (`migrations`); a database written by a newer Switchyard is refused and never altered.
 //! - A run's usage per model is counted the same way in every store ([`usage_json`]).
+//! - Retention ([`Store::prune`]) deletes only runs that ended, with their events, inputs and decisions, a batch of
+//!   runs per transaction, and never a run that someone holds. A webhook delivery key or a schedule firing outlives
+//!   the run it started (PostgreSQL): it is pruned later, on its own, once its run is gone.
 //!
 //! The folder: `mod.rs` (this: the trait and the vocabulary), `sqlite.rs` (the SQLite [`RunStore`]),
 //! `migrations/` (both stores' schemas as `.sql` files, and the rules for applying them), `postgres/` (the
@@ -448,6 +451,10 @@ pub trait Store: Send + Sync {
     fn requests(&self, _id: &str) -> Result<Requests, StoreError> {
         Ok(Requests::default())
     }
+    /// Deletes the runs `prune` names (ended before its cutoff, with one of its statuses, held by nobody), with
+    /// their events, inputs and decisions, [`PRUNE_BATCH`] runs per transaction; then the delivery keys and firings
+    /// it names. With `dry_run`, deletes nothing and counts what it would delete.
+    fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError>;
 }
 
 /// A shared store is a store (the shells and evaluations keep theirs in an `Arc`).
@@ -497,6 +504,56 @@ impl<T: Store + ?Sized> Store for Arc<T> {
     fn requests(&self, id: &str) -> Result<Requests, StoreError> {
         (**self).requests(id)
     }
+    fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError> {
+        (**self).prune(prune)
+    }
+}
+
+/// How many runs one transaction of a prune deletes at most: a large prune holds no lock for long, and a run being
+/// read meanwhile is either all there or all gone.
+pub const PRUNE_BATCH: usize = 200;
+
+/// How long a webhook delivery key and a schedule firing are kept after they were received unless told otherwise
+/// (`--keep-deliveries`): longer than runs usually are, so that a late redelivery of a pruned run's key still starts
+/// nothing.
+pub const KEEP_DELIVERIES: &str = "90d";
+
+/// What a prune deletes ([`Store::prune`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prune {
+    /// Runs that ended before this instant.
+    pub ended_before: chrono::DateTime<chrono::Utc>,
+    /// Only runs with one of these statuses, each an ended one ([`prunable_status`]); none given: every ended one.
+    pub statuses: Vec<StoredStatus>,
+    /// Webhook delivery keys received, and schedule firings due, before this instant, once their run is gone
+    /// (PostgreSQL; the SQLite store keeps neither).
+    pub keys_before: chrono::DateTime<chrono::Utc>,
+    /// Delete nothing; count what would go.
+    pub dry_run: bool,
+}
+
+impl Prune {
+    /// The statuses as the stores' rows keep them: the ones asked for, else every ended one.
+    pub(crate) fn db_statuses(&self) -> Vec<String> {
+        let ended = [StoredStatus::Completed, StoredStatus::Failed, StoredStatus::Cancelled];
+        let asked = if self.statuses.is_empty() { &ended[..] } else { &self.statuses[..] };
+        let mut statuses: Vec<String> = asked.iter().filter(|s| s.ended()).map(|s| s.as_str().to_string()).collect();
+        statuses.sort();
+        statuses.dedup();
+        statuses
+    }
+}
+
+/// What a prune deleted, or, for a dry run, would delete.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pruned {
+    pub runs: u64,
+    pub events: u64,
+    /// Webhook delivery keys (PostgreSQL).
+    pub deliveries: u64,
+    /// Schedule firings (PostgreSQL).
+    pub firings: u64,
 }
 
 /// How many runs an ambiguous id prefix names at most in its refusal.
@@ -581,6 +638,40 @@ pub fn parse_status(text: &str) -> Result<StoredStatus, QueryWordError> {
     })
 }
 
+/// Parses a status a prune may take (`prune --status`): an ended one. A run that may still go on is never pruned.
+pub fn prunable_status(text: &str) -> Result<StoredStatus, QueryWordError> {
+    let status = parse_status(text)?;
+    if !status.ended() {
+        return Err(QueryWordError(format!(
+            "`{}` runs are never pruned, since they may still go on: give completed, failed or cancelled (or \
+             leave --status out for all three)",
+            status.as_str()
+        )));
+    }
+    Ok(status)
+}
+
+/// Parses an age as `--older-than` (on a server) and the ages of `--since` take it: `90s`, `30m`, `2h`, `7d`.
+pub fn parse_age(text: &str) -> Result<chrono::TimeDelta, QueryWordError> {
+    let text = text.trim();
+    let age = text.find(|c: char| !c.is_ascii_digit()).filter(|at| *at > 0).and_then(|at| {
+        let n: i64 = text[..at].parse().ok()?;
+        let seconds = match &text[at..] {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => return None,
+        };
+        chrono::TimeDelta::try_seconds(n.checked_mul(seconds)?)
+    });
+    age.ok_or_else(|| {
+        QueryWordError(format!(
+            "`{text}` is no age: give a number of seconds, minutes, hours or days (90s, 30m, 2h, 7d)"
+        ))
+    })
+}
+
 /// Parses an instant as `--since` and `?since=` take it: RFC 3339 (`2026-11-28T10:00:00Z`), a day
 /// (`2026-11-28`, its start in UTC), or a time before now (`90s`, `30m`, `2h`, `7d`).
 pub fn parse_instant(text: &str) -> Result<chrono::DateTime<chrono::Utc>, QueryWordError> {
@@ -599,17 +690,7 @@ pub fn parse_instant_at(
     if let Ok(day) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
         return Ok(day.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc());
     }
-    let ago = text.find(|c: char| !c.is_ascii_digit()).and_then(|at| {
-        let n: i64 = text[..at].parse().ok()?;
-        let seconds = match &text[at..] {
-            "s" => 1,
-            "m" => 60,
-            "h" => 3600,
-            "d" => 86_400,
-            _ => return None,
-        };
-        now.checked_sub_signed(chrono::TimeDelta::try_seconds(n.checked_mul(seconds)?)?)
-    });
+    let ago = parse_age(text).ok().and_then(|age| now.checked_sub_signed(age));
     ago.ok_or_else(|| {
         QueryWordError(format!(
             "`{text}` is no time: give RFC 3339 (2026-11-28T10:00:00Z), a day (2026-11-28), or an age (30m, 2h, 7d)"

@@ -7,6 +7,7 @@
 //!   refused and never altered, and a file that is not a readable database is reported with its path.
 //! - Several processes can use one store at once (WAL, and a busy timeout instead of "database is locked").
 //! - A claim's log is the store itself: a file lock fences nothing, so every write goes straight to the file.
+//! - A prune takes each run's lock before it deletes the run (a run someone holds is left), a batch per transaction.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use rusqlite_migration::{Migrations, M};
 
 use super::migrations;
-use super::{usage_json, Claim, NewRun, RunQuery, RunRow, Store, StoreError, StoredEval, StoredRun, StoredStatus};
+use super::{
+    usage_json, Claim, NewRun, Prune, Pruned, RunQuery, RunRow, Store, StoreError, StoredEval, StoredRun, StoredStatus,
+    PRUNE_BATCH,
+};
 use crate::events::Event;
 use crate::log::{LogError, LogItem, RunLog};
 use crate::result::RunStatus;
@@ -54,6 +58,9 @@ impl Store for RunStore {
     /// The store itself: a file lock fences nothing, so every write goes straight to the file.
     fn run_log(self: Arc<Self>, claim: &Claim) -> Arc<dyn RunLog> {
         claim.log().unwrap_or(self)
+    }
+    fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError> {
+        RunStore::prune(self, prune)
     }
 }
 
@@ -172,6 +179,96 @@ impl RunStore {
             )
             .map_err(|e| self.query_error(e))?;
         Ok(claim)
+    }
+
+    /// Deletes the runs that ended before `prune.ended_before` with one of its statuses, with their events and inputs,
+    /// oldest first, [`PRUNE_BATCH`] runs per transaction; a run whose lock someone holds is left. With `dry_run`,
+    /// counts them and deletes (and locks) nothing. Evaluations' reports are kept; their cases' runs go as any run.
+    pub fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError> {
+        use rusqlite::types::Value as Sql;
+        const KEY: &str = "coalesce(ended_at, updated_at)";
+        let statuses = prune.db_statuses();
+        let cutoff = prune.ended_before.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+        let mut pruned = Pruned::default();
+        // Keyset over (end, rowid): a dry run, or a batch whose runs were held, never reads the same runs again.
+        let mut after: Option<(String, i64)> = None;
+        while !statuses.is_empty() {
+            let mut sql = format!(
+                "SELECT id, {KEY}, rowid FROM runs WHERE status IN ({}) AND {KEY} < ?",
+                vec!["?"; statuses.len()].join(", ")
+            );
+            let mut args: Vec<Sql> = statuses.iter().cloned().map(Sql::Text).collect();
+            args.push(Sql::Text(cutoff.clone()));
+            if let Some((key, rowid)) = &after {
+                sql += &format!(" AND ({KEY} > ? OR ({KEY} = ? AND rowid > ?))");
+                args.extend([Sql::Text(key.clone()), Sql::Text(key.clone()), Sql::Integer(*rowid)]);
+            }
+            sql += &format!(" ORDER BY {KEY}, rowid LIMIT {PRUNE_BATCH}");
+            let batch: Vec<(String, String, i64)> = {
+                let conn = self.conn.lock().unwrap();
+                let mut stmt = conn.prepare(&sql).map_err(|e| self.query_error(e))?;
+                let rows = stmt
+                    .query_map(rusqlite::params_from_iter(args), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                    .map_err(|e| self.query_error(e))?;
+                rows.collect::<Result<_, _>>().map_err(|e| self.query_error(e))?
+            };
+            let Some((_, key, rowid)) = batch.last() else { break };
+            after = Some((key.clone(), *rowid));
+            let full = batch.len() == PRUNE_BATCH;
+            // Held while the batch is deleted, so nobody takes one of its runs meanwhile; given up (and the lock
+            // files removed) after.
+            let mut claims = Vec::new();
+            let mut ids = Vec::new();
+            for (id, _, _) in batch {
+                if prune.dry_run {
+                    if !self.is_live(&id) {
+                        ids.push(id);
+                    }
+                    continue;
+                }
+                match self.claim(&id) {
+                    Ok(claim) => {
+                        claims.push(claim);
+                        ids.push(id);
+                    }
+                    Err(StoreError::InUse { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if !ids.is_empty() {
+                let marks = vec!["?"; ids.len()].join(", ");
+                let mut conn = self.conn.lock().unwrap();
+                let tx = conn.transaction().map_err(|e| self.query_error(e))?;
+                let (runs, events) = {
+                    let args = || rusqlite::params_from_iter(ids.iter());
+                    let count = |table: &str, column: &str| {
+                        let sql = format!("SELECT count(*) FROM {table} WHERE {column} IN ({marks})");
+                        tx.query_row(&sql, args(), |r| r.get::<_, i64>(0)).map(|n| n as u64)
+                    };
+                    let delete = |table: &str, column: &str| {
+                        let sql = format!("DELETE FROM {table} WHERE {column} IN ({marks})");
+                        tx.execute(&sql, args()).map(|n| n as u64)
+                    };
+                    let counted = if prune.dry_run {
+                        count("runs", "id").and_then(|runs| Ok((runs, count("events", "run_id")?)))
+                    } else {
+                        delete("events", "run_id").and_then(|events| {
+                            delete("inputs", "run_id")?;
+                            Ok((delete("runs", "id")?, events))
+                        })
+                    };
+                    counted.map_err(|e| self.query_error(e))?
+                };
+                tx.commit().map_err(|e| self.query_error(e))?;
+                pruned.runs += runs;
+                pruned.events += events;
+            }
+            drop(claims);
+            if !full {
+                break;
+            }
+        }
+        Ok(pruned)
     }
 
     /// Runs, newest first.

@@ -52,10 +52,13 @@ pub const POSTGRES: &[Migration] = &[
     // worker must look at the run again; `wake_at` when a parked run's approval times out), API tokens (hashed),
     // webhook deliveries by idempotency key, schedule firings, and every version of the workflows it serves. A
     // delivery's or a firing's key is inserted before its run, in the same transaction (the foreign key is checked
-    // at commit), and goes with the run when it is deleted.
+    // at commit), and goes with the run when it is deleted (until 5).
     migration!("postgres", "0003_team"),
     // 4: a token's scope (what it may do), expiry and last use (`postgres::team`).
     migration!("postgres", "0004_token_scopes"),
+    // 5: retention: delivery keys and schedule firings outlive their runs (no foreign key to them any more), and
+    // ended runs, keys and firings are found by their times.
+    migration!("postgres", "0005_keys_outlive_runs"),
 ];
 
 /// The version a store's schema is at once every migration of `list` is applied.
@@ -104,7 +107,7 @@ mod tests {
 
     /// Each released migration's SHA-256, in order. A migration that differs by a byte from what databases applied
     /// fails here: append a new one instead (and its digest here).
-    const RELEASED: [(&str, &str); 7] = [
+    const RELEASED: [(&str, &str); 8] = [
         ("sqlite/0001_first", "f9455d8b747853daecad6dd7842cced43e7c4039fabe0ca4986fc3711aa8b586"),
         ("sqlite/0002_copies_times_and_inputs", "d4b22038cf08656ad6cae38b048f02c11f05a1d490c6ac6425cb6eb3b940b532"),
         ("sqlite/0003_usage_and_evals", "937342207f962fb42930a0f39f7a1f6342783a896bc5f5c0444158427c2333c9"),
@@ -112,6 +115,7 @@ mod tests {
         ("postgres/0002_usage_and_evals", "f643b98d00059894292d87413e5d882d1b92d15fa1f5ff2ac5061740c228a570"),
         ("postgres/0003_team", "0b7846ece0399b83c8ecc677fd23ac1e8244c4729526f28d1dc0f0263c4491b8"),
         ("postgres/0004_token_scopes", "18c311309a9b022a67758a738f86751857802983b3bdd2b6d7c7e9f6f34113b6"),
+        ("postgres/0005_keys_outlive_runs", "7d8c60dd4bbbeef04a4eda45d3eb66fcd1fa54eb597a47b9972b88cafbf58d61"),
     ];
 
     #[test]

@@ -16,6 +16,7 @@
 //! - `log`: the fenced run log: a batch is one transaction, committed only while its epoch holds.
 //! - `listeners`: `LISTEN/NOTIFY`: runs that became ready, wakes for held runs, committed batches.
 //! - `team`: what a team server keeps beside the runs (decisions, tokens, deliveries, firings, workflow versions).
+//! - `prune`: retention: ended runs deleted a batch at a time, then the delivery keys and firings that outlived them.
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,12 +28,13 @@ use tokio_postgres::Config;
 
 use crate::events::Event;
 use crate::log::RunLog;
-use crate::store::{Claim, NewRun, RunQuery, RunRow, Store, StoreError, StoredRun};
+use crate::store::{Claim, NewRun, Prune, Pruned, RunQuery, RunRow, Store, StoreError, StoredRun};
 
 mod claims;
 mod connection;
 mod listeners;
 mod log;
+mod prune;
 mod runs;
 pub use runs::Counts;
 mod schema;
@@ -296,5 +298,8 @@ impl Store for PgStore {
     }
     fn requests(&self, id: &str) -> Result<crate::store::Requests, StoreError> {
         Ok(PgStore::requests(self, id).wait()?)
+    }
+    fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError> {
+        Ok(PgStore::prune(self, prune).wait()?)
     }
 }

@@ -14,7 +14,8 @@
 //!   run a worker holds becomes `ready` when that worker gives it up paused (`release`). A claim clears `wake` before
 //!   its worker reads the requests, so none is missed between the two.
 //! - A webhook delivery and a schedule firing insert their run in the same transaction as their key: a redelivery,
-//!   or a second server firing the same schedule at the same time, finds the key and starts nothing.
+//!   or a second server firing the same schedule at the same time, finds the key and starts nothing. A key outlives
+//!   its run (`prune`): a redelivery of a pruned run's key starts nothing either, and says its run was pruned.
 //! - Tokens are kept as SHA-256 hashes, never as given: the store cannot give one back.
 
 use sha2::{Digest, Sha256};
@@ -78,6 +79,8 @@ pub enum Kept {
 pub struct Delivered {
     pub run: String,
     pub new: bool,
+    /// The earlier delivery's run is no longer in the store (retention pruned it): nothing was started.
+    pub pruned: bool,
 }
 
 /// One API token, as listed (never the token itself).
@@ -359,17 +362,22 @@ impl PgStore {
                 )
                 .await
                 .in_db(&s)?;
-            let earlier = session.statement("SELECT run_id FROM deliveries WHERE hook = $1 AND key = $2").await;
+            let earlier = session
+                .statement(
+                    "SELECT run_id, NOT EXISTS (SELECT 1 FROM runs WHERE id = d.run_id) FROM deliveries d
+                     WHERE hook = $1 AND key = $2",
+                )
+                .await;
             let (earlier, insert) = (earlier.in_db(&s)?, session.statement(INSERT_RUN).await.in_db(&s)?);
             let tx = session.client.transaction().await.in_db(&s)?;
             if tx.query_opt(&claim_key, &[&hook, &key, &row.id]).await.in_db(&s)?.is_none() {
                 // The key is taken (a concurrent delivery waits for the first to commit, then lands here).
-                let run: String = tx.query_one(&earlier, &[&hook, &key]).await.in_db(&s)?.get(0);
-                return Ok(Delivered { run, new: false });
+                let earlier = tx.query_one(&earlier, &[&hook, &key]).await.in_db(&s)?;
+                return Ok(Delivered { run: earlier.get(0), new: false, pruned: earlier.get(1) });
             }
             s.insert_run(&tx, &insert, &row, None, "").await?;
             tx.commit().await.in_db(&s)?;
-            Ok(Delivered { run: row.id, new: true })
+            Ok(Delivered { run: row.id, new: true, pruned: false })
         })
         .await
     }
