@@ -1,4 +1,5 @@
-//! Stored runs: `runs` lists them, `show` rebuilds one from its recording, `replay` plays it again.
+//! Stored runs: `runs` lists them, `show` rebuilds one from its recording, `replay` plays it again, `prune` deletes
+//! the ones that ended long ago.
 
 use std::path::PathBuf;
 
@@ -96,6 +97,80 @@ pub(crate) fn cmd_runs(db: Option<&str>, json: bool, filter: RunsFilter) -> Resu
             format_cost(&r),
             r.workflow_ref.as_deref().unwrap_or(&r.workflow),
         );
+    }
+    Ok(0)
+}
+
+/// What `switchyard prune` deletes (its flags).
+#[derive(Debug, clap::Args)]
+pub(crate) struct PruneArgs {
+    /// Delete runs that ended before this: an age (30d, 12h, 90m) or a time (RFC 3339, or a day: 2026-11-28).
+    /// Required, so that nothing is pruned by accident.
+    #[arg(long, value_name = "AGE|TIME")]
+    pub older_than: String,
+    /// Only runs with this status: completed, failed or cancelled (repeat it or separate with commas; none given: all
+    /// three). Runs that may still go on (ready, running, paused, interrupted) are never pruned.
+    #[arg(long, value_name = "STATUS", value_delimiter = ',')]
+    pub status: Vec<String>,
+    /// PostgreSQL: keep webhook delivery keys and schedule firings this long after they came (an age or a time, as
+    /// --older-than), and always while their run is kept, so that a late redelivery of a pruned run's key starts
+    /// nothing.
+    #[arg(long, value_name = "AGE|TIME", default_value = store::KEEP_DELIVERIES)]
+    pub keep_deliveries: String,
+    /// Delete nothing: say what would be deleted.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print {"dryRun", "runs", "events", "deliveries", "firings", "endedBefore", "keysBefore", "statuses"}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub(crate) fn cmd_prune(db: Option<&str>, args: PruneArgs) -> Result<u8, Unusable> {
+    let invalid = |flag: &str, why: String| coded("INVALID_ARGUMENTS", format!("--{flag}: {why}"));
+    let now = chrono::Utc::now();
+    let instant = |flag: &str, text: &str| {
+        let at = store::parse_instant_at(text, now).map_err(|why| invalid(flag, why.into()))?;
+        if at > now {
+            return Err(invalid(
+                flag,
+                format!(
+                    "`{}` is in the future, which would take every run: give an age (30d) or a past time",
+                    text.trim()
+                ),
+            ));
+        }
+        Ok(at)
+    };
+    let statuses = args
+        .status
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| store::prunable_status(s).map_err(|why| invalid("status", why.into())))
+        .collect::<Result<_, _>>()?;
+    let prune = store::Prune {
+        ended_before: instant("older-than", &args.older_than)?,
+        statuses,
+        keys_before: instant("keep-deliveries", &args.keep_deliveries)?,
+        dry_run: args.dry_run,
+    };
+    let store = open_runs(db)?;
+    let pruned = store.prune(&prune).map_err(|e| coded(e.code(), e.to_string()))?;
+    if args.json {
+        let at = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut said = serde_json::to_value(pruned).expect("counts are JSON");
+        said["dryRun"] = json!(prune.dry_run);
+        said["endedBefore"] = json!(at(prune.ended_before));
+        said["keysBefore"] = json!(at(prune.keys_before));
+        said["statuses"] = json!(if prune.statuses.is_empty() {
+            vec!["completed", "failed", "cancelled"]
+        } else {
+            prune.statuses.iter().map(|s| s.as_str()).collect()
+        });
+        outln!("{}", serde_json::to_string_pretty(&said).unwrap());
+    } else if prune.dry_run {
+        outln!("would prune {} (--dry-run: nothing was deleted)", pruned.said(&prune));
+    } else {
+        outln!("pruned {}", pruned.said(&prune));
     }
     Ok(0)
 }

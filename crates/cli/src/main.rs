@@ -22,7 +22,7 @@ use serde_json::json;
 use switchyard_engine::format::Format;
 
 use check::{cmd_export, cmd_trust, cmd_validate, hint, print_hints};
-use history::{cmd_replay, cmd_runs, cmd_show};
+use history::{cmd_prune, cmd_replay, cmd_runs, cmd_show};
 pub(crate) use running::open_store;
 use running::{cmd_resume, cmd_run, RunArgs};
 use setup::{cmd_mcp, cmd_providers};
@@ -33,7 +33,7 @@ pub(crate) use unusable::{coded, Unusable};
 struct Cli {
     /// The run store: an SQLite file (a path, or sqlite:PATH; the default is runs.sqlite in the data folder) or a
     /// PostgreSQL database (postgres://user@host:port/db) that workers share. Also $SWITCHYARD_DB. Used by run, runs,
-    /// show, resume and replay; worker, serve and token need a PostgreSQL one.
+    /// show, resume, replay and prune; worker, serve and token need a PostgreSQL one.
     #[arg(long, global = true, value_name = "URL")]
     db: Option<String>,
     #[command(subcommand)]
@@ -145,6 +145,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Delete runs that ended (completed, failed, cancelled) before --older-than, with their events and inputs; a
+    /// run that may still go on, or that a process holds, is never deleted. --dry-run says what would go.
+    Prune(history::PruneArgs),
     /// Play a stored run again from its recorded answers and decisions, with no model or tool call.
     Replay {
         run_id: String,
@@ -238,6 +241,7 @@ fn main() -> ExitCode {
         Command::Validate { json: true, .. }
         | Command::Runs { json: true, .. }
         | Command::Show { json: true, .. }
+        | Command::Prune(history::PruneArgs { json: true, .. })
         | Command::Mcp { json: true, command: None }
         | Command::Eval(eval::EvalCli { json: true, .. }) => Some(false),
         Command::Run { json: true, .. } | Command::Resume { json: true, .. } | Command::Replay { json: true, .. } => {
@@ -315,6 +319,7 @@ fn main() -> ExitCode {
         Command::Trust { file, format, forget } => cmd_trust(&file, format, forget),
         Command::Runs { json, filter } => cmd_runs(db.as_deref(), json, filter),
         Command::Show { run_id, json } => cmd_show(db.as_deref(), &run_id, json),
+        Command::Prune(args) => cmd_prune(db.as_deref(), args),
         Command::Replay { run_id, json, events } => cmd_replay(db.as_deref(), &run_id, json, events),
         Command::Providers => runtime.block_on(cmd_providers()),
         Command::Mcp { command: Some(McpCommand::Serve { paths, answers, model, allow_code, format }), .. } => {

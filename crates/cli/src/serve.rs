@@ -23,6 +23,14 @@ pub struct ServeArgs {
     /// not use the API yet (docs/server.md, "Not yet").
     #[arg(long, value_name = "DIR")]
     ui: Option<PathBuf>,
+    /// Prune runs that ended longer ago than this (30d, 12h), with their events: once as the server starts and every
+    /// hour after, each prune logged. Off unless given (docs/server.md, "Keeping the database small").
+    #[arg(long, value_name = "AGE")]
+    prune_older_than: Option<String>,
+    /// With --prune-older-than: keep webhook delivery keys and schedule firings this long after they came (and always
+    /// while their run is kept), so that a late redelivery of a pruned run's key starts nothing.
+    #[arg(long, value_name = "AGE", default_value = switchyard_engine::store::KEEP_DELIVERIES, requires = "prune_older_than")]
+    keep_deliveries: String,
 }
 
 #[derive(Subcommand)]
@@ -140,6 +148,20 @@ pub async fn cmd_serve(db: Option<&str>, args: ServeArgs) -> Result<u8, Unusable
             ));
         }
     }
+    let retention = match &args.prune_older_than {
+        Some(older_than) => {
+            let age = |flag: &str, text: &str| {
+                switchyard_engine::store::parse_age(text)
+                    .map_err(|why| coded("INVALID_ARGUMENTS", format!("--{flag}: {why}")))
+            };
+            Some(switchyard_server::retention::Retention {
+                runs: age("prune-older-than", older_than)?,
+                keys: age("keep-deliveries", &args.keep_deliveries)?,
+                every: std::time::Duration::from_secs(3600),
+            })
+        }
+        None => None,
+    };
     let url = url.to_string();
     let store = tokio::task::spawn_blocking(move || PgStore::open(&url))
         .await
@@ -150,6 +172,7 @@ pub async fn cmd_serve(db: Option<&str>, args: ServeArgs) -> Result<u8, Unusable
         workflows: args.workflows,
         answers: args.answers.map(|a| std::fs::canonicalize(&a).unwrap_or(a)),
         ui: args.ui,
+        retention,
     };
     // Every line of the server's log starts with when it was written (RFC 3339, UTC).
     let report = Arc::new(|line: String| crate::out::logln!("{line}"));

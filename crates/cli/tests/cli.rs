@@ -152,6 +152,56 @@ fn a_paused_run_is_stored_and_resumed_from_another_process() {
 }
 
 #[test]
+fn prune_deletes_runs_that_ended_before_its_cutoff_with_their_events_and_never_a_paused_one() {
+    let cli = Cli::new();
+    let run = || {
+        cli.json(&["run", "examples/approval-flow.yaml", "--answers", "examples/approval-flow.script.yaml", "--json"])
+    };
+    let (_, paused) = run();
+    let (_, done) = run();
+    let (paused, done) = (paused["runId"].as_str().unwrap(), done["runId"].as_str().unwrap());
+    let (code, _) = cli.json(&["resume", done, "--decide", "review=approve", "--json"]);
+    assert_eq!(code, 0);
+
+    let (code, recent) = cli.json(&["prune", "--older-than", "1h", "--json"]);
+    assert_eq!(
+        (code, &recent["runs"], &recent["dryRun"]),
+        (0, &json!(0), &json!(false)),
+        "a recent run stays: {recent}"
+    );
+    let (_, would) = cli.json(&["prune", "--older-than", "0s", "--dry-run", "--json"]);
+    assert_eq!(would["runs"], 1, "{would}");
+    assert!(would["events"].as_u64().unwrap() > 5, "{would}");
+    let said = String::from_utf8(cli.run(&["prune", "--older-than", "0s", "--dry-run"]).stdout).unwrap();
+    assert!(said.starts_with("would prune 1 run that ended before ") && said.contains("nothing was deleted"), "{said}");
+    let (_, listed) = cli.json(&["runs", "--json"]);
+    assert_eq!(listed.as_array().unwrap().len(), 2, "a dry run deletes nothing");
+
+    let (code, pruned) = cli.json(&["prune", "--older-than", "0s", "--status", "completed,failed", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        (&pruned["runs"], &pruned["events"]),
+        (&json!(1), &would["events"]),
+        "what the dry run counted: {pruned}"
+    );
+    assert_eq!(pruned["statuses"], json!(["completed", "failed"]));
+    let (_, listed) = cli.json(&["runs", "--json"]);
+    let ids: Vec<&str> = listed.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [paused], "the paused run stays");
+    let (code, gone) = cli.json(&["show", done, "--json"]);
+    assert_eq!((code, gone["errors"][0]["code"].as_str()), (2, Some("NO_SUCH_RUN")), "{gone}");
+
+    let refused = cli.run(&["prune", "--older-than", "30d", "--status", "paused"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("--status: `paused` runs are never pruned"), "{}", stderr(&refused));
+    let unbounded = cli.run(&["prune"]);
+    assert_eq!(unbounded.status.code(), Some(2));
+    assert!(stderr(&unbounded).contains("--older-than"), "nothing is pruned without a cutoff: {}", stderr(&unbounded));
+    let future = cli.run(&["prune", "--older-than", "2999-01-01"]);
+    assert!(stderr(&future).contains("in the future"), "{}", stderr(&future));
+}
+
+#[test]
 fn events_are_written_as_json_lines() {
     let cli = Cli::new();
     let events = cli.home.path().join("events.jsonl");

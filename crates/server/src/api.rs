@@ -91,6 +91,12 @@ pub struct Started {
     pub version: i32,
     /// False when a delivery with the same idempotency key started it before.
     pub new: bool,
+    /// True when that earlier delivery's run was pruned (retention): this one started nothing, and the run `id` is
+    /// no longer kept.
+    pub pruned: bool,
+    /// What happened, when it is not what `new` says: a redelivery whose run was pruned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 #[utoipa::path(post, path = "/api/runs", tag = "runs", security(("token" = [])), request_body = StartRun,
@@ -136,17 +142,32 @@ impl AppState {
         let (name, version) = (served.workflow.name.clone(), served.version);
         let submission = Submission::new(served, input, self.answers.as_deref().map(|a| a.as_path()));
         let run = submission.new_run();
-        let (id, new) = match how {
+        let (id, new, pruned) = match how {
             Start::Now => {
                 self.store.submit(&run).await?;
-                (submission.id.clone(), true)
+                (submission.id.clone(), true, false)
             }
             Start::Delivery { hook, key } => {
                 let delivered = self.store.deliver(&hook, &key, &run).await?;
-                (delivered.run, delivered.new)
+                if delivered.pruned {
+                    let message = format!(
+                        "delivery key `{key}` of webhook `{hook}` started run {} before, which was pruned since \
+                         (retention): this redelivery starts nothing",
+                        delivered.run
+                    );
+                    return Ok(Started {
+                        id: delivered.run,
+                        workflow: name,
+                        version,
+                        new: false,
+                        pruned: true,
+                        message: Some(message),
+                    });
+                }
+                (delivered.run, delivered.new, false)
             }
         };
-        Ok(Started { id, workflow: name, version, new })
+        Ok(Started { id, workflow: name, version, new, pruned, message: None })
     }
 }
 

@@ -59,7 +59,8 @@ const MAX_KEY: usize = 1024;
         ("X-Switchyard-Signature" = Option<String>, Header, description = "sha256=HEX: HMAC-SHA256 of the body")),
     request_body(content = Object, description = "The run's input's `body`: JSON, form fields \
         (application/x-www-form-urlencoded), or empty for none"),
-    responses((status = 202, body = Started), (status = 200, body = Pong, description = "GitHub's ping: no run"), (status = 400, body = ApiError), (status = 401, body = ApiError),
+    responses((status = 202, body = Started), (status = 200, body = Pong, description = "GitHub's ping: no run; \
+        or `Started` with `pruned: true`: a redelivery whose run was pruned (retention), which started nothing"), (status = 400, body = ApiError), (status = 401, body = ApiError),
         (status = 404, body = ApiError), (status = 413, body = ApiError), (status = 422, body = ApiError)))]
 pub async fn deliver(
     State(state): State<AppState>,
@@ -114,7 +115,9 @@ pub async fn deliver(
         // No key: every delivery is a new one.
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let started = state.start(&workflow, Some(input), Start::Delivery { hook: name, key }).await?;
-    Ok((StatusCode::ACCEPTED, Json(started)).into_response())
+    // A redelivery whose run was pruned started nothing, and nothing is under way: 200, not 202.
+    let status = if started.pruned { StatusCode::OK } else { StatusCode::ACCEPTED };
+    Ok((status, Json(started)).into_response())
 }
 
 /// A delivery as its run's input: `{"body", "headers", "query"}`. The body is JSON, form fields as the query's

@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod registry;
 pub mod request;
+pub mod retention;
 pub mod schedules;
 
 use std::net::SocketAddr;
@@ -59,6 +60,8 @@ pub struct Options {
     pub answers: Option<PathBuf>,
     /// The built web app (`npm run build` makes `dist/`), served at `/` when given.
     pub ui: Option<PathBuf>,
+    /// Prune ended runs on a schedule (`--prune-older-than`); none: never.
+    pub retention: Option<retention::Retention>,
 }
 
 /// Why a server cannot start.
@@ -154,8 +157,8 @@ async fn no_page() -> error::ApiError {
     )
 }
 
-/// Serves until `shutdown` completes: reads the workflows folder (and again every `rescan`), fires schedules, and
-/// answers requests. `report` hears what happens, one line at a time.
+/// Serves until `shutdown` completes: reads the workflows folder (and again every `rescan`), fires schedules, prunes
+/// (when `options.retention` says to), and answers requests. `report` hears what happens, one line at a time.
 pub async fn serve(
     store: PgStore,
     options: Options,
@@ -202,6 +205,10 @@ pub async fn serve(
         let (state, report) = (state.clone(), report.clone());
         tokio::spawn(schedules::keep_firing(state, move |line| report(line)))
     };
+    let pruning = options.retention.map(|retention| {
+        let (store, report) = (store.clone(), report.clone());
+        tokio::spawn(retention::keep_pruning(store, retention, move |line| report(line)))
+    });
     let app = router(state, options.ui);
     let shutdown = async move {
         shutdown.await;
@@ -210,6 +217,9 @@ pub async fn serve(
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     rescan.abort();
     firing.abort();
+    if let Some(pruning) = pruning {
+        pruning.abort();
+    }
     served.map_err(|e| ServeError::Listen { addr, detail: e.to_string() })
 }
 

@@ -35,10 +35,17 @@ struct Server {
     _folder: tempfile::TempDir,
     _ui: tempfile::TempDir,
     client: reqwest::Client,
+    /// What the server logged.
+    log: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Server {
     async fn start(name: &str) -> Server {
+        Server::start_with(name, None).await
+    }
+
+    /// A server that prunes as `retention` says.
+    async fn start_with(name: &str, retention: Option<switchyard_server::retention::Retention>) -> Server {
         std::env::set_var("SWITCHYARD_TEST_SET_SECRET", "s3cret");
         let db = pg_cluster::database(name);
         let opened = db.clone();
@@ -68,8 +75,12 @@ impl Server {
             workflows: folder.path().to_path_buf(),
             answers: None,
             ui: Some(ui.path().to_path_buf()),
+            retention,
         };
-        tokio::spawn(switchyard_server::serve(store.clone(), options, Arc::new(|_| {}), std::future::pending()));
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let heard = log.clone();
+        let report = Arc::new(move |line: String| heard.lock().unwrap().push(line));
+        tokio::spawn(switchyard_server::serve(store.clone(), options, report, std::future::pending()));
         let url = format!("http://{addr}");
         switchyard_engine::net::install_crypto();
         let client = reqwest::Client::new();
@@ -79,7 +90,7 @@ impl Server {
             }
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;
         }
-        Server { url, db, token, store, _folder: folder, _ui: ui, client }
+        Server { url, db, token, store, _folder: folder, _ui: ui, client, log }
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>, token: bool) -> (u16, Value) {
@@ -409,6 +420,56 @@ async fn a_decision_sent_again_after_its_worker_took_the_first_is_not_kept_for_a
     let kept = server.store.requests(&id).await.unwrap();
     let rounds: Vec<_> = kept.decisions.iter().map(|k| (k.node.as_str(), k.round)).collect();
     assert_eq!(rounds, [("review", 0)], "one decision, for the round that was asked");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_a_webhook_runs_run_goes_its_key_stays_and_a_late_redelivery_starts_nothing() {
+    // Pruning often, so that the test waits for the prune rather than an hour.
+    let retention = switchyard_server::retention::Retention {
+        runs: chrono::TimeDelta::days(30),
+        keys: chrono::TimeDelta::days(90),
+        every: std::time::Duration::from_millis(50),
+    };
+    let server = Server::start_with("prune_redelivery", Some(retention)).await;
+    let deliver = || {
+        let request = server.client.post(format!("{}/hooks/open", server.url)).bearer_auth(&server.token);
+        request.header("Idempotency-Key", "ticket-4711").body("{\"n\": 1}").send()
+    };
+    let first = deliver().await.unwrap();
+    assert_eq!(first.status().as_u16(), 202);
+    let id = first.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    // A worker runs it to its end; it ended 40 days ago.
+    let (store, run) = (server.store.clone(), id.clone());
+    tokio::task::spawn_blocking(move || {
+        let (_, epoch) = store.claim_ready("w", std::time::Duration::from_secs(60)).wait().unwrap().unwrap();
+        let done = LogItem::Status { status: RunStatus::Completed, pending: vec![] };
+        store.write_batch(&run, epoch, &[approval_requested(&run, 1, "review"), done]).wait().unwrap();
+        store.release(&run, epoch, None).wait().unwrap();
+    })
+    .await
+    .unwrap();
+    pg_cluster::sql(&server.db, &format!("UPDATE runs SET ended_at = now() - interval '40 days' WHERE id = '{id}'"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.get(&format!("/api/runs/{id}")).await.0 != 404 {
+        assert!(std::time::Instant::now() < deadline, "the server never pruned the run");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(server.store.events(&id).await.unwrap().is_empty(), "its events went with it");
+    let said = server.log.lock().unwrap().clone();
+    assert!(
+        said.iter().any(|l| l.starts_with("pruned 1 run that ended before ") && l.contains("with 1 event")),
+        "{said:?}"
+    );
+
+    let late = deliver().await.unwrap();
+    assert_eq!(late.status().as_u16(), 200, "nothing was started, so nothing is accepted");
+    let late: Value = late.json().await.unwrap();
+    assert_eq!((&late["id"], &late["new"], &late["pruned"]), (&json!(id), &json!(false), &json!(true)), "{late}");
+    let message = late["message"].as_str().unwrap();
+    assert!(message.contains("`ticket-4711`") && message.contains("pruned") && message.contains("starts nothing"));
+    let (_, runs) = server.get("/api/runs").await;
+    assert_eq!(runs.as_array().map(Vec::len), Some(0), "the late redelivery started no run: {runs}");
+    assert_eq!(pg_cluster::sql(&server.db, "SELECT count(*) FROM deliveries"), 1, "its key is kept");
 }
 
 /// `../`s from the server's working folder (this test's) up to the root, then `file`: a reference in a document that

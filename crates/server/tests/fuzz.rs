@@ -247,6 +247,7 @@ async fn a_few_hundred_requests_of_every_shape_get_an_answer_none_a_5xx_every_fa
         workflows: folder.path().to_path_buf(),
         answers: None,
         ui: Some(ui.path().to_path_buf()),
+        retention: None,
     };
     tokio::spawn(switchyard_server::serve(store.clone(), options, Arc::new(|_| {}), std::future::pending()));
     let addr = addr.to_string();

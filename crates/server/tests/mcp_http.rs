@@ -46,6 +46,7 @@ async fn team(name: &str) -> (String, String, tempfile::TempDir) {
         workflows: flows,
         answers: Some(folder.path().join("answers.yaml")),
         ui: None,
+        retention: None,
     };
     tokio::spawn(switchyard_server::serve(store.clone(), options, Arc::new(|_| {}), std::future::pending()));
     let worker = switchyard_engine::worker::Options {

@@ -535,12 +535,11 @@ pub struct Prune {
 impl Prune {
     /// The statuses as the stores' rows keep them: the ones asked for, else every ended one.
     pub(crate) fn db_statuses(&self) -> Vec<String> {
-        let ended = [StoredStatus::Completed, StoredStatus::Failed, StoredStatus::Cancelled];
-        let asked = if self.statuses.is_empty() { &ended[..] } else { &self.statuses[..] };
-        let mut statuses: Vec<String> = asked.iter().filter(|s| s.ended()).map(|s| s.as_str().to_string()).collect();
-        statuses.sort();
-        statuses.dedup();
-        statuses
+        [StoredStatus::Completed, StoredStatus::Failed, StoredStatus::Cancelled]
+            .into_iter()
+            .filter(|s| self.statuses.is_empty() || self.statuses.contains(s))
+            .map(|s| s.as_str().to_string())
+            .collect()
     }
 }
 
@@ -554,6 +553,31 @@ pub struct Pruned {
     pub deliveries: u64,
     /// Schedule firings (PostgreSQL).
     pub firings: u64,
+}
+
+impl Pruned {
+    /// What went (or would go), in words: "3 runs that ended before 2026-10-29T10:00:00Z (completed, failed,
+    /// cancelled), with 41 events", then the delivery keys and firings when there were any.
+    pub fn said(&self, prune: &Prune) -> String {
+        let counted = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let at = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let mut said = format!(
+            "{} that ended before {} ({}), with {}",
+            counted(self.runs, "run", "runs"),
+            at(prune.ended_before),
+            prune.db_statuses().join(", "),
+            counted(self.events, "event", "events")
+        );
+        if self.deliveries + self.firings > 0 {
+            said += &format!(
+                "; {} and {} from before {} whose runs are gone",
+                counted(self.deliveries, "webhook delivery key", "webhook delivery keys"),
+                counted(self.firings, "schedule firing", "schedule firings"),
+                at(prune.keys_before)
+            );
+        }
+        said
+    }
 }
 
 /// How many runs an ambiguous id prefix names at most in its refusal.
