@@ -9,7 +9,7 @@
 //!   time.
 //! - A delivery with an idempotency key (`Idempotency-Key`, or GitHub's `X-GitHub-Delivery`) starts at most one run
 //!   per key and hook, across every server instance and restart (`team::deliver`); a redelivery answers with the run
-//!   the first started.
+//!   the first started, also once that run was pruned (200, `pruned: true`: the key outlives its run).
 //! - No secret reaches the run (or the store): `Authorization`, `Cookie`, the signature headers and whatever else
 //!   `SECRET_HEADERS` names are left out of its headers.
 //! - GitHub's `ping` (sent when a webhook is added) starts nothing: it is answered 200 once authenticated.
