@@ -68,7 +68,7 @@ async function rename(browser, id, to) {
 
 test("a new user builds start → agent → if → two agents → join, runs it on the local model with no settings, saves, and closes the window", async () => {
   const browser = await launch();
-  const pid = appPid();
+  const pid = appPid(browser);
   try {
     await click(browser, await pointOf(browser, '[data-testid="new"]'));
     await browser.waitUntil(async () => (await graph(browser)).nodes.join() === "start", { timeout: 5000, timeoutMsg: "New did not give an empty workflow" });
@@ -158,7 +158,7 @@ test("a new user builds start → agent → if → two agents → join, runs it 
 
 test("Ctrl+S and Ctrl+Enter while a field has the focus save and run what it shows", async () => {
   const browser = await launch();
-  const pid = appPid();
+  const pid = appPid(browser);
   try {
     await click(browser, await pointOf(browser, '[data-testid="new"]'));
     await browser.waitUntil(async () => (await graph(browser)).nodes.join() === "start", { timeout: 5000 });

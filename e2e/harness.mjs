@@ -1,6 +1,7 @@
 // The app under test: a fresh window of the real Tauri binary (embedded UI) per test file, through tauri-driver.
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, afterEach, before } from "node:test";
@@ -11,20 +12,87 @@ export const root = resolve(import.meta.dirname, "..");
 export const appBinary = join(root, "target/debug/switchyard-app");
 export const work = mkdtempSync(join(tmpdir(), "switchyard-e2e-"));
 
+/**
+ * The tauri-driver of each window this test file launched, newest last. Each window gets a driver of its own (and so a
+ * WebKitWebDriver of its own, which holds one session at most): a window a failed test left open, or whose session
+ * was never ended, can then never keep the next window from opening ("Maximum number of active sessions").
+ */
+const drivers = [];
+const windowDriver = new WeakMap();
+
+/** Ends a driver's whole process group: tauri-driver, its WebKitWebDriver and any app window it still holds. */
+function stopDriver(driver) {
+  try {
+    process.kill(-driver.pid, "SIGKILL");
+  } catch {
+    /* it had ended already */
+  }
+}
+process.on("exit", () => drivers.forEach(stopDriver));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const listening = (port) =>
+  new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("error", () => resolve(false));
+  });
+
+/** Starts a tauri-driver on free ports, in a process group of its own, and waits until it takes connections. */
+async function startDriver() {
+  const [port, nativePort] = [await freePort(), await freePort()];
+  mkdirSync(join(root, "target"), { recursive: true });
+  const log = openSync(join(root, "target/tauri-driver.log"), "a");
+  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(nativePort)], { detached: true, stdio: ["ignore", log, log] });
+  closeSync(log);
+  driver.unref(); // the test file's process ends when its tests do; its exit handler then stops the driver
+  drivers.push(driver);
+  const ended = new Promise((resolve) => driver.once("exit", () => resolve(true)));
+  for (const deadline = Date.now() + 15000; !(await listening(port)); ) {
+    const gone = await Promise.race([ended, new Promise((r) => setTimeout(() => r(false), 100))]);
+    if (gone || Date.now() > deadline) {
+      stopDriver(driver);
+      throw new Error(`tauri-driver did not take connections on port ${port} (see target/tauri-driver.log)`);
+    }
+  }
+  return { driver, port };
+}
+
 export async function launch() {
+  // A window an earlier test left behind goes first, with its driver: each test starts from one fresh window.
+  drivers.forEach(stopDriver);
+  const { driver, port } = await startDriver();
   const browser = await remote({
     hostname: "127.0.0.1",
-    // scripts/e2e.sh starts tauri-driver on a free port and names it here.
-    port: Number(process.env.E2E_DRIVER_PORT ?? 4444),
+    port,
     logLevel: "error",
     capabilities: { "tauri:options": { application: appBinary }, "wdio:enforceWebDriverClassic": true },
   });
+  windowDriver.set(browser, driver);
   // WebKitWebDriver's "get element text" returns nothing for text near the app's SVG icons (its visibility atom fails
   // on them). A person reads what is rendered: the element's innerText, which is empty for what is hidden.
   await browser.overwriteCommand("getText", async function () {
     return browser.execute((el) => el.innerText, this);
   }, true);
-  await browser.$('[data-testid="node-start"]').waitForExist({ timeout: 20000 });
+  try {
+    await browser.$('[data-testid="node-start"]').waitForExist({ timeout: 20000 });
+  } catch (error) {
+    // A window that never showed its canvas still holds WebKitWebDriver's one session: end it, or every later launch
+    // fails with "Maximum number of active sessions" instead of its own error.
+    await browser.saveScreenshot(shotPath("launch-failed")).catch(() => undefined);
+    await browser.deleteSession().catch(() => undefined);
+    throw error;
+  }
   return browser;
 }
 
@@ -40,7 +108,7 @@ export function appForFile(onOpen) {
     await browser?.saveScreenshot(shotPath(t.name)).catch(() => undefined);
   });
   after(async () => {
-    await browser?.deleteSession();
+    await browser?.deleteSession().catch(() => undefined);
   });
 }
 
@@ -118,12 +186,9 @@ export async function fit(browser) {
   await frames(browser);
 }
 
-/**
- * The process id of the app under test: the `switchyard-app` process started (through WebKitWebDriver) by this
- * run's tauri-driver, whose pid scripts/e2e.sh exports as E2E_DRIVER_PID.
- */
-export function appPid() {
-  const driver = Number(process.env.E2E_DRIVER_PID);
+/** The process id of the app window `browser` drives: the `switchyard-app` started (through WebKitWebDriver) by its tauri-driver. */
+export function appPid(browser) {
+  const driver = windowDriver.get(browser)?.pid;
   const parentOf = (pid) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ")[1]);
   const found = [];
   for (const entry of readdirSync("/proc")) {

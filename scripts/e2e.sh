@@ -40,15 +40,6 @@ worker=$!
 export SWITCHYARD_TOKEN SWITCHYARD_E2E_SERVER="http://127.0.0.1:$server_port"
 # XDG_DATA_HOME: the webview keeps its storage (pane sizes) there; each run starts as a new user.
 export SWITCHYARD_HOME="$home" XDG_DATA_HOME="$home/data" SWITCHYARD_OPEN="$PWD/examples/approval-flow.yaml" SWITCHYARD_LOCAL_URL="http://127.0.0.1:$port/v1"
-# tauri-driver and the WebKitWebDriver it starts.
-E2E_DRIVER_PORT=$(free_port)
-E2E_NATIVE_PORT=$(free_port)
-export E2E_DRIVER_PORT E2E_NATIVE_PORT
-xvfb-run -a -s "-screen 0 1400x900x24" bash -c '
-  tauri-driver --port "$E2E_DRIVER_PORT" --native-port "$E2E_NATIVE_PORT" > target/tauri-driver.log 2>&1 &
-  driver=$!
-  export E2E_DRIVER_PID=$driver
-  for i in $(seq 1 50); do (echo > /dev/tcp/127.0.0.1/$E2E_DRIVER_PORT) 2>/dev/null && break; sleep 0.2; done
-  node --test --test-concurrency=1 --test-reporter=spec ${E2E_FILES:-e2e/*.test.mjs}; status=$?
-  kill $driver
-  exit $status'
+# Each app window gets a tauri-driver (and WebKitWebDriver) of its own, on free ports (e2e/harness.mjs).
+: > target/tauri-driver.log
+xvfb-run -a -s "-screen 0 1400x900x24" node --test --test-concurrency=1 --test-reporter=spec ${E2E_FILES:-e2e/*.test.mjs}
