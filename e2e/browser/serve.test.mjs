@@ -112,6 +112,20 @@ test("a wrong token is refused at sign-in, saying how to get one", async () => {
   await page.close();
 });
 
+test("Sign out forgets the token: the page asks for one again, also after a reload, and shows nothing of the app", async () => {
+  const page = await signedIn();
+  assert.ok(await page.evaluate(() => window.localStorage.getItem("switchyard.token")), "signed in, the browser keeps its token");
+  await page.getByTestId("sign-out").click();
+  await page.getByTestId("sign-in-token").waitFor();
+  assert.equal(await page.getByTestId("node-start").count(), 0, "nothing of the app shows once signed out");
+  assert.equal(await page.evaluate(() => window.localStorage.getItem("switchyard.token")), null, "the token is forgotten");
+  await page.reload();
+  await page.getByTestId("sign-in-token").waitFor();
+  assert.equal(await page.getByTestId("node-start").count(), 0, "a reload does not sign the browser in again");
+  await page.screenshot({ path: join(shots, "browser-signed-out.png") });
+  await page.close();
+});
+
 test("a run started elsewhere is opened from History, followed live, and approved in the browser", async () => {
   const started = await api("POST", "/api/runs", { workflow: WORKFLOW });
   assert.equal(started.status, 201, JSON.stringify(started.body));

@@ -3,7 +3,7 @@
 import { useMemo, type ReactNode } from "react";
 import * as Menu from "@radix-ui/react-dropdown-menu";
 import * as Tooltip from "@radix-ui/react-tooltip";
-import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, LayoutDashboard, Moon, Play, Redo2, Save, Scan, Search, Server, Settings, Share, Square, Sun, Undo2, X } from "lucide-react";
+import { Bot, ChevronDown, Clock, FileText, FilePlus2, FolderOpen, HelpCircle, LayoutDashboard, LogOut, Moon, Play, Redo2, Save, Scan, Search, Server, Settings, Share, Square, Sun, Undo2, X } from "lucide-react";
 import { useDocument } from "../store/document";
 import type { Workflow } from "../types";
 import { useReplay } from "../store/replay";
@@ -17,7 +17,7 @@ import * as runControl from "../store/runControl";
 import { runBlocked, useRunControl } from "../store/runControl";
 import { useView } from "../store/view";
 import { useValidation } from "../store/validation";
-import { onServer } from "../transport";
+import { onServer, signOut } from "../transport";
 
 /** A button with a tooltip: its name, and its shortcut when it has one. */
 export function Tip({ label, keys, children }: { label: string; keys?: string; children: ReactNode }) {
@@ -259,6 +259,11 @@ export function Toolbar() {
           {theme === "light" ? <Moon size={16} aria-hidden /> : <Sun size={16} aria-hidden />}
         </IconButton>
         <IconButton label="Keyboard shortcuts" keys="F1" onClick={() => dialogs.setDialog("help", true)} testId="help-button"><HelpCircle size={16} aria-hidden /></IconButton>
+        {server && (
+          <IconButton label="Sign out: this browser forgets its token" onClick={signOut} testId="sign-out">
+            <LogOut size={16} aria-hidden />
+          </IconButton>
+        )}
       </header>
     </Tooltip.Provider>
   );

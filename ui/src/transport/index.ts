@@ -42,6 +42,15 @@ export function keepToken(token: string | null): void {
   else localStorage.removeItem(TOKEN_KEY);
 }
 
+/**
+ * Signs this browser out of the server: the kept token is forgotten and the page starts again, so what it showed is
+ * gone and the sign-in form asks for a token (the token itself stays valid on the server until it is revoked).
+ */
+export function signOut(): void {
+  keepToken(null);
+  location.reload();
+}
+
 export function tokenFromAddress(): void {
   const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
   if (!m) return;
