@@ -9,6 +9,7 @@ use switchyard_engine::journal;
 use switchyard_engine::run;
 use switchyard_engine::session;
 use switchyard_engine::store::{self, RunQuery, StoredStatus};
+use switchyard_engine::views;
 use switchyard_engine::RunStatus;
 
 use crate::out::{counted, errln, outln, printable};
@@ -209,9 +210,21 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
     }
     // Inside each agent: its model turns and tool calls, as the run's journal keeps them.
     let turns = session::turns(&*store, run_id)?;
+    // Who started it, decided its approvals and cancelled it (a server's runs; docs/server.md, "Identities").
+    let decided = views::decisions(&store.events(run_id).map_err(|e| coded(e.code(), e.to_string()))?);
     if json {
         if !turns.is_empty() {
             out["turns"] = json!(turns);
+        }
+        // Only what a server recorded: a run of this machine's alone prints what `run --json` printed.
+        if row.origin.via != store::Via::Local {
+            out["origin"] = json!(row.origin);
+        }
+        if row.cancelled_by.is_some() {
+            out["cancelledBy"] = json!(row.cancelled_by);
+        }
+        if decided.iter().any(|d| d.by.is_some()) {
+            out["decisions"] = json!(decided);
         }
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
@@ -221,6 +234,17 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
             (tokens, None) => format!(", {} (no price under `prices` in the settings)", counted(tokens, "token")),
         };
         outln!("run {run_id}: {} ({}{cost})", status.as_str(), row.workflow);
+        if let Some(said) = row.origin.said() {
+            outln!("  started {}", printable(&said));
+        }
+        for d in &decided {
+            let by = d.by.as_ref().map(|b| format!(" by {}", printable(b))).unwrap_or_default();
+            let note = if d.note.is_empty() { String::new() } else { format!(": {}", printable(&d.note)) };
+            outln!("  {} {}{by} at {}{note}", printable(&d.node), d.decision.said(), d.at.get(..19).unwrap_or(&d.at));
+        }
+        if let Some(by) = &row.cancelled_by {
+            outln!("  cancelled by {}", printable(by));
+        }
         for (node, result) in &result.results {
             let text = result.error.clone().unwrap_or_else(|| run::output_text(&result.data));
             let text: String = text.chars().take(100).collect();

@@ -64,13 +64,14 @@ impl Observer for LiveLog {
             EventKind::ApprovalRequested(PendingApproval { node, message, .. }) => {
                 format!("  ⏸ {node} waits for approval: {message}")
             }
-            EventKind::ApprovalReceived { node, decision, note } => {
+            EventKind::ApprovalReceived { node, decision, note, by } => {
                 let mark = match decision {
                     Verdict::Approve => "✓",
                     Verdict::Reject => "✗",
                     Verdict::Timeout => "·",
                 };
-                format!("  {mark} {node} {} {note}", decision.said())
+                let by = by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default();
+                format!("  {mark} {node} {}{by} {note}", decision.said())
             }
             EventKind::WorkflowPaused { pending } => {
                 format!("⏸ paused, waiting for: {}", pending.join(", "))

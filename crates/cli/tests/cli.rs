@@ -431,8 +431,22 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
     let keys: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        ["id", "workflow", "name", "status", "started", "durationMs", "pending", "tokens", "cost", "eval"]
+        [
+            "id",
+            "workflow",
+            "name",
+            "status",
+            "started",
+            "durationMs",
+            "pending",
+            "tokens",
+            "cost",
+            "eval",
+            "origin",
+            "cancelledBy"
+        ]
     );
+    assert_eq!(row["origin"], serde_json::json!({"via": "local", "by": null}), "started on this machine");
     assert_eq!(row["status"], "interrupted");
     assert!(row["workflow"].as_str().unwrap().ends_with("slow.yaml"));
     let id = row["id"].as_str().unwrap();

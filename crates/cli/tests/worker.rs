@@ -449,11 +449,11 @@ fn a_cancellation_sent_through_the_database_ends_a_parked_run_and_a_running_one(
     worker.wait_for(&format!("claimed {running}"));
     let store = team.store();
     until("the slow researcher to start", || has(&store.events(&running).wait().unwrap(), "node:enter", "security"));
-    assert!(store.request_cancel(&parked).wait().unwrap());
-    assert!(store.request_cancel(&running).wait().unwrap());
+    assert!(store.request_cancel(&parked, None).wait().unwrap());
+    assert!(store.request_cancel(&running, None).wait().unwrap());
     // The running one hears it at its worker's next heartbeat (a third of the 1 s lease), not after the 60 s node.
     until("both runs to be cancelled", || team.status(&parked) == "cancelled" && team.status(&running) == "cancelled");
-    assert!(!store.request_cancel(&running).wait().unwrap(), "an ended run is not cancelled again");
+    assert!(!store.request_cancel(&running, None).wait().unwrap(), "an ended run is not cancelled again");
     for run in [&parked, &running] {
         let events = store.events(run).wait().unwrap();
         // A pause closes its stretch of the log with an end that says `paused`; the run itself ends once.

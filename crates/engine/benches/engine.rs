@@ -448,6 +448,7 @@ fn engine(shape: &str, n: usize, logged: bool) -> Value {
                 answers_path: None,
                 options: &options,
                 eval_id: None,
+                origin: Default::default(),
             };
             claim = Some(store.create(&new).unwrap());
             Some(store as Arc<dyn RunLog>)

@@ -88,8 +88,16 @@ pub enum EventKind {
     /// the one shape results and the app show it too.
     #[serde(rename = "approval:requested")]
     ApprovalRequested(crate::result::PendingApproval),
+    /// A pending approval was decided (or timed out), by `by` when a server knows who (the token's name); none in
+    /// a run decided on this machine, and in logs written before it was kept.
     #[serde(rename = "approval:received")]
-    ApprovalReceived { node: String, decision: crate::result::Verdict, note: String },
+    ApprovalReceived {
+        node: String,
+        decision: crate::result::Verdict,
+        note: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     #[serde(rename = "workflow:paused")]
     WorkflowPaused { pending: Vec<String> },
     #[serde(rename = "workflow:resumed")]
@@ -110,6 +118,10 @@ pub enum EventKind {
         results: indexmap::IndexMap<String, NodeResult>,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// Who cancelled it, when someone did through a server (the token's name); none otherwise, and in logs
+        /// written before it was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
 }
 
@@ -215,5 +227,29 @@ mod tests {
         let shorter = &recorded[..1];
         let d = first_divergence(&recorded, shorter).unwrap();
         assert_eq!((d.at, d.replayed), (1, None), "a replay that stops early diverges where it stopped");
+    }
+
+    #[test]
+    fn an_approval_received_or_a_run_ended_before_who_was_kept_still_reads_and_one_decided_here_is_written_as_before() {
+        let old = r#"{"seq":3,"run":"r","ts":"t","type":"approval:received","node":"review","decision":"approve","note":"ok"}"#;
+        let event: Event = serde_json::from_str(old).unwrap();
+        let EventKind::ApprovalReceived { ref by, ref note, .. } = event.kind else { panic!("{event:?}") };
+        assert_eq!((by.as_deref(), note.as_str()), (None, "ok"));
+        assert_eq!(serde_json::to_string(&event).unwrap(), old, "a decision made on this machine names no one");
+        let decided = r#"{"seq":3,"run":"r","ts":"t","type":"approval:received","node":"review","decision":"reject","note":"","by":"bob"}"#;
+        let event: Event = serde_json::from_str(decided).unwrap();
+        assert!(matches!(event.kind, EventKind::ApprovalReceived { by: Some(ref b), .. } if b == "bob"));
+        assert_eq!(serde_json::to_string(&event).unwrap(), decided);
+
+        let ended = r#"{"seq":4,"run":"r","ts":"t","type":"workflow:end","status":"cancelled","results":{},"error":"cancelled"}"#;
+        let event: Event = serde_json::from_str(ended).unwrap();
+        assert!(matches!(event.kind, EventKind::WorkflowEnd { by: None, .. }));
+        assert_eq!(serde_json::to_string(&event).unwrap(), ended);
+
+        let cancelled: crate::record::Recorded = serde_json::from_str(r#"{"seq":4,"input":"cancelled"}"#).unwrap();
+        assert_eq!(cancelled.input, crate::record::Input::Cancelled { by: None });
+        assert_eq!(serde_json::to_string(&cancelled).unwrap(), r#"{"seq":4,"input":"cancelled"}"#);
+        let old: crate::result::Decision = serde_json::from_str(r#"{"decision":"approve","note":""}"#).unwrap();
+        assert_eq!(old.by, None);
     }
 }

@@ -446,7 +446,7 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        emitter.record(Input::Cancelled);
+        emitter.record(Input::Cancelled { by: None });
         emitter.flush();
         let seen = seen.lock().unwrap().clone();
         assert_eq!(seen, (1..=1000).collect::<Vec<u64>>());

@@ -39,30 +39,22 @@ pub enum Input {
         model_calls: u32,
     },
     /// The model answered a routing question (or the call failed).
-    Routed {
-        node: String,
-        answer: Result<RouteAnswer, String>,
-    },
+    Routed { node: String, answer: Result<RouteAnswer, String> },
     /// An approval was decided. `immediate`: by the script, the moment the approval was reached.
-    Decided {
-        node: String,
-        decision: Decision,
-        immediate: bool,
-    },
+    Decided { node: String, decision: Decision, immediate: bool },
     /// A pending approval's timeout passed.
-    TimedOut {
-        node: String,
-    },
+    TimedOut { node: String },
     /// An agent's task asked to call a tool that needs approval (`tools.approval`).
-    ToolAsked {
-        node: String,
-        tool: String,
-        arguments: Value,
-    },
+    ToolAsked { node: String, tool: String, arguments: Value },
     /// The run went on in a new process: the tasks that were running start again, so tool calls they were waiting
     /// on no longer have a task (until a task asks for the same call again).
     Continued,
-    Cancelled,
+    /// The run was cancelled, by `by` when a server knows who (the token's name; none in logs written before it was
+    /// kept).
+    Cancelled {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// Something that happened inside a running node task (a model turn, a tool call's result): it changes nothing
     /// the scheduler knows, but a rebuilt task is fed it instead of asking again (`crate::journal`).
     Journaled(Box<crate::journal::Entry>),
@@ -90,7 +82,7 @@ impl Input {
             | Input::TimedOut { node }
             | Input::ToolAsked { node, .. } => Some(node),
             Input::Journaled(entry) => Some(&entry.node),
-            Input::Continued | Input::Cancelled => None,
+            Input::Continued | Input::Cancelled { .. } => None,
         }
     }
 }
@@ -158,7 +150,7 @@ mod tests {
         let read: Recorded = serde_json::from_str(old).unwrap();
         assert_eq!(read, Recorded { seq: 4, ts: None, input: Input::Journaled(Box::new(entry)) });
         // Other inputs are written as before.
-        let done = Recorded { seq: 2, ts: None, input: Input::Cancelled };
+        let done = Recorded { seq: 2, ts: None, input: Input::Cancelled { by: None } };
         assert_eq!(serde_json::to_string(&done).unwrap(), r#"{"seq":2,"input":"cancelled"}"#);
     }
 }

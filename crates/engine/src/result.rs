@@ -270,11 +270,20 @@ pub struct Decision {
     #[serde(rename = "decision")]
     pub verdict: Verdict,
     pub note: String,
+    /// Who made it, when a server knows (the token's name); none for a decision made on this machine, by a script,
+    /// or in logs written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl Decision {
     pub fn new(verdict: Verdict, note: impl Into<String>) -> Decision {
-        Decision { verdict, note: note.into() }
+        Decision { verdict, note: note.into(), by: None }
+    }
+
+    /// The same decision, made by `by` (a token's name).
+    pub fn by(self, by: impl Into<String>) -> Decision {
+        Decision { by: Some(by.into()), ..self }
     }
 
     /// A person's decision as every front end takes it (`--decide NODE=approve`, the HTTP body's `decision`, the

@@ -570,6 +570,7 @@ fn new_run<'a>(prepared: &'a Prepared, refs: &'a (Option<String>, Option<String>
         answers_path: refs.1.as_deref(),
         options: &prepared.options,
         eval_id: prepared.eval.as_deref(),
+        origin: Default::default(),
     }
 }
 
@@ -780,7 +781,7 @@ pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> 
     let mut launch = launch.until(until);
     // Read after the claim, which cleared the run's `wake`: nothing asked since is missed.
     let mut kept = None;
-    let mut cancel_asked = false;
+    let mut cancel_asked = None;
     if let (true, Some(h)) = (store_requests, held.as_ref()) {
         let (store, id) = (h.store.clone(), launch.options.run_id.clone().unwrap_or_default());
         let read =
@@ -800,7 +801,7 @@ pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> 
         if let run::Start::Recorded { decisions, .. } = &mut launch.start {
             decisions.extend(due);
         }
-        cancel_asked = requests.cancel;
+        cancel_asked = requests.cancel.then_some(requests.cancelled_by);
         kept = Some(rounds);
     }
     let Sinks { log, observers } = sinks;
@@ -819,8 +820,8 @@ pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> 
             (e, _) => return Err(e.into()),
         },
     };
-    if cancel_asked {
-        handle.cancel();
+    if let Some(by) = cancel_asked {
+        handle.controller().cancel_by(by);
     }
     Ok(Driving { run_id: handle.run_id.clone(), handle, held, kept })
 }
@@ -856,7 +857,10 @@ impl Driving {
             tokio::select! {
                 outcome = &mut going => break outcome,
                 _ = &mut asked, if !cancel_sent => {
-                    controller.cancel();
+                    // Who asked, for the run's `workflow:end`; unread, the run is cancelled all the same.
+                    let (store, id) = (held.store.clone(), run_id.clone());
+                    let read = tokio::task::spawn_blocking(move || store.requests(&id)).await;
+                    controller.cancel_by(read.ok().and_then(Result::ok).and_then(|r| r.cancelled_by));
                     cancel_sent = true;
                 }
                 _ = &mut nudged, if kept.is_some() => {

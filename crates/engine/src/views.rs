@@ -13,7 +13,7 @@ use crate::events::Event;
 use crate::format::{Format, Loaded};
 use crate::journal::{Entry, What};
 use crate::record::Journaled;
-use crate::store::{RunRow, StoredRun, StoredStatus};
+use crate::store::{Origin, RunRow, StoredRun, StoredStatus};
 use crate::Workflow;
 
 /// A document as the window receives it.
@@ -98,6 +98,11 @@ pub struct ListedRun {
     pub cost: Option<f64>,
     /// The evaluation it was a case of, if any.
     pub eval: Option<String>,
+    /// How it was started and by whom (`via`: local, api, webhook, schedule, mcp; `by`: a token's, webhook's or
+    /// schedule's name).
+    pub origin: Origin,
+    /// Who asked that it be cancelled (a token's name), when someone did through a server.
+    pub cancelled_by: Option<String>,
 }
 
 impl From<RunRow> for ListedRun {
@@ -113,8 +118,39 @@ impl From<RunRow> for ListedRun {
             tokens: row.tokens,
             cost: row.cost,
             eval: row.eval,
+            origin: row.origin,
+            cancelled_by: row.cancelled_by,
         }
     }
+}
+
+/// A decision a run's log keeps (`approval:received`): on which node, what, who made it (when a server knows) and
+/// when. `switchyard show` lists them; the window reads the same events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decided {
+    pub node: String,
+    pub decision: crate::result::Verdict,
+    pub note: String,
+    pub by: Option<String>,
+    /// RFC 3339, the event's time.
+    pub at: String,
+}
+
+/// The decisions of a run, in the order its log has them.
+pub fn decisions(events: &[Event]) -> Vec<Decided> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            crate::events::EventKind::ApprovalReceived { node, decision, note, by } => Some(Decided {
+                node: node.clone(),
+                decision: *decision,
+                note: note.clone(),
+                by: by.clone(),
+                at: e.ts.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A run that goes on, and the document it goes on with.

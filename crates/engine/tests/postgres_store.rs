@@ -45,6 +45,7 @@ fn create(store: &PgStore, id: &str) {
         answers_path: Some("/tmp/answers.yaml"),
         options: &options,
         eval_id: None,
+        origin: Default::default(),
     };
     store.submit(&run).wait().unwrap();
 }
@@ -146,8 +147,15 @@ fn a_run_written_in_batches_is_listed_and_loaded_back_equal() {
 
 fn create_twice_is_refused(store: &PgStore) {
     let (wf, options) = (test_workflow(), RunOptions::default());
-    let run =
-        NewRun { id: "r1", workflow: &wf, workflow_ref: None, answers_path: None, options: &options, eval_id: None };
+    let run = NewRun {
+        id: "r1",
+        workflow: &wf,
+        workflow_ref: None,
+        answers_path: None,
+        options: &options,
+        eval_id: None,
+        origin: Default::default(),
+    };
     assert_eq!(store.submit(&run).wait().unwrap_err().code(), "RUN_EXISTS");
 }
 
@@ -321,6 +329,7 @@ edges:
             answers_path: None,
             options: &options,
             eval_id: None,
+            origin: Default::default(),
         })
         .wait()
         .unwrap();
@@ -351,7 +360,7 @@ edges:
     for _ in 0..100 {
         emitter.emit(EventKind::WorkflowResumed {});
     }
-    emitter.record(Input::Cancelled);
+    emitter.record(Input::Cancelled { by: None });
     emitter.status(RunStatus::Cancelled, &[]);
     emitter.flush();
     assert_eq!(emitter.log_error(), None);
@@ -433,7 +442,15 @@ fn scopeguard(cluster: &Cluster) -> impl Drop + '_ {
 // ---- the store as the session uses it ------------------------------------------------------------------------
 
 fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions, eval: Option<&'a str>) -> NewRun<'a> {
-    NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), answers_path: None, options, eval_id: eval }
+    NewRun {
+        id,
+        workflow: wf,
+        workflow_ref: Some("/tmp/wf.yaml"),
+        answers_path: None,
+        options,
+        eval_id: eval,
+        origin: Default::default(),
+    }
 }
 
 #[test]
@@ -581,7 +598,7 @@ async fn an_awaited_call_leaves_its_one_thread_runtime_free_to_run_what_it_waits
         }
         client.batch_execute("COMMIT").await.unwrap();
     });
-    assert!(store.request_cancel("r").await.unwrap(), "asked once the lock was given up");
+    assert!(store.request_cancel("r", None).await.unwrap(), "asked once the lock was given up");
     holder.await.unwrap();
 
     // Many calls awaited at once are all answered, each with its own run.

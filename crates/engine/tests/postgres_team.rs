@@ -31,7 +31,15 @@ fn test_workflow() -> Workflow {
 }
 
 fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions) -> NewRun<'a> {
-    NewRun { id, workflow: wf, workflow_ref: None, answers_path: None, options, eval_id: None }
+    NewRun {
+        id,
+        workflow: wf,
+        workflow_ref: None,
+        answers_path: None,
+        options,
+        eval_id: None,
+        origin: Default::default(),
+    }
 }
 
 /// A run claimed by `worker` and paused on `node`, then given up: parked.
@@ -147,7 +155,7 @@ async fn a_decision_and_a_cancellation_for_a_held_run_reach_its_holder_at_once_n
     store.keep_decision("r", "review", 0, &Decision::new(Verdict::Approve, "")).wait().unwrap();
     tokio::time::timeout(soon, nudged).await.expect("the decision reached the holder before its heartbeat");
     let asked = claim.cancel_requested();
-    assert!(store.request_cancel("r").wait().unwrap());
+    assert!(store.request_cancel("r", None).wait().unwrap());
     tokio::time::timeout(soon, asked.wait()).await.expect("the cancellation reached the holder before its heartbeat");
     assert_eq!(
         store.get("r").wait().unwrap().status,
@@ -160,7 +168,7 @@ async fn a_decision_and_a_cancellation_for_a_held_run_reach_its_holder_at_once_n
 fn a_cancellation_wakes_a_parked_run_and_reaches_a_held_one_at_its_heartbeat() {
     let store = store("cancel");
     parked(&store, "parked", "review");
-    assert!(store.request_cancel("parked").wait().unwrap());
+    assert!(store.request_cancel("parked", None).wait().unwrap());
     assert_eq!(store.get("parked").wait().unwrap().status, StoredStatus::Ready);
     assert!(store.requests("parked").wait().unwrap().cancel);
 
@@ -176,15 +184,15 @@ fn a_cancellation_wakes_a_parked_run_and_reaches_a_held_one_at_its_heartbeat() {
         store.heartbeat(&run, epoch, MINUTE).wait().unwrap(),
         switchyard_engine::store::postgres::Beat::Held { cancel_requested: false, woken: false }
     );
-    assert!(store.request_cancel("held").wait().unwrap());
+    assert!(store.request_cancel("held", None).wait().unwrap());
     assert_eq!(
         store.heartbeat(&run, epoch, MINUTE).wait().unwrap(),
         switchyard_engine::store::postgres::Beat::Held { cancel_requested: true, woken: true }
     );
     let ended = LogItem::Status { status: RunStatus::Cancelled, pending: vec![] };
     store.write_batch(&run, epoch, &[ended]).wait().unwrap();
-    assert!(!store.request_cancel("held").wait().unwrap(), "an ended run cannot be cancelled");
-    assert_eq!(store.request_cancel("nope").wait().unwrap_err().code(), "NO_SUCH_RUN");
+    assert!(!store.request_cancel("held", None).wait().unwrap(), "an ended run cannot be cancelled");
+    assert_eq!(store.request_cancel("nope", None).wait().unwrap_err().code(), "NO_SUCH_RUN");
 }
 
 #[test]

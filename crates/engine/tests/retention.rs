@@ -20,7 +20,15 @@ use switchyard_engine::store::{
 fn ended(store: &Arc<dyn Store>, id: &str, status: RunStatus, events: u64) -> Claim {
     let wf = workflow("nodes:\n  - {id: start, type: start}\n");
     let options = RunOptions::default();
-    let run = NewRun { id, workflow: &wf, workflow_ref: None, answers_path: None, options: &options, eval_id: None };
+    let run = NewRun {
+        id,
+        workflow: &wf,
+        workflow_ref: None,
+        answers_path: None,
+        options: &options,
+        eval_id: None,
+        origin: Default::default(),
+    };
     let claim = store.create(&run).unwrap();
     let mut items: Vec<LogItem> = (1..=events)
         .map(|seq| {

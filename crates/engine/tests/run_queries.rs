@@ -23,8 +23,15 @@ fn fill(store: &Arc<dyn Store>) -> Claim {
         let name = if i % 2 == 0 { "alpha" } else { "beta" };
         let wf = workflow(&format!("switchyard: 1\nname: {name}\nnodes:\n  - {{id: start, type: start}}\n"));
         let id = format!("{}{i:04}-run", if i % 2 == 0 { "ab" } else { "cd" });
-        let run =
-            NewRun { id: &id, workflow: &wf, workflow_ref: None, answers_path: None, options: &options, eval_id: None };
+        let run = NewRun {
+            id: &id,
+            workflow: &wf,
+            workflow_ref: None,
+            answers_path: None,
+            options: &options,
+            eval_id: None,
+            origin: Default::default(),
+        };
         let claim = store.create(&run).unwrap();
         let status = [RunStatus::Completed, RunStatus::Failed, RunStatus::Paused][i % 3];
         let pending = if status == RunStatus::Paused { vec!["ok".to_string()] } else { vec![] };
@@ -38,6 +45,7 @@ fn fill(store: &Arc<dyn Store>) -> Claim {
         answers_path: None,
         options: &options,
         eval_id: None,
+        origin: Default::default(),
     };
     store.create(&run).unwrap()
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard_engine::session::{self, Follow, Followed};
 use switchyard_engine::store::postgres::team::{Caller, Kept, Scope};
-use switchyard_engine::store::{self, RunQuery};
+use switchyard_engine::store::{self, Origin, RunQuery, Via};
 use switchyard_engine::views::ListedRun;
 use utoipa::{IntoParams, ToSchema};
 
@@ -108,14 +108,14 @@ pub async fn start_run(
 ) -> Result<(StatusCode, Json<Started>), ApiError> {
     auth::require(&caller, Scope::Run, "start a run")?;
     let Json(start) = start.map_err(body_error)?;
-    let started = state.start(&start.workflow, start.input, Start::Now).await?;
+    let started = state.start(&start.workflow, start.input, Start::Now(Origin::new(Via::Api, &caller.name))).await?;
     Ok((StatusCode::CREATED, Json(started)))
 }
 
 /// How a run is started.
 pub enum Start {
-    /// Through the API.
-    Now,
+    /// Now, as `Origin` says: through the API or `/mcp`, by a token.
+    Now(Origin),
     /// By a webhook delivery with this idempotency key.
     Delivery { hook: String, key: String },
 }
@@ -140,10 +140,14 @@ impl AppState {
         }
         session::check_input(&served.workflow, input.as_ref())?;
         let (name, version) = (served.workflow.name.clone(), served.version);
-        let submission = Submission::new(served, input, self.answers.as_deref().map(|a| a.as_path()));
+        let origin = match &how {
+            Start::Now(origin) => origin.clone(),
+            Start::Delivery { hook, .. } => Origin::new(Via::Webhook, hook),
+        };
+        let submission = Submission::new(served, input, self.answers.as_deref().map(|a| a.as_path()), origin);
         let run = submission.new_run();
         let (id, new, pruned) = match how {
-            Start::Now => {
+            Start::Now(_) => {
                 self.store.submit(&run).await?;
                 (submission.id.clone(), true, false)
             }
@@ -357,20 +361,29 @@ pub async fn decide(
 ) -> Result<(StatusCode, Json<Decided>), ApiError> {
     auth::require(&caller, Scope::Decide, "decide an approval")?;
     let Json(decide) = decide.map_err(body_error)?;
-    let kept = state.decide(&id, &decide.node, &decide.decision, decide.note).await?;
+    let kept = state.decide(&id, &decide.node, &decide.decision, decide.note, &caller.name).await?;
     Ok((StatusCode::ACCEPTED, Json(Decided { kept: kept == Kept::New })))
 }
 
 impl AppState {
-    /// Keeps a person's decision on a pending approval of run `id`: once, however often it is sent.
-    pub async fn decide(&self, id: &str, node: &str, decision: &str, note: Option<String>) -> Result<Kept, ApiError> {
+    /// Keeps a person's decision on a pending approval of run `id`, made by `by` (a token's name): once, however often
+    /// it is sent.
+    pub async fn decide(
+        &self,
+        id: &str,
+        node: &str,
+        decision: &str,
+        note: Option<String>,
+        by: &str,
+    ) -> Result<Kept, ApiError> {
         request::text("node", node)?;
         if let Some(note) = &note {
             request::text("note", note)?;
         }
         // The one parser says what the words are and words the refusal (INVALID_DECISION).
         let decision = switchyard_engine::run::Decision::parse(decision, note.unwrap_or_default())
-            .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()))?;
+            .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()))?
+            .by(by);
         let id = &self.store.resolve(id).await?;
         // One snapshot: a decision sent twice must see the first one's settlement everywhere or nowhere.
         let at = self.store.approval(id, node).await?;
@@ -413,7 +426,7 @@ pub async fn cancel(
 ) -> Result<(StatusCode, Json<Cancelled>), ApiError> {
     auth::require(&caller, Scope::Decide, "cancel a run")?;
     let id = state.store.resolve(&id).await?;
-    let asked = state.store.request_cancel(&id).await?;
+    let asked = state.store.request_cancel(&id, Some(&caller.name)).await?;
     Ok((StatusCode::ACCEPTED, Json(Cancelled { asked })))
 }
 

@@ -30,7 +30,7 @@ use switchyard_engine::providers::{DefaultModel, DefaultSource};
 use switchyard_engine::session;
 use switchyard_engine::store::postgres::team::{Caller, Scope};
 use switchyard_engine::store::postgres::PgError;
-use switchyard_engine::store::{RunRow, StoreError, StoredRun};
+use switchyard_engine::store::{Origin, RunRow, StoreError, StoredRun, Via};
 use switchyard_engine::validate;
 use switchyard_engine::views::{Opened, Startup};
 use switchyard_engine::Workflow;
@@ -276,7 +276,11 @@ impl Host for ServerHost {
                 ),
             ));
         }
-        let started = self.state.start_served(served, request.input, Start::Now).await.map_err(from_api)?;
+        let started = self
+            .state
+            .start_served(served, request.input, Start::Now(Origin::new(Via::Api, &self.caller.name)))
+            .await
+            .map_err(from_api)?;
         Ok(started.id)
     }
 
@@ -284,14 +288,14 @@ impl Host for ServerHost {
     async fn decide(&self, run_id: String, node: String, decision: String, note: String) -> Result<(), CommandError> {
         auth::require(&self.caller, Scope::Decide, "decide an approval").map_err(from_api)?;
         let note = Some(note).filter(|n| !n.is_empty());
-        self.state.decide(&run_id, &node, &decision, note).await.map_err(from_api)?;
+        self.state.decide(&run_id, &node, &decision, note, &self.caller.name).await.map_err(from_api)?;
         Ok(())
     }
 
     /// Kept for the run's worker.
     async fn cancel_run(&self, run_id: String) -> Result<(), CommandError> {
         auth::require(&self.caller, Scope::Decide, "cancel a run").map_err(from_api)?;
-        self.state.store.request_cancel(&run_id).await.map_err(|e| from_api(e.into()))?;
+        self.state.store.request_cancel(&run_id, Some(&self.caller.name)).await.map_err(|e| from_api(e.into()))?;
         Ok(())
     }
 }

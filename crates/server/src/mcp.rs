@@ -31,6 +31,7 @@ use serde_json::json;
 use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::session::{self, Follow, Followed};
 use switchyard_engine::store::postgres::team::{Caller, Scope};
+use switchyard_engine::store::{Origin, Via};
 use switchyard_engine::workflow_tool::{self, Decide, WorkflowTool};
 use switchyard_engine::{RunResult, RunStatus};
 use tokio_util::sync::CancellationToken;
@@ -132,7 +133,7 @@ impl ServerHandler for Tools {
             return Ok(refused(&e).into());
         }
         let input = tool.input(request.arguments.unwrap_or_default());
-        let started = match self.state.start(&workflow, input, Start::Now).await {
+        let started = match self.state.start(&workflow, input, Start::Now(Origin::new(Via::Mcp, &caller.name))).await {
             Ok(started) => started,
             Err(e) => return Ok(refused(&e).into()),
         };
@@ -144,6 +145,7 @@ impl ServerHandler for Tools {
             progress: context.meta.get_progress_token(),
             sent: 0,
             may_decide: caller.scope >= Scope::Decide,
+            by: caller.name.clone(),
             cancelled: context.ct.clone(),
         };
         Ok(call.go().await.unwrap_or_else(|e| refused(&e)).into())
@@ -161,6 +163,8 @@ struct Call {
     sent: u64,
     /// The token may decide approvals: its person is asked (else the call answers that the run waits).
     may_decide: bool,
+    /// The token's name: who decides and cancels through this call.
+    by: String,
     cancelled: CancellationToken,
 }
 
@@ -199,7 +203,7 @@ impl Call {
                 return Ok(self.tool.answer(&result, &Decide::Server { may_decide: self.may_decide }));
             };
             let word = decision.verdict.as_str();
-            match self.state.decide(&self.run, &pending.node, word, Some(decision.note)).await {
+            match self.state.decide(&self.run, &pending.node, word, Some(decision.note), &self.by).await {
                 // Kept, or decided by someone else first: either way the run goes on; follow it.
                 Ok(_) => {}
                 Err(e) if e.code == "NOT_PENDING" => {}
@@ -210,7 +214,7 @@ impl Call {
 
     /// Asks for the run's cancellation; the call's answer (which its client does not read) says so.
     async fn cancel(&self) -> Result<CallToolResult, ApiError> {
-        self.state.store.request_cancel(&self.run).await?;
+        self.state.store.request_cancel(&self.run, Some(&self.by)).await?;
         Ok(workflow_tool::refused(&format!("the call was cancelled, and so was run {}", self.run), &[]))
     }
 

@@ -43,15 +43,22 @@ pub struct Submission {
     options: switchyard_engine::run::RunOptions,
     path: String,
     answers: Option<String>,
+    origin: switchyard_engine::store::Origin,
 }
 
 impl Submission {
-    /// A new run of `served` with `input`, answered by the server's answers file when it has one.
-    pub fn new(served: Served, input: Option<serde_json::Value>, answers: Option<&Path>) -> Submission {
+    /// A new run of `served` with `input`, answered by the server's answers file when it has one, started as
+    /// `origin` says (how, and by whom).
+    pub fn new(
+        served: Served,
+        input: Option<serde_json::Value>,
+        answers: Option<&Path>,
+        origin: switchyard_engine::store::Origin,
+    ) -> Submission {
         let id = switchyard_engine::run::new_run_id();
         let options = switchyard_engine::run::RunOptions { input, run_id: Some(id.clone()), ..Default::default() };
         let (path, answers) = (served.path.display().to_string(), answers.map(|a| a.display().to_string()));
-        Submission { id, served, options, path, answers }
+        Submission { id, served, options, path, answers, origin }
     }
 
     /// The run as the store records it.
@@ -63,6 +70,7 @@ impl Submission {
             answers_path: self.answers.as_deref(),
             options: &self.options,
             eval_id: None,
+            origin: self.origin.clone(),
         }
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use crate::registry::Submission;
 use chrono::{DateTime, Utc};
+use switchyard_engine::store::{Origin, Via};
 use switchyard_engine::validate::triggers::parse_cron;
 
 use crate::AppState;
@@ -78,7 +79,8 @@ async fn fire(
     input: Option<serde_json::Value>,
 ) -> Result<Option<String>, String> {
     let Some(served) = state.registry.served(workflow) else { return Ok(None) };
-    let submission = Submission::new(served, input, state.answers.as_deref().map(|a| a.as_path()));
+    let origin = Origin::new(Via::Schedule, key);
+    let submission = Submission::new(served, input, state.answers.as_deref().map(|a| a.as_path()), origin);
     state.store.fire(key, due.timestamp_millis(), &submission.new_run()).await.map_err(|e| e.to_string())
 }
 

@@ -806,8 +806,22 @@ async fn the_openapi_document_passes_a_real_validator_and_runs_are_listed_as_the
     let keys: Vec<_> = row.keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        ["id", "workflow", "name", "status", "started", "durationMs", "pending", "tokens", "cost", "eval"]
+        [
+            "id",
+            "workflow",
+            "name",
+            "status",
+            "started",
+            "durationMs",
+            "pending",
+            "tokens",
+            "cost",
+            "eval",
+            "origin",
+            "cancelledBy"
+        ]
     );
+    assert_eq!(row["origin"], json!({"via": "api", "by": "test"}), "started by the test's token: {runs}");
     assert!(row["workflow"].as_str().unwrap().ends_with("gate.yaml"), "{runs}");
     assert_eq!(row["name"], "gate");
 }

@@ -102,7 +102,7 @@ pub struct Outcome {
 
 enum Command {
     Decide { node: String, decision: Decision, reply: oneshot::Sender<Result<(), String>> },
-    Cancel,
+    Cancel(Option<String>),
 }
 
 /// A launched run: decide its approvals and cancel it through it (or a [`RunController`]), and `finish` it for its
@@ -139,7 +139,12 @@ impl RunController {
     }
 
     pub fn cancel(&self) {
-        let _ = self.commands.send(Command::Cancel);
+        self.cancel_by(None);
+    }
+
+    /// Cancels the run, naming who asked (a token's name): its `workflow:end` says so.
+    pub fn cancel_by(&self, by: Option<String>) {
+        let _ = self.commands.send(Command::Cancel(by));
     }
 
     /// Sends a decision without waiting for the run to take it: for whoever drives the run's future itself (a
@@ -713,8 +718,8 @@ impl Scheduler {
 
     fn command(&mut self, cmd: Command) {
         match cmd {
-            Command::Cancel => {
-                let _ = self.input(Input::Cancelled);
+            Command::Cancel(by) => {
+                let _ = self.input(Input::Cancelled { by });
             }
             Command::Decide { node, decision, reply } => {
                 let r = self.input(Input::Decided { node, decision, immediate: false });

@@ -192,6 +192,7 @@ mod tests {
             answers_path: None,
             options: &options,
             eval_id: None,
+            origin: Default::default(),
         };
         let claim = store.create(&new).unwrap();
         let log = store.clone().run_log(&claim);

@@ -188,6 +188,78 @@ pub struct RunRow {
     /// The run it is a fork of (`run --fork RUN`, the Last run tab's Fork from here), if it is one.
     #[serde(default)]
     pub forked_from: Option<String>,
+    /// How it was started and by whom (a server's runs; a run started on this machine is `local`, by nobody named).
+    #[serde(default)]
+    pub origin: Origin,
+    /// Who asked that it be cancelled (a token's name), when someone did through a server.
+    #[serde(default)]
+    pub cancelled_by: Option<String>,
+}
+
+/// How a run was started: through a server's API, a webhook, a schedule or `/mcp`, or on a machine of its own
+/// (`local`: the command line, the desktop app, `mcp serve`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    #[default]
+    Local,
+    Api,
+    Webhook,
+    Schedule,
+    Mcp,
+}
+
+impl Via {
+    pub const ALL: [Via; 5] = [Via::Local, Via::Api, Via::Webhook, Via::Schedule, Via::Mcp];
+
+    /// As the store, `--json` and the API write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Local => "local",
+            Via::Api => "api",
+            Via::Webhook => "webhook",
+            Via::Schedule => "schedule",
+            Via::Mcp => "mcp",
+        }
+    }
+
+    /// Read back as the store writes it; a word it never writes is `local`.
+    pub fn parse(word: &str) -> Via {
+        Via::ALL.into_iter().find(|v| v.as_str() == word).unwrap_or_default()
+    }
+}
+
+/// Who started a run, and how (docs/server.md, "Identities"): `by` is the token's name for the API and `/mcp`, the
+/// webhook's or the schedule's name for those; none for a local run (the machine's own, no one is named).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Origin {
+    pub via: Via,
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
+impl Origin {
+    /// Started `via` by `by`.
+    pub fn new(via: Via, by: impl Into<String>) -> Origin {
+        Origin { via, by: Some(by.into()) }
+    }
+
+    /// How `show` and History say it: "by alice via the API", "by nightly via a schedule"; none for a local run.
+    pub fn said(&self) -> Option<String> {
+        let via = match self.via {
+            Via::Local => return None,
+            Via::Api => "the API",
+            Via::Webhook => "a webhook",
+            Via::Schedule => "a schedule",
+            Via::Mcp => "MCP",
+        };
+        Some(match &self.by {
+            Some(by) => format!("by {by} via {via}"),
+            None => format!("via {via}"),
+        })
+    }
 }
 
 impl RunRow {
@@ -224,6 +296,8 @@ pub struct KeptDecision {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Requests {
     pub cancel: bool,
+    /// Who asked for the cancellation (a token's name), when it was asked for by someone named.
+    pub cancelled_by: Option<String>,
     pub decisions: Vec<KeptDecision>,
 }
 
@@ -236,6 +310,8 @@ pub struct NewRun<'a> {
     pub options: &'a RunOptions,
     /// The evaluation this run is a case of.
     pub eval_id: Option<&'a str>,
+    /// How it is started and by whom (`Origin::default()`: on this machine).
+    pub origin: Origin,
 }
 
 /// What a rebuild of a stored run needs: the document and options it started with, and its recording.

@@ -390,6 +390,9 @@ impl RunStore {
             cost: None,
             eval: r.eval,
             forked_from: r.forked_from,
+            // This machine's runs: started here, by nobody named, and cancelled here.
+            origin: crate::store::Origin::default(),
+            cancelled_by: None,
         }
         .counted()
     }
@@ -647,7 +650,15 @@ mod tests {
     }
 
     fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions) -> NewRun<'a> {
-        NewRun { id, workflow: wf, workflow_ref: Some("/tmp/wf.yaml"), answers_path: None, options, eval_id: None }
+        NewRun {
+            id,
+            workflow: wf,
+            workflow_ref: Some("/tmp/wf.yaml"),
+            answers_path: None,
+            options,
+            eval_id: None,
+            origin: Default::default(),
+        }
     }
 
     #[test]

@@ -156,6 +156,7 @@ impl RunState {
             node: p.approval.node.clone(),
             decision: decision.verdict,
             note: decision.note.clone(),
+            by: decision.by.clone(),
         });
         let note = if decision.note.is_empty() { String::new() } else { format!(" Feedback: {}", decision.note) };
         let said = decision.verdict.said();
@@ -221,6 +222,7 @@ impl RunState {
             node: node.clone(),
             decision: decision.verdict,
             note: decision.note.clone(),
+            by: decision.by.clone(),
         });
         let note = if decision.note.is_empty() { String::new() } else { format!(" Feedback: {}", decision.note) };
         let said = if decision.verdict == Verdict::Approve { "approved" } else { "rejected" };

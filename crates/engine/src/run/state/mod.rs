@@ -176,6 +176,8 @@ pub(crate) struct RunState {
     /// The phase: running, paused, or how it ended.
     status: RunStatus,
     error: Option<String>,
+    /// Who cancelled the run (a token's name), when a server said: `workflow:end` names them.
+    cancelled_by: Option<String>,
     scope: Scope,
     results: Vec<Option<NodeResult>>,
     /// The text each node passes on as `PREVIOUS_OUTPUT`.
@@ -215,6 +217,7 @@ impl RunState {
                 .map_or(usize::MAX, |c| c.max(1) as usize),
             status: RunStatus::Running,
             error: None,
+            cancelled_by: None,
             scope: Scope::new(input.clone()),
             input,
             results: vec![None; n],
@@ -276,7 +279,7 @@ impl RunState {
             }
             Input::ToolAsked { node, .. } => index(node).map(|_| self.is_live()),
             Input::Continued => Ok(self.approvals.has_attended_tool_calls()),
-            Input::Cancelled => Ok(self.is_live()),
+            Input::Cancelled { .. } => Ok(self.is_live()),
             // The journal is the tasks' business: kept by them, never applied here.
             Input::Journaled(_) => Ok(false),
         }
@@ -351,7 +354,7 @@ impl RunState {
                 self.ask_tool(at, ToolRequest { tool, input: arguments });
             }
             Input::Continued => self.continued(),
-            Input::Cancelled => self.cancel(),
+            Input::Cancelled { by } => self.cancel(by.clone()),
             Input::Journaled(_) => {}
         }
     }
@@ -491,7 +494,8 @@ impl RunState {
         }
         self.effects.push(Effect::Status(self.status, self.pending_nodes()));
         let results = self.take_results();
-        self.emit(EventKind::WorkflowEnd { status: self.status, results, error: self.error.clone() });
+        let by = self.cancelled_by.clone();
+        self.emit(EventKind::WorkflowEnd { status: self.status, results, error: self.error.clone(), by });
     }
 
     fn fail_run(&mut self, message: String) {
@@ -505,9 +509,10 @@ impl RunState {
         }
     }
 
-    fn cancel(&mut self) {
+    fn cancel(&mut self, by: Option<String>) {
         if self.is_live() {
             self.status = RunStatus::Cancelled;
+            self.cancelled_by = by;
             self.error = Some("cancelled".into());
             self.ready.clear();
             self.approvals.drop_tool_waits();

@@ -270,11 +270,11 @@ fn cancelling_ends_the_run_and_asks_to_stop_the_tasks_once() {
     );
     d.apply(Step::Begin);
     assert_eq!(d.stand(), Standing::Working);
-    d.input(Input::Cancelled).unwrap();
+    d.input(Input::Cancelled { by: None }).unwrap();
     assert!(d.last.iter().any(|e| matches!(e, Effect::CancelTasks)));
     assert_eq!(d.st.status(), RunStatus::Cancelled);
     assert!(!d.st.is_live());
-    assert_eq!(d.st.admit(&Input::Cancelled), Ok(false), "a second cancellation is not kept");
+    assert_eq!(d.st.admit(&Input::Cancelled { by: None }), Ok(false), "a second cancellation is not kept");
     // The cancelled task still reports its end.
     d.answer_oldest();
     assert_eq!(d.stand(), Standing::Over);

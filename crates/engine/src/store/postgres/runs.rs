@@ -34,7 +34,8 @@ macro_rules! row_select {
            usage::text, eval_id,
            CASE WHEN options::text LIKE '%\"fork\"%'
                 THEN (SELECT CASE WHEN o->'reuse'->'fork' IS NOT NULL THEN o->'reuse'->>'run' END
-                      FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END
+                      FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END,
+           via, started_by, cancelled_by
          FROM runs"
     };
 }
@@ -85,12 +86,12 @@ pub struct Counts {
 /// $9 at epoch 1. One statement, so one transaction: the run and its announcement commit together.
 pub(super) const INSERT_RUN: &str = "WITH new AS (
        INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
-                         eval_id, owner, epoch, lease_until)
+                         eval_id, owner, epoch, lease_until, via, started_by)
        VALUES ($1, $2, $3, CASE WHEN $8::int8 IS NULL THEN 'ready' ELSE 'running' END, $4,
                $5::text::json, $6::text::json, $7,
                CASE WHEN $8::int8 IS NULL THEN NULL ELSE $9 END,
                CASE WHEN $8::int8 IS NULL THEN 0 ELSE 1 END,
-               now() + $8::int8 * interval '1 millisecond')
+               now() + $8::int8 * interval '1 millisecond', $11, $12)
        RETURNING id, status, epoch)
      SELECT epoch, CASE WHEN status = 'ready' THEN pg_notify($10, id) END IS NULL FROM new";
 
@@ -103,6 +104,8 @@ pub(super) struct NewRow {
     document: String,
     options: String,
     eval_id: Option<String>,
+    via: &'static str,
+    started_by: Option<String>,
 }
 
 impl PgStore {
@@ -137,6 +140,8 @@ impl PgStore {
             document: serde_json::to_string(run.workflow).map_err(|e| unwritable("workflow", e))?,
             options: serde_json::to_string(run.options).map_err(|e| unwritable("options", e))?,
             eval_id: run.eval_id.map(str::to_string),
+            via: run.origin.via.as_str(),
+            started_by: run.origin.by.clone(),
         })
     }
 
@@ -337,6 +342,11 @@ impl Shared {
                 .unwrap_or_default(),
             eval: r.try_get(16).in_db(self)?,
             forked_from: r.try_get(17).in_db(self)?,
+            origin: crate::store::Origin {
+                via: crate::store::Via::parse(r.try_get(18).in_db(self)?),
+                by: r.try_get(19).in_db(self)?,
+            },
+            cancelled_by: r.try_get(20).in_db(self)?,
             tokens: 0,
             cost: None,
             id,
@@ -354,7 +364,7 @@ impl Shared {
         lease: Option<i64>,
         owner: &str,
     ) -> Result<i64, PgError> {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 12] = [
             &row.id,
             &row.workflow_ref,
             &row.answers_path,
@@ -365,6 +375,8 @@ impl Shared {
             &lease,
             &owner,
             &READY_CHANNEL,
+            &row.via,
+            &row.started_by,
         ];
         match client.query_one(insert, &params).await {
             Ok(r) => Ok(r.get::<_, i64>(0)),

@@ -39,9 +39,12 @@ fn kept_decision(text: &str) -> Result<Decision, String> {
         decision: String,
         #[serde(default)]
         note: String,
+        #[serde(default)]
+        by: Option<String>,
     }
     let kept: Kept = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    Decision::parse(&kept.decision, kept.note).map_err(|e| e.to_string())
+    let decision = Decision::parse(&kept.decision, kept.note).map_err(|e| e.to_string())?;
+    Ok(Decision { by: kept.by, ..decision })
 }
 
 /// Where a run's approvals on one node stand, read in one snapshot (`PgStore::approval`).
@@ -272,14 +275,15 @@ impl PgStore {
 
     /// Asks that a run be cancelled by whoever works it: at once when its holder listens for wakes, else at its next
     /// heartbeat; when it is parked, by the worker that takes it now. False when the run had ended already.
-    pub async fn request_cancel(&self, run: &str) -> Result<bool, PgError> {
-        let run = run.to_string();
+    pub async fn request_cancel(&self, run: &str, by: Option<&str>) -> Result<bool, PgError> {
+        let (run, by) = (run.to_string(), by.map(str::to_string));
         self.call(|s| async move {
             let mut session = s.main.session(&s.db).await?;
             let cancel = session
                 .statement(
                     "WITH asked AS (
                        UPDATE runs SET cancel_requested = true, wake = true, updated_at = now(),
+                         cancelled_by = CASE WHEN cancel_requested THEN cancelled_by ELSE $4 END,
                          status = CASE WHEN status = 'paused' AND owner IS NULL THEN 'ready' ELSE status END
                        WHERE id = $1 AND status IN ('ready', 'running', 'paused')
                        RETURNING id, status)
@@ -292,7 +296,7 @@ impl PgStore {
                 .in_db(&s)?;
             let row = session
                 .client
-                .query_one(&cancel, &[&run, &READY_CHANNEL, &WAKE_CHANNEL])
+                .query_one(&cancel, &[&run, &READY_CHANNEL, &WAKE_CHANNEL, &by])
                 .await
                 .in_db(&s)?;
             if !row.get::<_, bool>(2) {
@@ -307,7 +311,8 @@ impl PgStore {
         let run = run.to_string();
         self.call(|s| async move {
             let mut session = s.main.session(&s.db).await?;
-            let cancel = session.statement("SELECT cancel_requested FROM runs WHERE id = $1").await.in_db(&s)?;
+            let cancel =
+                session.statement("SELECT cancel_requested, cancelled_by FROM runs WHERE id = $1").await.in_db(&s)?;
             let decisions = session
                 .statement("SELECT node, round, decision::text FROM decisions WHERE run_id = $1 ORDER BY received_at")
                 .await
@@ -324,7 +329,7 @@ impl PgStore {
                     Ok(KeptDecision { node: r.get(0), round: r.get::<_, i32>(1) as u32, decision })
                 })
                 .collect::<Result<_, PgError>>()?;
-            Ok(Requests { cancel: cancel.get(0), decisions })
+            Ok(Requests { cancel: cancel.get(0), cancelled_by: cancel.get(1), decisions })
         })
         .await
     }
