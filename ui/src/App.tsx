@@ -8,7 +8,7 @@ import { Group, Panel, Separator, useDefaultLayout, usePanelRef, type PanelImper
 import { Canvas } from "./components/Canvas";
 import { CloseDialog } from "./components/CloseDialog";
 import { Inspector } from "./components/Inspector";
-import { ApprovalDialog, BottomPanel, CodeConsentDialog, HelpPanel } from "./components/Panels";
+import { Approvals, BottomPanel, CodeConsentDialog, HelpPanel } from "./components/Panels";
 import { Palette } from "./components/Palette";
 import { ReplayBar } from "./components/ReplayBar";
 import { Toasts } from "./components/Toasts";
@@ -56,15 +56,6 @@ function CodeConsent() {
   const asked = useRunControl((s) => s.consent);
   if (!asked) return null;
   return <CodeConsentDialog consent={asked.consent} onAnswer={(allow) => void runControl.answerConsent(allow)} />;
-}
-
-function Approvals() {
-  const pending = useRun((s) => s.pending);
-  const reviewing = useDialogs((s) => s.reviewing);
-  const dismissed = useDialogs((s) => s.dismissed);
-  const approval = pending.find((p) => p.node === reviewing) ?? pending.find((p) => !dismissed.includes(p.node));
-  if (!approval) return null;
-  return <ApprovalDialog key={approval.node} approval={approval} onClose={() => useDialogs.getState().dismissApproval(approval.node)} onDecide={(d, note) => runControl.decide(approval.node, d, note)} />;
 }
 
 /** Why Run cannot start, over the top of the canvas (it covers nothing the person works with, and shifts nothing). */

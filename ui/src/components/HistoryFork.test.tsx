@@ -8,7 +8,7 @@ import { useDocument, emptyWorkflow } from "../store/document";
 import type { RunSummary } from "../store/history";
 
 const row = (id: string, forkedFrom: string | null) =>
-  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, eval: null, forkedFrom, live: false, server: null }) as RunSummary;
+  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, eval: null, forkedFrom, origin: { via: "local", by: null }, cancelledBy: null, live: false, server: null }) as RunSummary;
 
 describe("History and forks", () => {
   it("marks a fork with the run it forked, and opens that run when the mark is pressed", async () => {
@@ -28,5 +28,16 @@ describe("History and forks", () => {
     expect(screen.queryByTestId("history-fork-first-1234567")).toBeNull();
     fireEvent.click(link);
     await waitFor(() => expect(opened).toEqual(["first-1234567"]));
+  });
+
+  it("names who started a run and how, and who cancelled it", async () => {
+    const started = { ...row("team-1234567", null), origin: { via: "api" as const, by: "alice" }, cancelledBy: "carol", status: "cancelled" as const };
+    mockIPC((cmd) => (cmd === "list_runs" ? [started, row("mine-1234567", null)] : cmd === "server_runs" ? [] : null));
+    useDocument.getState().load({ ...emptyWorkflow(), name: "Sums" }, "/w/sums.yaml");
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-history"));
+    const said = await screen.findByTestId("history-origin-team-1234567");
+    expect(said.textContent).toBe("started by alice via the API, cancelled by carol");
+    expect(screen.queryByTestId("history-origin-mine-1234567")).toBeNull(); // a run of this machine names no one
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { act, fireEvent, render, screen } from "@testing-library/react";
 import { ReactFlowProvider } from "@xyflow/react";
 import type { Event } from "../types";
-import { ApprovalDialog, BottomPanel, HelpPanel, PROBLEMS_SHOWN } from "./Panels";
+import { ApprovalDialog, Approvals, BottomPanel, HelpPanel, PROBLEMS_SHOWN } from "./Panels";
 import { useValidation } from "../store/validation";
 import { useDocument, emptyWorkflow } from "../store/document";
 import { useRun } from "../store/run";
@@ -38,6 +38,26 @@ describe("panels", () => {
     fireEvent.click(screen.getByTestId("approval-reject"));
     expect(onDecide).toHaveBeenCalledWith("reject", "not there");
     useDialogs.setState({ approvalNotes: {} });
+  });
+
+  it("when a colleague decides an approval whose dialog is open, the dialog says who and when and keeps the note typed in it", () => {
+    useRun.getState().begin("r", ["start", "review"]);
+    const at = new Date(2026, 10, 25, 10, 42, 7).toISOString();
+    act(() => useRun.getState().apply([ev(1, { type: "approval:requested", node: "review", message: "Ship it?", previousOutput: "draft" })]));
+    render(<Approvals />);
+    fireEvent.change(screen.getByTestId("approval-note"), { target: { value: "check the numbers first" } });
+    act(() => useRun.getState().apply([ev(2, { type: "approval:received", node: "review", decision: "approve", note: "", by: "bob", ts: at })]));
+    expect(screen.getByTestId("approval-decided-elsewhere").textContent).toContain("bob approved this at 10:42");
+    const note = screen.getByTestId("approval-note") as HTMLTextAreaElement;
+    expect(note.value).toBe("check the numbers first");
+    expect(note.readOnly).toBe(true); // kept to copy, never sent
+    expect(screen.queryByTestId("approval-approve")).toBeNull();
+    // The run list says who decided, from the same event.
+    expect(useRun.getState().executions.find((r) => r.node === "review")?.decided).toBe("approved by bob, 10:42");
+    fireEvent.click(screen.getByTestId("approval-close"));
+    expect(screen.queryByTestId("approval-dialog")).toBeNull();
+    expect(useDialogs.getState().approvalNotes.review).toBeUndefined();
+    useRun.getState().reset();
   });
 
   it("keeps a note typed in the approval dialog when it is put off with Later", () => {

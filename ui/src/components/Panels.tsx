@@ -25,6 +25,7 @@ import { displayName, edgeTitle, namedMessage } from "../model/names";
 import { onServer } from "../transport";
 import { usePrefs } from "../store/prefs";
 import { formatDuration } from "../model/duration";
+import { decidedElsewhere, originSaid } from "../model/who";
 
 
 /** Selects a node and brings it into view. */
@@ -167,7 +168,9 @@ function RunRow({ row, selected, onClick }: { row: Execution; selected: boolean;
       <td className="num" title={unreported ? `${TOKENS_UNREPORTED}: it sent no usage with its answer, and none is estimated` : undefined} data-testid={`run-tokens-${row.node}-${row.iteration}`}>
         {row.tokens ?? (unreported ? <span className="tokens-unreported">not reported</span> : "")}
       </td>
-      <td className="preview" title={preview}>{preview}</td>
+      <td className="preview" title={row.decided ? `${row.decided}: ${preview}` : preview}>
+        {row.decided && <span className="decided" data-testid={`run-decided-${row.node}-${row.iteration}`}>{row.decided}</span>} {preview}
+      </td>
     </tr>
   );
 }
@@ -292,6 +295,12 @@ function History() {
                       <GitFork size={11} aria-hidden /> fork of {r.forkedFrom.slice(0, 8)}
                     </button>
                   )}
+                  {originSaid(r.origin) && (
+                    <span className="test-case-tag origin-tag" title={`How this run was started, and by whom${r.cancelledBy ? `; cancelled by ${r.cancelledBy}` : ""}`} data-testid={`history-origin-${r.id}`}>
+                      started {originSaid(r.origin)}
+                      {r.cancelledBy && `, cancelled by ${r.cancelledBy}`}
+                    </span>
+                  )}
                 </td>
                 <td title={new Date(r.started).toLocaleString()}>{new Date(r.started).toLocaleString(undefined, { dateStyle: "short", timeStyle: "short" })}</td>
                 <td className="num">{formatDuration(r.durationMs)}</td>
@@ -368,7 +377,48 @@ function Events() {
   );
 }
 
-export function ApprovalDialog({ approval, onClose, onDecide }: { approval: PendingApproval; onClose: () => void; onDecide: (decision: "approve" | "reject", note: string) => Promise<void> }) {
+/** Someone else's decision on an approval whose dialog is open, from the `approval:received` event that settled it. */
+export type DecidedElsewhere = { decision: "approve" | "reject" | "timeout"; by: string | null; ts: string };
+
+/** The approval dialog the run asks for: the one the person reviews, else the first not put off. When someone else
+ * decides it while it is open (a colleague, on a server), it stays open saying who and when, with the note typed in
+ * it kept, visible and copyable, until closed. */
+export function Approvals() {
+  const pending = useRun((s) => s.pending);
+  const events = useRun((s) => s.events);
+  const reviewing = useDialogs((s) => s.reviewing);
+  const dismissed = useDialogs((s) => s.dismissed);
+  const approval = pending.find((p) => p.node === reviewing) ?? pending.find((p) => !dismissed.includes(p.node));
+  // The approval whose dialog is open, remembered past its decision; and whether the decision is this dialog's own.
+  const [shown, setShown] = useState<{ approval: PendingApproval; seq: number } | null>(null);
+  const [deciding, setDeciding] = useState<string | null>(null);
+  const lastSeq = events.length ? events[events.length - 1].seq : 0;
+  if (approval && shown?.approval !== approval) setShown({ approval, seq: lastSeq });
+  if (approval) {
+    const decide = async (d: "approve" | "reject", note: string) => {
+      setDeciding(approval.node);
+      try {
+        await runControl.decide(approval.node, d, note);
+        setShown(null);
+      } finally {
+        setDeciding(null);
+      }
+    };
+    return <ApprovalDialog key={approval.node} approval={approval} onClose={() => useDialogs.getState().dismissApproval(approval.node)} onDecide={decide} />;
+  }
+  if (!shown || deciding === shown.approval.node) return null;
+  const node = shown.approval.node;
+  const received = events.find((e) => e.type === "approval:received" && e.node === node && e.seq > shown.seq);
+  if (!received || received.type !== "approval:received") return null;
+  const decided = { decision: received.decision, by: received.by ?? null, ts: received.ts };
+  const close = () => {
+    setShown(null);
+    useDialogs.getState().approvalDecided(node);
+  };
+  return <ApprovalDialog key={node} approval={shown.approval} decided={decided} onClose={close} onDecide={async () => {}} />;
+}
+
+export function ApprovalDialog({ approval, onClose, onDecide, decided }: { approval: PendingApproval; onClose: () => void; onDecide: (decision: "approve" | "reject", note: string) => Promise<void>; decided?: DecidedElsewhere }) {
   const note = useDialogs((s) => s.approvalNotes[approval.node] ?? "");
   const setNote = useDialogs((s) => s.setApprovalNote);
   const [busy, setBusy] = useState(false);
@@ -404,16 +454,27 @@ export function ApprovalDialog({ approval, onClose, onDecide }: { approval: Pend
             <pre className="previous" data-testid="approval-previous">{approval.previousOutput || "(nothing)"}</pre>
           </>
         )}
+        {decided && (
+          <p className="decided-elsewhere" role="status" data-testid="approval-decided-elsewhere">
+            {decidedElsewhere(decided.decision, decided.by, decided.ts)}. {note ? "Your note was not sent; it is kept here to copy." : "Nothing was sent from here."}
+          </p>
+        )}
         <label className="field">
-          <span>note (optional)</span>
-          <textarea rows={3} value={note} onChange={(e) => setNote(approval.node, e.target.value)} data-testid="approval-note" />
+          <span>{decided ? "your note (not sent)" : "note (optional)"}</span>
+          <textarea rows={3} value={note} readOnly={!!decided} onChange={(e) => setNote(approval.node, e.target.value)} data-testid="approval-note" />
         </label>
         {error && <div className="field-error">{error}</div>}
-        <div className="actions">
-          <button onClick={onClose} disabled={busy} data-testid="approval-later">Later</button>
-          <button className="danger" onClick={() => decide("reject")} disabled={busy} data-testid="approval-reject">Reject</button>
-          <button className="primary" onClick={() => decide("approve")} disabled={busy} data-testid="approval-approve">Approve</button>
-        </div>
+        {decided ? (
+          <div className="actions">
+            <button className="primary" onClick={onClose} data-testid="approval-close">Close</button>
+          </div>
+        ) : (
+          <div className="actions">
+            <button onClick={onClose} disabled={busy} data-testid="approval-later">Later</button>
+            <button className="danger" onClick={() => decide("reject")} disabled={busy} data-testid="approval-reject">Reject</button>
+            <button className="primary" onClick={() => decide("approve")} disabled={busy} data-testid="approval-approve">Approve</button>
+          </div>
+        )}
       </Dialog.Content>
       </Dialog.Portal>
     </Dialog.Root>

@@ -4,6 +4,7 @@ import { create } from "zustand";
 import type { Event, NodeResult } from "../types";
 import type { PendingApproval_Serialize as PendingApproval } from "../bindings";
 import { inAppWords } from "../model/words";
+import { decidedSaid } from "../model/who";
 
 export type NodeRunStatus = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting" | "cancelled";
 
@@ -25,6 +26,8 @@ export type Execution = {
   preview: string;
   /** The node finished and the model is choosing which way the run goes on. */
   routing?: boolean;
+  /** Its approval's decision, who made it and when: "approved by alice, 10:42" (`model/who.ts`). */
+  decided?: string;
 };
 
 export type NodeRun = {
@@ -150,6 +153,8 @@ export function reduce(state: Pick<RunView, "status" | "error" | "nodes" | "foll
           if (r && r.status === "waiting") Object.assign(r, { status: "running", preview: "" });
         }
         pending = pending.filter((p) => p.node !== e.node);
+        const decided = row(e.node);
+        if (decided) decided.decided = decidedSaid(e.decision, e.by, e.ts);
         break;
       }
       case "route": {
