@@ -147,6 +147,15 @@ test("a run started elsewhere is opened from History, followed live, and approve
   assert.equal(await page.getByTestId("node-revise").getAttribute("data-status"), "skipped");
   await page.screenshot({ path: join(shots, "browser-followed.png") });
 
+  // Who did what, as the page says it: this browser's token approved the step, and started the run through the API.
+  await page.getByTestId("tab-run").click();
+  const decided = page.getByTestId("run-decided-review-1");
+  await decided.waitFor();
+  assert.match(await decided.innerText(), /^approved by browser-test, \d\d:\d\d$/);
+  await page.getByTestId("tab-history").click();
+  assert.match(await page.getByTestId(`history-origin-${id}`).innerText(), /started by browser-test via the API/);
+  await page.screenshot({ path: join(shots, "browser-who.png") });
+
   // What the page showed is what the run log holds: each event once, numbered without a gap.
   const events = (await api("POST", "/api/commands/run_events", { runId: id })).body;
   assert.deepEqual(events.map((e) => e.seq), events.map((_, i) => i + 1));

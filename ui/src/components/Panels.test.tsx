@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { act, fireEvent, render, screen } from "@testing-library/react";
+import { clearMocks, mockIPC } from "@tauri-apps/api/mocks";
 import { ReactFlowProvider } from "@xyflow/react";
 import type { Event } from "../types";
 import { ApprovalDialog, Approvals, BottomPanel, HelpPanel, PROBLEMS_SHOWN } from "./Panels";
@@ -57,6 +58,28 @@ describe("panels", () => {
     fireEvent.click(screen.getByTestId("approval-close"));
     expect(screen.queryByTestId("approval-dialog")).toBeNull();
     expect(useDialogs.getState().approvalNotes.review).toBeUndefined();
+    useRun.getState().reset();
+  });
+
+  it("an approval decided from its own dialog closes when the decision lands, however late, and never says a colleague decided it", async () => {
+    useRun.getState().begin("r", ["start", "review"]);
+    act(() => useRun.getState().apply([ev(1, { type: "approval:requested", node: "review", message: "Ship it?", previousOutput: "draft" })]));
+    // As on a server: the decision is kept at once, and a worker applies it later.
+    const decided: unknown[] = [];
+    mockIPC((cmd, args) => (cmd === "decide" ? (decided.push(args), null) : null));
+    render(<Approvals />);
+    await act(async () => fireEvent.click(screen.getByTestId("approval-approve")));
+    expect(decided).toMatchObject([{ runId: "r", node: "review", decision: "approve" }]);
+    expect(screen.getByTestId("approval-dialog")).toBeTruthy(); // still waiting for the worker
+    act(() => useRun.getState().apply([ev(2, { type: "approval:received", node: "review", decision: "approve", note: "", by: "browser", ts: new Date().toISOString() })]));
+    expect(screen.queryByTestId("approval-decided-elsewhere")).toBeNull();
+    expect(screen.queryByTestId("approval-dialog")).toBeNull();
+    // A second round of the same approval, decided by a colleague this time, is said to be theirs.
+    act(() => useRun.getState().apply([ev(3, { type: "approval:requested", node: "review", message: "Ship it now?", previousOutput: "draft 2" })]));
+    expect(screen.getByTestId("approval-dialog")).toBeTruthy();
+    act(() => useRun.getState().apply([ev(4, { type: "approval:received", node: "review", decision: "reject", note: "", by: "bob", ts: new Date().toISOString() })]));
+    expect(screen.getByTestId("approval-decided-elsewhere").textContent).toContain("bob rejected this");
+    clearMocks();
     useRun.getState().reset();
   });
 

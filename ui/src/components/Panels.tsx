@@ -389,27 +389,40 @@ export function Approvals() {
   const reviewing = useDialogs((s) => s.reviewing);
   const dismissed = useDialogs((s) => s.dismissed);
   const approval = pending.find((p) => p.node === reviewing) ?? pending.find((p) => !dismissed.includes(p.node));
-  // The approval whose dialog is open, remembered past its decision; and whether the decision is this dialog's own.
+  // The approval whose dialog is open, remembered past its decision; and the decision this dialog sent, with the last
+  // event seen when it was sent. On a server a decision is kept first and applied by a worker later, so the event
+  // that says it was received can come long after `decide` answered: it is this dialog's own, never a colleague's.
   const [shown, setShown] = useState<{ approval: PendingApproval; seq: number } | null>(null);
-  const [deciding, setDeciding] = useState<string | null>(null);
+  const [sent, setSent] = useState<{ node: string; seq: number } | null>(null);
   const lastSeq = events.length ? events[events.length - 1].seq : 0;
-  if (approval && shown?.approval !== approval) setShown({ approval, seq: lastSeq });
+  const receivedAfter = (node: string, seq: number) => events.find((e) => e.type === "approval:received" && e.node === node && e.seq > seq);
+  if (approval && shown?.approval !== approval) {
+    setShown({ approval, seq: lastSeq });
+    // A new round of an approval this dialog decided before: the decision sent then has landed, this one is new.
+    if (sent && sent.node === approval.node && receivedAfter(sent.node, sent.seq)) setSent(null);
+  }
   if (approval) {
     const decide = async (d: "approve" | "reject", note: string) => {
-      setDeciding(approval.node);
+      setSent({ node: approval.node, seq: lastSeq });
       try {
         await runControl.decide(approval.node, d, note);
-        setShown(null);
-      } finally {
-        setDeciding(null);
+      } catch (e) {
+        setSent(null);
+        throw e;
       }
     };
     return <ApprovalDialog key={approval.node} approval={approval} onClose={() => useDialogs.getState().dismissApproval(approval.node)} onDecide={decide} />;
   }
-  if (!shown || deciding === shown.approval.node) return null;
+  if (!shown) return null;
   const node = shown.approval.node;
-  const received = events.find((e) => e.type === "approval:received" && e.node === node && e.seq > shown.seq);
+  const received = receivedAfter(node, shown.seq);
   if (!received || received.type !== "approval:received") return null;
+  if (sent?.node === node) {
+    // This dialog's own decision, now applied: it closes as it does when the decision is applied at once.
+    setShown(null);
+    setSent(null);
+    return null;
+  }
   const decided = { decision: received.decision, by: received.by ?? null, ts: received.ts };
   const close = () => {
     setShown(null);
