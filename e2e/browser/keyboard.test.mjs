@@ -83,7 +83,6 @@ async function signedIn(path, ready = "node-start") {
 const served = `/?workflow=${encodeURIComponent(WORKFLOW)}`;
 const nodeIds = (page) => page.evaluate(() => [...document.querySelectorAll(".react-flow__node")].map((n) => n.dataset.id));
 const selectedIds = (page) => page.evaluate(() => [...document.querySelectorAll(".react-flow__node.selected")].map((n) => n.dataset.id));
-const box = (page, id) => page.getByTestId(`node-${id}`).boundingBox();
 /** Where the focus is: the element's tag, and whether it is in the inspector, the palette or the canvas. */
 const focus = (page) =>
   page.evaluate(() => {
@@ -112,7 +111,9 @@ test("with a node selected, Tab adds the chosen node after it, to its right, con
   const added = await until("a node added", async () => (await nodeIds(page)).find((id) => !before.includes(id)));
   assert.deepEqual(await selectedIds(page), [added], "the new node is selected");
   await page.getByTestId(`rf__edge-publish->${added}`).waitFor({ state: "attached" });
-  const [from, to] = [await box(page, "publish"), await box(page, added)];
+  // Both cards measured in one frame: the view may still be moving to keep the new node in view beside the inspector
+  // (two boxes read one after the other can come from two zoom levels).
+  const [from, to] = await page.evaluate((ids) => ids.map((id) => document.querySelector(`[data-testid="node-${id}"]`).getBoundingClientRect().toJSON()), ["publish", added]);
   assert.ok(to.x > from.x + from.width, `placed to the right of publish (${JSON.stringify({ from, to })})`);
   assert.ok(Math.abs(to.y - from.y) < from.height, "level with publish");
   // The focus is on the new node's first inspector field: typing names it.
