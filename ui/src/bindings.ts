@@ -1466,6 +1466,11 @@ export type RunRow_Deserialize = {
 	origin?: Origin_Deserialize,
 	/**  Who asked that it be cancelled (a token's name), when someone did through a server. */
 	cancelledBy?: string | null,
+	/**
+	 *  The version of the served workflow it was started from (a server's runs, `GET /api/workflows/NAME/versions`);
+	 *  none for a run started from a file of its own.
+	 */
+	version?: number | null,
 };
 
 /**  One run of the history. */
@@ -1500,6 +1505,11 @@ export type RunRow_Serialize = {
 	origin: Origin_Serialize,
 	/**  Who asked that it be cancelled (a token's name), when someone did through a server. */
 	cancelledBy: string | null,
+	/**
+	 *  The version of the served workflow it was started from (a server's runs, `GET /api/workflows/NAME/versions`);
+	 *  none for a run started from a file of its own.
+	 */
+	version: number | null,
 };
 
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";

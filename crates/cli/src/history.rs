@@ -223,6 +223,9 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
         if row.cancelled_by.is_some() {
             out["cancelledBy"] = json!(row.cancelled_by);
         }
+        if let Some(version) = row.version {
+            out["version"] = json!(version);
+        }
         if decided.iter().any(|d| d.by.is_some()) {
             out["decisions"] = json!(decided);
         }
@@ -233,7 +236,9 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
             (tokens, Some(usd)) => format!(", {}, ${usd:.4}", counted(tokens, "token")),
             (tokens, None) => format!(", {} (no price under `prices` in the settings)", counted(tokens, "token")),
         };
-        outln!("run {run_id}: {} ({}{cost})", status.as_str(), row.workflow);
+        // A server's run names the version of the served workflow it ran (`GET /api/workflows/NAME/versions`).
+        let version = row.version.map(|v| format!("version {v} of ")).unwrap_or_default();
+        outln!("run {run_id}: {} ({version}{}{cost})", status.as_str(), row.workflow);
         if let Some(said) = row.origin.said() {
             outln!("  started {}", printable(&said));
         }

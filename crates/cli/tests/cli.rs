@@ -443,7 +443,8 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
             "cost",
             "eval",
             "origin",
-            "cancelledBy"
+            "cancelledBy",
+            "version"
         ]
     );
     assert_eq!(row["origin"], serde_json::json!({"via": "local", "by": null}), "started on this machine");

@@ -449,6 +449,7 @@ fn engine(shape: &str, n: usize, logged: bool) -> Value {
                 options: &options,
                 eval_id: None,
                 origin: Default::default(),
+                version: None,
             };
             claim = Some(store.create(&new).unwrap());
             Some(store as Arc<dyn RunLog>)

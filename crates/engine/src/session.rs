@@ -571,6 +571,7 @@ fn new_run<'a>(prepared: &'a Prepared, refs: &'a (Option<String>, Option<String>
         options: &prepared.options,
         eval_id: prepared.eval.as_deref(),
         origin: Default::default(),
+        version: None,
     }
 }
 

@@ -103,6 +103,8 @@ pub struct ListedRun {
     pub origin: Origin,
     /// Who asked that it be cancelled (a token's name), when someone did through a server.
     pub cancelled_by: Option<String>,
+    /// The version of the served workflow it was started from (a server's runs); none for a file of its own.
+    pub version: Option<i32>,
 }
 
 impl From<RunRow> for ListedRun {
@@ -120,6 +122,7 @@ impl From<RunRow> for ListedRun {
             eval: row.eval,
             origin: row.origin,
             cancelled_by: row.cancelled_by,
+            version: row.version,
         }
     }
 }

@@ -46,6 +46,7 @@ fn create(store: &PgStore, id: &str) {
         options: &options,
         eval_id: None,
         origin: Default::default(),
+        version: None,
     };
     store.submit(&run).wait().unwrap();
 }
@@ -155,6 +156,7 @@ fn create_twice_is_refused(store: &PgStore) {
         options: &options,
         eval_id: None,
         origin: Default::default(),
+        version: None,
     };
     assert_eq!(store.submit(&run).wait().unwrap_err().code(), "RUN_EXISTS");
 }
@@ -330,6 +332,7 @@ edges:
             options: &options,
             eval_id: None,
             origin: Default::default(),
+            version: None,
         })
         .wait()
         .unwrap();
@@ -450,6 +453,7 @@ fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions, eval: Opt
         options,
         eval_id: eval,
         origin: Default::default(),
+        version: None,
     }
 }
 

@@ -39,6 +39,7 @@ fn new_run<'a>(id: &'a str, wf: &'a Workflow, options: &'a RunOptions) -> NewRun
         options,
         eval_id: None,
         origin: Default::default(),
+        version: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn ended(store: &Arc<dyn Store>, id: &str, status: RunStatus, events: u64) -> Cl
         options: &options,
         eval_id: None,
         origin: Default::default(),
+        version: None,
     };
     let claim = store.create(&run).unwrap();
     let mut items: Vec<LogItem> = (1..=events)

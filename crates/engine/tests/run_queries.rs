@@ -31,6 +31,7 @@ fn fill(store: &Arc<dyn Store>) -> Claim {
             options: &options,
             eval_id: None,
             origin: Default::default(),
+            version: None,
         };
         let claim = store.create(&run).unwrap();
         let status = [RunStatus::Completed, RunStatus::Failed, RunStatus::Paused][i % 3];
@@ -46,6 +47,7 @@ fn fill(store: &Arc<dyn Store>) -> Claim {
         options: &options,
         eval_id: None,
         origin: Default::default(),
+        version: None,
     };
     store.create(&run).unwrap()
 }

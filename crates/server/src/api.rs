@@ -72,6 +72,47 @@ pub async fn workflows(State(state): State<AppState>) -> Json<Workflows> {
     Json(Workflows { workflows, problems })
 }
 
+/// One version of a served workflow: each change to its file that loads is a new one, numbered from 1.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowVersion {
+    pub version: i32,
+    /// SHA-256 of its document, as JSON.
+    pub hash: String,
+    /// The file it was read from, on the server.
+    pub path: String,
+    /// When the server first served it: RFC 3339, UTC.
+    pub registered_at: String,
+}
+
+/// Every version of a served workflow the server kept, newest first (also those of a workflow whose file was
+/// removed since: its runs name them). A run's `version` says which of them it ran.
+#[utoipa::path(get, path = "/api/workflows/{name}/versions", tag = "workflows", security(("token" = [])),
+    params(("name" = String, Path, description = "The workflow's name")),
+    responses((status = 200, body = Vec<WorkflowVersion>), (status = 401, body = ApiError), (status = 404, body = ApiError)))]
+pub async fn workflow_versions(
+    State(state): State<AppState>,
+    Segment(name): Segment,
+) -> Result<Json<Vec<WorkflowVersion>>, ApiError> {
+    let versions = state.store.versions_of(&name).await?;
+    if versions.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NO_SUCH_WORKFLOW",
+            format!(
+                "no workflow `{}` was ever served here: GET /api/workflows lists them",
+                name.chars().take(100).collect::<String>()
+            ),
+        ));
+    }
+    Ok(Json(
+        versions
+            .into_iter()
+            .map(|v| WorkflowVersion { version: v.version, hash: v.hash, path: v.path, registered_at: v.registered_at })
+            .collect(),
+    ))
+}
+
 /// Starts a run of a served workflow.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -89,6 +89,7 @@ impl ServeError {
 pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
     let api = Router::new()
         .route("/workflows", get(api::workflows))
+        .route("/workflows/{name}/versions", get(api::workflow_versions))
         .route("/runs", get(api::list_runs).post(api::start_run))
         .route("/runs/{id}", get(api::show_run))
         .route("/runs/{id}/events", get(api::follow_run))

@@ -9,9 +9,9 @@ use crate::{api, commands, error, hooks, metrics};
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Switchyard", description = "Start, follow, decide and cancel workflow runs that workers run."),
-    paths(api::workflows, api::start_run, api::list_runs, api::show_run, api::follow_run, api::decide, api::cancel,
+    paths(api::workflows, api::workflow_versions, api::start_run, api::list_runs, api::show_run, api::follow_run, api::decide, api::cancel,
         hooks::deliver, commands::call, metrics::scrape),
-    components(schemas(error::ApiError, api::Workflows, api::WorkflowInfo, api::StartRun, api::Started, api::Decide,
+    components(schemas(error::ApiError, api::Workflows, api::WorkflowInfo, api::WorkflowVersion, api::StartRun, api::Started, api::Decide,
         api::Decided, api::Cancelled, hooks::Pong)),
     modifiers(&Token)
 )]

@@ -71,6 +71,8 @@ impl Submission {
             options: &self.options,
             eval_id: None,
             origin: self.origin.clone(),
+            // Every run of a served workflow, however started (API, webhook, schedule, `/mcp`), records its version.
+            version: Some(self.served.version),
         }
     }
 }

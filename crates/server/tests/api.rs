@@ -137,7 +137,13 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
 
     let (status, openapi) = server.call(reqwest::Method::GET, "/openapi.json", None, false).await;
     assert_eq!(status, 200);
-    for path in ["/api/runs", "/api/runs/{id}/events", "/api/runs/{id}/decisions", "/hooks/{name}"] {
+    for path in [
+        "/api/runs",
+        "/api/runs/{id}/events",
+        "/api/runs/{id}/decisions",
+        "/api/workflows/{name}/versions",
+        "/hooks/{name}",
+    ] {
         assert!(openapi["paths"][path].is_object(), "{path} is documented");
     }
     let (status, answer) = server.call(reqwest::Method::GET, "/api/runs", None, false).await;
@@ -818,12 +824,67 @@ async fn the_openapi_document_passes_a_real_validator_and_runs_are_listed_as_the
             "cost",
             "eval",
             "origin",
-            "cancelledBy"
+            "cancelledBy",
+            "version"
         ]
     );
     assert_eq!(row["origin"], json!({"via": "api", "by": "test"}), "started by the test's token: {runs}");
     assert!(row["workflow"].as_str().unwrap().ends_with("gate.yaml"), "{runs}");
     assert_eq!(row["name"], "gate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_run_shows_the_version_of_the_served_workflow_it_ran_and_the_versions_are_listed_newest_first() {
+    let server = Server::start("run_versions").await;
+    let (status, before) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1}})).await;
+    assert_eq!((status, &before["version"]), (201, &json!(1)), "{before}");
+
+    // The file is edited: the registry reads the folder again (every couple of seconds) and serves version 2.
+    let edited = GATE.replace("name: gate\n", "name: gate\ndescription: Now with a description.\n");
+    std::fs::write(server._folder.path().join("gate.yaml"), edited).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let (_, served) = server.get("/api/workflows").await;
+        if served["workflows"][0]["version"] == json!(2) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "version 2 is never served: {served}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (status, after) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 2}})).await;
+    assert_eq!((status, &after["version"]), (201, &json!(2)), "{after}");
+
+    // Each run keeps the version it started from, in its view and in the listing.
+    for (started, version) in [(&before, 1), (&after, 2)] {
+        let (status, shown) = server.get(&format!("/api/runs/{}", started["id"].as_str().unwrap())).await;
+        assert_eq!((status, &shown["run"]["version"]), (200, &json!(version)), "{shown}");
+    }
+    let (_, runs) = server.get("/api/runs?workflow=gate").await;
+    let listed: Vec<_> = runs.as_array().unwrap().iter().map(|r| (r["id"].clone(), r["version"].clone())).collect();
+    assert_eq!(listed, [(after["id"].clone(), json!(2)), (before["id"].clone(), json!(1))], "{runs}");
+
+    let (status, versions) = server.get("/api/workflows/gate/versions").await;
+    assert_eq!(status, 200, "{versions}");
+    let numbers: Vec<_> = versions.as_array().unwrap().iter().map(|v| v["version"].clone()).collect();
+    assert_eq!(numbers, [json!(2), json!(1)], "newest first: {versions}");
+    let newest = versions[0].as_object().unwrap();
+    assert_eq!(newest.keys().map(String::as_str).collect::<Vec<_>>(), ["version", "hash", "path", "registeredAt"]);
+    assert!(newest["path"].as_str().unwrap().ends_with("gate.yaml"), "{versions}");
+    assert_ne!(versions[0]["hash"], versions[1]["hash"], "{versions}");
+    assert!(newest["registeredAt"].as_str().unwrap().ends_with('Z'), "{versions}");
+
+    // A read token may list them; a name never served is a 404 that says how to find the served ones.
+    let (token, hash) = new_token();
+    server
+        .store
+        .create_scoped_token("reader", &hash, switchyard_engine::store::postgres::team::Scope::Read, None)
+        .await
+        .unwrap();
+    let read = server.client.get(format!("{}/api/workflows/gate/versions", server.url)).bearer_auth(&token);
+    assert_eq!(read.send().await.unwrap().status().as_u16(), 200);
+    let (status, answer) = server.get("/api/workflows/nope/versions").await;
+    assert_eq!((status, code(&answer)), (404, "NO_SUCH_WORKFLOW"), "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("GET /api/workflows lists them"), "{answer}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

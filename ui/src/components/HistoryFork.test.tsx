@@ -8,7 +8,7 @@ import { useDocument, emptyWorkflow } from "../store/document";
 import type { RunSummary } from "../store/history";
 
 const row = (id: string, forkedFrom: string | null) =>
-  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, eval: null, forkedFrom, origin: { via: "local", by: null }, cancelledBy: null, live: false, server: null }) as RunSummary;
+  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, eval: null, forkedFrom, origin: { via: "local", by: null }, cancelledBy: null, version: null, live: false, server: null }) as RunSummary;
 
 describe("History and forks", () => {
   it("marks a fork with the run it forked, and opens that run when the mark is pressed", async () => {
@@ -39,5 +39,17 @@ describe("History and forks", () => {
     const said = await screen.findByTestId("history-origin-team-1234567");
     expect(said.textContent).toBe("started by alice via the API, cancelled by carol");
     expect(screen.queryByTestId("history-origin-mine-1234567")).toBeNull(); // a run of this machine names no one
+  });
+
+  it("tags a server's run with the version of the workflow it ran, and says so in its tooltip", async () => {
+    const served = { ...row("team-7654321", null), origin: { via: "api" as const, by: "alice" }, version: 3, server: "team.example:8080" };
+    mockIPC((cmd) => (cmd === "list_runs" ? [row("mine-7654321", null)] : cmd === "server_runs" ? [served] : null));
+    useDocument.getState().load({ ...emptyWorkflow(), name: "Sums" }, "/w/sums.yaml");
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-history"));
+    const tag = await screen.findByTestId("history-version-team-7654321");
+    expect(tag.textContent).toBe("v3");
+    expect(tag.getAttribute("title")).toMatch(/^Ran version 3 of Sums, as the server served it then/);
+    expect(screen.queryByTestId("history-version-mine-7654321")).toBeNull(); // a local run has no served version
   });
 });

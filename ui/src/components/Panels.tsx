@@ -280,6 +280,11 @@ function History() {
                 <td className="run-id" title={`Run ${r.id}: the id switchyard runs and the API show`}>{r.id.slice(0, 8)}</td>
                 <td title={r.workflowRef ? `${r.workflow} — ${r.workflowRef}` : r.workflow}>
                   {r.workflow}
+                  {r.version != null && (
+                    <span className="version-tag" title={`Ran version ${r.version} of ${r.workflow}, as the server served it then (GET /api/workflows/${r.workflow}/versions lists every version)`} data-testid={`history-version-${r.id}`}>
+                      v{r.version}
+                    </span>
+                  )}
                   {!r.workflowRef && !r.server && (
                     <span className="test-case-tag" title="Run before the workflow was saved to a file" data-testid={`history-unsaved-${r.id}`}>
                       unsaved

@@ -193,6 +193,7 @@ mod tests {
             options: &options,
             eval_id: None,
             origin: Default::default(),
+            version: None,
         };
         let claim = store.create(&new).unwrap();
         let log = store.clone().run_log(&claim);

@@ -194,6 +194,10 @@ pub struct RunRow {
     /// Who asked that it be cancelled (a token's name), when someone did through a server.
     #[serde(default)]
     pub cancelled_by: Option<String>,
+    /// The version of the served workflow it was started from (a server's runs, `GET /api/workflows/NAME/versions`);
+    /// none for a run started from a file of its own.
+    #[serde(default)]
+    pub version: Option<i32>,
 }
 
 /// How a run was started: through a server's API, a webhook, a schedule or `/mcp`, or on a machine of its own
@@ -312,6 +316,8 @@ pub struct NewRun<'a> {
     pub eval_id: Option<&'a str>,
     /// How it is started and by whom (`Origin::default()`: on this machine).
     pub origin: Origin,
+    /// The version of the served workflow it starts from (a server's registry); none for a file of its own.
+    pub version: Option<i32>,
 }
 
 /// What a rebuild of a stored run needs: the document and options it started with, and its recording.

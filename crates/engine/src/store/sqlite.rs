@@ -393,6 +393,8 @@ impl RunStore {
             // This machine's runs: started here, by nobody named, and cancelled here.
             origin: crate::store::Origin::default(),
             cancelled_by: None,
+            // Started from a file of its own, not a server's served version.
+            version: None,
         }
         .counted()
     }
@@ -658,6 +660,7 @@ mod tests {
             options,
             eval_id: None,
             origin: Default::default(),
+            version: None,
         }
     }
 

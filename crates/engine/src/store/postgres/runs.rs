@@ -35,7 +35,7 @@ macro_rules! row_select {
            CASE WHEN options::text LIKE '%\"fork\"%'
                 THEN (SELECT CASE WHEN o->'reuse'->'fork' IS NOT NULL THEN o->'reuse'->>'run' END
                       FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END,
-           via, started_by, cancelled_by
+           via, started_by, cancelled_by, workflow_version
          FROM runs"
     };
 }
@@ -86,12 +86,12 @@ pub struct Counts {
 /// $9 at epoch 1. One statement, so one transaction: the run and its announcement commit together.
 pub(super) const INSERT_RUN: &str = "WITH new AS (
        INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
-                         eval_id, owner, epoch, lease_until, via, started_by)
+                         eval_id, owner, epoch, lease_until, via, started_by, workflow_version)
        VALUES ($1, $2, $3, CASE WHEN $8::int8 IS NULL THEN 'ready' ELSE 'running' END, $4,
                $5::text::json, $6::text::json, $7,
                CASE WHEN $8::int8 IS NULL THEN NULL ELSE $9 END,
                CASE WHEN $8::int8 IS NULL THEN 0 ELSE 1 END,
-               now() + $8::int8 * interval '1 millisecond', $11, $12)
+               now() + $8::int8 * interval '1 millisecond', $11, $12, $13)
        RETURNING id, status, epoch)
      SELECT epoch, CASE WHEN status = 'ready' THEN pg_notify($10, id) END IS NULL FROM new";
 
@@ -106,6 +106,7 @@ pub(super) struct NewRow {
     eval_id: Option<String>,
     via: &'static str,
     started_by: Option<String>,
+    version: Option<i32>,
 }
 
 impl PgStore {
@@ -142,6 +143,7 @@ impl PgStore {
             eval_id: run.eval_id.map(str::to_string),
             via: run.origin.via.as_str(),
             started_by: run.origin.by.clone(),
+            version: run.version,
         })
     }
 
@@ -347,6 +349,7 @@ impl Shared {
                 by: r.try_get(19).in_db(self)?,
             },
             cancelled_by: r.try_get(20).in_db(self)?,
+            version: r.try_get(21).in_db(self)?,
             tokens: 0,
             cost: None,
             id,
@@ -364,7 +367,7 @@ impl Shared {
         lease: Option<i64>,
         owner: &str,
     ) -> Result<i64, PgError> {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 12] = [
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 13] = [
             &row.id,
             &row.workflow_ref,
             &row.answers_path,
@@ -377,6 +380,7 @@ impl Shared {
             &READY_CHANNEL,
             &row.via,
             &row.started_by,
+            &row.version,
         ];
         match client.query_one(insert, &params).await {
             Ok(r) => Ok(r.get::<_, i64>(0)),

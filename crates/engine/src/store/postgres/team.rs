@@ -174,6 +174,19 @@ pub struct WorkflowVersion {
     pub workflow: Workflow,
 }
 
+/// One version of a served workflow as `GET /api/workflows/NAME/versions` lists it (its document aside).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionInfo {
+    pub version: i32,
+    /// SHA-256 of its document, as JSON.
+    pub hash: String,
+    /// The file it was read from.
+    pub path: String,
+    /// When it was first served: RFC 3339, UTC.
+    pub registered_at: String,
+}
+
 /// A new API token: what to give the person once, and its hash, which is all that is kept.
 pub fn new_token() -> (String, String) {
     let token = format!("sy_{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
@@ -628,6 +641,29 @@ impl PgStore {
                     Ok(WorkflowVersion { name: r.get(0), version: r.get(1), hash: r.get(2), path: r.get(3), workflow })
                 })
                 .collect()
+        })
+        .await
+    }
+
+    /// The versions of the workflow `name` kept (each one served once), newest first; none for a name never served.
+    pub async fn versions_of(&self, name: &str) -> Result<Vec<VersionInfo>, PgError> {
+        let name = name.to_string();
+        self.call(|s| async move {
+            let session = s.main.session(&s.db).await?;
+            let rows = session
+                .client
+                .query(
+                    "SELECT version, hash, path,
+                       to_char(registered_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+                     FROM workflows WHERE name = $1 ORDER BY version DESC",
+                    &[&name],
+                )
+                .await
+                .in_db(&s)?;
+            Ok(rows
+                .iter()
+                .map(|r| VersionInfo { version: r.get(0), hash: r.get(1), path: r.get(2), registered_at: r.get(3) })
+                .collect())
         })
         .await
     }
