@@ -163,7 +163,7 @@ test("C connects the selected node to one picked by name", async () => {
 });
 
 test("the node palette is two key presses from the page's start, and a closed inspector's fields are never tabbed into", async () => {
-  const page = await signedIn(served);
+  const page = await signedIn(served, "node-publish"); // the served workflow shown, not the empty one before it
   await page.locator("body").focus();
   await page.keyboard.press("Tab");
   assert.equal((await focus(page)).testId, "skip-to-palette", "the first tab stop leads to the palette");
