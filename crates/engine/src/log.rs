@@ -154,7 +154,35 @@ pub enum LogItem {
 #[derive(Clone)]
 enum Sink {
     Direct(Arc<[Arc<dyn Observer>]>),
-    Committed(std::sync::mpsc::SyncSender<Queued>),
+    Committed(Arc<Committer>),
+}
+
+/// The way to a run's committer thread, shared by every clone of its emitter.
+struct Committer {
+    tx: std::sync::mpsc::SyncSender<Queued>,
+}
+
+impl Committer {
+    fn send(&self, queued: Queued) -> Result<(), std::sync::mpsc::SendError<Queued>> {
+        self.tx.send(queued)
+    }
+
+    /// Returns once everything queued before is committed and delivered.
+    fn flush(&self) {
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        if self.tx.send(Queued::Flush(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+}
+
+/// When the last emitter of a run goes, whatever it queued is written before it is gone: a run dropped without
+/// ending (a launch refused after its rebuild, a shell that stops driving it) never writes to its log after whoever
+/// held the run gave it up, where it would overwrite what the run's next holder wrote.
+impl Drop for Committer {
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
 
 // Items are the common case and flushes rare: boxing every item would cost an allocation per event.
@@ -193,7 +221,7 @@ impl Emitter {
                     .name("switchyard-run-log".into())
                     .spawn(move || commit_loop(&run_id, rx, log, observers, errors))
                     .expect("a thread starts");
-                Some(Sink::Committed(tx))
+                Some(Sink::Committed(Arc::new(Committer { tx })))
             }
             None if observers.is_empty() => None,
             None => Some(Sink::Direct(observers.into())),
@@ -283,11 +311,8 @@ impl Emitter {
 
     /// Returns once everything emitted so far is in the log and with the observers.
     pub fn flush(&self) {
-        if let Some(Sink::Committed(tx)) = &self.sink {
-            let (done, wait) = std::sync::mpsc::sync_channel(1);
-            if tx.send(Queued::Flush(done)).is_ok() {
-                let _ = wait.recv();
-            }
+        if let Some(Sink::Committed(committer)) = &self.sink {
+            committer.flush();
         }
     }
 

@@ -1318,9 +1318,17 @@ mod tests {
         // Given up when it paused: it opens again at once. A decision for a node that does not wait is refused
         // before anything runs, and the run can be opened again at once.
         let nobody = vec![("done".to_string(), Decision::parse("approve", "").unwrap())];
+        let before = store.load(&id).unwrap().recording;
         let resuming = open_to_resume(store.clone(), &id, false).unwrap();
         let refused = drive(Drive::stored(resuming).deciding(nobody), Sinks::default()).await.err().unwrap();
         assert_eq!(refused.code(), "DECISION_REFUSED");
+        let after = store.load(&id).unwrap().recording;
+        assert_eq!(
+            (after.events.len(), after.inputs.len()),
+            (before.events.len(), before.inputs.len()),
+            "a refused launch adds nothing to the run's log"
+        );
+        assert_eq!(store.get(&id).unwrap().status.as_str(), "paused");
         let decided = vec![("review".to_string(), Decision::parse("approve", "fine").unwrap())];
         let resuming = open_to_resume(store.clone(), &id, false).unwrap();
         let driving = drive(Drive::stored(resuming).deciding(decided), Sinks::default()).await.unwrap();

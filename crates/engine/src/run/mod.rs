@@ -319,6 +319,14 @@ pub fn launch(launch: Launch, runtime: Runtime) -> Result<RunHandle, ResumeError
         Start::Fresh => Scheduler::new(workflow, options, runtime),
         Start::Recorded { recording, decisions, refused } => {
             let mut scheduler = Scheduler::rebuilt(workflow, options, recording, runtime).map_err(RebuildError)?;
+            if refused == RefusedDecision::Fail {
+                // Refused before the run goes live: a refused launch adds nothing to the run's log.
+                for (node, decision) in &decisions {
+                    let input = Input::Decided { node: node.clone(), decision: decision.clone(), immediate: false };
+                    scheduler.state.admit(&input).map_err(|e| DecisionError(e.to_string()))?;
+                }
+            }
+            scheduler.go_live();
             for (node, decision) in decisions {
                 let taken = scheduler.input(Input::Decided { node, decision, immediate: false });
                 if refused == RefusedDecision::Fail {
@@ -521,7 +529,7 @@ impl Scheduler {
         }
     }
 
-    /// A run rebuilt from its recording, ready to go on for real.
+    /// A run rebuilt from its recording, not live yet: `go_live` lets it go on for real.
     fn rebuilt(
         workflow: Arc<Workflow>,
         options: RunOptions,
@@ -533,7 +541,6 @@ impl Scheduler {
         s.shared.emitter.quiet_through(replaying.last_seq);
         s.rebuild = Some(replaying);
         s.fast_forward()?;
-        s.go_live();
         Ok(s)
     }
 
