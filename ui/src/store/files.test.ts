@@ -8,6 +8,7 @@ import { useDocument } from "./document";
 import * as files from "./files";
 import { usePrefs } from "./prefs";
 import { useRunControl } from "./runControl";
+import { useMessages } from "./messages";
 import { useView } from "./view";
 
 const workflow = { switchyard: 1, name: "Pets", nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } }, { id: "vet", type: "agent", position: { x: 300, y: 0 } }], edges: [{ from: "start", to: "vet" }] } as unknown as Workflow;
@@ -127,5 +128,26 @@ describe("Save As of a workflow never saved", () => {
     const { saved } = savingEngine("/w/elsewhere.yaml");
     await files.saveAs();
     expect(saved.map((w) => w.name)).toEqual(["Pets"]);
+  });
+});
+
+describe("the file the window was started with", () => {
+  it("does not replace changes made on the empty canvas while it was read, and says so", async () => {
+    engine("/w/pets.script.yaml");
+    useDocument.getState().load({ switchyard: 1, name: "Untitled workflow", nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } }], edges: [] } as unknown as Workflow, null);
+    useDocument.getState().updateNode("start", { label: "my start" } as never);
+    const shown = await files.open("/w/pets.yaml", { keepEdits: true });
+    expect(shown).toBe(false);
+    expect(useDocument.getState().workflow.nodes.map((n) => n.id), "the edited document stays").toEqual(["start"]);
+    expect(useRunControl.getState().answersPath, "and runs with no other file's answers").toBeNull();
+    const said = useMessages.getState().messages.at(-1);
+    expect(said).toMatchObject({ kind: "error", code: "EDITED_BEFORE_OPEN" });
+    expect(said?.text).toContain("pets.yaml was not opened");
+  });
+
+  it("is shown when nothing was changed before it was read", async () => {
+    engine(null);
+    expect(await files.open("/w/pets.yaml", { keepEdits: true })).toBe(true);
+    expect(useDocument.getState().workflow.name).toBe("Pets");
   });
 });

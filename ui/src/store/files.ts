@@ -54,8 +54,13 @@ function documentShown() {
   useDialogs.getState().resetApprovals(true);
 }
 
-/** Opens workflow file `file` (of any supported format, laid out when it keeps no positions). */
-export async function open(file: string): Promise<void> {
+/**
+ * Opens workflow file `file` (of any supported format, laid out when it keeps no positions) in place of the document.
+ * `keepEdits`: for the file the window was started with, read while
+ * the empty canvas already takes edits: if the person changed the document meanwhile, their changes stay and the
+ * message says the file was not shown (nothing a person does is replaced without a word). Says whether it was shown.
+ */
+export async function open(file: string, { keepEdits = false }: { keepEdits?: boolean } = {}): Promise<boolean> {
   try {
     const opened = await unwrap(commands.openFile(file));
     // `npm run bench:app` tells the engine's part of an open (reading the file) from the window's by this mark.
@@ -69,6 +74,10 @@ export async function open(file: string): Promise<void> {
     // says which. Decided before the document shows, so the toolbar never shows another file's source.
     const beside = await Promise.resolve().then(() => commands.scriptBeside(opened.path ?? file)).catch(() => null);
     const script = beside ?? null;
+    if (keepEdits && useDocument.getState().dirty) {
+      useMessages.getState().error(`Kept your changes: ${baseName(file)} was not opened over them. Save them first, then open ${baseName(file)} again.`, "EDITED_BEFORE_OPEN");
+      return false;
+    }
     answersForNextDocument(script);
     useDocument.getState().load(workflow, imported ? null : opened.path, opened.format, opened.notes);
     documentShown();
@@ -76,8 +85,10 @@ export async function open(file: string): Promise<void> {
     const scriptNote = script ? ` · runs offline with answers from ${baseName(script)}` : "";
     info(imported ? `Imported ${opened.format} file ${baseName(file)}${opened.notes.length ? ` (${opened.notes.length} notes)` : ""}${scriptNote}` : `Opened ${baseName(file)}${scriptNote}`);
     useView.getState().requestView("open");
+    return true;
   } catch (e) {
     failWith("Could not open", e, file);
+    return false;
   }
 }
 

@@ -28,8 +28,10 @@ export async function startUp(): Promise<void> {
     return null;
   });
   if (startup) {
-    await files.open(startup.path);
-    if (startup.answersPath) useRunControl.setState({ answersPath: startup.answersPath });
+    // Changes made on the empty canvas while the file was read are kept (and the message says so), not replaced.
+    const shown = await files.open(startup.path, { keepEdits: true });
+    // The answers file given with it belongs to that file: not to the changes kept in its place.
+    if (shown && startup.answersPath) useRunControl.setState({ answersPath: startup.answersPath });
   }
   await usePrefs.getState().loadSettings();
   await storedRuns.refresh();
