@@ -1471,6 +1471,15 @@ export type RunRow_Deserialize = {
 	 *  none for a run started from a file of its own.
 	 */
 	version?: number | null,
+	/**
+	 *  The queue it waits in, or waited in, for a worker (a server's runs: `queue` of its trigger or workflow, else
+	 *  `default`); none for a run of this machine's own store.
+	 */
+	queue?: string | null,
+	/**  While it is `ready`: how many runs of its queue a worker takes before it ("waiting for a worker (N ahead)"). */
+	ahead?: number | null,
+	/**  While it is `ready`: "waiting for a worker (N ahead)", as every front end says it ([`RunRow::waiting`]). */
+	waiting?: string | null,
 };
 
 /**  One run of the history. */
@@ -1510,6 +1519,15 @@ export type RunRow_Serialize = {
 	 *  none for a run started from a file of its own.
 	 */
 	version: number | null,
+	/**
+	 *  The queue it waits in, or waited in, for a worker (a server's runs: `queue` of its trigger or workflow, else
+	 *  `default`); none for a run of this machine's own store.
+	 */
+	queue: string | null,
+	/**  While it is `ready`: how many runs of its queue a worker takes before it ("waiting for a worker (N ahead)"). */
+	ahead: number | null,
+	/**  While it is `ready`: "waiting for a worker (N ahead)", as every front end says it ([`RunRow::waiting`]). */
+	waiting: string | null,
 };
 
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";
@@ -1783,6 +1801,8 @@ export type Trigger_Deserialize = {
 	secret_env?: string | null,
 	/**  The input a schedule's runs start with. */
 	input?: any | null,
+	/**  The queue this trigger's runs wait in, instead of the workflow's `queue`. */
+	queue?: string | null,
 };
 
 /**
@@ -1806,6 +1826,8 @@ export type Trigger_Serialize = {
 	secret_env?: string,
 	/**  The input a schedule's runs start with. */
 	input?: any,
+	/**  The queue this trigger's runs wait in, instead of the workflow's `queue`. */
+	queue?: string,
 };
 
 /**
@@ -1913,6 +1935,16 @@ export type Workflow_Deserialize = {
 	 */
 	env?: string[],
 	/**
+	 *  The queue a server's runs of this workflow wait in for a worker (`switchyard worker --queues NAME,…`): lowercase
+	 *  letters, digits and `-`; `default` when none is named. A trigger may name its own. A run started here ignores it.
+	 */
+	queue?: string | null,
+	/**
+	 *  Most runs of this workflow that workers run at once (default: no limit); the others wait `ready` in their queue.
+	 *  Runs in a terminal or the app are not counted.
+	 */
+	max_concurrent_runs?: number | null,
+	/**
 	 *  What starts runs of this workflow on a server (`switchyard serve`, docs/server.md): webhooks and schedules.
 	 *  A run started here (`switchyard run`, the app) ignores them.
 	 */
@@ -1938,6 +1970,16 @@ export type Workflow_Serialize = {
 	 *  in when the step starts; they are never written to the file, the run store or events.
 	 */
 	env?: string[],
+	/**
+	 *  The queue a server's runs of this workflow wait in for a worker (`switchyard worker --queues NAME,…`): lowercase
+	 *  letters, digits and `-`; `default` when none is named. A trigger may name its own. A run started here ignores it.
+	 */
+	queue?: string,
+	/**
+	 *  Most runs of this workflow that workers run at once (default: no limit); the others wait `ready` in their queue.
+	 *  Runs in a terminal or the app are not counted.
+	 */
+	max_concurrent_runs?: number,
 	/**
 	 *  What starts runs of this workflow on a server (`switchyard serve`, docs/server.md): webhooks and schedules.
 	 *  A run started here (`switchyard run`, the app) ignores them.

@@ -89,8 +89,9 @@ pub(crate) fn cmd_runs(db: Option<&str>, json: bool, filter: RunsFilter) -> Resu
     for r in runs {
         let pending = if r.pending.is_empty() { String::new() } else { format!("  waits: {}", r.pending.join(", ")) };
         let case = if r.eval.is_some() { "  (test case)" } else { "" };
+        let waiting = r.waiting().map(|w| format!("  {w}")).unwrap_or_default();
         outln!(
-            "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}{case}",
+            "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}{case}{waiting}",
             r.id,
             r.status.as_str(),
             r.started.get(..19).unwrap_or(&r.started),
@@ -204,7 +205,10 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
     if matches!(status, StoredStatus::Interrupted | StoredStatus::Running | StoredStatus::Ready) {
         out["status"] = json!(status);
         out["error"] = json!(match status {
-            StoredStatus::Ready => format!("the run waits for a worker; `switchyard resume {run_id}` runs it here"),
+            StoredStatus::Ready => format!(
+                "the run is {}; `switchyard resume {run_id}` runs it here",
+                row.waiting().unwrap_or_else(|| "waiting for a worker".into())
+            ),
             _ => format!("the run is {}; `switchyard resume {run_id}` continues it", status.as_str()),
         });
     }
@@ -226,6 +230,13 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
         if let Some(version) = row.version {
             out["version"] = json!(version);
         }
+        // A server's run: the queue it waits (or waited) in, and while it waits, how many go before it.
+        if let Some(queue) = &row.queue {
+            out["queue"] = json!(queue);
+        }
+        if let Some(waiting) = row.waiting() {
+            (out["ahead"], out["waiting"]) = (json!(row.ahead), json!(waiting));
+        }
         if decided.iter().any(|d| d.by.is_some()) {
             out["decisions"] = json!(decided);
         }
@@ -241,6 +252,9 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
         outln!("run {run_id}: {} ({version}{}{cost})", status.as_str(), row.workflow);
         if let Some(said) = row.origin.said() {
             outln!("  started {}", printable(&said));
+        }
+        if let Some(waiting) = row.waiting() {
+            outln!("  {waiting}");
         }
         for d in &decided {
             let by = d.by.as_ref().map(|b| format!(" by {}", printable(b))).unwrap_or_default();

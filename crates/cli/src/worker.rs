@@ -22,6 +22,10 @@ pub struct WorkerArgs {
     /// run whose lease expired is announced by nobody.
     #[arg(long, value_name = "SECS")]
     poll: Option<f64>,
+    /// The queues to take runs from, separated by commas (`--queues interactive,batch`): a workflow (or its trigger)
+    /// names its runs' queue with `queue:`, `default` when it names none. Without it, every queue.
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',')]
+    queues: Option<Vec<String>>,
     /// Let the runs' code steps execute (see `run --allow-code`); without it, only code the trust file allows runs.
     #[arg(long)]
     allow_code: bool,
@@ -34,6 +38,25 @@ fn seconds(flag: &str, secs: f64) -> Result<std::time::Duration, Unusable> {
         return Err(coded("INVALID_DURATION", format!("--{flag} {secs}: give a number of seconds from 0 to 86400")));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// `--queues` as given: each a queue's name, none twice; none given: every queue.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+fn queues(given: Option<Vec<String>>) -> Result<Option<Vec<String>>, Unusable> {
+    let Some(given) = given else { return Ok(None) };
+    let mut queues: Vec<String> = Vec::new();
+    for name in given.iter().map(|q| q.trim()) {
+        if let Some(why) = switchyard_engine::validate::queues::queue_problem(name) {
+            return Err(coded(
+                "INVALID_ARGUMENTS",
+                format!("--queues `{}`: {why}; leave --queues out to take from every queue", given.join(",")),
+            ));
+        }
+        if !queues.iter().any(|q| q == name) {
+            queues.push(name.to_string());
+        }
+    }
+    Ok(Some(queues))
 }
 
 #[cfg(not(feature = "postgres"))]
@@ -69,10 +92,15 @@ pub async fn cmd(db: Option<&str>, args: WorkerArgs) -> Result<u8, Unusable> {
         grace: seconds("grace", args.grace)?,
         allow_code: args.allow_code,
     };
+    let queues = queues(args.queues)?;
     // Opening connects and migrates: blocking work, before the loop starts.
-    let store = worker::open(db, lease).map_err(|e| coded(e.code(), e.to_string()))?;
+    let store = worker::open(db, lease).map_err(|e| coded(e.code(), e.to_string()))?.with_queues(queues);
+    let from = match store.queues() {
+        Some(queues) => format!("queues {}", queues.join(", ")),
+        None => "every queue".to_string(),
+    };
     errln!(
-        "worker {} takes runs from {} ({} at a time, lease {} s)",
+        "worker {} takes runs from {} ({from}; {} at a time, lease {} s)",
         store.owner(),
         store.database(),
         options.jobs,

@@ -37,6 +37,14 @@ pub struct Workflow {
     /// in when the step starts; they are never written to the file, the run store or events.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+    /// The queue a server's runs of this workflow wait in for a worker (`switchyard worker --queues NAME,…`): lowercase
+    /// letters, digits and `-`; `default` when none is named. A trigger may name its own. A run started here ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// Most runs of this workflow that workers run at once (default: no limit); the others wait `ready` in their queue.
+    /// Runs in a terminal or the app are not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_runs: Option<u32>,
     /// What starts runs of this workflow on a server (`switchyard serve`, docs/server.md): webhooks and schedules.
     /// A run started here (`switchyard run`, the app) ignores them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -70,6 +78,9 @@ pub struct Trigger {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "specta", specta(type = Option<specta_typescript::Any>))]
     pub input: Option<Value>,
+    /// The queue this trigger's runs wait in, instead of the workflow's `queue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
 }
 
 impl Trigger {
@@ -517,7 +528,18 @@ impl Edge {
     }
 }
 
+/// The queue a run waits in when neither its workflow nor its trigger names one.
+pub const DEFAULT_QUEUE: &str = "default";
+
 impl Workflow {
+    /// The queue runs started by the trigger named `trigger` (none: started otherwise) wait in: the trigger's, else
+    /// the workflow's, else [`DEFAULT_QUEUE`].
+    pub fn queue_for(&self, trigger: Option<&str>) -> &str {
+        let own =
+            trigger.and_then(|name| self.triggers.iter().find(|t| t.name() == name)).and_then(|t| t.queue.as_deref());
+        own.or(self.queue.as_deref()).unwrap_or(DEFAULT_QUEUE)
+    }
+
     pub fn new(name: impl Into<String>) -> Workflow {
         Workflow {
             switchyard: FORMAT_VERSION,
@@ -527,6 +549,8 @@ impl Workflow {
             defaults: Defaults::default(),
             state: indexmap::IndexMap::new(),
             env: Vec::new(),
+            queue: None,
+            max_concurrent_runs: None,
             triggers: Vec::new(),
             nodes: Vec::new(),
             edges: Vec::new(),

@@ -11,6 +11,7 @@ use crate::document::{handle, ConditionOperator, Edge, NodeType, Workflow};
 use crate::graph::{NodeIx, Topology};
 use crate::node_types;
 
+pub mod queues;
 mod templates;
 pub mod triggers;
 
@@ -169,6 +170,7 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     check_sweny_routes(workflow, &topo, options, &mut report);
     templates::check(workflow, &topo, &mut report);
     triggers::check(workflow, &mut report);
+    queues::check(workflow, &mut report);
     report
 }
 

@@ -105,11 +105,20 @@ pub struct ListedRun {
     pub cancelled_by: Option<String>,
     /// The version of the served workflow it was started from (a server's runs); none for a file of its own.
     pub version: Option<i32>,
+    /// The queue it waits in, or waited in, for a worker (a server's runs); none for a run of a store of its own.
+    pub queue: Option<String>,
+    /// While it is `ready`: how many runs of its queue a worker takes before it.
+    pub ahead: Option<u64>,
+    /// While it is `ready`: "waiting for a worker (N ahead)", as every front end says it.
+    pub waiting: Option<String>,
 }
 
 impl From<RunRow> for ListedRun {
     fn from(row: RunRow) -> ListedRun {
         ListedRun {
+            waiting: row.waiting,
+            queue: row.queue,
+            ahead: row.ahead,
             workflow: row.workflow_ref.unwrap_or_else(|| row.workflow.clone()),
             name: row.workflow,
             id: row.id,

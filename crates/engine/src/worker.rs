@@ -141,7 +141,8 @@ pub async fn work(
         };
         let next = store.claim_next().await;
         match next {
-            Ok(Some((run, claim))) => {
+            Ok(Some((claimed, claim))) => {
+                let run = claimed.id;
                 summary.claimed += 1;
                 idle = false;
                 report(Report::Claimed { run: run.clone() });

@@ -48,6 +48,16 @@ export function BottomPanel() {
   const status = useRun((s) => s.status);
   const runId = useRun((s) => s.runId);
   const review = useDialogs((s) => s.review);
+  const started = useRun((s) => s.events.length > 0);
+  // A run started on a server waits `ready` for a worker until its first event: said so, never "running".
+  const listed = history.find((r) => r.id === runId);
+  const waiting = status === "running" && onServer() && (listed ? listed.status === "ready" : !started) ? (listed?.waiting ?? "waiting for a worker") : null;
+  // While it waits, its place in the queue is read again (History's list has its row).
+  useEffect(() => {
+    if (!waiting) return;
+    const timer = setInterval(() => void storedRuns.refresh(), 2000);
+    return () => clearInterval(timer);
+  }, [waiting !== null]); // eslint-disable-line react-hooks/exhaustive-deps
   // A run that starts brings its list forward.
   useEffect(() => {
     if (status === "running") setTab("run");
@@ -66,7 +76,7 @@ export function BottomPanel() {
       <div className="bottom-bar">
         <Tabs.List className="bottom-tabs" aria-label="run, problems, events, history, evals">
           <Tabs.Trigger value="run" className="tab" data-testid="tab-run" onClick={() => pick("run")}>
-            Run {status !== "idle" ? <span className={`run-status ${status}`}>· {STATUS_WORDS[status] ?? status}</span> : null}
+            Run {waiting ? <span className="run-status ready" data-testid="run-waiting">· {waiting}</span> : status !== "idle" ? <span className={`run-status ${status}`}>· {STATUS_WORDS[status] ?? status}</span> : null}
           </Tabs.Trigger>
           <Tabs.Trigger value="problems" className="tab" data-testid="tab-problems" onClick={() => pick("problems")}>
             Problems {report.errors.length ? <b className="count error">{report.errors.length}</b> : null} {report.warnings.length ? <b className="count warning">{report.warnings.length}</b> : null}
@@ -269,7 +279,7 @@ function History() {
             {runs.slice(0, shown).map((r) => (
               <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status}>
                 <td className={`status ${r.status}`} title={`${STATUS_WORDS[r.status] ?? r.status}${r.live ? " (in this window)" : ""}${r.server ? ` · run by the workers of ${r.server}` : ""}`}>
-                  {STATUS_WORDS[r.status] ?? r.status}
+                  {(r.status === "ready" && r.waiting) || (STATUS_WORDS[r.status] ?? r.status)}
                   {r.live ? " (in this window)" : ""}
                   {r.server && (
                     <span className="server-tag" title={`Run by the workers of ${r.server}`} data-testid={`history-server-${r.id}`}>

@@ -198,6 +198,17 @@ pub struct RunRow {
     /// none for a run started from a file of its own.
     #[serde(default)]
     pub version: Option<i32>,
+    /// The queue it waits in, or waited in, for a worker (a server's runs: `queue` of its trigger or workflow, else
+    /// `default`); none for a run of this machine's own store.
+    #[serde(default)]
+    pub queue: Option<String>,
+    /// While it is `ready`: how many runs of its queue a worker takes before it ("waiting for a worker (N ahead)").
+    #[serde(default)]
+    #[cfg_attr(feature = "specta", specta(type = Option<u32>))]
+    pub ahead: Option<u64>,
+    /// While it is `ready`: "waiting for a worker (N ahead)", as every front end says it ([`RunRow::waiting`]).
+    #[serde(default)]
+    pub waiting: Option<String>,
 }
 
 /// How a run was started: through a server's API, a webhook, a schedule or `/mcp`, or on a machine of its own
@@ -245,6 +256,22 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// The trigger that started the run, by its name (a webhook's, a schedule's), if one did.
+    pub fn trigger(&self) -> Option<&str> {
+        match self.via {
+            Via::Webhook => self.by.as_deref(),
+            // A schedule's run is started by `WORKFLOW/NAME`; a schedule's name holds no `/`.
+            Via::Schedule => self.by.as_deref().map(|by| by.rsplit_once('/').map_or(by, |(_, name)| name)),
+            _ => None,
+        }
+    }
+
+    /// Whether a person started it and waits for it (the API, the browser, `/mcp`): such runs go before the others
+    /// in their queue.
+    pub fn interactive(&self) -> bool {
+        matches!(self.via, Via::Api | Via::Mcp)
+    }
+
     /// Started `via` by `by`.
     pub fn new(via: Via, by: impl Into<String>) -> Origin {
         Origin { via, by: Some(by.into()) }
@@ -267,8 +294,25 @@ impl Origin {
 }
 
 impl RunRow {
+    /// How a run that waits for a worker is said everywhere (`runs`, `show`, History): "waiting for a worker (N
+    /// ahead)", with its queue when it is not `default`; none for a run that does not wait for one.
+    pub fn waiting(&self) -> Option<String> {
+        if self.status != StoredStatus::Ready {
+            return None;
+        }
+        let queue = match self.queue.as_deref() {
+            Some(q) if q != crate::document::DEFAULT_QUEUE => format!(" in queue `{q}`"),
+            _ => String::new(),
+        };
+        Some(match self.ahead {
+            Some(ahead) => format!("waiting for a worker ({ahead} ahead){queue}"),
+            None => format!("waiting for a worker{queue}"),
+        })
+    }
+
     pub(crate) fn counted(mut self) -> RunRow {
         self.tokens = crate::usage::tokens(&self.usage);
+        self.waiting = self.waiting();
         self
     }
 }

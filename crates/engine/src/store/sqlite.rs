@@ -395,6 +395,10 @@ impl RunStore {
             cancelled_by: None,
             // Started from a file of its own, not a server's served version.
             version: None,
+            // Queues are a server's: this machine runs its own runs, none waits for a worker.
+            queue: None,
+            ahead: None,
+            waiting: None,
         }
         .counted()
     }

@@ -1,11 +1,21 @@
 //! Claims as leases: who works a run, under which epoch, until when.
 //!
 //! Invariants:
-//! - A claim (`claim_ready`) is one statement: it takes a run that is `ready`, or `running` with an expired lease, or
+//! - A claim (`claim_from`) is one transaction: it picks a run that is `ready`, or `running` with an expired lease, or
 //!   `paused` and woken (a decision or cancellation came, or an approval's deadline passed) and held by nobody (or
-//!   by a worker whose lease expired: it died between pausing the run and giving it up), skipping rows another
-//!   transaction holds, sets its owner and lease and increases its epoch. So two claimers never
-//!   get the same run, and each claim of a run has an epoch higher than every earlier one.
+//!   by a worker whose lease expired: it died between pausing the run and giving it up), locking its row and
+//!   skipping rows another transaction holds, then sets its owner and lease and increases its epoch. So two claimers
+//!   never get the same run, and each claim of a run has an epoch higher than every earlier one.
+//! - A worker takes only from its queues (`queue = ANY(queues)`; given none, from all), a person's runs first
+//!   (`priority`: the API, the browser, `/mcp`), then the oldest.
+//! - At most `max_concurrent` runs of a workflow (its `max_concurrent_runs`, copied into each run when it was
+//!   submitted) run on workers at once, counting the runs of its name `running` under a live lease. Under READ
+//!   COMMITTED a count in one statement could miss a claim committing at the same moment, so a claim of a run with a
+//!   limit takes the workflow's advisory lock (`pg_advisory_xact_lock`, held to the end of its transaction) and only
+//!   then counts, in a statement of its own, whose snapshot is taken after every claim that held the lock before it
+//!   committed: each claim sees all those before it, and the one that would exceed the limit rolls back and looks
+//!   for another run. Claims of runs with no limit take no lock. Runs in a terminal or the app (`create`,
+//!   `claim_run`) are not limited, and are counted.
 //! - Only a claim ends an epoch: a worker whose lease expired but that nobody took over may still write and heartbeat.
 //! - Leases are measured on the database's clock (`now()`), never a worker's, so clocks that differ between machines
 //!   do not matter.
@@ -31,24 +41,60 @@ const CLAIM_RUN: &str = "UPDATE runs SET status = 'running', owner = $2, epoch =
      WHERE id = $1 AND status IN ('ready', 'paused', 'running') AND (owner IS NULL OR lease_until <= now())
      RETURNING epoch";
 
+/// The run a worker takes next, locked for the claim's transaction (`FOR UPDATE SKIP LOCKED`): one in the worker's
+/// queues ($1; none: every queue) that is `ready`, `running` with an expired lease, or paused and woken — a person's
+/// runs (`priority`) first, then the oldest — among those whose workflow runs fewer than its `max_concurrent` on
+/// workers now, as this statement's snapshot sees it (`CLAIM_LIMITED` checks it again under the workflow's lock).
+///
 /// A paused run is taken when something woke it (a decision, a cancellation, a deadline); and when a worker still
 /// holds it past its lease while a decision kept for it has not been applied: that worker died between taking the
 /// woken run (which clears `wake`) and applying the decision. A paused run nothing is asked of is left alone.
-const CLAIM_READY: &str = "UPDATE runs SET status = 'running', owner = $1, epoch = epoch + 1, updated_at = now(),
-       wake = false, wake_at = NULL, lease_until = now() + $2::int8 * interval '1 millisecond'
-     WHERE id = (SELECT id FROM runs
-                 WHERE status = 'ready' OR (status = 'running' AND (lease_until IS NULL OR lease_until <= now()))
-                    OR (status = 'paused' AND (owner IS NULL OR lease_until <= now())
-                        AND (wake OR wake_at <= now()
-                             OR owner IS NOT NULL AND EXISTS (
-                                  SELECT 1 FROM decisions d WHERE d.run_id = runs.id
-                                    AND d.round >= (SELECT count(*) FROM inputs i WHERE i.run_id = runs.id
-                                                      AND i.input->>'input' IN ('decided', 'timedOut')
-                                                      AND i.input->>'node' = d.node))))
-                 ORDER BY started_at, id
-                 LIMIT 1
-                 FOR UPDATE SKIP LOCKED)
-     RETURNING id, epoch";
+const CLAIM_PICK: &str = "SELECT id, workflow_name, max_concurrent, CASE WHEN status = 'running' THEN owner END
+     FROM runs
+     WHERE (status = 'ready' OR (status = 'running' AND (lease_until IS NULL OR lease_until <= now()))
+            OR (status = 'paused' AND (owner IS NULL OR lease_until <= now())
+                AND (wake OR wake_at <= now()
+                     OR owner IS NOT NULL AND EXISTS (
+                          SELECT 1 FROM decisions d WHERE d.run_id = runs.id
+                            AND d.round >= (SELECT count(*) FROM inputs i WHERE i.run_id = runs.id
+                                              AND i.input->>'input' IN ('decided', 'timedOut')
+                                              AND i.input->>'node' = d.node)))))
+       AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
+       AND (max_concurrent IS NULL
+            OR (SELECT count(*) FROM runs l WHERE l.workflow_name = runs.workflow_name AND l.status = 'running'
+                  AND l.owner IS NOT NULL AND l.lease_until > now()) < max_concurrent)
+     ORDER BY priority DESC, started_at, id
+     LIMIT 1
+     FOR UPDATE SKIP LOCKED";
+
+/// The workflow's lock, held until the claim's transaction ends: claims of runs with a limit take it before they
+/// count, one workflow name at a time.
+const CLAIM_LOCK: &str = "SELECT pg_advisory_xact_lock(1937339233, hashtext($1))";
+
+/// How many runs of the workflow $1 workers run now (a live lease), counted after its lock was taken: the statement's
+/// snapshot is taken after every claim that held the lock before committed.
+const CLAIM_LIMITED: &str = "SELECT count(*) FROM runs WHERE workflow_name = $1 AND status = 'running'
+       AND owner IS NOT NULL AND lease_until > statement_timestamp()";
+
+/// Takes the picked run (locked by `CLAIM_PICK` in the same transaction).
+const CLAIM_TAKE: &str = "UPDATE runs SET status = 'running', owner = $2, epoch = epoch + 1, updated_at = now(),
+       wake = false, wake_at = NULL, lease_until = statement_timestamp() + $3::int8 * interval '1 millisecond'
+     WHERE id = $1
+     RETURNING epoch";
+
+/// How many times a claim looks again after it found the workflow of the run it picked at its limit (another
+/// worker's claim committed meanwhile): each look sees those claims, and picks another run.
+const CLAIM_TRIES: usize = 8;
+
+/// A run a worker took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimed {
+    pub id: String,
+    /// The epoch every write to it must name.
+    pub epoch: i64,
+    /// The holder whose lease had run out while the run was `running`: the run is taken over from it.
+    pub taken_over_from: Option<String>,
+}
 
 impl PgStore {
     /// Records a run as it starts here (`running`, claimed by this store's owner at epoch 1), before its first event.
@@ -60,12 +106,49 @@ impl PgStore {
     /// Takes the oldest run that is `ready`, or `running` with an expired lease, for `worker` until `lease` from now:
     /// its id and the epoch every write to it must name. `None` when there is nothing to take.
     pub async fn claim_ready(&self, worker: &str, lease: Duration) -> Result<Option<(String, i64)>, PgError> {
-        let (worker, lease) = (worker.to_string(), lease_ms(lease)?);
+        Ok(self.claim_from(worker, lease, None).await?.map(|c| (c.id, c.epoch)))
+    }
+
+    /// Takes the next run of `queues` (none: of every queue) for `worker` until `lease` from now, as the module says:
+    /// a person's runs first, then the oldest, never beyond a workflow's `max_concurrent_runs`. `None` when there is
+    /// nothing to take.
+    pub async fn claim_from(
+        &self,
+        worker: &str,
+        lease: Duration,
+        queues: Option<&[String]>,
+    ) -> Result<Option<Claimed>, PgError> {
+        let (worker, lease, queues) = (worker.to_string(), lease_ms(lease)?, queues.map(<[String]>::to_vec));
         self.call(|s| async move {
             let mut session = s.leases.session(&s.db).await?;
-            let claim = session.statement(CLAIM_READY).await.in_db(&s)?;
-            let row = session.client.query_opt(&claim, &[&worker, &lease]).await.in_db(&s)?;
-            Ok(row.map(|r| (r.get(0), r.get(1))))
+            let (pick, lock, limited, take) = (
+                session.statement(CLAIM_PICK).await.in_db(&s)?,
+                session.statement(CLAIM_LOCK).await.in_db(&s)?,
+                session.statement(CLAIM_LIMITED).await.in_db(&s)?,
+                session.statement(CLAIM_TAKE).await.in_db(&s)?,
+            );
+            for _ in 0..CLAIM_TRIES {
+                let tx = session.client.transaction().await.in_db(&s)?;
+                let Some(row) = tx.query_opt(&pick, &[&queues]).await.in_db(&s)? else {
+                    tx.commit().await.in_db(&s)?;
+                    return Ok(None);
+                };
+                let (id, name, max, from): (String, String, Option<i32>, Option<String>) =
+                    (row.get(0), row.get(1), row.get(2), row.get(3));
+                if let Some(max) = max {
+                    tx.query_one(&lock, &[&name]).await.in_db(&s)?;
+                    let running: i64 = tx.query_one(&limited, &[&name]).await.in_db(&s)?.get(0);
+                    if running >= i64::from(max) {
+                        // Another claim took the last place: look again, seeing it.
+                        tx.rollback().await.in_db(&s)?;
+                        continue;
+                    }
+                }
+                let epoch: i64 = tx.query_one(&take, &[&id, &worker, &lease]).await.in_db(&s)?.get(0);
+                tx.commit().await.in_db(&s)?;
+                return Ok(Some(Claimed { id, epoch, taken_over_from: from }));
+            }
+            Ok(None)
         })
         .await
     }
@@ -98,11 +181,11 @@ impl PgStore {
 
     /// Takes the oldest run that is ready, or running with an expired lease, for this store's owner: its id and the
     /// claim, which keeps its lease alive until dropped. `None` when there is nothing to take.
-    pub async fn claim_next(&self) -> Result<Option<(String, Claim)>, PgError> {
-        let claimed = self.claim_ready(&self.owner, self.lease).await?;
-        Ok(claimed.map(|(id, epoch)| {
-            let claim = self.hold(&id, epoch);
-            (id, claim)
+    pub async fn claim_next(&self) -> Result<Option<(Claimed, Claim)>, PgError> {
+        let claimed = self.claim_from(&self.owner, self.lease, self.queues.as_deref()).await?;
+        Ok(claimed.map(|claimed| {
+            let claim = self.hold(&claimed.id, claimed.epoch);
+            (claimed, claim)
         }))
     }
 

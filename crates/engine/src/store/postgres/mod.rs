@@ -40,7 +40,7 @@ pub use runs::Counts;
 mod schema;
 pub mod team;
 
-pub use claims::Beat;
+pub use claims::{Beat, Claimed};
 pub use listeners::{Follower, Listener, WakeListener};
 pub use log::PgRunLog;
 pub use schema::latest;
@@ -160,6 +160,8 @@ pub struct PgStore {
     /// Who claims runs through this store (`host:pid` unless told), and for how long at a time.
     owner: Arc<str>,
     lease: Duration,
+    /// The queues its claims take from (`claim_next`); none: every queue.
+    queues: Option<Arc<[String]>>,
 }
 
 /// `host:pid`: who claims runs, as `runs` and other workers see it.
@@ -211,6 +213,7 @@ impl PgStore {
             runtime: Arc::new(OwnRuntime(Some(runtime))),
             owner: Arc::from(default_owner()),
             lease: DEFAULT_LEASE,
+            queues: None,
         };
         store.call(|s| async move { s.migrate().await }).wait()?;
         Ok(store)
@@ -227,6 +230,17 @@ impl PgStore {
     pub fn with_owner(mut self, owner: &str) -> PgStore {
         self.owner = Arc::from(owner);
         self
+    }
+
+    /// The same store, whose claims (`claim_next`) take only from `queues` (none: from every queue).
+    pub fn with_queues(mut self, queues: Option<Vec<String>>) -> PgStore {
+        self.queues = queues.map(Arc::from);
+        self
+    }
+
+    /// The queues its claims take from; none: every queue.
+    pub fn queues(&self) -> Option<&[String]> {
+        self.queues.as_deref()
     }
 
     /// Who claims runs through this store.

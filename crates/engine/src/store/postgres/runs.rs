@@ -35,7 +35,11 @@ macro_rules! row_select {
            CASE WHEN options::text LIKE '%\"fork\"%'
                 THEN (SELECT CASE WHEN o->'reuse'->'fork' IS NOT NULL THEN o->'reuse'->>'run' END
                       FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END,
-           via, started_by, cancelled_by, workflow_version
+           via, started_by, cancelled_by, workflow_version, queue AS queue,
+           CASE WHEN status = 'ready'
+                THEN (SELECT count(*) FROM runs a WHERE a.status = 'ready' AND a.queue = runs.queue
+                        AND (a.priority > runs.priority OR a.priority = runs.priority
+                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8 END AS ahead
          FROM runs"
     };
 }
@@ -86,12 +90,13 @@ pub struct Counts {
 /// $9 at epoch 1. One statement, so one transaction: the run and its announcement commit together.
 pub(super) const INSERT_RUN: &str = "WITH new AS (
        INSERT INTO runs (id, workflow_path, script_path, status, workflow_name, document, options,
-                         eval_id, owner, epoch, lease_until, via, started_by, workflow_version)
+                         eval_id, owner, epoch, lease_until, via, started_by, workflow_version,
+                         queue, priority, max_concurrent)
        VALUES ($1, $2, $3, CASE WHEN $8::int8 IS NULL THEN 'ready' ELSE 'running' END, $4,
                $5::text::json, $6::text::json, $7,
                CASE WHEN $8::int8 IS NULL THEN NULL ELSE $9 END,
                CASE WHEN $8::int8 IS NULL THEN 0 ELSE 1 END,
-               now() + $8::int8 * interval '1 millisecond', $11, $12, $13)
+               now() + $8::int8 * interval '1 millisecond', $11, $12, $13, $14, $15, $16)
        RETURNING id, status, epoch)
      SELECT epoch, CASE WHEN status = 'ready' THEN pg_notify($10, id) END IS NULL FROM new";
 
@@ -107,6 +112,9 @@ pub(super) struct NewRow {
     via: &'static str,
     started_by: Option<String>,
     version: Option<i32>,
+    queue: String,
+    priority: i16,
+    max_concurrent: Option<i32>,
 }
 
 impl PgStore {
@@ -144,6 +152,9 @@ impl PgStore {
             via: run.origin.via.as_str(),
             started_by: run.origin.by.clone(),
             version: run.version,
+            queue: run.workflow.queue_for(run.origin.trigger()).to_string(),
+            priority: i16::from(run.origin.interactive()),
+            max_concurrent: run.workflow.max_concurrent_runs.map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
         })
     }
 
@@ -350,6 +361,10 @@ impl Shared {
             },
             cancelled_by: r.try_get(20).in_db(self)?,
             version: r.try_get(21).in_db(self)?,
+            // By name, as the columns after the first ones are read.
+            queue: Some(r.try_get("queue").in_db(self)?),
+            ahead: r.try_get::<_, Option<i64>>("ahead").in_db(self)?.map(|n| n.max(0) as u64),
+            waiting: None,
             tokens: 0,
             cost: None,
             id,
@@ -367,7 +382,7 @@ impl Shared {
         lease: Option<i64>,
         owner: &str,
     ) -> Result<i64, PgError> {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 13] = [
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 16] = [
             &row.id,
             &row.workflow_ref,
             &row.answers_path,
@@ -381,6 +396,9 @@ impl Shared {
             &row.via,
             &row.started_by,
             &row.version,
+            &row.queue,
+            &row.priority,
+            &row.max_concurrent,
         ];
         match client.query_one(insert, &params).await {
             Ok(r) => Ok(r.get::<_, i64>(0)),
