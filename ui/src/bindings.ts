@@ -161,10 +161,12 @@ export type Attempt_Deserialize = {
 	tokens: number,
 	durationMs: number,
 	/**
-	 *  US dollars the run's model calls cost, from the settings' prices; none when a model that used tokens has no
-	 *  price there.
+	 *  US dollars the run's model calls cost, rounded (`usage::round`), at the prices the case's run kept (this
+	 *  process's settings'); none when a model that used tokens has no price there.
 	 */
 	cost?: number | null,
+	/**  The cost as every front end writes it (`usage::dollars`: `$0.00003`); none when the cost is. */
+	costText?: string | null,
 	/**  Each node's output as the next node sees it (its error when it failed): what `--baseline` compares. */
 	outputs?: { [key in string]: string },
 	/**  The run, as kept in the run store (when the evaluation keeps its runs). */
@@ -190,10 +192,12 @@ export type Attempt_Serialize = {
 	tokens: number,
 	durationMs: number,
 	/**
-	 *  US dollars the run's model calls cost, from the settings' prices; none when a model that used tokens has no
-	 *  price there.
+	 *  US dollars the run's model calls cost, rounded (`usage::round`), at the prices the case's run kept (this
+	 *  process's settings'); none when a model that used tokens has no price there.
 	 */
 	cost: number | null,
+	/**  The cost as every front end writes it (`usage::dollars`: `$0.00003`); none when the cost is. */
+	costText: string | null,
 	/**  Each node's output as the next node sees it (its error when it failed): what `--baseline` compares. */
 	outputs?: { [key in string]: string },
 	/**  The run, as kept in the run store (when the evaluation keeps its runs). */
@@ -496,8 +500,13 @@ export type EvalReport_Deserialize = {
 	passRate: number | null,
 	tokens: number,
 	durationMs: number,
-	/**  US dollars, from the settings' prices; none when some model that used tokens has no price. */
+	/**
+	 *  US dollars, summed over every attempt and rounded once (`usage::round`); none when some model that used tokens
+	 *  has no price.
+	 */
 	cost?: number | null,
+	/**  The cost as every front end writes it (`usage::dollars`); none when the cost is. */
+	costText?: string | null,
 	/**  Model calls made, calls answered from the recorded calls, and the tokens those saved. */
 	calls: CallCounts,
 	/**  How it compares with a baseline report (`--baseline`). */
@@ -521,8 +530,13 @@ export type EvalReport_Serialize = {
 	passRate: number | null,
 	tokens: number,
 	durationMs: number,
-	/**  US dollars, from the settings' prices; none when some model that used tokens has no price. */
+	/**
+	 *  US dollars, summed over every attempt and rounded once (`usage::round`); none when some model that used tokens
+	 *  has no price.
+	 */
 	cost: number | null,
+	/**  The cost as every front end writes it (`usage::dollars`); none when the cost is. */
+	costText: string | null,
 	/**  Model calls made, calls answered from the recorded calls, and the tokens those saved. */
 	calls: CallCounts,
 	/**  How it compares with a baseline report (`--baseline`). */
@@ -1298,6 +1312,13 @@ export type Price_Serialize = {
 	cached_input?: number | null,
 };
 
+/**  Which prices a cost was computed with. */
+export type Priced = 
+/**  The prices the run kept when it started (the settings of the process that ran it). */
+"kept" | 
+/**  The viewer's settings as they are now: the run was recorded before runs kept their prices. */
+"current";
+
 export type ProviderConfig = ProviderConfig_Serialize | ProviderConfig_Deserialize;
 
 export type ProviderConfig_Deserialize = {
@@ -1454,10 +1475,23 @@ export type RunRow_Deserialize = {
 	/**  All of them. */
 	tokens: number,
 	/**
-	 *  US dollars at the settings' prices (`session::priced`); none when a model that used tokens has no price, or
-	 *  before the session priced it.
+	 *  The prices it was costed with, by `provider/model`: those it kept when it started (`RunOptions::prices`, the
+	 *  settings of the process that started it, for the models it can use). None for a run recorded before runs
+	 *  kept their prices.
+	 */
+	prices?: { [key in string]: Price_Deserialize } | null,
+	/**
+	 *  US dollars, rounded (`usage::round`), at its kept prices, else at the viewer's settings (`session::priced`);
+	 *  none when a model that used tokens has no price, or before the session priced it.
 	 */
 	cost?: number | null,
+	/**  The cost as every front end writes it (`usage::dollars`: `$0.00003`); none when the cost is. */
+	costText?: string | null,
+	/**
+	 *  Which prices the cost is at: `kept` (the run's own) or `current` (the viewer's settings now: a run recorded
+	 *  before runs kept their prices); none before the session priced it.
+	 */
+	priced?: Priced | null,
 	/**  The evaluation it was a case of, if any. */
 	eval?: string | null,
 	/**  The run it is a fork of (`run --fork RUN`, the Last run tab's Fork from here), if it is one. */
@@ -1502,10 +1536,23 @@ export type RunRow_Serialize = {
 	/**  All of them. */
 	tokens: number,
 	/**
-	 *  US dollars at the settings' prices (`session::priced`); none when a model that used tokens has no price, or
-	 *  before the session priced it.
+	 *  The prices it was costed with, by `provider/model`: those it kept when it started (`RunOptions::prices`, the
+	 *  settings of the process that started it, for the models it can use). None for a run recorded before runs
+	 *  kept their prices.
+	 */
+	prices: { [key in string]: Price_Serialize } | null,
+	/**
+	 *  US dollars, rounded (`usage::round`), at its kept prices, else at the viewer's settings (`session::priced`);
+	 *  none when a model that used tokens has no price, or before the session priced it.
 	 */
 	cost: number | null,
+	/**  The cost as every front end writes it (`usage::dollars`: `$0.00003`); none when the cost is. */
+	costText: string | null,
+	/**
+	 *  Which prices the cost is at: `kept` (the run's own) or `current` (the viewer's settings now: a run recorded
+	 *  before runs kept their prices); none before the session priced it.
+	 */
+	priced: Priced | null,
 	/**  The evaluation it was a case of, if any. */
 	eval: string | null,
 	/**  The run it is a fork of (`run --fork RUN`, the Last run tab's Fork from here), if it is one. */

@@ -150,7 +150,10 @@ pub async fn open_run(host: &dyn Host, run_id: String) -> Result<OpenedRun, Comm
     if let Some(remote) = host.remote_of(&run_id) {
         return client::open_run(&remote, run_id).await;
     }
-    Ok(OpenedRun::new(host.stored_run(run_id).await?))
+    let mut opened = OpenedRun::new(host.stored_run(run_id).await?);
+    // Costed as History lists it: at the prices the run kept.
+    opened.row = session::priced_row(opened.row);
+    Ok(opened)
 }
 
 pub async fn replay_run(

@@ -198,9 +198,9 @@ async fn cmd_eval(mut args: EvalArgs) -> Result<u8, Unusable> {
             counted(report.calls.model_calls, "model call"),
             counted(report.calls.reused, "recorded answer"),
             counted(report.calls.tokens_saved, "token"),
-            match (report.tokens, report.cost) {
+            match (report.tokens, &report.cost_text) {
                 (0, _) => String::new(),
-                (_, Some(usd)) => format!(" · ${usd:.4}"),
+                (_, Some(text)) => format!(" · {text}"),
                 (_, None) => " · cost unknown: a model has no price under `prices` in the settings".to_string(),
             },
             match (rate_met, regressed) {

@@ -9,6 +9,7 @@ use switchyard_engine::journal;
 use switchyard_engine::run;
 use switchyard_engine::session;
 use switchyard_engine::store::{self, RunQuery, StoredStatus};
+use switchyard_engine::usage::Priced;
 use switchyard_engine::views;
 use switchyard_engine::RunStatus;
 
@@ -86,6 +87,7 @@ pub(crate) fn cmd_runs(db: Option<&str>, json: bool, filter: RunsFilter) -> Resu
         outln!("{}", serde_json::to_string_pretty(&rows).unwrap());
         return Ok(0);
     }
+    let current = runs.iter().any(|r| r.tokens > 0 && r.cost.is_some() && r.priced == Some(Priced::Current));
     for r in runs {
         let pending = if r.pending.is_empty() { String::new() } else { format!("  waits: {}", r.pending.join(", ")) };
         let case = if r.eval.is_some() { "  (test case)" } else { "" };
@@ -99,6 +101,9 @@ pub(crate) fn cmd_runs(db: Option<&str>, json: bool, filter: RunsFilter) -> Resu
             format_cost(&r),
             r.workflow_ref.as_deref().unwrap_or(&r.workflow),
         );
+    }
+    if current {
+        errln!("*: {} (recorded before runs kept their prices)", Priced::Current.note().unwrap_or_default());
     }
     Ok(0)
 }
@@ -177,11 +182,14 @@ pub(crate) fn cmd_prune(db: Option<&str>, args: PruneArgs) -> Result<u8, Unusabl
     Ok(0)
 }
 
-/// A run's cost in US dollars: "–" when it used no tokens, "N tok" when a model it used has no price.
+/// A run's cost as the engine writes it (`usage::dollars`), marked `*` when it is priced with this machine's
+/// settings (a run recorded before runs kept their prices): "–" when it used no tokens, "N tok" when a model it used
+/// has no price.
 pub(crate) fn format_cost(r: &switchyard_engine::store::RunRow) -> String {
-    match (r.tokens, r.cost) {
+    match (r.tokens, &r.cost_text) {
         (0, _) => "–".to_string(),
-        (_, Some(usd)) => format!("${usd:.4}"),
+        (_, Some(text)) if r.priced == Some(Priced::Current) => format!("{text}*"),
+        (_, Some(text)) => text.clone(),
         (tokens, None) => format!("{tokens} tok"),
     }
 }
@@ -242,9 +250,12 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
         }
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
-        let cost = match (row.tokens, row.cost) {
+        let cost = match (row.tokens, &row.cost_text) {
             (0, _) => String::new(),
-            (tokens, Some(usd)) => format!(", {}, ${usd:.4}", counted(tokens, "token")),
+            (tokens, Some(text)) => match row.priced.and_then(Priced::note) {
+                Some(note) => format!(", {}, {text}, {note}", counted(tokens, "token")),
+                None => format!(", {}, {text}", counted(tokens, "token")),
+            },
             (tokens, None) => format!(", {} (no price under `prices` in the settings)", counted(tokens, "token")),
         };
         // A server's run names the version of the served workflow it ran (`GET /api/workflows/NAME/versions`).

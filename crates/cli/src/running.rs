@@ -243,6 +243,8 @@ pub(crate) fn result_json(r: &switchyard_engine::RunResult, row: Option<&RunRow>
         "error": r.error,
         "tokens": row.map(|row| row.tokens),
         "cost": row.and_then(|row| row.cost),
+        "costText": row.and_then(|row| row.cost_text.clone()),
+        "priced": row.and_then(|row| row.priced),
     })
 }
 
@@ -257,7 +259,8 @@ pub(crate) fn finish(outcome: Outcome, store: Option<&dyn Store>, json: bool) ->
         let out = result_json(r, row.as_ref());
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else if let Some(row) = row.filter(|row| row.tokens > 0) {
-        errln!("{}{}", counted(row.tokens, "token"), row.cost.map(|usd| format!(", ${usd:.4}")).unwrap_or_default());
+        let cost = row.cost_text.as_ref().map(|text| format!(", {text}")).unwrap_or_default();
+        errln!("{}{cost}", counted(row.tokens, "token"));
     }
     print_hints(r.results.values().filter_map(|n| n.error_code.as_deref()));
     if r.status == RunStatus::Paused {

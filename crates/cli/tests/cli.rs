@@ -441,6 +441,8 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
             "pending",
             "tokens",
             "cost",
+            "costText",
+            "priced",
             "eval",
             "origin",
             "cancelledBy",

@@ -295,10 +295,16 @@ fn load_answers(path: Option<&Path>) -> Result<Option<Arc<Answers>>, SessionErro
 
 pub use crate::providers::Price;
 
-/// The price table of the settings (empty when there are no settings or they cannot be read): evaluations report
-/// costs from it.
+/// The price table of this process's settings (empty when there are no settings or they cannot be read): what a run
+/// started here keeps (`usage::kept_prices`), and what prices a run recorded before runs kept prices.
 pub fn prices() -> BTreeMap<String, Price> {
     Settings::load(&Settings::default_path()).map(|s| s.prices).unwrap_or_default()
+}
+
+/// The prices a run of `workflow` started in this process keeps (`RunOptions::prices`): this process's settings'
+/// prices for the models it can use (`model`: the run's default model, when it has one).
+pub fn kept_prices(workflow: &Workflow, model: Option<&str>) -> BTreeMap<String, Price> {
+    crate::usage::kept_prices(workflow, model, &prices())
 }
 
 /// The answers a run is given, with decisions laid over their approvals: answers for the approvals alone when the
@@ -455,12 +461,17 @@ pub async fn prepare<S: Store + ?Sized>(
         .filter(|_| workflow.defaults.model.is_none())
         .and_then(|s| s.default_model.clone())
         .or_else(|| discovered.as_ref().and_then(|d| d.model.clone()));
+    let model = request.model.or(fallback);
+    // The run keeps this process's prices for the models it can use: its cost is the same whoever looks, later.
+    let table = settings.as_ref().map_or_else(prices, |s| s.prices.clone());
+    let kept = crate::usage::kept_prices(&workflow, model.as_deref(), &table);
     let options = RunOptions {
         input: request.input,
         run_id: Some(run::new_run_id()),
         step_budget: request.step_budget,
-        model: request.model.or(fallback),
+        model,
         reuse,
+        prices: Some(kept),
         ..RunOptions::default()
     };
     let answers_path = request.answers_path.map(|p| std::fs::canonicalize(&p).unwrap_or(p));
@@ -994,7 +1005,7 @@ fn shown(stored: StoredRun) -> Result<(RunRow, RunResult), SessionError> {
         result.trace = Default::default();
         result.state.clear();
     }
-    Ok((priced(row, &prices()), result))
+    Ok((priced_row(row), result))
 }
 
 /// What happened inside each node of a stored run, in order (`crate::journal`): each model turn's answer as its
@@ -1070,21 +1081,34 @@ pub fn recent_runs(store: &dyn Store, limit: usize) -> Result<Vec<RunRow>, Sessi
     Ok(priced_rows(store.recent(limit)?))
 }
 
-/// Rows of the store each priced at the settings' prices (read once), none when a model has no price: what every
-/// list of runs shows, whether its store is awaited or not.
+/// Rows of the store each priced (`priced`), the viewer's settings read once and only when a row kept no prices:
+/// what every list of runs shows, whether its store is awaited or not.
 pub fn priced_rows(rows: Vec<RunRow>) -> Vec<RunRow> {
-    let prices = prices();
-    rows.into_iter().map(|row| priced(row, &prices)).collect()
+    let current = std::cell::OnceCell::new();
+    rows.into_iter().map(|row| priced(row, || current.get_or_init(prices).clone())).collect()
 }
 
-/// One run of the store, priced at the settings' prices.
+/// One run of the store, priced (`priced`).
 pub fn row(store: &dyn Store, run_id: &str) -> Result<RunRow, SessionError> {
-    Ok(priced(store.get(run_id)?, &prices()))
+    Ok(priced_row(store.get(run_id)?))
 }
 
-/// The row with its cost: none when a model that used tokens has no price.
-fn priced(mut row: RunRow, prices: &BTreeMap<String, Price>) -> RunRow {
-    row.cost = crate::usage::cost(&row.usage, prices).ok();
+/// A row with its cost (`priced`), the viewer's settings read only when it kept no prices.
+pub fn priced_row(row: RunRow) -> RunRow {
+    priced(row, prices)
+}
+
+/// The row with its cost, the one way every view of a run is costed: at the prices the run kept, else (a run
+/// recorded before runs kept prices) at `current`, the viewer's settings, and said so (`Priced::Current`); rounded
+/// and written once (`usage::cost`, `usage::dollars`). None when a model that used tokens has no price.
+fn priced(mut row: RunRow, current: impl FnOnce() -> BTreeMap<String, Price>) -> RunRow {
+    let (cost, priced) = match &row.prices {
+        Some(kept) => (crate::usage::cost(&row.usage, kept), crate::usage::Priced::Kept),
+        None => (crate::usage::cost(&row.usage, &current()), crate::usage::Priced::Current),
+    };
+    row.cost = cost.ok();
+    row.cost_text = row.cost.map(crate::usage::dollars);
+    row.priced = Some(priced);
     row
 }
 
@@ -1362,5 +1386,52 @@ mod tests {
             open_to_resume(store.clone(), &id, false),
             Err(SessionError::NotResumable { status: "running", .. })
         ));
+    }
+
+    fn used_row(prices: Option<serde_json::Value>) -> RunRow {
+        serde_json::from_value(serde_json::json!({
+            "id": "r", "workflow": "w", "workflowRef": null, "answersPath": null, "status": "completed",
+            "started": "2026-12-01T10:00:00Z", "durationMs": 1, "pending": [], "tokens": 2100, "cost": null,
+            "eval": null, "prices": prices,
+            "usage": {"p/m": {"inputTokens": 2000, "outputTokens": 100, "cachedInputTokens": 0}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_run_is_costed_at_the_prices_it_kept_and_the_viewers_settings_are_not_read() {
+        let row = priced(used_row(Some(serde_json::json!({"p/m": {"input": 3.0, "output": 15.0}}))), || {
+            panic!("the viewer's settings were read for a run that kept its prices")
+        });
+        assert_eq!(row.cost, Some(0.0075));
+        assert_eq!(row.cost_text.as_deref(), Some("$0.0075"));
+        assert_eq!(row.priced, Some(crate::usage::Priced::Kept));
+        // A kept table without the model leaves the cost unknown: the viewer's price for it is not taken instead.
+        let other = priced(used_row(Some(serde_json::json!({}))), || panic!("read the viewer's settings"));
+        assert_eq!((other.cost, other.cost_text), (None, None));
+    }
+
+    #[test]
+    fn a_run_recorded_before_runs_kept_prices_is_priced_with_the_viewers_settings_and_says_so() {
+        let current = BTreeMap::from([("p/m".to_string(), Price { input: 1.0, output: 1.0, cached_input: None })]);
+        let row = priced(used_row(None), || current.clone());
+        assert_eq!((row.cost, row.cost_text.as_deref()), (Some(0.0021), Some("$0.0021")));
+        assert_eq!(row.priced, Some(crate::usage::Priced::Current));
+        assert_eq!(row.priced.and_then(crate::usage::Priced::note), Some("priced with your current settings"));
+    }
+
+    #[tokio::test]
+    async fn a_prepared_run_keeps_the_prices_of_its_models_from_this_processs_settings() {
+        let (_d, script) = scripted();
+        let wf = workflow("nodes:\n  - {id: start, type: start}\n");
+        let prepared =
+            prepare(wf, RunRequest { answers_path: Some(script), ..RunRequest::default() }, None::<&RunStore>)
+                .await
+                .unwrap();
+        // No model is named, and no settings priced one: the run keeps an empty table, not none (which would mean a
+        // run recorded before runs kept prices, priced with whoever looks).
+        assert_eq!(prepared.options.prices, Some(BTreeMap::new()));
+        let json = serde_json::to_value(&prepared.options).unwrap();
+        assert_eq!(json["prices"], serde_json::json!({}), "kept with the run's options");
     }
 }

@@ -94,8 +94,13 @@ pub struct ListedRun {
     /// Approvals it waits for.
     pub pending: Vec<String>,
     pub tokens: u64,
-    /// US dollars at the settings' prices; none when a model that used tokens has no price.
+    /// US dollars, rounded (`usage::round`), at the prices the run kept (else, for a run recorded before runs kept
+    /// prices, the viewer's settings: `priced` says which); none when a model that used tokens has no price.
     pub cost: Option<f64>,
+    /// The cost as every front end writes it (`usage::dollars`: `$0.00003`); none when the cost is.
+    pub cost_text: Option<String>,
+    /// `kept` (the run's own prices) or `current` (the viewer's settings now: a run recorded before runs kept prices).
+    pub priced: Option<crate::usage::Priced>,
     /// The evaluation it was a case of, if any.
     pub eval: Option<String>,
     /// How it was started and by whom (`via`: local, api, webhook, schedule, mcp; `by`: a token's, webhook's or
@@ -128,6 +133,8 @@ impl From<RunRow> for ListedRun {
             pending: row.pending,
             tokens: row.tokens,
             cost: row.cost,
+            cost_text: row.cost_text,
+            priced: row.priced,
             eval: row.eval,
             origin: row.origin,
             cancelled_by: row.cancelled_by,

@@ -56,7 +56,11 @@ impl Submission {
         origin: switchyard_engine::store::Origin,
     ) -> Submission {
         let id = switchyard_engine::run::new_run_id();
-        let options = switchyard_engine::run::RunOptions { input, run_id: Some(id.clone()), ..Default::default() };
+        // The run keeps the server's prices for the models it can use: its cost is what the server's settings said
+        // when it started, whoever looks and whatever the settings say later (`usage::kept_prices`).
+        let prices = Some(switchyard_engine::session::kept_prices(&served.workflow, None));
+        let options =
+            switchyard_engine::run::RunOptions { input, run_id: Some(id.clone()), prices, ..Default::default() };
         let (path, answers) = (served.path.display().to_string(), answers.map(|a| a.display().to_string()));
         Submission { id, served, options, path, answers, origin }
     }

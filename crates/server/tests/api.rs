@@ -822,6 +822,8 @@ async fn the_openapi_document_passes_a_real_validator_and_runs_are_listed_as_the
             "pending",
             "tokens",
             "cost",
+            "costText",
+            "priced",
             "eval",
             "origin",
             "cancelledBy",

@@ -64,7 +64,7 @@ describe("the Evals tab", () => {
     await waitFor(() => expect(screen.getByTestId("eval-case-fixed-then-done").dataset.verdict).toBe("running"));
     expect((screen.getByTestId("eval-run-all") as HTMLButtonElement).disabled).toBe(true);
 
-    const failed = caseReport("stops-after-three", "failed", { failures: [{ node: "fix", expected: 'equals "Round 3"', actual: "Round 2" }], tokens: 120, cost: 0.0012, durationMs: 1500 });
+    const failed = caseReport("stops-after-three", "failed", { failures: [{ node: "fix", expected: 'equals "Round 3"', actual: "Round 2" }], tokens: 120, cost: 0.0012, costText: "$0.0012", durationMs: 1500 });
     act(() => send(channel, 0, failed));
     const row = screen.getByTestId("eval-case-stops-after-three");
     expect(row.dataset.verdict).toBe("failed");

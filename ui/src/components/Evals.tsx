@@ -7,7 +7,8 @@ import { Fragment, memo, useEffect, useMemo } from "react";
 import { ArrowDown, ArrowUp, Check, CircleAlert, Equal, ExternalLink, LoaderCircle, Play, Plus, RefreshCw, TriangleAlert, X } from "lucide-react";
 import { useDocument } from "../store/document";
 import { displayName, namedValue } from "../model/names";
-import { askedAgain, formatCost, nodeToCompare, shownAttempt, useEvals, verdictWord, type CaseChange, type CaseReport, type NodeChange } from "../store/evals";
+import { costShown, costTitle } from "../model/cost";
+import { askedAgain, nodeToCompare, shownAttempt, useEvals, verdictWord, type CaseChange, type CaseReport, type NodeChange } from "../store/evals";
 import { baseName } from "../model/paths";
 import { CHANGE_WORDS, inAppWords, NODE_CHANGE_WORDS } from "../model/words";
 import { outputDiff } from "../model/outputDiff";
@@ -103,7 +104,7 @@ function CaseRow({ id, description, expectations }: { id: string; description: s
         <td className="num" title={`${expectations} expectation${expectations === 1 ? "" : "s"}`}>{expectations}</td>
         <td className="num">{attempt ? attempt.tokens : ""}</td>
         <td className="num">{attempt ? formatDuration(attempt.durationMs) : ""}</td>
-        <td className="num" title={attempt && attempt.cost == null && attempt.tokens ? "A model it used has no price in the settings" : undefined}>{attempt ? formatCost(attempt.cost, attempt.tokens) : ""}</td>
+        <td className="num" title={attempt ? costTitle(attempt) : undefined}>{attempt ? costShown(attempt) : ""}</td>
         <td className="actions" onClick={(e) => e.stopPropagation()}>
           <button onClick={() => void evals.run(id)} disabled={busy} title="Run this test case alone" data-testid={`eval-run-${id}`}>
             <Play size={12} aria-hidden /> Run

@@ -8,7 +8,7 @@ import { useDocument, emptyWorkflow } from "../store/document";
 import type { RunSummary } from "../store/history";
 
 const row = (id: string, forkedFrom: string | null) =>
-  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, eval: null, forkedFrom, origin: { via: "local", by: null }, cancelledBy: null, version: null, queue: null, ahead: null, waiting: null, live: false, server: null }) as RunSummary;
+  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, prices: null, cost: null, costText: null, priced: null, eval: null, forkedFrom, origin: { via: "local", by: null }, cancelledBy: null, version: null, queue: null, ahead: null, waiting: null, live: false, server: null }) as RunSummary;
 
 describe("History and forks", () => {
   it("marks a fork with the run it forked, and opens that run when the mark is pressed", async () => {

@@ -216,13 +216,23 @@ describe("panels", () => {
     expect(SHORTCUTS.some((s) => s.keys === "Ctrl+Shift+E")).toBe(true);
   });
 
-  it("History shows each run's cost, nothing for a run that used no tokens, and marks the runs of test cases", () => {
+  it("History shows each run's cost as the engine wrote it, nothing for a run that used no tokens, and marks the runs of test cases", () => {
     useDocument.getState().load(emptyWorkflow(), null);
-    const row = (id: string, over: Partial<RunSummary>) => ({ id, workflow: "Pets", workflowRef: "/w/pets.yaml", answersPath: null, status: "completed", started: "2026-11-25T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, eval: null, live: false, ...over }) as RunSummary;
-    useHistory.setState({ runs: [row("priced", { tokens: 300, cost: 0.0012 }), row("offline", { eval: "eval-1", cost: 0 }), row("unpriced", { tokens: 40 })] });
+    const row = (id: string, over: Partial<RunSummary>) => ({ id, workflow: "Pets", workflowRef: "/w/pets.yaml", answersPath: null, status: "completed", started: "2026-11-25T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, cost: null, costText: null, priced: null, eval: null, live: false, ...over }) as RunSummary;
+    useHistory.setState({
+      runs: [
+        row("priced", { tokens: 300, cost: 0.0012, costText: "$0.0012", priced: "kept" }),
+        row("offline", { eval: "eval-1", cost: 0, costText: "$0.00", priced: "kept" }),
+        row("unpriced", { tokens: 40 }),
+        row("older", { tokens: 12, cost: 0.006, costText: "$0.006", priced: "current" }),
+      ],
+    });
     render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
     fireEvent.click(screen.getByTestId("tab-history"));
     expect(screen.getByTestId("history-cost-priced").textContent).toBe("$0.0012");
+    expect(screen.getByTestId("history-cost-priced").title).toMatch(/prices the run kept/);
+    expect(screen.getByTestId("history-cost-older").textContent).toBe("$0.006*");
+    expect(screen.getByTestId("history-cost-older").title).toMatch(/priced with your current settings/);
     expect(screen.getByTestId("history-cost-offline").textContent).toBe("");
     expect(screen.getByTestId("history-cost-unpriced").textContent).toBe("—");
     expect(screen.getByTestId("history-cost-unpriced").title).toMatch(/no price/);

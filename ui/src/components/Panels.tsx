@@ -19,7 +19,8 @@ import { FlaskConical, GitFork, Hand, PanelBottom, Server } from "lucide-react";
 import { useLayoutPrefs, type PanelTab } from "../store/layoutPrefs";
 import { NodeIcon } from "./NodeIcon";
 import { EvalsTab } from "./Evals";
-import { formatCost, useEvals } from "../store/evals";
+import { useEvals } from "../store/evals";
+import { costShown, costTitle } from "../model/cost";
 import { inAppWords } from "../model/words";
 import { displayName, edgeTitle, namedMessage } from "../model/names";
 import { onServer } from "../transport";
@@ -320,7 +321,7 @@ function History() {
                 <td title={new Date(r.started).toLocaleString()}>{new Date(r.started).toLocaleString(undefined, { dateStyle: "short", timeStyle: "short" })}</td>
                 <td className="num">{formatDuration(r.durationMs)}</td>
                 <td className="num">{r.tokens || ""}</td>
-                <td className="num" title={r.cost == null && r.tokens ? "A model it used has no price in the settings" : undefined} data-testid={`history-cost-${r.id}`}>{formatCost(r.cost, r.tokens)}</td>
+                <td className="num" title={costTitle(r)} data-testid={`history-cost-${r.id}`}>{costShown(r)}</td>
                 <td title={r.pending.join(", ")}>{r.pending.join(", ")}</td>
                 <td className="actions">
                   <button onClick={() => storedRuns.openRun(r.id)} title="Show this run on the canvas: statuses, outputs, trace" data-testid={`history-open-${r.id}`}>Open</button>

@@ -14,6 +14,7 @@ export const attempt = (over: Partial<CaseReport["attempts"][number]> = {}): Cas
   tokens: 0,
   durationMs: 3,
   cost: 0,
+  costText: "$0.00",
   outputs: {},
   runId: "run-1",
   ...over,
@@ -50,6 +51,7 @@ export const evalReport = (cases: CaseReport[], changes?: CaseChange[]): EvalRep
   tokens: 0,
   durationMs: 9,
   cost: 0,
+  costText: "$0.00",
   calls: { modelCalls: 0, reused: 0, tokensSaved: 0 },
   ...(changes && {
     comparison: {

@@ -7,7 +7,7 @@ import { useDocument } from "./document";
 import { useLayoutPrefs } from "./layoutPrefs";
 import { useMessages } from "./messages";
 import { renderHook } from "@testing-library/react";
-import { applyCaseReport, applyEvaluation, askedAgain, formatCost, nodeMark, nodeToCompare, shownAttempt, summarize, useAskedMark, useCompareMark, useEvals, type CaseReport, type EvalReport } from "./evals";
+import { applyCaseReport, applyEvaluation, askedAgain, nodeMark, nodeToCompare, shownAttempt, summarize, useAskedMark, useCompareMark, useEvals, type CaseReport, type EvalReport } from "./evals";
 import { attempt, caseChange, caseReport, evalReport, send, freshStores } from "./evals.fixtures";
 
 const workflow = { switchyard: 1, name: "Loop", nodes: [{ id: "start", type: "start" }, { id: "fix", type: "agent" }, { id: "review", type: "agent" }], edges: [] } as unknown as Workflow;
@@ -102,17 +102,6 @@ describe("the compare view", () => {
   });
 });
 
-describe("cost as the app shows it", () => {
-  it("says nothing for a run that used no tokens, dollars otherwise, and a dash when a model has no price", () => {
-    expect(formatCost(0, 0)).toBe("");
-    expect(formatCost(null, 0)).toBe("");
-    expect(formatCost(0.0012, 300)).toBe("$0.0012");
-    expect(formatCost(0.000240111, 45)).toBe("$0.00024");
-    expect(formatCost(1.254, 9000)).toBe("$1.25");
-    expect(formatCost(0, 45)).toBe("$0");
-    expect(formatCost(null, 45)).toBe("—");
-  });
-});
 
 describe("running the cases", () => {
   it("reads the cases and the last evaluation kept of the file", async () => {

@@ -115,14 +115,6 @@ export function nodeToCompare(change: CaseChange | undefined, selected: string |
   return change.nodes.find((n) => n.node === selected) ?? order.map((v) => change.nodes.find((n) => n.change === v)).find(Boolean);
 }
 
-/** US dollars as the app shows them: "" when nothing was used, "$0.0012", "$1.25"; null cost with tokens: unknown. */
-export function formatCost(cost: number | null | undefined, tokens: number): string {
-  if (!tokens && !cost) return "";
-  if (cost == null) return "—";
-  if (cost === 0) return "$0";
-  return cost >= 0.01 ? `$${cost.toFixed(2)}` : `$${Number(cost.toPrecision(2))}`;
-}
-
 /** A case's one line of outcome: its verdict in the app's words. */
 export const verdictWord = (report: CaseReport | undefined): string => (report ? VERDICT_WORDS[report.verdict] : "");
 

@@ -33,8 +33,12 @@ pub struct Report {
     pub tokens: u64,
     #[cfg_attr(feature = "specta", specta(type = u32))]
     pub duration_ms: u64,
-    /// US dollars, from the settings' prices; none when some model that used tokens has no price.
+    /// US dollars, summed over every attempt and rounded once (`usage::round`); none when some model that used tokens
+    /// has no price.
     pub cost: Option<f64>,
+    /// The cost as every front end writes it (`usage::dollars`); none when the cost is.
+    #[serde(default)]
+    pub cost_text: Option<String>,
     /// Model calls made, calls answered from the recorded calls, and the tokens those saved.
     pub calls: CallCounts,
     /// How it compares with a baseline report (`--baseline`).
@@ -127,12 +131,14 @@ impl Report {
         let (passed, failed, flaky, errors) =
             (count(Verdict::Passed), count(Verdict::Failed), count(Verdict::Flaky), count(Verdict::Error));
         let attempts = || cases.iter().flat_map(|c| &c.attempts);
+        let cost = attempts().map(|a| a.cost).sum::<Option<f64>>().map(crate::usage::round);
         Report {
             id: None,
             started: now(),
             pass_rate: if cases.is_empty() { 0.0 } else { passed as f64 / cases.len() as f64 },
             tokens: attempts().fold(0u64, |sum, a| sum.saturating_add(a.tokens)),
-            cost: attempts().map(|a| a.cost).sum(),
+            cost,
+            cost_text: cost.map(crate::usage::dollars),
             duration_ms: attempts().fold(0u64, |sum, a| sum.saturating_add(a.duration_ms)),
             file,
             workflow,
@@ -304,6 +310,7 @@ mod tests {
             tokens: u64::MAX,
             duration_ms: 5,
             cost: Some(0.0),
+            cost_text: Some("$0.00".into()),
             outputs: BTreeMap::new(),
             run_id: None,
             asked: BTreeMap::new(),

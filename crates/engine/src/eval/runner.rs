@@ -80,9 +80,12 @@ pub struct Attempt {
     pub tokens: u64,
     #[cfg_attr(feature = "specta", specta(type = u32))]
     pub duration_ms: u64,
-    /// US dollars the run's model calls cost, from the settings' prices; none when a model that used tokens has no
-    /// price there.
+    /// US dollars the run's model calls cost, rounded (`usage::round`), at the prices the case's run kept (this
+    /// process's settings'); none when a model that used tokens has no price there.
     pub cost: Option<f64>,
+    /// The cost as every front end writes it (`usage::dollars`: `$0.00003`); none when the cost is.
+    #[serde(default)]
+    pub cost_text: Option<String>,
     /// Each node's output as the next node sees it (its error when it failed): what `--baseline` compares.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub outputs: BTreeMap<String, String>,
@@ -265,6 +268,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         tokens: 0,
         duration_ms: 0,
         cost: Some(0.0),
+        cost_text: Some(crate::usage::dollars(0.0)),
         outputs: BTreeMap::new(),
         run_id: None,
         asked: BTreeMap::new(),
@@ -319,7 +323,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         let expected = check::describe(&e.check);
         match &cost {
             Ok(usd) if *usd <= max => {}
-            Ok(usd) => failures.push(Failure { node: None, name: None, expected, actual: format!("${usd:.6}") }),
+            Ok(usd) => failures.push(Failure { node: None, name: None, expected, actual: crate::usage::dollars(*usd) }),
             Err(unpriced) => failures.push(Failure { node: None, name: None, expected, actual: unpriced.to_string() }),
         }
     }
@@ -338,6 +342,7 @@ async fn attempt(run: &Run<'_>, case: &Case) -> Attempt {
         error: None,
         tokens: spent.tokens.saturating_add(judge_tokens),
         duration_ms: spent.duration_ms,
+        cost_text: cost.as_ref().ok().map(|usd| crate::usage::dollars(*usd)),
         cost: cost.ok(),
         outputs: outcome
             .result

@@ -92,29 +92,8 @@ impl ServerConfig {
     }
 }
 
-/// A model's price: US dollars per million tokens.
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
-    /// Input tokens read from the provider's prompt cache; at `input` when not given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_input: Option<f64>,
-}
-
-impl Price {
-    /// The cost, in US dollars, of this many tokens.
-    pub fn cost(&self, usage: &crate::result::Usage) -> f64 {
-        let cached = usage.cached_input_tokens.min(usage.input_tokens);
-        let fresh = usage.input_tokens - cached;
-        (fresh as f64 * self.input
-            + cached as f64 * self.cached_input.unwrap_or(self.input)
-            + usage.output_tokens as f64 * self.output)
-            / 1_000_000.0
-    }
-}
+/// A model's price (`usage::Price`: a run keeps its models' prices, so the type lives with what costs a run).
+pub use crate::usage::Price;
 
 /// One thing wrong with settings, located by field so the settings dialog can mark it.
 #[cfg_attr(feature = "specta", derive(specta::Type))]

@@ -75,6 +75,10 @@ pub struct RunOptions {
     /// Results, routes and decisions taken from an earlier run for the nodes upstream of the one run from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reuse: Option<Reuse>,
+    /// The prices the run is costed with, by `provider/model` (`usage::kept_prices`): those of the settings of the
+    /// process that started it, for the models it can use. None for a run recorded before runs kept their prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<std::collections::BTreeMap<String, crate::usage::Price>>,
 }
 
 /// What a run needs besides the workflow: the model, an optional script, the run log and observers.

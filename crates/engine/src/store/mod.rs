@@ -180,9 +180,21 @@ pub struct RunRow {
     /// All of them.
     #[cfg_attr(feature = "specta", specta(type = u32))]
     pub tokens: u64,
-    /// US dollars at the settings' prices (`session::priced`); none when a model that used tokens has no price, or
-    /// before the session priced it.
+    /// The prices it was costed with, by `provider/model`: those it kept when it started (`RunOptions::prices`, the
+    /// settings of the process that started it, for the models it can use). None for a run recorded before runs
+    /// kept their prices.
+    #[serde(default)]
+    pub prices: Option<BTreeMap<String, crate::usage::Price>>,
+    /// US dollars, rounded (`usage::round`), at its kept prices, else at the viewer's settings (`session::priced`);
+    /// none when a model that used tokens has no price, or before the session priced it.
     pub cost: Option<f64>,
+    /// The cost as every front end writes it (`usage::dollars`: `$0.00003`); none when the cost is.
+    #[serde(default)]
+    pub cost_text: Option<String>,
+    /// Which prices the cost is at: `kept` (the run's own) or `current` (the viewer's settings now: a run recorded
+    /// before runs kept their prices); none before the session priced it.
+    #[serde(default)]
+    pub priced: Option<crate::usage::Priced>,
     /// The evaluation it was a case of, if any.
     pub eval: Option<String>,
     /// The run it is a fork of (`run --fork RUN`, the Last run tab's Fork from here), if it is one.

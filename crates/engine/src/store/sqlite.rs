@@ -387,7 +387,10 @@ impl RunStore {
             pending: serde_json::from_str(&r.pending).unwrap_or_default(),
             tokens: 0,
             usage: r.usage.and_then(|u| serde_json::from_str(&u).ok()).unwrap_or_default(),
+            prices: r.prices.and_then(|p| serde_json::from_str(&p).ok()),
             cost: None,
+            cost_text: None,
+            priced: None,
             eval: r.eval,
             forked_from: r.forked_from,
             // This machine's runs: started here, by nobody named, and cancelled here.
@@ -524,6 +527,8 @@ const ROW_SELECT: &str = "SELECT id, workflow_path, script_path, status, coalesc
     coalesce(started_at, updated_at), ended_at, updated_at, coalesce(pending, '[]'), usage, eval_id,
     CASE WHEN json_valid(options) THEN
       CASE WHEN json_type(options, '$.reuse.fork') IS NOT NULL THEN json_extract(options, '$.reuse.run') END
+    END,
+    CASE WHEN json_valid(options) AND json_type(options, '$.prices') = 'object' THEN json_extract(options, '$.prices')
     END FROM runs";
 
 struct RawRow {
@@ -539,6 +544,8 @@ struct RawRow {
     usage: Option<String>,
     eval: Option<String>,
     forked_from: Option<String>,
+    /// The prices the run kept (`RunOptions::prices`), as JSON.
+    prices: Option<String>,
 }
 
 fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
@@ -555,6 +562,7 @@ fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
         usage: r.get(9)?,
         eval: r.get(10)?,
         forked_from: r.get(11)?,
+        prices: r.get(12)?,
     })
 }
 

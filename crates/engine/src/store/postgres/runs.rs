@@ -39,7 +39,10 @@ macro_rules! row_select {
            CASE WHEN status = 'ready'
                 THEN (SELECT count(*) FROM runs a WHERE a.status = 'ready' AND a.queue = runs.queue
                         AND (a.priority > runs.priority OR a.priority = runs.priority
-                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8 END AS ahead
+                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8 END AS ahead,
+           CASE WHEN options::text LIKE '%\"prices\"%'
+                THEN (SELECT CASE WHEN json_typeof(o->'prices') = 'object' THEN (o->'prices')::text END
+                      FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END AS kept_prices
          FROM runs"
     };
 }
@@ -365,8 +368,13 @@ impl Shared {
             queue: Some(r.try_get("queue").in_db(self)?),
             ahead: r.try_get::<_, Option<i64>>("ahead").in_db(self)?.map(|n| n.max(0) as u64),
             waiting: None,
+            // The prices it kept (`RunOptions::prices`), read by name; a table that does not read is none, as a
+            // run's that kept none.
+            prices: r.try_get::<_, Option<&str>>("kept_prices").in_db(self)?.and_then(|p| serde_json::from_str(p).ok()),
             tokens: 0,
             cost: None,
+            cost_text: None,
+            priced: None,
             id,
         };
         Ok((row.counted(), lease))
