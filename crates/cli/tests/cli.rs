@@ -446,7 +446,10 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
             "eval",
             "origin",
             "cancelledBy",
-            "version"
+            "version",
+            "queue",
+            "ahead",
+            "waiting"
         ]
     );
     assert_eq!(row["origin"], serde_json::json!({"via": "local", "by": null}), "started on this machine");

@@ -827,7 +827,10 @@ async fn the_openapi_document_passes_a_real_validator_and_runs_are_listed_as_the
             "eval",
             "origin",
             "cancelledBy",
-            "version"
+            "version",
+            "queue",
+            "ahead",
+            "waiting"
         ]
     );
     assert_eq!(row["origin"], json!({"via": "api", "by": "test"}), "started by the test's token: {runs}");
