@@ -3,7 +3,7 @@
 // person signs in with a token, follows runs live, and approves a step; the server's API confirms what the page
 // shows. Screenshots go to target/e2e-shots/browser-*.png.
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -19,6 +19,19 @@ const work = mkdtempSync(join(tmpdir(), "switchyard-browser-"));
 // The cluster runs as the `postgres` user when the tests run as root (CI): it must reach its folder.
 chmodSync(work, 0o755);
 const WORKFLOW = "Publish with approval";
+/** A workflow whose run fails: its check answers nothing its output schema takes. */
+const FAILING = "Weekly report";
+const FAILING_YAML = `switchyard: 1
+name: ${FAILING}
+nodes:
+  - {id: start, type: start}
+  - id: check
+    type: agent
+    user_prompt: Check the week's numbers
+    output_schema: {type: object, required: [verdict], properties: {verdict: {type: string}}}
+edges:
+  - {from: start, to: check}
+`;
 
 let db, base, token, browser;
 const processes = [];
@@ -68,6 +81,7 @@ before(async () => {
   const folder = join(work, "workflows");
   mkdirSync(folder);
   for (const f of ["approval-flow.yaml", "approval-flow.script.yaml"]) copyFileSync(join(root, "examples", f), join(folder, f));
+  writeFileSync(join(folder, "weekly-report.yaml"), FAILING_YAML);
   db = execFileSync("bash", [join(root, "scripts/postgres.sh"), "start", join(work, "pg")], { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }).trim().split("\n").at(-1);
   token = execFileSync(binary, ["--db", db, "token", "create", "browser-test"], { encoding: "utf8" }).trim().split("\n").at(-1);
   const port = await freePort();
@@ -75,7 +89,10 @@ before(async () => {
   start(["serve", "--workflows", folder, "--answers", join(folder, "approval-flow.script.yaml"), "--listen", `127.0.0.1:${port}`, "--ui", join(root, "dist")], "serve");
   start(["worker"], "worker");
   await until("the server", () => fetch(`${base}/healthz`).then((r) => r.ok).catch(() => false));
-  await until("the workflow served", async () => (await api("GET", "/api/workflows")).body.workflows?.some((w) => w.name === WORKFLOW));
+  await until("the workflows served", async () => {
+    const served = (await api("GET", "/api/workflows")).body.workflows ?? [];
+    return [WORKFLOW, FAILING].every((name) => served.some((w) => w.name === name));
+  });
   browser = await chromium.launch({ executablePath: chromiumPath(), args: HEADLESS });
 });
 
@@ -180,5 +197,48 @@ test("Run in the browser starts the served workflow on the server and the canvas
   await until("the revise step shown done", async () => (await page.getByTestId("node-revise").getAttribute("data-status")) === "succeeded");
   assert.equal(await page.getByTestId("node-publish").getAttribute("data-status"), "skipped");
   await page.screenshot({ path: join(shots, "browser-run.png") });
+  await page.close();
+});
+
+test("History finds a failed run from an hour ago by its status and when it started, among runs of every age", async () => {
+  // Two runs that fail, then the database's clock is moved back for them: one started 70 minutes ago, one 3 days ago.
+  const failing = [];
+  for (let i = 0; i < 2; i++) {
+    const started = await api("POST", "/api/runs", { workflow: FAILING });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    failing.push(started.body.id);
+  }
+  for (const id of failing) await until(`run ${id} to fail`, async () => (await runStatus(id)) === "failed");
+  const [hourAgo, daysAgo] = failing;
+  const backdate = (id, age) => execFileSync("psql", [db, "-qc", `UPDATE runs SET started_at = started_at - interval '${age}' WHERE id = '${id}'`]);
+  backdate(hourAgo, "70 minutes");
+  backdate(daysAgo, "3 days");
+
+  const page = await signedIn(`/?workflow=${encodeURIComponent(FAILING)}`);
+  await page.getByTestId("tab-history").click();
+  const shown = () => page.locator('tr[data-testid^="history-"]').evaluateAll((rows) => rows.map((r) => r.dataset.testid.slice("history-".length)));
+  const showing = (what, ids) => until(what, async () => JSON.stringify((await shown()).sort()) === JSON.stringify([...ids].sort()), 10000);
+
+  // The status by the keyboard: Shift+Tab from the search box to the list, then the first letters of "failed".
+  await page.getByTestId("history-search").click();
+  await page.keyboard.press("Shift+Tab");
+  await page.keyboard.type("fa");
+  await showing("both failed runs", failing);
+  // When they started: Tab past the search box to the list, then down to "in the last 24 hours".
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("data-testid")), "history-since");
+  await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("ArrowDown");
+  await showing("only the run from an hour ago", [hourAgo]);
+  await page.screenshot({ path: join(shots, "browser-history-filter.png") });
+  // In the last hour, nothing failed: the list says so.
+  await page.keyboard.press("ArrowUp");
+  await until("the empty list said so", async () => /No run matches/.test(await page.getByTestId("history").innerText()), 10000);
+  // Back to the last 24 hours, and the run opens on the canvas, its check shown failed.
+  await page.keyboard.press("ArrowDown");
+  await showing("the run from an hour ago again", [hourAgo]);
+  await page.getByTestId(`history-open-${hourAgo}`).click();
+  await until("the failed check shown", async () => (await page.getByTestId("node-check").getAttribute("data-status")) === "failed", 10000);
   await page.close();
 });

@@ -23,7 +23,7 @@ use switchyard_engine::remote::Remote;
 use switchyard_engine::result::Decision;
 use switchyard_engine::run::{self, RunController};
 use switchyard_engine::session::{self, Drive, Driving, Sinks, WorkflowRef};
-use switchyard_engine::store::{self, RunRow, RunStore, Store, StoredRun};
+use switchyard_engine::store::{self, RunFilter, RunQuery, RunRow, RunStore, Store, StoredRun};
 use switchyard_engine::validate;
 use switchyard_engine::views::{Opened, Resumed, RunSummary, Startup};
 use switchyard_engine::Workflow;
@@ -104,8 +104,14 @@ async fn off_runtime<T: Send + 'static>(
 #[async_trait]
 impl Host for AppState {
     /// Every run of this computer's store.
-    async fn stored_runs(&self) -> Result<Vec<RunRow>, CommandError> {
-        off_runtime(self.run_store()?.clone(), |store| Ok(store.list()?)).await
+    async fn stored_runs(&self, mut query: RunQuery) -> Result<Vec<RunRow>, CommandError> {
+        off_runtime(self.run_store()?.clone(), move |store| {
+            if let Some(before) = query.before.take() {
+                query.before = Some(store.resolve(&before)?);
+            }
+            Ok(store.find(&query)?)
+        })
+        .await
     }
 
     async fn stored_run(&self, run_id: String) -> Result<StoredRun, CommandError> {
@@ -240,9 +246,9 @@ impl Host for AppState {
         self.runs.lock().unwrap().keys().cloned().collect()
     }
 
-    async fn server_runs(&self) -> Result<Vec<RunSummary>, CommandError> {
+    async fn server_runs(&self, filter: RunFilter) -> Result<Vec<RunSummary>, CommandError> {
         let Some(remote) = remote::configured()? else { return Ok(Vec::new()) };
-        let mut runs = client::list_runs(&remote).await?;
+        let mut runs = client::list_runs(&remote, Some(filter)).await?;
         self.remotes.listed(&remote, runs.iter().map(|r| r.row.id.as_str()));
         for run in &mut runs {
             run.server = Some(remote.host().to_string());

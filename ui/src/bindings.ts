@@ -35,8 +35,11 @@ export const commands = {
 	resumeRun: (runId: string, onEvents: Channel<Event_Deserialize[]>) => typedError<Resumed_Serialize, CommandError>(__TAURI_INVOKE("resume_run", { runId, onEvents })),
 	decide: (runId: string, node: string, decision: string, note: string) => typedError<null, CommandError>(__TAURI_INVOKE("decide", { runId, node, decision, note })),
 	cancelRun: (runId: string) => typedError<null, CommandError>(__TAURI_INVOKE("cancel_run", { runId })),
-	/**  Stored runs, newest first; paused and interrupted ones can go on. */
-	listRuns: () => typedError<RunSummary_Serialize[], CommandError>(__TAURI_INVOKE("list_runs")),
+	/**
+	 *  Stored runs, newest first, that `filter` asks for (the newest 100 without one, or when it gives no
+	 *  limit); paused and interrupted ones can go on.
+	 */
+	listRuns: (filter: RunFilter_Deserialize | null) => typedError<RunSummary_Serialize[], CommandError>(__TAURI_INVOKE("list_runs", { filter })),
 	runEvents: (runId: string) => typedError<Event_Serialize[], CommandError>(__TAURI_INVOKE("run_events", { runId })),
 	/**
 	 *  Each agent's model turns and tool calls in a run, by node id, in order (the run log's journal): the Last run tab's
@@ -53,7 +56,7 @@ export const commands = {
 	 *  The runs of the server the settings name (`server:`), newest first, each marked with the server's `HOST:PORT`;
 	 *  none when no server is named. Opening, following, deciding and cancelling them then goes to that server.
 	 */
-	serverRuns: () => typedError<RunSummary_Serialize[], CommandError>(__TAURI_INVOKE("server_runs")),
+	serverRuns: (filter: RunFilter_Deserialize | null) => typedError<RunSummary_Serialize[], CommandError>(__TAURI_INVOKE("server_runs", { filter })),
 	/**  Opens a stored run: the document it started with (not the file as it is now) and what happened. */
 	openRun: (runId: string) => typedError<OpenedRun_Serialize, CommandError>(__TAURI_INVOKE("open_run", { runId })),
 	/**
@@ -1462,6 +1465,64 @@ export type RunRow_Deserialize = {
 	workflow: string,
 	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
 	workflowRef?: string | null,
+/**
+ *  A run query as a person or a request spells it — History's filter, `switchyard runs`' flags, `GET /api/runs`'
+ *  parameters — in words [`RunFilter::query`] reads: one meaning for each, wherever it is typed.
+ */
+export type RunFilter = RunFilter_Serialize | RunFilter_Deserialize;
+
+/**
+ *  A run query as a person or a request spells it — History's filter, `switchyard runs`' flags, `GET /api/runs`'
+ *  parameters — in words [`RunFilter::query`] reads: one meaning for each, wherever it is typed.
+ */
+export type RunFilter_Deserialize = {
+	/**  At most this many, newest first. */
+	limit?: number | null,
+	/**  The next page: runs listed after this run (the id of the last run of the page before). */
+	before?: string | null,
+	/**
+	 *  Only runs with one of these statuses (`ready`, `running`, `paused`, `interrupted`, `completed`, `failed`,
+	 *  `cancelled`); none: any.
+	 */
+	status?: string[],
+	/**  Only runs of the workflow of this name (in any case), or started from this file. */
+	workflow?: string | null,
+	/**  Only runs started at or after this time: RFC 3339, a day (`2026-11-28`, UTC), or an age (`30m`, `2h`, `7d`). */
+	since?: string | null,
+	/**  Only runs started before this time (as `since`). */
+	until?: string | null,
+	/**  Only runs whose id begins with this (the short ids History shows). */
+	id?: string | null,
+	/**  Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case). */
+	search?: string | null,
+};
+
+/**
+ *  A run query as a person or a request spells it — History's filter, `switchyard runs`' flags, `GET /api/runs`'
+ *  parameters — in words [`RunFilter::query`] reads: one meaning for each, wherever it is typed.
+ */
+export type RunFilter_Serialize = {
+	/**  At most this many, newest first. */
+	limit: number | null,
+	/**  The next page: runs listed after this run (the id of the last run of the page before). */
+	before: string | null,
+	/**
+	 *  Only runs with one of these statuses (`ready`, `running`, `paused`, `interrupted`, `completed`, `failed`,
+	 *  `cancelled`); none: any.
+	 */
+	status: string[],
+	/**  Only runs of the workflow of this name (in any case), or started from this file. */
+	workflow: string | null,
+	/**  Only runs started at or after this time: RFC 3339, a day (`2026-11-28`, UTC), or an age (`30m`, `2h`, `7d`). */
+	since: string | null,
+	/**  Only runs started before this time (as `since`). */
+	until: string | null,
+	/**  Only runs whose id begins with this (the short ids History shows). */
+	id: string | null,
+	/**  Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case). */
+	search: string | null,
+};
+
 	answersPath?: string | null,
 	status: StoredStatus,
 	/**  RFC 3339. */

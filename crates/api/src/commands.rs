@@ -10,6 +10,7 @@ use switchyard_engine::mcp::{McpServerConfig, McpTool};
 use switchyard_engine::node_types::{self, NodeTypeSpec};
 use switchyard_engine::providers::{DefaultModel, Settings};
 use switchyard_engine::session;
+use switchyard_engine::store::{RunFilter, RunQuery};
 use switchyard_engine::validate::{self, Report};
 use switchyard_engine::views::{self, Opened, OpenedRun, Resumed, RunSummary, Startup};
 use switchyard_engine::Workflow;
@@ -113,9 +114,26 @@ pub async fn cancel_run(host: &dyn Host, run_id: String) -> Result<(), CommandEr
     }
 }
 
-pub async fn list_runs(host: &dyn Host) -> Result<Vec<RunSummary>, CommandError> {
+/// How many runs a list gives when its filter names no limit; the most it gives at once.
+pub const RUNS_PAGE: usize = 100;
+pub const MAX_RUNS_PAGE: usize = 1000;
+
+/// The store's query a filter asks for, or why it names none (`INVALID_FILTER`, with the field).
+pub fn run_query(filter: RunFilter) -> Result<RunQuery, CommandError> {
+    let query = filter
+        .query(RUNS_PAGE)
+        .map_err(|(field, why)| CommandError::new("INVALID_FILTER", format!("the filter's {field}: {why}")))?;
+    if query.limit > MAX_RUNS_PAGE {
+        let why = format!("a limit of {} is over {MAX_RUNS_PAGE}: page with `before`", query.limit);
+        return Err(CommandError::new("INVALID_FILTER", why));
+    }
+    Ok(query)
+}
+
+pub async fn list_runs(host: &dyn Host, filter: Option<RunFilter>) -> Result<Vec<RunSummary>, CommandError> {
+    let query = run_query(filter.unwrap_or_default())?;
     let live = host.live_runs();
-    let rows = session::priced_rows(host.stored_runs().await?);
+    let rows = session::priced_rows(host.stored_runs(query).await?);
     Ok(rows.into_iter().map(|row| RunSummary { live: live.contains(&row.id), row, server: None }).collect())
 }
 
@@ -142,8 +160,10 @@ pub async fn follow_run(
     host.follow_run(run_id, after, on_events).await
 }
 
-pub async fn server_runs(host: &dyn Host) -> Result<Vec<RunSummary>, CommandError> {
-    host.server_runs().await
+pub async fn server_runs(host: &dyn Host, filter: Option<RunFilter>) -> Result<Vec<RunSummary>, CommandError> {
+    let filter = filter.unwrap_or_default();
+    run_query(filter.clone())?;
+    host.server_runs(filter).await
 }
 
 pub async fn open_run(host: &dyn Host, run_id: String) -> Result<OpenedRun, CommandError> {

@@ -13,7 +13,7 @@ use switchyard_engine::format::Format;
 use switchyard_engine::mcp::{McpServerConfig, McpTool};
 use switchyard_engine::providers::{DefaultModel, Settings};
 use switchyard_engine::remote::Remote;
-use switchyard_engine::store::{RunRow, StoredRun};
+use switchyard_engine::store::{RunFilter, RunQuery, RunRow, StoredRun};
 use switchyard_engine::validate;
 use switchyard_engine::views::{Opened, Resumed, RunSummary, Startup};
 use switchyard_engine::Workflow;
@@ -79,8 +79,8 @@ pub trait Host: Send + Sync {
     // Stored runs, read as the host's store is read: awaited on the server (PostgreSQL's async calls), off the
     // runtime's threads on the desktop (SQLite's calls block).
 
-    /// The runs History lists, newest first (the server's newest few hundred; the desktop's all).
-    async fn stored_runs(&self) -> Result<Vec<RunRow>, CommandError>;
+    /// The runs History lists, newest first: those `query` asks for.
+    async fn stored_runs(&self, query: RunQuery) -> Result<Vec<RunRow>, CommandError>;
 
     /// A stored run, whole: to open it, or read its conversations.
     async fn stored_run(&self, run_id: String) -> Result<StoredRun, CommandError>;
@@ -156,7 +156,7 @@ pub trait Host: Send + Sync {
         Vec::new()
     }
 
-    async fn server_runs(&self) -> Result<Vec<RunSummary>, CommandError> {
+    async fn server_runs(&self, _filter: RunFilter) -> Result<Vec<RunSummary>, CommandError> {
         Err(CommandError::not_on_server(Needs::Desktop, None))
     }
 

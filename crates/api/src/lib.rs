@@ -24,4 +24,4 @@ pub use types::{EvalCaseView, EvalSuiteView, ForkArgs, Prefs, RunArgs, SavedCase
 
 // What the list's types are named through (`$crate::views::Opened`, …), wherever it is expanded.
 pub use switchyard_engine::code::consent;
-pub use switchyard_engine::{eval, events, mcp, node_types, providers, validate, views, Workflow};
+pub use switchyard_engine::{eval, events, mcp, node_types, providers, store, validate, views, Workflow};

@@ -51,8 +51,9 @@ macro_rules! for_each_command {
                 -> $crate::views::Resumed, fallible, RunsHere;
             decide(run_id: String, node: String, decision: String, note: String) -> (), fallible, Any, remote;
             cancel_run(run_id: String) -> (), fallible, Any, remote;
-            /// Stored runs, newest first; paused and interrupted ones can go on.
-            list_runs() -> Vec<$crate::views::RunSummary>, fallible, Any, remote;
+            /// Stored runs, newest first, that `filter` asks for (the newest 100 without one, or when it gives no
+            /// limit); paused and interrupted ones can go on.
+            list_runs(filter: Option<$crate::store::RunFilter>) -> Vec<$crate::views::RunSummary>, fallible, Any, remote;
             run_events(run_id: String) -> Vec<$crate::events::Event>, fallible, Any, remote;
             /// Each agent's model turns and tool calls in a run, by node id, in order (the run log's journal): the Last run tab's
             /// Conversation.
@@ -63,7 +64,7 @@ macro_rules! for_each_command {
             follow_run(run_id: String, after: u32; on_events: Vec<$crate::events::Event>) -> (), fallible, Desktop, follows;
             /// The runs of the server the settings name (`server:`), newest first, each marked with the server's `HOST:PORT`;
             /// none when no server is named. Opening, following, deciding and cancelling them then goes to that server.
-            server_runs() -> Vec<$crate::views::RunSummary>, fallible, Desktop;
+            server_runs(filter: Option<$crate::store::RunFilter>) -> Vec<$crate::views::RunSummary>, fallible, Desktop;
             /// Opens a stored run: the document it started with (not the file as it is now) and what happened.
             open_run(run_id: String) -> $crate::views::OpenedRun, fallible, Any, remote;
             /// Plays a stored run again through the engine from its recorded inputs — no model or tool call — streaming its

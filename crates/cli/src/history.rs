@@ -8,7 +8,7 @@ use switchyard_engine::events::Event;
 use switchyard_engine::journal;
 use switchyard_engine::run;
 use switchyard_engine::session;
-use switchyard_engine::store::{self, RunQuery, StoredStatus};
+use switchyard_engine::store::{self, RunFilter, RunQuery, StoredStatus};
 use switchyard_engine::usage::Priced;
 use switchyard_engine::views;
 use switchyard_engine::RunStatus;
@@ -43,29 +43,25 @@ pub(crate) struct RunsFilter {
     /// Only runs whose id begins with this.
     #[arg(long, value_name = "PREFIX")]
     pub id: Option<String>,
+    /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case), as
+    /// History's search box finds them.
+    #[arg(long, value_name = "TEXT")]
+    pub search: Option<String>,
 }
 
 impl RunsFilter {
     fn query(self) -> Result<RunQuery, Unusable> {
-        let invalid = |flag: &str, why: String| coded("INVALID_ARGUMENTS", format!("--{flag}: {why}"));
-        let instant = |flag: &str, t: Option<String>| {
-            t.map(|t| store::parse_instant(&t).map_err(|why| invalid(flag, why.into()))).transpose()
-        };
-        let status = self
-            .status
-            .iter()
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| store::parse_status(s).map_err(|why| invalid("status", why.into())))
-            .collect::<Result<_, _>>()?;
-        Ok(RunQuery {
-            limit: self.limit.unwrap_or(usize::MAX),
+        let filter = RunFilter {
+            limit: self.limit.map(|l| u32::try_from(l).unwrap_or(u32::MAX)),
             before: self.before,
-            status,
+            status: self.status,
             workflow: self.workflow,
-            since: instant("since", self.since)?,
-            until: instant("until", self.until)?,
-            id_prefix: self.id,
-        })
+            since: self.since,
+            until: self.until,
+            id: self.id,
+            search: self.search,
+        };
+        filter.query(usize::MAX).map_err(|(flag, why)| coded("INVALID_ARGUMENTS", format!("--{flag}: {why}")))
     }
 }
 
@@ -223,7 +219,8 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
     // Inside each agent: its model turns and tool calls, as the run's journal keeps them.
     let turns = session::turns(&*store, run_id)?;
     // Who started it, decided its approvals and cancelled it (a server's runs; docs/server.md, "Identities").
-    let decided = views::decisions(&store.events(run_id).map_err(|e| coded(e.code(), e.to_string()))?);
+    let events = store.events(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
+    let decided = views::decisions(&events);
     if json {
         if !turns.is_empty() {
             out["turns"] = json!(turns);

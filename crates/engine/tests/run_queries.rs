@@ -135,6 +135,19 @@ fn every_finding(store: Arc<dyn Store>) {
     assert_eq!(store.resolve("zz").unwrap_err().code(), "NO_SUCH_RUN");
     assert_eq!(store.resolve("").unwrap_err().code(), "NO_SUCH_RUN", "an empty id names no run");
 
+    // History's search: an id's beginning, or the workflow's name or file anywhere in it, in any case.
+    let search = |text: &str| RunQuery { search: Some(text.into()), ..RunQuery::page(usize::MAX) };
+    let alpha = store.find(&search("LPH")).unwrap();
+    assert_eq!(alpha.len(), 13, "12 runs of alpha and the held one");
+    assert!(alpha.iter().all(|r| r.workflow == "alpha"));
+    assert_eq!(ids(&store.find(&search("AB001")).unwrap()), ids(&store.find(&narrower).unwrap()));
+    assert!(store.find(&search("run")).unwrap().is_empty(), "an id matches from its start only");
+    assert_eq!(store.find(&search("a")).unwrap().len(), all.len(), "ab… ids, alpha and beta");
+    let failed_beta = RunQuery { status: vec![StoredStatus::Failed], ..search("bet") };
+    let found = store.find(&failed_beta).unwrap();
+    assert!(!found.is_empty() && found.iter().all(|r| r.workflow == "beta" && r.status == StoredStatus::Failed));
+    assert_eq!(paged(&store, &search("bet"), 5), ids(&store.find(&search("bet")).unwrap()), "searches page too");
+
     // A page after a run that is not there is refused, not an empty page (which would say "no more").
     let lost = RunQuery { before: Some("gone".into()), ..RunQuery::page(10) };
     assert_eq!(store.find(&lost).unwrap_err().code(), "NO_SUCH_RUN");

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard_engine::session::{self, Follow, Followed};
 use switchyard_engine::store::postgres::team::{Caller, Kept, Scope};
-use switchyard_engine::store::{self, Origin, RunQuery, Via};
+use switchyard_engine::store::{Origin, RunFilter, RunQuery, Via};
 use switchyard_engine::views::ListedRun;
 use utoipa::{IntoParams, ToSchema};
 
@@ -237,37 +237,32 @@ pub struct ListQuery {
     pub until: Option<String>,
     /// Only runs whose id begins with this (the short ids History shows).
     pub id: Option<String>,
+    /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case): what
+    /// History's search box finds.
+    pub search: Option<String>,
 }
 
 impl ListQuery {
     /// The store's query, or why the parameters name none.
     pub fn query(self) -> Result<RunQuery, ApiError> {
+        for text in [&self.before, &self.workflow, &self.id, &self.search].into_iter().flatten() {
+            request::text("a query parameter", text)?;
+        }
         let limit = self.limit.unwrap_or(100);
         if limit > MAX_PAGE {
             return Err(query_error_text(&format!("limit {limit} is over {MAX_PAGE}: page with `before`")));
         }
-        let instant = |what: &str, t: Option<String>| {
-            t.map(|t| store::parse_instant(&t).map_err(|why| query_error_text(&format!("{what}: {why}")))).transpose()
-        };
-        let status = self
-            .status
-            .iter()
-            .flat_map(|s| s.split(','))
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| store::parse_status(s).map_err(|why| query_error_text(&format!("status: {why}"))))
-            .collect::<Result<_, _>>()?;
-        for text in [&self.before, &self.workflow, &self.id].into_iter().flatten() {
-            request::text("a query parameter", text)?;
-        }
-        Ok(RunQuery {
-            limit,
+        let filter = RunFilter {
+            limit: Some(limit as u32),
             before: self.before,
-            status,
+            status: self.status.iter().flat_map(|s| s.split(',')).map(str::to_string).collect(),
             workflow: self.workflow,
-            since: instant("since", self.since)?,
-            until: instant("until", self.until)?,
-            id_prefix: self.id,
-        })
+            since: self.since,
+            until: self.until,
+            id: self.id,
+            search: self.search,
+        };
+        filter.query(limit).map_err(|(field, why)| query_error_text(&format!("{field}: {why}")))
     }
 }
 

@@ -30,7 +30,7 @@ use switchyard_engine::providers::{DefaultModel, DefaultSource};
 use switchyard_engine::session;
 use switchyard_engine::store::postgres::team::{Caller, Scope};
 use switchyard_engine::store::postgres::PgError;
-use switchyard_engine::store::{Origin, RunRow, StoreError, StoredRun, Via};
+use switchyard_engine::store::{Origin, RunQuery, RunRow, StoreError, StoredRun, Via};
 use switchyard_engine::validate;
 use switchyard_engine::views::{Opened, Startup};
 use switchyard_engine::Workflow;
@@ -41,9 +41,6 @@ use crate::error::ApiError;
 use crate::registry::Served;
 use crate::request::{self, Segment};
 use crate::AppState;
-
-/// How many runs History lists.
-const HISTORY: usize = 200;
 
 /// The page a command comes from: the workflow its address names (`/?workflow=NAME`), which `startup_file` opens.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
@@ -191,8 +188,11 @@ impl Host for ServerHost {
     }
 
     /// The newest runs, awaited from the PostgreSQL store.
-    async fn stored_runs(&self) -> Result<Vec<RunRow>, CommandError> {
-        self.state.store.recent(HISTORY).await.map_err(stored)
+    async fn stored_runs(&self, mut query: RunQuery) -> Result<Vec<RunRow>, CommandError> {
+        if let Some(before) = query.before.take() {
+            query.before = Some(self.state.store.resolve(&before).await.map_err(stored)?);
+        }
+        self.state.store.find(&query).await.map_err(stored)
     }
 
     async fn stored_run(&self, run_id: String) -> Result<StoredRun, CommandError> {

@@ -16,7 +16,11 @@ const runs = [row("before-save", {}), row("other-unsaved", { workflow: "Cats" })
 function engine() {
   const saved: Record<string, unknown>[] = [];
   mockIPC((cmd, args) => {
-    if (cmd === "list_runs") return runs;
+    // As the stores answer a filter: a workflow's name (in any case) or file, and statuses.
+    if (cmd === "list_runs") {
+      const { workflow, status } = (args as { filter: { workflow?: string; status?: string[] } }).filter;
+      return runs.filter((r) => (!workflow || r.workflow.toLowerCase() === workflow.toLowerCase() || r.workflowRef === workflow) && (!status?.length || status.includes(r.status)));
+    }
     if (cmd === "server_runs") return [];
     if (cmd === "save_test_case") {
       saved.push(args as Record<string, unknown>);

@@ -155,8 +155,14 @@ function Problems() {
 
 /** The run list shows this many of the latest executions; a long run's earlier ones stay in the Events tab. */
 const MAX_ROWS = 400;
-/** How many runs History shows at first, and how many more each "Show more" adds. */
-const PAGE_ROWS = 100;
+/** History's choices of how long ago runs started: an age as `list_runs` reads it (empty: any time). */
+const STARTED_WITHIN: [string, string][] = [
+  ["", "any time"],
+  ["1h", "in the last hour"],
+  ["24h", "in the last 24 hours"],
+  ["7d", "in the last 7 days"],
+  ["30d", "in the last 30 days"],
+];
 
 
 /** One execution; while it runs, its streamed text grows in place. */
@@ -227,26 +233,29 @@ function RunList() {
 function History() {
   const history = useHistory((s) => s.runs);
   const path = useDocument((s) => s.path);
+  const filter = useHistory((s) => s.filter);
+  const shown = useHistory((s) => s.shown);
   const docName = useDocument((s) => s.workflow.name);
   const [all, setAll] = useState(false);
   const serverProblem = useHistory((s) => s.serverProblem);
   const server = usePrefs((p) => p.settings?.server?.url);
   // Runs are started elsewhere too (`switchyard run` in a terminal; on a server, webhooks, schedules, teammates): the
+  // This workflow's runs, and every run that waits for someone (paused, or interrupted when its process died): the
+  // stores find them (`list_runs`), whatever History listed so far.
+  const mine = all || !path ? null : { path, name: docName };
+  const mineKey = mine ? `${mine.path}\n${mine.name}` : "";
+  const setFilter = (f: storedRuns.RunFilter) => void storedRuns.setFilter(f, mine);
   // list is read when it is shown and every 3 s while it is.
   useEffect(() => {
-    void storedRuns.refresh();
+    void storedRuns.setFilter(useHistory.getState().filter, mine).then(() => storedRuns.refresh());
     const timer = setInterval(() => void storedRuns.refresh(), 3000);
     return () => clearInterval(timer);
-  }, [server]);
-  // This workflow's runs, and every run that waits for the person (paused, or interrupted when its process died).
-  const waits = (r: (typeof history)[number]) => (r.status === "paused" || r.status === "interrupted" || (r.server != null && r.status === "ready")) && !r.live;
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- `mine` is what `mineKey` says
+  }, [server, mineKey]);
   // A run made before the workflow's first save names no file: it is this workflow's when it has its name.
   const unsaved = (r: (typeof history)[number]) => !r.workflowRef && !r.server && r.workflow === docName;
-  const [filter, setFilter] = useState<storedRuns.RunFilter>({ status: "", search: "" });
-  const [shown, setShown] = useState(PAGE_ROWS);
-  const mine = all || !path ? history : history.filter((r) => r.workflowRef === path || waits(r) || unsaved(r));
-  const runs = storedRuns.filterRuns(mine, filter);
-  const filtered = !!(filter.status || filter.search.trim());
+  const runs = history;
+  const filtered = !!(filter.status || filter.search.trim() || filter.since);
   // Its test case goes beside the file the workflow was saved to since; before that there is no file to go beside.
   const caseFile = (r: (typeof history)[number]) => (r.workflowRef ? null : unsaved(r) ? path : null);
   return (
@@ -256,13 +265,18 @@ function History() {
         {path && !all && <span className="muted"> (runs that wait for someone are always shown)</span>}
       </label>
       <div className="history-filter">
-        <select value={filter.status} onChange={(e) => (setFilter({ ...filter, status: e.target.value }), setShown(PAGE_ROWS))} aria-label="status" data-testid="history-status">
+        <select value={filter.status} onChange={(e) => setFilter({ ...filter, status: e.target.value })} aria-label="status" data-testid="history-status">
           <option value="">any status</option>
           {["ready", "running", "paused", "interrupted", "completed", "failed", "cancelled"].map((s) => (
             <option key={s} value={s}>{STATUS_WORDS[s] ?? s}</option>
           ))}
         </select>
-        <input type="search" placeholder="run id or workflow" value={filter.search} onChange={(e) => (setFilter({ ...filter, search: e.target.value }), setShown(PAGE_ROWS))} aria-label="search runs" data-testid="history-search" />
+        <input type="search" placeholder="run id or workflow" value={filter.search} onChange={(e) => setFilter({ ...filter, search: e.target.value })} aria-label="search runs" data-testid="history-search" />
+        <select value={filter.since} onChange={(e) => setFilter({ ...filter, since: e.target.value })} aria-label="started" title="How long ago the runs started" data-testid="history-since">
+          {STARTED_WITHIN.map(([since, words]) => (
+            <option key={since} value={since}>{words}</option>
+          ))}
+        </select>
       </div>
       {serverProblem && (
         <p className="banner error" data-testid="server-problem">
@@ -348,8 +362,8 @@ function History() {
         </table>
       )}
       {runs.length > shown && (
-        <button className="history-more" onClick={() => setShown(shown + PAGE_ROWS)} data-testid="history-more">
-          Show more ({runs.length - shown} more)
+        <button className="history-more" onClick={() => void storedRuns.showMore()} data-testid="history-more">
+          Show more ({Math.min(runs.length - shown, storedRuns.PAGE_ROWS)} more)
         </button>
       )}
     </div>

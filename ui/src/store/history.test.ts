@@ -2,7 +2,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { mockIPC } from "@tauri-apps/api/mocks";
 import * as storedRuns from "./history";
-import { filterRuns, useHistory, type RunSummary } from "./history";
+import { useHistory, type RunSummary } from "./history";
 import { useMessages } from "./messages";
 import { useReplay } from "./replay";
 import { useTurns } from "./turns";
@@ -163,27 +163,57 @@ describe("a stored run replayed", () => {
 });
 
 describe("the stored runs store", () => {
-  it("keeps only the list and the server's problem: refreshing, opening and replaying are the module's functions", () => {
-    expect(Object.keys(useHistory.getState()).sort()).toEqual(["runs", "serverProblem"]);
-    expect(["refresh", "openRun", "replayRun", "saveTestCase"].every((f) => typeof (storedRuns as Record<string, unknown>)[f] === "function")).toBe(true);
+  it("keeps the list, the server's problem and what History asks for: refreshing, opening and replaying are the module's functions", () => {
+    expect(Object.keys(useHistory.getState()).sort()).toEqual(["filter", "mine", "runs", "serverProblem", "shown"]);
+    expect(["refresh", "openRun", "replayRun", "saveTestCase", "setFilter", "showMore"].every((f) => typeof (storedRuns as Record<string, unknown>)[f] === "function")).toBe(true);
   });
 });
 
 describe("History's filter", () => {
-  const row = (id: string, status: string, workflow: string, workflowRef: string | null = null) =>
-    ({ id, status, workflow, workflowRef, live: false, pending: [], started: "", durationMs: 0, tokens: 0, usage: {}, cost: null, eval: null, answersPath: null, forkedFrom: null, server: null }) as unknown as RunSummary;
-  const runs = [row("ab12cd34-1", "failed", "Deploy", "/w/deploy.yaml"), row("ab99ffff-2", "completed", "Publish"), row("cd000000-3", "failed", "Publish")];
+  const row = (id: string, status: string, workflow: string, workflowRef: string | null, started: string) =>
+    ({ id, status, workflow, workflowRef, live: false, pending: [], started, durationMs: 0, tokens: 0, usage: {}, cost: null, eval: null, answersPath: null, forkedFrom: null, server: null }) as unknown as RunSummary;
+  function engine(rows: RunSummary[]) {
+    const asked: Record<string, unknown>[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "server_runs") return [];
+      if (cmd !== "list_runs") return null;
+      const f = (args as { filter: { limit: number; before: string | null; status: string[]; workflow?: string } }).filter;
+      asked.push(f);
+      const after = f.before ? rows.findIndex((r) => r.id === f.before) + 1 : 0;
+      return rows.slice(after).filter((r) => (!f.status.length || f.status.includes(r.status)) && (!f.workflow || r.workflow === f.workflow || r.workflowRef === f.workflow)).slice(0, f.limit);
+    });
+    return asked;
+  }
+  beforeEach(() => useHistory.setState({ runs: [], filter: { status: "", search: "", since: "" }, mine: null, shown: storedRuns.PAGE_ROWS }));
 
-  it("by status, by the short id a run begins with, and by workflow name or file, together", () => {
-    const ids = (status: string, search: string) => filterRuns(runs, { status, search }).map((r) => r.id);
-    expect(ids("", "")).toEqual(["ab12cd34-1", "ab99ffff-2", "cd000000-3"]);
-    expect(ids("failed", "")).toEqual(["ab12cd34-1", "cd000000-3"]);
-    expect(ids("", "AB12")).toEqual(["ab12cd34-1"]);
-    expect(ids("", "ab")).toEqual(["ab12cd34-1", "ab99ffff-2"]);
-    expect(ids("", "publish")).toEqual(["ab99ffff-2", "cd000000-3"]);
-    expect(ids("", "deploy.yaml")).toEqual(["ab12cd34-1"]);
-    expect(ids("failed", "publish")).toEqual(["cd000000-3"]);
-    expect(ids("", "12cd")).toEqual([]); // an id matches from its start only
-    expect(ids("paused", "")).toEqual([]);
+  it("is asked of the stores, with a page more than it shows, so every run is found and Show more can count", async () => {
+    const asked = engine([row("r1", "failed", "Deploy", "/w/deploy.yaml", "2026-11-03T10:00:00Z")]);
+    await storedRuns.setFilter({ status: "failed", search: " ab12 ", since: "1h" }, null);
+    expect(asked).toEqual([{ status: ["failed"], search: "ab12", since: "1h", limit: 200, before: null }]);
+    expect(useHistory.getState().runs.map((r) => r.id)).toEqual(["r1"]);
+  });
+
+  it("of one workflow lists its file's runs, its runs before its first save, and every run that waits, once each", async () => {
+    const rows = [
+      row("file-run", "completed", "Deploy", "/w/deploy.yaml", "2026-11-05T10:00:00Z"),
+      row("other-paused", "paused", "Publish", "/w/publish.yaml", "2026-11-04T10:00:00Z"),
+      row("unsaved-run", "completed", "Deploy", null, "2026-11-03T10:00:00Z"),
+      row("other-file", "completed", "Deploy", "/w/elsewhere/deploy.yaml", "2026-11-02T10:00:00Z"),
+      row("paused-file-run", "paused", "Deploy", "/w/deploy.yaml", "2026-11-01T10:00:00Z"),
+    ];
+    engine(rows);
+    await storedRuns.setFilter({ status: "", search: "", since: "" }, { path: "/w/deploy.yaml", name: "Deploy" });
+    expect(useHistory.getState().runs.map((r) => r.id)).toEqual(["file-run", "other-paused", "unsaved-run", "paused-file-run"]);
+  });
+
+  it("pages through more runs than one list gives: Show more reads the next page", async () => {
+    const rows = Array.from({ length: 1250 }, (_, i) => row(`run-${String(i).padStart(4, "0")}`, "completed", "W", "/w/w.yaml", new Date(Date.UTC(2026, 10, 1) - i * 1000).toISOString()));
+    const asked = engine(rows);
+    await storedRuns.refresh();
+    expect(useHistory.getState().runs).toHaveLength(200);
+    for (let i = 0; i < 10; i++) await storedRuns.showMore();
+    expect(useHistory.getState().shown).toBe(1100);
+    expect(useHistory.getState().runs.map((r) => r.id)).toEqual(rows.map((r) => r.id).slice(0, 1200));
+    expect(asked.at(-1), "the second page of 1,000 begins after the first's last run").toMatchObject({ before: "run-0999", limit: 200 });
   });
 });

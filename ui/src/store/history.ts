@@ -3,7 +3,10 @@
 // refreshing it and showing a run are the module's functions (`import * as history from "./history"`).
 import { create } from "zustand";
 import { Channel } from "@tauri-apps/api/core";
-import type { Event_Deserialize } from "../bindings";
+import type { CommandError, Event_Deserialize, RunFilter_Deserialize } from "../bindings";
+
+/** A command's answer as the bindings give it. */
+type Answer<T> = { status: "ok"; data: T } | { status: "error"; error: CommandError };
 import type { Event } from "../types";
 import { commands, unwrap } from "../api";
 import { confirmDiscard } from "./ask";
@@ -22,29 +25,88 @@ import { onServer } from "../transport";
 export type { RunSummary_Serialize as RunSummary } from "../bindings";
 import type { RunSummary_Serialize as RunSummary } from "../bindings";
 
-/** What History's filter asks: a status (empty: any), and text that begins a run's id (the short id History shows)
- * or is in its workflow's name or file. */
-export type RunFilter = { status: string; search: string };
+/** What History's filter asks: a status (empty: any), text that begins a run's id (the short id History shows) or is
+ * in its workflow's name or file, and how long ago runs started (an age such as `1h`; empty: any time). The stores
+ * read it (`list_runs`): every run is found, not only those listed so far. */
+export type RunFilter = { status: string; search: string; since: string };
 
-/** The runs `filter` asks for, in their order. */
-export function filterRuns(runs: RunSummary[], filter: RunFilter): RunSummary[] {
-  const text = filter.search.trim().toLowerCase();
-  return runs.filter(
-    (r) =>
-      (!filter.status || r.status === filter.status) &&
-      (!text || r.id.toLowerCase().startsWith(text) || r.workflow.toLowerCase().includes(text) || (r.workflowRef ?? "").toLowerCase().includes(text)),
-  );
-}
+/** How many runs History lists at first, and how many more each "Show more" adds. */
+export const PAGE_ROWS = 100;
+/** The most runs one `list_runs` gives; more are read page after page. */
+const MAX_PAGE = 1000;
+
+/** A document's runs: those started from its file (`path`), or before its first save with its name (`name`). */
+export type Mine = { path: string; name: string };
 
 type HistoryState = {
   /** Stored runs, newest first: this computer's, and the runs of the server the settings name (`server` set). */
   runs: RunSummary[];
   /** Why the server the settings name could not be read, if it could not (its runs are then left out). */
   serverProblem: string | null;
+  filter: RunFilter;
+  /** Only this document's runs (and every run that waits for someone), or `null`: every workflow's. */
+  mine: Mine | null;
+  /** How many runs History shows; `runs` holds up to a page more, so "Show more" can say how many it adds. */
+  shown: number;
 };
 
 /** The stored runs History lists; what is done with them is the functions below (`refresh`, `openRun`, …). */
-export const useHistory = create<HistoryState>(() => ({ runs: [], serverProblem: null }));
+export const useHistory = create<HistoryState>(() => ({
+  runs: [],
+  serverProblem: null,
+  filter: { status: "", search: "", since: "" },
+  mine: null,
+  shown: PAGE_ROWS,
+}));
+
+/** Sets what History asks for and reads it again; a new filter starts at the first page. */
+export function setFilter(filter: RunFilter, mine: Mine | null): Promise<void> {
+  const { filter: was, mine: wasMine } = useHistory.getState();
+  const same = JSON.stringify([was, wasMine]) === JSON.stringify([filter, mine]);
+  useHistory.setState({ filter, mine, ...(same ? {} : { shown: PAGE_ROWS }) });
+  return same ? Promise.resolve() : refresh();
+}
+
+/** Shows a page more. */
+export function showMore(): Promise<void> {
+  useHistory.setState((s) => ({ shown: s.shown + PAGE_ROWS }));
+  return refresh();
+}
+
+/** Statuses of runs that wait for someone: shown with this document's whatever their workflow. */
+const WAITING = ["paused", "interrupted", "ready"];
+
+/** The store queries the filter makes: every run, or this document's three kinds (its file's, its name's before a
+ * save, and every waiting run), merged after. */
+function queries(filter: RunFilter, mine: Mine | null): { filter: RunFilter_Deserialize; keep?: (r: RunSummary) => boolean }[] {
+  const base: RunFilter_Deserialize = {
+    status: filter.status ? [filter.status] : [],
+    search: filter.search.trim() || null,
+    since: filter.since || null,
+  };
+  if (!mine) return [{ filter: base }];
+  const waiting = filter.status ? WAITING.filter((s) => s === filter.status) : WAITING;
+  return [
+    { filter: { ...base, workflow: mine.path } },
+    // A run made before the workflow's first save names no file: it is this workflow's when it has its name.
+    { filter: { ...base, workflow: mine.name }, keep: (r) => !r.workflowRef && !r.server },
+    ...(waiting.length ? [{ filter: { ...base, status: waiting }, keep: (r: RunSummary) => r.status !== "ready" || r.server != null }] : []),
+  ];
+}
+
+/** Up to `want` runs of one list (this computer's or the server's), newest first, a page at a time. */
+async function read(list: (f: RunFilter_Deserialize) => Promise<Answer<RunSummary[]>>, filter: RunFilter_Deserialize, want: number): Promise<Answer<RunSummary[]>> {
+  const runs: RunSummary[] = [];
+  while (runs.length < want) {
+    const limit = Math.min(MAX_PAGE, want - runs.length);
+    const page = await list({ ...filter, limit, before: runs.at(-1)?.id ?? null });
+    if (page.status === "error") return runs.length ? { status: "ok", data: runs } : page;
+    if (!Array.isArray(page.data)) break;
+    runs.push(...page.data);
+    if (page.data.length < limit) break;
+  }
+  return { status: "ok", data: runs };
+}
 
 /** Loads the document a stored run started with, and an empty run view for it. */
 async function showStoredRun(id: string) {
@@ -80,13 +142,36 @@ function followChannel(id: string): Channel<Event_Deserialize[]> {
 
 /** Reads the stored runs again: this computer's, and the server's the settings name. */
 export async function refresh(): Promise<void> {
+  const { filter, mine, shown } = useHistory.getState();
+  const want = shown + PAGE_ROWS;
+  const asked = queries(filter, mine);
   // In a browser, this computer's runs are the server's: there is no other server to ask.
-  const [local, server] = await Promise.all([commands.listRuns().catch(() => null), onServer() ? null : commands.serverRuns().catch(() => null)]);
-  const runs = local?.status === "ok" && Array.isArray(local.data) ? local.data : null;
-  const remote = server?.status === "ok" && Array.isArray(server.data) ? server.data : [];
-  if (runs === null && !remote.length) return;
-  const merged = [...(runs ?? []), ...remote].sort((a, b) => b.started.localeCompare(a.started));
-  useHistory.setState({ runs: merged, serverProblem: server?.status === "error" ? server.error.message : null });
+  const lists = [(f: RunFilter_Deserialize) => commands.listRuns(f), ...(onServer() ? [] : [(f: RunFilter_Deserialize) => commands.serverRuns(f)])];
+  const answers = await Promise.all(lists.map((list) => Promise.all(asked.map((q) => read(list, q.filter, want).catch(() => null)))));
+  const found = new Map<string, RunSummary>();
+  let serverProblem: string | null = null;
+  let readAny = false;
+  answers.forEach((perQuery, list) =>
+    perQuery.forEach((answer, q) => {
+      if (answer?.status === "error") {
+        if (list === 1) serverProblem = answer.error.message;
+        return;
+      }
+      if (!answer) return;
+      readAny = true;
+      for (const r of answer.data) if (!asked[q].keep || asked[q].keep(r)) found.set(r.id, r);
+    }),
+  );
+  // The same filter still asked (not changed while this was read): else a newer refresh shows its own answer.
+  if (!readAny || JSON.stringify([filter, mine]) !== JSON.stringify([useHistory.getState().filter, useHistory.getState().mine])) return;
+  const runs = [...found.values()].sort((a, b) => b.started.localeCompare(a.started));
+  useHistory.setState({ runs, serverProblem });
+}
+
+/** The runs a crash cut short (interrupted), whatever History shows: offered when the window opens. */
+export async function interruptedRuns(): Promise<RunSummary[]> {
+  const answer = await commands.listRuns({ status: ["interrupted"], limit: MAX_PAGE }).catch(() => null);
+  return answer?.status === "ok" && Array.isArray(answer.data) ? answer.data : [];
 }
 
 /** Shows a stored run on the canvas: the document it ran, its statuses, outputs and trace. */

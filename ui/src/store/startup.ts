@@ -5,7 +5,6 @@ import { commands } from "../api";
 import { useNodeTypes, type NodeTypeSpec } from "../model/nodeTypes";
 import * as files from "./files";
 import * as storedRuns from "./history";
-import { useHistory } from "./history";
 import { useLayoutPrefs } from "./layoutPrefs";
 import { errorCode, failWith, useMessages } from "./messages";
 import { usePrefs } from "./prefs";
@@ -36,7 +35,7 @@ export async function startUp(): Promise<void> {
   await usePrefs.getState().loadSettings();
   await storedRuns.refresh();
   // Runs whose process died are offered at once: they can go on where they stopped.
-  const interrupted = useHistory.getState().runs.filter((r) => r.status === "interrupted");
+  const interrupted = await storedRuns.interruptedRuns();
   if (interrupted.length) {
     useLayoutPrefs.getState().setPanel("history");
     useMessages.getState().error(`${interrupted.length} run${interrupted.length > 1 ? "s were" : " was"} interrupted when Switchyard stopped: History → Resume runs it on; nodes that completed do not run again.`);

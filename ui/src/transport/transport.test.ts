@@ -29,7 +29,7 @@ beforeEach(() => {
 describe("the server transport", () => {
   test("a command is POST /api/commands/NAME with its arguments and the token, and answers with the server's value", async () => {
     answer = async () => json(200, [{ id: "r1", status: "paused", live: false }]);
-    const r = await commands.listRuns();
+    const r = await commands.listRuns(null);
     expect(onServer()).toBe(true);
     expect(r).toEqual({ status: "ok", data: [{ id: "r1", status: "paused", live: false }] });
     expect(sent[0].url).toBe("http://server/api/commands/list_runs");
@@ -50,7 +50,7 @@ describe("the server transport", () => {
     answer = async () => {
       throw new TypeError("Failed to fetch");
     };
-    const r = await commands.listRuns();
+    const r = await commands.listRuns(null);
     expect(r.status).toBe("error");
     expect(r.status === "error" && r.error.code).toBe("SERVER_UNREACHABLE");
     expect(r.status === "error" && r.error.message).toMatch(/switchyard serve running/);
@@ -60,7 +60,7 @@ describe("the server transport", () => {
     const heard: string[] = [];
     const stop = onSignInNeeded((why) => heard.push(why));
     answer = async () => json(401, { code: "UNAUTHORIZED", message: "this token is not valid: it was revoked" });
-    const r = await commands.listRuns();
+    const r = await commands.listRuns(null);
     stop();
     expect(r.status === "error" && r.error.code).toBe("UNAUTHORIZED");
     expect(heard).toEqual(["this token is not valid: it was revoked"]);
@@ -89,7 +89,7 @@ describe("the server transport", () => {
     }
     expect(sent[0].url).toBe("http://server/api/commands/startup_file?workflow=gate%20two");
     answer = async () => json(200, []);
-    await commands.listRuns();
+    await commands.listRuns(null);
     expect(sent[1].url).toBe("http://server/api/commands/list_runs");
   });
 
@@ -127,7 +127,7 @@ describe("whether the server answers", () => {
     answer = async () => {
       throw new TypeError("Failed to fetch");
     };
-    const r = await commands.listRuns();
+    const r = await commands.listRuns(null);
     expect(r).toMatchObject({ status: "error", error: { code: "SERVER_UNREACHABLE" } });
     expect(heard).toEqual([false]);
     const stop = watchServer("http://server", 5000);
@@ -143,7 +143,7 @@ describe("whether the server answers", () => {
     stop();
     off();
     answer = async () => json(200, []);
-    await commands.listRuns();
+    await commands.listRuns(null);
     vi.useRealTimers();
   });
 });

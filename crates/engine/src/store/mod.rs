@@ -745,7 +745,16 @@ pub struct RunQuery {
 impl RunQuery {
     /// The newest `limit` runs, unfiltered.
     pub fn page(limit: usize) -> RunQuery {
-        RunQuery { limit, before: None, status: Vec::new(), workflow: None, since: None, until: None, id_prefix: None }
+        RunQuery {
+            limit,
+            before: None,
+            status: Vec::new(),
+            workflow: None,
+            since: None,
+            until: None,
+            id_prefix: None,
+            search: None,
+        }
     }
 
     /// Whether `row` is one the query asks for (every filter but `before` and `limit`).
@@ -755,6 +764,9 @@ impl RunQuery {
             && self.workflow.as_ref().is_none_or(|w| {
                 row.workflow.to_lowercase() == w.to_lowercase() || row.workflow_ref.as_deref() == Some(w.as_str())
             })
+    /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case): what a
+    /// person types in History's search box.
+    pub search: Option<String>,
             && self.since.is_none_or(|since| started.is_some_and(|t| t >= since))
             && self.until.is_none_or(|until| started.is_some_and(|t| t < until))
             && self.id_prefix.as_ref().is_none_or(|p| row.id.starts_with(p.as_str()))
@@ -773,6 +785,12 @@ impl RunQuery {
             .map(str::to_string)
             .collect();
         statuses.sort();
+            && self.search.as_ref().is_none_or(|text| {
+                let text = text.to_lowercase();
+                row.id.to_lowercase().starts_with(&text)
+                    || row.workflow.to_lowercase().contains(&text)
+                    || row.workflow_ref.as_deref().is_some_and(|f| f.to_lowercase().contains(&text))
+            })
         statuses.dedup();
         statuses
     }
@@ -798,6 +816,57 @@ pub fn parse_status(text: &str) -> Result<StoredStatus, QueryWordError> {
         let names: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
         QueryWordError(format!("`{}` is no run status: one of {}", text.trim(), names.join(", ")))
     })
+/// A run query as a person or a request spells it — History's filter, `switchyard runs`' flags, `GET /api/runs`'
+/// parameters — in words [`RunFilter::query`] reads: one meaning for each, wherever it is typed.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase", default)]
+pub struct RunFilter {
+    /// At most this many, newest first.
+    pub limit: Option<u32>,
+    /// The next page: runs listed after this run (the id of the last run of the page before).
+    pub before: Option<String>,
+    /// Only runs with one of these statuses (`ready`, `running`, `paused`, `interrupted`, `completed`, `failed`,
+    /// `cancelled`); none: any.
+    pub status: Vec<String>,
+    /// Only runs of the workflow of this name (in any case), or started from this file.
+    pub workflow: Option<String>,
+    /// Only runs started at or after this time: RFC 3339, a day (`2026-11-28`, UTC), or an age (`30m`, `2h`, `7d`).
+    pub since: Option<String>,
+    /// Only runs started before this time (as `since`).
+    pub until: Option<String>,
+    /// Only runs whose id begins with this (the short ids History shows).
+    pub id: Option<String>,
+    /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case).
+    pub search: Option<String>,
+}
+
+impl RunFilter {
+    /// The store's query (`limit` when the filter gives none), or the field whose words it cannot read and why.
+    pub fn query(self, limit: usize) -> Result<RunQuery, (&'static str, QueryWordError)> {
+        let instant = |field: &'static str, t: Option<String>| {
+            t.filter(|t| !t.trim().is_empty()).map(|t| parse_instant(&t).map_err(|why| (field, why))).transpose()
+        };
+        let status = self
+            .status
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| parse_status(s).map_err(|why| ("status", why)))
+            .collect::<Result<_, _>>()?;
+        let given = |t: Option<String>| t.filter(|t| !t.trim().is_empty());
+        Ok(RunQuery {
+            limit: self.limit.map_or(limit, |l| l as usize),
+            before: given(self.before),
+            status,
+            workflow: given(self.workflow),
+            since: instant("since", self.since)?,
+            until: instant("until", self.until)?,
+            id_prefix: given(self.id),
+            search: given(self.search.map(|s| s.trim().to_string())),
+        })
+    }
+}
+
 }
 
 /// Parses a status a prune may take (`prune --status`): an ended one. A run that may still go on is never pruned.

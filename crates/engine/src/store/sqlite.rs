@@ -323,6 +323,13 @@ impl RunStore {
                 sql += " AND substr(id, 1, length(?)) = ?";
                 args.extend([Sql::Text(prefix.clone()), Sql::Text(prefix.clone())]);
             }
+            if let Some(text) = &query.search {
+                // In any case as SQLite's `lower` folds it (ASCII); `matches` then checks what was read.
+                sql += " AND (substr(lower(id), 1, length(?)) = ? OR instr(lower(workflow_name), ?) > 0
+                          OR instr(lower(workflow_path), ?) > 0)";
+                let text = text.to_lowercase();
+                args.extend([text.clone(), text.clone(), text.clone(), text].map(Sql::Text));
+            }
             let wanted = query.limit - found.len();
             sql += &format!(" ORDER BY {KEY} DESC, rowid DESC LIMIT ?");
             args.push(Sql::Integer(i64::try_from(wanted).unwrap_or(i64::MAX)));

@@ -59,6 +59,8 @@ const FIND: &str = concat!(
         AND ($4::text IS NULL OR started_at >= $4::text::timestamptz)
         AND ($5::text IS NULL OR started_at < $5::text::timestamptz)
         AND ($6::text IS NULL OR starts_with(id, $6))
+        AND ($8::text IS NULL OR starts_with(lower(id), lower($8)) OR strpos(lower(workflow_name), lower($8)) > 0
+             OR strpos(lower(workflow_path), lower($8)) > 0)
       ORDER BY started_at DESC, id DESC LIMIT $7"
 );
 pub(super) const GET: &str = concat!(row_select!(), " WHERE id = $1");
@@ -186,12 +188,13 @@ impl PgStore {
         let instant = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.to_rfc3339());
         let (since, until) = (instant(query.since), instant(query.until));
         let (before, workflow, prefix) = (query.before.clone(), query.workflow.clone(), query.id_prefix.clone());
+        let search = query.search.clone();
         self.call(|s| async move {
             let mut session = s.main.session(&s.db).await?;
             let find = session.statement(FIND).await.in_db(&s)?;
             let rows = session
                 .client
-                .query(&find, &[&before, &statuses, &workflow, &since, &until, &prefix, &limit])
+                .query(&find, &[&before, &statuses, &workflow, &since, &until, &prefix, &limit, &search])
                 .await
                 .in_db(&s)?;
             // A page after a run that is not there is refused, not empty (which would say "no more").
