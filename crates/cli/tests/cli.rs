@@ -1137,6 +1137,10 @@ fn runs_are_listed_a_page_at_a_time_by_filter_and_the_short_id_history_prints_na
     assert_eq!(ids(&found), paused.iter().rev().cloned().collect::<Vec<_>>());
     let (_, found) = cli.json(&["runs", "--json", "--status", "completed,failed", "--since", "1h"]);
     assert_eq!(ids(&found), all[..1]);
+    let (_, found) = cli.json(&["runs", "--json", "--search", &name.to_uppercase()[1..]]);
+    assert_eq!(ids(&found), paused.iter().rev().cloned().collect::<Vec<_>>(), "--search finds a name in any case");
+    let (_, found) = cli.json(&["runs", "--json", "--search", &all[2][..6]]);
+    assert_eq!(ids(&found), all[2..3], "and the beginning of an id");
     let listed = String::from_utf8(cli.run(&["runs", "--status", "paused", "--limit", "1"]).stdout).unwrap();
     assert_eq!(listed.lines().count(), 1, "{listed}");
     let (code, refused) = cli.json(&["runs", "--json", "--status", "finished"]);

@@ -951,6 +951,10 @@ async fn runs_are_listed_a_page_at_a_time_filtered_and_found_by_the_short_ids_hi
     let short = &cancelled[..8];
     let (_, found) = server.get(&format!("/api/runs?id={short}")).await;
     assert_eq!(ids(&found), [cancelled.as_str()]);
+    let (_, found) = server.get(&format!("/api/runs?search={}", short.to_uppercase())).await;
+    assert_eq!(ids(&found), [cancelled.as_str()], "search: the beginning of an id, in any case");
+    let (_, found) = server.get("/api/runs?search=GAT&status=cancelled").await;
+    assert_eq!(ids(&found), [cancelled.as_str()], "or part of the workflow's name");
     for (query, status) in
         [("status=finished", 400), ("since=yesterday", 400), ("limit=1001", 400), ("before=no-such-run", 404)]
     {
