@@ -603,6 +603,11 @@ usage?: Usage_Deserialize | null }) & { by?: never; callId?: never; choices?: ne
  */
 ({ type: "approval:received"; node: string; decision: Verdict; note: string; by?: string | null }) & { callId?: never; choices?: never; content?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:paused"; pending: string[] }) & { by?: never; callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:resumed" }) & { by?: never; callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
 /**
+ *  The run was taken over after its worker stopped answering: `from` held it (its lease ran out while it ran),
+ *  `by` took it over and goes on with it (the nodes that were in flight run again there).
+ */
+({ type: "workflow:taken-over"; from: string; by?: string | null }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
+/**
  *  AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
  */
@@ -639,6 +644,11 @@ usage?: Usage_Serialize }) & { by?: never; callId?: never; choices?: never; cont
  *  a run decided on this machine, and in logs written before it was kept.
  */
 ({ type: "approval:received"; node: string; decision: Verdict; note: string; by?: string }) & { callId?: never; choices?: never; content?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:paused"; pending: string[] }) & { by?: never; callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | ({ type: "workflow:resumed" }) & { by?: never; callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; from?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
+/**
+ *  The run was taken over after its worker stopped answering: `from` held it (its lease ran out while it ran),
+ *  `by` took it over and goes on with it (the nodes that were in flight run again there).
+ */
+({ type: "workflow:taken-over"; from: string; by?: string }) & { callId?: never; choices?: never; content?: never; decision?: never; durationMs?: never; error?: never; input?: never; instruction?: never; iteration?: never; logType?: never; message?: never; node?: never; note?: never; output?: never; pending?: never; reason?: never; result?: never; results?: never; status?: never; to?: never; tool?: never; usage?: never; workflow?: never } | 
 /**
  *  AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
  *  `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.

@@ -245,6 +245,11 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
         if decided.iter().any(|d| d.by.is_some()) {
             out["decisions"] = json!(decided);
         }
+        let takeovers = views::takeovers(&events);
+        if !takeovers.is_empty() {
+            out["takenOver"] =
+                json!(takeovers.iter().map(|(at, said)| json!({"at": at, "said": said})).collect::<Vec<_>>());
+        }
         outln!("{}", serde_json::to_string_pretty(&out).unwrap());
     } else {
         let cost = match (row.tokens, &row.cost_text) {
@@ -263,6 +268,10 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
         }
         if let Some(waiting) = row.waiting() {
             outln!("  {waiting}");
+        }
+        // Each takeover after a worker stopped answering, as the run's log has it.
+        for (at, said) in views::takeovers(&events) {
+            outln!("  {} at {}", printable(&said), at.get(..19).unwrap_or(&at));
         }
         for d in &decided {
             let by = d.by.as_ref().map(|b| format!(" by {}", printable(b))).unwrap_or_default();

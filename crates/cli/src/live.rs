@@ -77,6 +77,9 @@ impl Observer for LiveLog {
                 format!("⏸ paused, waiting for: {}", pending.join(", "))
             }
             EventKind::WorkflowResumed {} => "▶ resumed".to_string(),
+            EventKind::WorkflowTakenOver { from, by } => {
+                format!("↻ {}", switchyard_engine::events::taken_over_said(from, by.as_deref()))
+            }
             EventKind::WorkflowEnd { status, error, .. } => match error {
                 Some(e) => format!("■ {}: {e}", status.as_str()),
                 None => format!("■ {}", status.as_str()),

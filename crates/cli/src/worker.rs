@@ -117,7 +117,10 @@ pub async fn cmd(db: Option<&str>, args: WorkerArgs) -> Result<u8, Unusable> {
         Err(e) => errln!("warning: [{}] {e}; runs that call a model are left for other workers", e.code()),
     }
     let report = Arc::new(|report: Report| match report {
-        Report::Claimed { run } => errln!("claimed {run}"),
+        Report::Claimed { run, taken_over_from: None } => errln!("claimed {run}"),
+        Report::Claimed { run, taken_over_from: Some(from) } => {
+            errln!("claimed {run}: {} ({from})", switchyard_engine::events::TAKEN_OVER)
+        }
         Report::Ended { run, status, log_error } => {
             errln!("{run} {}", status.as_str());
             if let Some(e) = log_error {

@@ -278,3 +278,57 @@ fn max_concurrent_runs_2_holds_under_50_starts_with_three_workers_racing() {
     assert_eq!(most_logged, 2, "the limit lets two run at once, not one");
     assert_eq!(claims, 50, "each run was claimed once");
 }
+
+#[test]
+fn a_run_whose_worker_was_killed_is_taken_over_and_its_history_says_so() {
+    let team = Team::new("takeover");
+    let store = team.store();
+    let slow = team.served("slow", "", 4000);
+    let mut first = team.worker("first", &["--lease", "2"]);
+    first.wait_for("waiting for runs");
+    let id = team.submit(&store, &slow, Origin::default());
+    first.wait_for(&format!("claimed {id}"));
+    until("the agent to start", || {
+        store
+            .events(&id)
+            .wait()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::NodeEnter { ref node, .. } if node == "work"))
+    });
+    let holder = store.lease(&id).wait().unwrap().owner.expect("held");
+    let killed = Command::new("kill").args(["-KILL", &first.child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let _ = first.child.wait();
+
+    let mut second = team.worker("second", &["--lease", "2"]);
+    second.wait_for(&format!("{id} completed"));
+    let taker = store.get(&id).wait().map(|_| ()).and_then(|_| store.lease(&id).wait()).unwrap();
+    let events = store.events(&id).wait().unwrap();
+    let taken: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::WorkflowTakenOver { from, by } => Some((from.clone(), by.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(taken.len(), 1, "one takeover: {events:?}");
+    assert_eq!(taken[0].0, holder, "it names the worker that stopped answering");
+    assert!(taken[0].1.as_deref().is_some_and(|by| by != holder), "and the one that took it over: {taken:?}");
+    assert!(taker.owner.is_none(), "given up once completed");
+    assert!(
+        second.log().contains(&format!("claimed {id}: taken over after its worker stopped answering ({holder})")),
+        "{}",
+        second.log()
+    );
+
+    // `show` says so, in words; a replay tells the same story, the takeover included.
+    let shown = team.run(&["show", &id]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains(&format!("taken over after its worker stopped answering ({holder}; now ")), "{shown}");
+    let (code, shown) = team.json(&["show", &id, "--json"]);
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown["takenOver"][0]["said"].as_str().is_some_and(|s| s.starts_with("taken over after")), "{shown}");
+    let replayed = team.run(&["replay", &id, "--json"]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", String::from_utf8_lossy(&replayed.stderr));
+}

@@ -102,6 +102,14 @@ pub enum EventKind {
     WorkflowPaused { pending: Vec<String> },
     #[serde(rename = "workflow:resumed")]
     WorkflowResumed {},
+    /// The run was taken over after its worker stopped answering: `from` held it (its lease ran out while it ran),
+    /// `by` took it over and goes on with it (the nodes that were in flight run again there).
+    #[serde(rename = "workflow:taken-over")]
+    WorkflowTakenOver {
+        from: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// AgentFlow's log entries (docs/runs.md): `step_start`, `start_prompt`, `logic_check`, `wait_input`,
     /// `input_received`, `llm_response`, `llm_error`, `error`, and `subagent_call_start` / `_end` / `_error`.
     #[serde(rename = "log", rename_all = "camelCase")]
@@ -125,6 +133,17 @@ pub enum EventKind {
     },
 }
 
+/// How every front end says that a run was taken over (`workflow:taken-over`).
+pub const TAKEN_OVER: &str = "taken over after its worker stopped answering";
+
+/// "taken over after its worker stopped answering (vm:4121; now vm:4188)": a takeover, its holders named.
+pub fn taken_over_said(from: &str, by: Option<&str>) -> String {
+    match by {
+        Some(by) => format!("{TAKEN_OVER} ({from}; now {by})"),
+        None => format!("{TAKEN_OVER} ({from})"),
+    }
+}
+
 impl EventKind {
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -142,6 +161,7 @@ impl EventKind {
             EventKind::ApprovalReceived { .. } => "approval:received",
             EventKind::WorkflowPaused { .. } => "workflow:paused",
             EventKind::WorkflowResumed { .. } => "workflow:resumed",
+            EventKind::WorkflowTakenOver { .. } => "workflow:taken-over",
             EventKind::Log { .. } => "log",
             EventKind::WorkflowEnd { .. } => "workflow:end",
         }

@@ -49,6 +49,14 @@ pub enum Input {
     /// The run went on in a new process: the tasks that were running start again, so tool calls they were waiting
     /// on no longer have a task (until a task asks for the same call again).
     Continued,
+    /// The run went on in this process after the one that held it stopped answering (its lease ran out while the
+    /// run was running): `from` held it, `by` took it over (none when the taker has no name).
+    #[serde(rename_all = "camelCase")]
+    TakenOver {
+        from: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// The run was cancelled, by `by` when a server knows who (the token's name; none in logs written before it was
     /// kept).
     Cancelled {
@@ -82,7 +90,7 @@ impl Input {
             | Input::TimedOut { node }
             | Input::ToolAsked { node, .. } => Some(node),
             Input::Journaled(entry) => Some(&entry.node),
-            Input::Continued | Input::Cancelled { .. } => None,
+            Input::Continued | Input::TakenOver { .. } | Input::Cancelled { .. } => None,
         }
     }
 }

@@ -777,6 +777,8 @@ pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> 
         }
         Going::Stored(resuming) => {
             let Resuming { mut stored, held, answers, model, code, mcp, .. } = resuming;
+            // Taken over from a holder that stopped answering: its history says so.
+            let taken_over = held.claim.taken_over().cloned();
             // The run goes on under the id it is stored with.
             stored.options.run_id = Some(stored.row.id.clone());
             let (workflow, options, recording) = (Arc::new(stored.workflow), stored.options, stored.recording);
@@ -787,7 +789,8 @@ pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> 
             } else {
                 run::Start::Recorded { recording, decisions, refused }
             };
-            (run::Launch { workflow, options, start, until: run::Until::Pause }, Some(held), model, answers, code, mcp)
+            let launch = run::Launch { workflow, options, start, until: run::Until::Pause, taken_over };
+            (launch, Some(held), model, answers, code, mcp)
         }
     };
     let mut launch = launch.until(until);

@@ -172,6 +172,20 @@ pub fn decisions(events: &[Event]) -> Vec<Decided> {
         .collect()
 }
 
+/// Each time the run was taken over after its worker stopped answering: when (RFC 3339, the event's time) and how
+/// `show` says it ("taken over after its worker stopped answering (vm:4121; now vm:4188)").
+pub fn takeovers(events: &[Event]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            crate::events::EventKind::WorkflowTakenOver { from, by } => {
+                Some((e.ts.clone(), crate::events::taken_over_said(from, by.as_deref())))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A run that goes on, and the document it goes on with.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]

@@ -53,8 +53,8 @@ impl Options {
 /// What a worker tells its shell, as it happens.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Report {
-    /// It took a run.
-    Claimed { run: String },
+    /// It took a run; `taken_over_from` held it until its lease ran out while it ran (it stopped answering).
+    Claimed { run: String, taken_over_from: Option<String> },
     /// A run ended (completed, failed or cancelled) here.
     Ended { run: String, status: RunStatus, log_error: Option<String> },
     /// A run waits for a person: parked, and given up.
@@ -145,7 +145,7 @@ pub async fn work(
                 let run = claimed.id;
                 summary.claimed += 1;
                 idle = false;
-                report(Report::Claimed { run: run.clone() });
+                report(Report::Claimed { run: run.clone(), taken_over_from: claimed.taken_over_from });
                 let job = Job { store: shared.clone(), run, report: report.clone(), allow_code: options.allow_code };
                 let stopping = stopping.clone();
                 runs.spawn(async move {

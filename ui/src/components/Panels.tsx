@@ -9,6 +9,7 @@ import { useDialogs } from "../store/dialogs";
 import * as storedRuns from "../store/history";
 import { useHistory } from "../store/history";
 import { TOKENS_UNREPORTED, tokensUnreported } from "../model/usage";
+import { takenOver } from "../model/takeover";
 import * as runControl from "../store/runControl";
 import { useRunControl } from "../store/runControl";
 import { useValidation } from "../store/validation";
@@ -388,7 +389,7 @@ function Events() {
         last.text += e.message;
         continue;
       }
-      out.push({ seq: e.seq, type: e.type, text: e.type === "node:progress" ? `${e.node}: ${e.message}` : describe(e) });
+      out.push({ seq: e.seq, type: e.type, text: e.type === "node:progress" ? `${e.node}: ${e.message}` : e.type === "workflow:taken-over" ? takenOver(e) : describe(e) });
     }
     const q = filter.trim().toLowerCase();
     return q ? out.filter((l) => l.type.includes(q) || l.text.toLowerCase().includes(q)) : out;

@@ -5,6 +5,7 @@ import { ChevronLeft, ChevronRight, Pause, Play, X } from "lucide-react";
 import type { Event } from "../types";
 import { nodeName } from "../store/document";
 import { useReplay, type Step, type TurnStep } from "../store/replay";
+import { takenOver } from "../model/takeover";
 
 /** `text`, cut at `max` characters. */
 const cut = (text: string, max = 60) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
@@ -64,6 +65,8 @@ function describeEvent(e: Event | undefined): string {
       return `${nodeName(e.node)} is decided`;
     case "workflow:paused":
       return "the run pauses";
+    case "workflow:taken-over":
+      return takenOver(e);
     case "workflow:end":
       return `the run ${e.status}`;
     case "route:choosing":

@@ -10,7 +10,7 @@ import { reduce, useRun } from "./run";
 import { useTurns, type TurnView } from "./turns";
 
 /** Events that change what the canvas shows: the timeline steps from one to the next. */
-const STEP_TYPES = new Set(["workflow:start", "node:enter", "node:exit", "node:skipped", "route", "route:choosing", "approval:requested", "approval:received", "workflow:paused", "workflow:resumed", "workflow:end"]);
+const STEP_TYPES = new Set(["workflow:start", "node:enter", "node:exit", "node:skipped", "route", "route:choosing", "approval:requested", "approval:received", "workflow:paused", "workflow:resumed", "workflow:taken-over", "workflow:end"]);
 /** How long each step shows while playing. */
 export const STEP_MS = 350;
 const CHECKPOINT_EVERY = 500;

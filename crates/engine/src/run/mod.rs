@@ -274,18 +274,21 @@ pub struct Launch {
     pub options: RunOptions,
     pub start: Start,
     pub until: Until,
+    /// A recorded run taken over from a holder that stopped answering: (`from`, `by`), recorded as it goes live
+    /// (`Input::TakenOver`), so that its history says so.
+    pub taken_over: Option<(String, Option<String>)>,
 }
 
 impl Launch {
     /// A run from the beginning to its first pause.
     pub fn fresh(workflow: Arc<Workflow>, options: RunOptions) -> Launch {
-        Launch { workflow, options, start: Start::Fresh, until: Until::Pause }
+        Launch { workflow, options, start: Start::Fresh, until: Until::Pause, taken_over: None }
     }
 
     /// A recorded run going on to its next pause, with no decision given.
     pub fn recorded(workflow: Arc<Workflow>, options: RunOptions, recording: Recording) -> Launch {
         let start = Start::Recorded { recording, decisions: Vec::new(), refused: RefusedDecision::Fail };
-        Launch { workflow, options, start, until: Until::Pause }
+        Launch { workflow, options, start, until: Until::Pause, taken_over: None }
     }
 
     /// The same run, going as far as `until`.
@@ -318,7 +321,7 @@ pub enum RefusedDecision {
 /// A recording that does not fit the workflow, or a decision refused with `RefusedDecision::Fail`, fails here, before
 /// anything runs.
 pub fn launch(launch: Launch, runtime: Runtime) -> Result<RunHandle, ResumeError> {
-    let Launch { workflow, options, start, until } = launch;
+    let Launch { workflow, options, start, until, taken_over } = launch;
     let scheduler = match start {
         Start::Fresh => Scheduler::new(workflow, options, runtime),
         Start::Recorded { recording, decisions, refused } => {
@@ -331,6 +334,9 @@ pub fn launch(launch: Launch, runtime: Runtime) -> Result<RunHandle, ResumeError
                 }
             }
             scheduler.go_live();
+            if let Some((from, by)) = taken_over {
+                let _ = scheduler.input(Input::TakenOver { from, by });
+            }
             for (node, decision) in decisions {
                 let taken = scheduler.input(Input::Decided { node, decision, immediate: false });
                 if refused == RefusedDecision::Fail {

@@ -396,6 +396,8 @@ pub struct Claim {
     cancel: Signal,
     /// Moves on each time the store says that something was asked of the run (a decision) while it is held.
     nudges: Option<tokio::sync::watch::Receiver<u64>>,
+    /// The holder whose lease ran out while the run was running, and who took it over (`Claim::taking_over`).
+    taken_over: Option<(String, Option<String>)>,
 }
 
 enum Held {
@@ -425,7 +427,19 @@ impl Claim {
         cancel: Signal,
         nudges: tokio::sync::watch::Receiver<u64>,
     ) -> Claim {
-        Claim { held: Held::Lease(guard), log: Some(log), lost, cancel, nudges: Some(nudges) }
+        Claim { held: Held::Lease(guard), log: Some(log), lost, cancel, nudges: Some(nudges), taken_over: None }
+    }
+
+    /// The same claim, of a run taken over from `from`, whose lease ran out while the run was running, by `by`: the
+    /// run's history says so when it goes on (`workflow:taken-over`).
+    pub fn taking_over(mut self, from: String, by: Option<String>) -> Claim {
+        self.taken_over = Some((from, by));
+        self
+    }
+
+    /// Whom the run was taken over from, and by whom, when it was (`Claim::taking_over`).
+    pub fn taken_over(&self) -> Option<&(String, Option<String>)> {
+        self.taken_over.as_ref()
     }
 
     /// A claim that is a lock file (`path`, open as `lock`): released, and the file removed, when dropped.
@@ -436,6 +450,7 @@ impl Claim {
             lost: Signal::default(),
             cancel: Signal::default(),
             nudges: None,
+            taken_over: None,
         }
     }
 

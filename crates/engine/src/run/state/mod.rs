@@ -279,6 +279,7 @@ impl RunState {
             }
             Input::ToolAsked { node, .. } => index(node).map(|_| self.is_live()),
             Input::Continued => Ok(self.approvals.has_attended_tool_calls()),
+            Input::TakenOver { .. } => Ok(self.is_live()),
             Input::Cancelled { .. } => Ok(self.is_live()),
             // The journal is the tasks' business: kept by them, never applied here.
             Input::Journaled(_) => Ok(false),
@@ -354,6 +355,7 @@ impl RunState {
                 self.ask_tool(at, ToolRequest { tool, input: arguments });
             }
             Input::Continued => self.continued(),
+            Input::TakenOver { from, by } => self.emit(EventKind::WorkflowTakenOver { from, by }),
             Input::Cancelled { by } => self.cancel(by.clone()),
             Input::Journaled(_) => {}
         }

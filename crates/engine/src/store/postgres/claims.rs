@@ -185,6 +185,10 @@ impl PgStore {
         let claimed = self.claim_from(&self.owner, self.lease, self.queues.as_deref()).await?;
         Ok(claimed.map(|claimed| {
             let claim = self.hold(&claimed.id, claimed.epoch);
+            let claim = match &claimed.taken_over_from {
+                Some(from) => claim.taking_over(from.clone(), Some(self.owner.to_string())),
+                None => claim,
+            };
             (claimed, claim)
         }))
     }
