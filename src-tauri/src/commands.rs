@@ -49,6 +49,8 @@ pub struct AppState {
     following: Arc<std::sync::atomic::AtomicU64>,
     /// The runs listed from a server (`server_runs`): commands about them go to it.
     remotes: Remotes,
+    /// The window's preferences file (`prefs::path`): your name, which decisions and cancellations made here name.
+    prefs: std::path::PathBuf,
 }
 
 impl AppState {
@@ -60,7 +62,13 @@ impl AppState {
             default_model: Mutex::default(),
             following: Arc::default(),
             remotes: Remotes::default(),
+            prefs: prefs::path(),
         }
+    }
+
+    /// Who a decision or a cancellation made in this window names: your name (`prefs::your_name`).
+    fn your_name(&self) -> Option<String> {
+        prefs::your_name(&prefs::load(&self.prefs))
     }
 
     fn run_store(&self) -> Result<&Arc<RunStore>, CommandError> {
@@ -232,13 +240,16 @@ impl Host for AppState {
     }
 
     async fn decide(&self, run_id: String, node: String, decision: String, note: String) -> Result<(), CommandError> {
-        let decision =
+        let mut decision =
             Decision::parse(&decision, note).map_err(|e| CommandError::new("INVALID_DECISION", e.to_string()))?;
+        // Made here by the person at this computer: it names them, as a server's decision names its token's.
+        decision.by = self.your_name();
         self.controller(&run_id)?.decide(&node, decision).await.map_err(|e| CommandError::new("DECISION_REFUSED", e))
     }
 
     async fn cancel_run(&self, run_id: String) -> Result<(), CommandError> {
-        self.controller(&run_id)?.cancel();
+        // Asked here by the person at this computer: its `workflow:end` names them.
+        self.controller(&run_id)?.cancel_by(self.your_name());
         Ok(())
     }
 
@@ -352,11 +363,11 @@ impl Host for AppState {
     }
 
     fn load_prefs(&self) -> Prefs {
-        prefs::load(&prefs::path())
+        prefs::load(&self.prefs)
     }
 
     fn save_prefs(&self, prefs: Prefs) -> Result<(), CommandError> {
-        prefs::save(&prefs::path(), &prefs)
+        prefs::save(&self.prefs, &prefs)
     }
 }
 
@@ -540,6 +551,7 @@ mod tests {
             default_model: Mutex::default(),
             following: Arc::default(),
             remotes: Remotes::default(),
+            prefs: std::path::PathBuf::from("/nonexistent/ui-prefs.json"),
         }
     }
 
@@ -718,5 +730,81 @@ mod tests {
         let elsewhere = dir.path().join("other.yaml").to_string_lossy().into_owned();
         let kept = save_case(&store, &from_file, Some(&elsewhere)).unwrap();
         assert_eq!(std::fs::canonicalize(&kept.path).unwrap(), std::fs::canonicalize(&evals).unwrap());
+    }
+
+    #[test]
+    fn a_decision_and_a_cancellation_made_in_the_window_name_your_name_in_the_runs_log() {
+        use switchyard_engine::events::EventKind;
+        let dir = Scratch::new();
+        let store = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+        let prefs_path = dir.path().join("ui-prefs.json");
+        prefs::save(&prefs_path, &Prefs { your_name: Some("alice".into()), ..Prefs::default() }).unwrap();
+        let state = AppState {
+            runs: Arc::default(),
+            store: Ok(store.clone()),
+            mcp_tools: Mutex::default(),
+            default_model: Mutex::default(),
+            following: Arc::default(),
+            remotes: Remotes::default(),
+            prefs: prefs_path,
+        };
+        let path = dir.path().join("gate.yaml");
+        let text = "switchyard: 1\nname: gate\nnodes:\n  - {id: start, type: start}\n  - {id: review, type: approval}\nedges: [{from: start, to: review}]\n";
+        std::fs::write(&path, text).unwrap();
+        // A run the window runs, as `start_run` runs it (to its end, taking decisions while it waits), once paused.
+        let paused = |state: &AppState| {
+            let workflow = format::load_file(&path, None).unwrap().workflow;
+            let request = session::RunRequest { answers: Some(Answers::default()), ..Default::default() };
+            tauri::async_runtime::block_on(async {
+                let prepared = session::prepare(workflow, request, Some(store.as_ref())).await.unwrap();
+                let held = session::begin(store.clone(), &prepared).unwrap();
+                let drive = Drive::fresh(prepared, Some(held)).until(run::Until::End);
+                let driving = session::drive(drive, Sinks::default()).await.unwrap();
+                let id = driving.run_id.clone();
+                state.runs.lock().unwrap().insert(id.clone(), driving.controller());
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                while store.get(&id).unwrap().status != store::StoredStatus::Paused {
+                    assert!(std::time::Instant::now() < deadline, "run {id} never paused");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                (id, driving)
+            })
+        };
+        let (approved, driving) = paused(&state);
+        tauri::async_runtime::block_on(async {
+            Host::decide(&state, approved.clone(), "review".into(), "approve".into(), "ship it".into()).await.unwrap();
+            driving.finish().await;
+        });
+        let by: Vec<_> = store
+            .events(&approved)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::ApprovalReceived { by, note, .. } => Some((by, note)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(by, [(Some("alice".to_string()), "ship it".to_string())]);
+        // As `switchyard show` and History's run list read it.
+        let decided = switchyard_engine::views::decisions(&store.events(&approved).unwrap());
+        assert_eq!(decided[0].by.as_deref(), Some("alice"));
+
+        let (cancelled, driving) = paused(&state);
+        tauri::async_runtime::block_on(async {
+            Host::cancel_run(&state, cancelled.clone()).await.unwrap();
+            driving.finish().await;
+        });
+        let ended: Vec<_> = store
+            .events(&cancelled)
+            .unwrap()
+            .into_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::WorkflowEnd { status, by, .. } if status != switchyard_engine::RunStatus::Paused => {
+                    Some((status, by))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ended, [(switchyard_engine::RunStatus::Cancelled, Some("alice".to_string()))]);
     }
 }

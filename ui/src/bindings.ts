@@ -1296,6 +1296,12 @@ export type Prefs_Deserialize = {
 	recentFiles?: string[],
 	/**  `light` or `dark`. */
 	theme?: string,
+	/**
+	 *  Your name: who the decisions and cancellations made in this app name (`by` on `approval:received` and
+	 *  `workflow:end`, as a server names a token's). The desktop fills it with the OS user's name when none is kept;
+	 *  none on a server, whose token names who did what.
+	 */
+	yourName?: string | null,
 };
 
 /**  What the window remembers between sessions. */
@@ -1304,6 +1310,12 @@ export type Prefs_Serialize = {
 	recentFiles: string[],
 	/**  `light` or `dark`. */
 	theme: string,
+	/**
+	 *  Your name: who the decisions and cancellations made in this app name (`by` on `approval:received` and
+	 *  `workflow:end`, as a server names a token's). The desktop fills it with the OS user's name when none is kept;
+	 *  none on a server, whose token names who did what.
+	 */
+	yourName: string | null,
 };
 
 /**  A model's price: US dollars per million tokens. */
@@ -1465,16 +1477,6 @@ export type RunArgs_Serialize = {
 	fork: ForkArgs_Serialize | null,
 };
 
-/**  One run of the history. */
-export type RunRow = RunRow_Serialize | RunRow_Deserialize;
-
-/**  One run of the history. */
-export type RunRow_Deserialize = {
-	id: string,
-	/**  The workflow's name. */
-	workflow: string,
-	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
-	workflowRef?: string | null,
 /**
  *  A run query as a person or a request spells it — History's filter, `switchyard runs`' flags, `GET /api/runs`'
  *  parameters — in words [`RunFilter::query`] reads: one meaning for each, wherever it is typed.
@@ -1533,6 +1535,16 @@ export type RunFilter_Serialize = {
 	search: string | null,
 };
 
+/**  One run of the history. */
+export type RunRow = RunRow_Serialize | RunRow_Deserialize;
+
+/**  One run of the history. */
+export type RunRow_Deserialize = {
+	id: string,
+	/**  The workflow's name. */
+	workflow: string,
+	/**  The file it was run from (`path`, or `path#format` when its format was forced), when it had one. */
+	workflowRef?: string | null,
 	answersPath?: string | null,
 	status: StoredStatus,
 	/**  RFC 3339. */

@@ -126,10 +126,14 @@ pub struct Prefs {
     pub recent_files: Vec<String>,
     /// `light` or `dark`.
     pub theme: String,
+    /// Your name: who the decisions and cancellations made in this app name (`by` on `approval:received` and
+    /// `workflow:end`, as a server names a token's). The desktop fills it with the OS user's name when none is kept;
+    /// none on a server, whose token names who did what.
+    pub your_name: Option<String>,
 }
 
 impl Default for Prefs {
     fn default() -> Prefs {
-        Prefs { recent_files: Vec::new(), theme: THEMES[0].into() }
+        Prefs { recent_files: Vec::new(), theme: THEMES[0].into(), your_name: None }
     }
 }

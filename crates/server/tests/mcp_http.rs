@@ -106,6 +106,45 @@ async fn an_agent_calls_a_served_workflow_over_http_approves_its_step_and_gets_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
+async fn a_run_started_and_decided_through_mcp_names_the_tokens_person_as_who_started_and_who_decided_it() {
+    let (url, token, _folder) = team("mcp_http_identities").await;
+    let seen = play("approve", &url, &token).await;
+    let run = seen["call"]["structured"]["runId"].as_str().unwrap_or_else(|| panic!("{seen}")).to_string();
+    let client = reqwest::Client::new();
+    // Its row: started via MCP by the token's name ("agent"), as the API, `switchyard runs` and History show it.
+    let shown: Value =
+        client.get(format!("{url}/api/runs/{run}")).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    assert_eq!(shown["run"]["origin"], serde_json::json!({"via": "mcp", "by": "agent"}), "{shown}");
+    let listed: Value =
+        client.get(format!("{url}/api/runs")).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let row = listed.as_array().unwrap().iter().find(|r| r["id"] == run.as_str()).unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(row["origin"], serde_json::json!({"via": "mcp", "by": "agent"}), "{row}");
+    // Its log: the decision the person made through the client's elicitation names the token's name too.
+    let events = client
+        .get(format!("{url}/api/runs/{run}/events"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let received: Vec<Value> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .filter(|e| e["type"] == "approval:received")
+        .collect();
+    assert_eq!(received.len(), 1, "{events}");
+    assert_eq!(
+        (&received[0]["by"], &received[0]["note"]),
+        (&serde_json::json!("agent"), &serde_json::json!("ship it"))
+    );
+    assert!(!events.contains(&token), "the token's value is never in the log");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a python with the `mcp` package (SWITCHYARD_TEST_MCP_PYTHON); npm test runs it"]
 async fn a_client_without_elicitation_is_told_the_run_waits_and_how_to_decide_it() {
     let (url, token, _folder) = team("mcp_http_paused").await;
     let seen = play("no-elicitation", &url, &token).await;

@@ -44,6 +44,37 @@ describe("settings", () => {
     expect(closed).toBe(false);
   });
 
+  it("shows your name as kept, saves a new one with the window's preferences, and marks a refused one, saving nothing", async () => {
+    const prefs: unknown[] = [];
+    const settings: unknown[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd === "save_prefs") {
+        const p = (args as { prefs: { yourName: string | null } }).prefs;
+        if (p.yourName?.includes("\t")) throw { code: "INVALID_YOUR_NAME", message: "your name: no control characters (tabs, line breaks)", problems: null };
+        prefs.push(p);
+      }
+      if (cmd === "save_settings") settings.push(args);
+      return null;
+    });
+    usePrefs.setState({ settings: initial, settingsProblem: null, yourName: "alice" });
+    let closed = false;
+    const { unmount } = render(<SettingsDialog onClose={() => (closed = true)} />);
+    const field = screen.getByTestId("settings-your-name") as HTMLInputElement;
+    expect(field.value).toBe("alice");
+    fireEvent.change(field, { target: { value: "a\tb" } });
+    fireEvent.click(screen.getByText("Save"));
+    await waitFor(() => expect(screen.getByTestId("problem-your-name").textContent).toMatch(/line breaks/));
+    expect(field.getAttribute("aria-invalid")).toBe("true");
+    expect([prefs, settings, closed]).toEqual([[], [], false]);
+    fireEvent.change(field, { target: { value: " Alice Martin " } });
+    fireEvent.click(screen.getByText("Save"));
+    await waitFor(() => expect(closed).toBe(true));
+    expect(prefs).toMatchObject([{ yourName: "Alice Martin" }]);
+    expect(usePrefs.getState().yourName).toBe("Alice Martin");
+    expect(settings).toHaveLength(1);
+    unmount();
+  });
+
   it("says why the settings file could not be read, and still lets the person fix it", () => {
     usePrefs.setState({ settings: initial, settingsProblem: { code: "SETTINGS_UNREADABLE", message: "/home/u/.config/switchyard/settings.yaml line 3: duplicate provider id", problems: [] } });
     render(<SettingsDialog onClose={() => {}} />);

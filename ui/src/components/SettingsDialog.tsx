@@ -23,6 +23,8 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
   const [serverUrl, setServerUrl] = useState(initial.server?.url ?? "");
   const [tokenEnv, setTokenEnv] = useState(initial.server?.token_env ?? "SWITCHYARD_TOKEN");
   const [problems, setProblems] = useState<SettingsProblem[]>([]);
+  const [yourName, setYourName] = useState(() => usePrefs.getState().yourName);
+  const [nameProblem, setNameProblem] = useState<string | null>(null);
   // MCP servers as the widely used `mcpServers` JSON, so a list from another tool can be pasted.
   const [mcpText, setMcpText] = useState(() => JSON.stringify(initial.mcp_servers ?? {}, null, 2));
   const [mcpTested, setMcpTested] = useState<{ name: string; ok: boolean; text: string }[] | null>(null);
@@ -74,6 +76,13 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
       default_model: clean(defaultModel),
       limits,
     } as Settings;
+    // Your name is kept with the window's preferences, before the settings file: a name refused saves nothing.
+    const refused = yourName !== usePrefs.getState().yourName ? await usePrefs.getState().setYourName(yourName) : null;
+    setNameProblem(refused?.message ?? null);
+    if (refused) {
+      setError(`Not saved: ${refused.message}`);
+      return;
+    }
     try {
       const r = await commands.saveSettings(settings);
       if (r.status === "error") {
@@ -184,6 +193,13 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
             ))}
           </ul>
         )}
+        <h4>You</h4>
+        <label className="field">
+          <span>Your name</span>
+          <input value={yourName} placeholder="your name" onChange={(e) => setYourName(e.target.value)} data-testid="settings-your-name" className={nameProblem ? "invalid" : undefined} aria-invalid={Boolean(nameProblem)} />
+          {nameProblem && <div className="field-error" data-testid="problem-your-name">{nameProblem}</div>}
+          <small className="muted">The approvals you decide and the runs you cancel here name you in History (&quot;approved by {yourName.trim() || "…"}, 10:42&quot;), as a server names the person its token is for. Filled with this computer&apos;s user name until you change it.</small>
+        </label>
         <h4>Server</h4>
         <p className="muted small">
           A Switchyard server (<code>switchyard serve</code>) whose runs History lists beside this computer&apos;s: open one to follow it live and to approve or reject its steps. The token is read from an environment variable, as keys are (make one on the server with <code>switchyard token create NAME</code>).

@@ -24,6 +24,8 @@ type PrefsState = {
   theme: Theme;
   /** Files opened, newest first. */
   recentFiles: string[];
+  /** Your name: who the decisions and cancellations made in this app name (the OS user's when none is kept). */
+  yourName: string;
   /** Reads the theme and recent files kept by the last session. */
   loadPrefs: () => Promise<void>;
   /** Reads Settings (on defaults, with a message, when they cannot be read) and finds the default model. */
@@ -32,6 +34,8 @@ type PrefsState = {
   discoverModel: () => Promise<void>;
   setSettings: (settings: Settings) => void;
   setTheme: (theme: Theme) => void;
+  /** Keeps your name; the refusal when it is not one (too long, a line break). */
+  setYourName: (name: string) => Promise<CommandError | null>;
   /** Puts a file first among the recent files. */
   remember: (path: string) => void;
 };
@@ -39,9 +43,9 @@ type PrefsState = {
 export const usePrefs = create<PrefsState>((set, get) => {
   /** Preferences are a convenience: failing to keep them never interrupts the person. */
   const savePrefs = () => {
-    const { recentFiles, theme } = get();
+    const { recentFiles, theme, yourName } = get();
     Promise.resolve()
-      .then(() => commands.savePrefs({ recentFiles, theme }))
+      .then(() => commands.savePrefs({ recentFiles, theme, yourName: yourName || null }))
       .catch(() => undefined);
   };
 
@@ -51,11 +55,12 @@ export const usePrefs = create<PrefsState>((set, get) => {
     defaultModel: null,
     theme: "light",
     recentFiles: [],
+    yourName: "",
 
     loadPrefs: async () => {
       try {
         const prefs = await commands.loadPrefs();
-        set({ recentFiles: Array.isArray(prefs?.recentFiles) ? prefs.recentFiles : [], theme: prefs?.theme === "dark" ? "dark" : "light" });
+        set({ recentFiles: Array.isArray(prefs?.recentFiles) ? prefs.recentFiles : [], theme: prefs?.theme === "dark" ? "dark" : "light", yourName: typeof prefs?.yourName === "string" ? prefs.yourName : "" });
       } catch {
         /* defaults */
       }
@@ -83,6 +88,16 @@ export const usePrefs = create<PrefsState>((set, get) => {
     setTheme: (theme) => {
       set({ theme });
       savePrefs();
+    },
+
+    setYourName: async (name) => {
+      const { recentFiles, theme } = get();
+      const r = await commands.savePrefs({ recentFiles, theme, yourName: name.trim() || null }).catch((e) => ({ status: "error" as const, error: { code: "PREFS_UNWRITABLE", message: errorText(e), problems: null } }));
+      if (r.status === "error") return r.error as CommandError;
+      // A name left empty is the OS user's again, as the next start reads it.
+      const kept = name.trim() ? name.trim() : ((await commands.loadPrefs().catch(() => null))?.yourName ?? "");
+      set({ yourName: kept });
+      return null;
     },
 
     remember: (path) => {
