@@ -67,7 +67,9 @@ pub fn last(store: &RunStore, suite_path: &Path) -> Result<Option<(String, Value
 /// window shows before anything runs. None when the file was never evaluated here.
 pub fn latest(store: &RunStore, suite_path: &Path) -> Result<Option<Report>, StoreError> {
     let kept = store.evals(&file_key(suite_path))?;
-    let Some(mut report) = kept.first().and_then(|e| serde_json::from_str::<Report>(&e.report).ok()) else {
+    let Some(mut report) =
+        kept.first().and_then(|e| serde_json::from_str::<Report>(&e.report).ok()).map(Report::with_cost_text)
+    else {
         return Ok(None);
     };
     if let Some((_, earlier)) = last(store, suite_path)? {
@@ -77,7 +79,7 @@ pub fn latest(store: &RunStore, suite_path: &Path) -> Result<Option<Report>, Sto
             }
         }
     }
-    Ok(Some(report))
+    Ok(Some(report.with_cost_text()))
 }
 
 /// One kept evaluation's report.

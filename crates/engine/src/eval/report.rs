@@ -126,6 +126,16 @@ pub fn now() -> String {
 }
 
 impl Report {
+    /// A report kept before the engine wrote costs (`costText`): its costs written now, by the one rule
+    /// (`usage::dollars`), so that a window shows them as it shows a new report's.
+    pub fn with_cost_text(mut self) -> Report {
+        self.cost_text = self.cost_text.or(self.cost.map(crate::usage::dollars));
+        for a in self.cases.iter_mut().flat_map(|c| c.attempts.iter_mut()) {
+            a.cost_text = a.cost_text.take().or(a.cost.map(crate::usage::dollars));
+        }
+        self
+    }
+
     pub fn new(file: String, workflow: String, cases: Vec<CaseReport>, calls: CallCounts) -> Report {
         let count = |v: Verdict| cases.iter().filter(|c| c.verdict == v).count();
         let (passed, failed, flaky, errors) =
@@ -320,6 +330,18 @@ mod tests {
     fn report(id: &str, attempts: Vec<Attempt>, verdict: Verdict) -> Report {
         let case = CaseReport { id: id.into(), verdict, attempts };
         Report::new("x.evals.yaml".into(), "x.yaml".into(), vec![case], CallCounts::default())
+    }
+
+    #[test]
+    fn a_report_kept_before_costs_were_written_gets_them_written_by_the_one_rule() {
+        let mut old = serde_json::to_value(report("priced", vec![attempt(None, None)], Verdict::Passed)).unwrap();
+        old["cost"] = serde_json::json!(0.000240111);
+        old["cases"][0]["attempts"][0]["cost"] = serde_json::json!(0.000240111);
+        old.as_object_mut().unwrap().remove("costText");
+        old["cases"][0]["attempts"][0].as_object_mut().unwrap().remove("costText");
+        let read = serde_json::from_value::<Report>(old).unwrap().with_cost_text();
+        assert_eq!(read.cost_text.as_deref(), Some("$0.00024"));
+        assert_eq!(read.cases[0].attempts[0].cost_text.as_deref(), Some("$0.00024"));
     }
 
     #[test]
