@@ -183,6 +183,13 @@ enum Command {
     /// Take runs from a PostgreSQL run store (--db postgres://…) and run them, several at a time, until SIGTERM or
     /// Ctrl-C: then take nothing more, let its runs finish for --grace seconds, and give up the rest to other workers.
     Worker(worker::WorkerArgs),
+    /// List the workers of a PostgreSQL run store (--db postgres://…): each one's queues, the runs it holds and when
+    /// it last answered; one not seen for a whole lease has stopped answering.
+    Workers {
+        /// Print a JSON array of {name, queues, jobs, started, lastHeartbeat, heartbeatAgeMs, state, runs}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve the HTTP API for a PostgreSQL run store (--db postgres://…): start runs of the workflows in a folder
     /// (through the API, webhooks and schedules), follow their events, decide approvals, cancel. Workers run them.
     Serve(serve::ServeArgs),
@@ -240,6 +247,7 @@ fn main() -> ExitCode {
     let json_errors = match &cli.command {
         Command::Validate { json: true, .. }
         | Command::Runs { json: true, .. }
+        | Command::Workers { json: true }
         | Command::Show { json: true, .. }
         | Command::Prune(history::PruneArgs { json: true, .. })
         | Command::Mcp { json: true, command: None }
@@ -314,6 +322,7 @@ fn main() -> ExitCode {
             runtime.block_on(cmd_resume(db.as_deref(), &run_id, &decisions, json, events, allow_code))
         }
         Command::Worker(args) => runtime.block_on(worker::cmd(db.as_deref(), args)),
+        Command::Workers { json } => worker::cmd_workers(db.as_deref(), json),
         Command::Serve(args) => runtime.block_on(serve::cmd_serve(db.as_deref(), args)),
         Command::Token(command) => serve::cmd_token(db.as_deref(), command),
         Command::Trust { file, format, forget } => cmd_trust(&file, format, forget),

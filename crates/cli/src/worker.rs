@@ -60,6 +60,51 @@ fn queues(given: Option<Vec<String>>) -> Result<Option<Vec<String>>, Unusable> {
 }
 
 #[cfg(not(feature = "postgres"))]
+pub fn cmd_workers(_db: Option<&str>, _json: bool) -> Result<u8, Unusable> {
+    Err(coded(
+        "POSTGRES_NOT_BUILT",
+        "this switchyard was built without PostgreSQL support (the `postgres` feature), which workers need",
+    ))
+}
+
+/// `switchyard workers`: the workers of the PostgreSQL run store, as `GET /api/workers` lists them.
+#[cfg(feature = "postgres")]
+pub fn cmd_workers(db: Option<&str>, json: bool) -> Result<u8, Unusable> {
+    use crate::history::format_duration;
+    use crate::out::{outln, printable};
+    use switchyard_engine::store::postgres::{PgStore, Wait};
+
+    let db = db.filter(|db| db.starts_with("postgres://") || db.starts_with("postgresql://")).ok_or_else(|| {
+        coded(
+            "WORKER_NEEDS_POSTGRES",
+            "workers take runs from a PostgreSQL run store: pass --db postgres://… (or set SWITCHYARD_DB) to list them",
+        )
+    })?;
+    let store = PgStore::open(db).map_err(|e| coded(e.code(), e.to_string()))?;
+    let workers = store.workers().wait().map_err(|e| coded(e.code(), e.to_string()))?;
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&workers).expect("workers are JSON"));
+        return Ok(0);
+    }
+    if workers.is_empty() {
+        crate::out::errln!("no worker has answered in the last day (start one with `switchyard worker`)");
+    }
+    for w in workers {
+        let queues = w.queues.map_or("every queue".to_string(), |q| format!("queues {}", q.join(",")));
+        let runs = if w.runs.is_empty() { "no run".to_string() } else { format!("runs {}", w.runs.join(", ")) };
+        outln!(
+            "{}  {:<13}  {queues}  {} at a time  last heartbeat {} ({} ago)  {runs}",
+            printable(&w.name),
+            w.state,
+            w.jobs,
+            w.last_heartbeat.get(..19).unwrap_or(&w.last_heartbeat),
+            format_duration(w.heartbeat_age_ms as u64),
+        );
+    }
+    Ok(0)
+}
+
+#[cfg(not(feature = "postgres"))]
 pub async fn cmd(_db: Option<&str>, _args: WorkerArgs) -> Result<u8, Unusable> {
     Err(coded(
         "POSTGRES_NOT_BUILT",

@@ -332,3 +332,119 @@ fn a_run_whose_worker_was_killed_is_taken_over_and_its_history_says_so() {
     let replayed = team.run(&["replay", &id, "--json"]);
     assert_eq!(replayed.status.code(), Some(0), "{}", String::from_utf8_lossy(&replayed.stderr));
 }
+
+/// `switchyard serve` on a free port of this machine, with a token: its address and the token.
+struct Serve {
+    child: Child,
+    addr: String,
+    token: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Team {
+    fn serve(&self) -> Serve {
+        let out = self.run(&["token", "create", "ops"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let folder = self.home.path().join("served");
+        std::fs::create_dir_all(&folder).unwrap();
+        // A free port: one the system gave, taken again by the server; another when someone took it meanwhile.
+        loop {
+            let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+            let mut child = self
+                .command(&["serve", "--listen", &addr, "--workflows", folder.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while std::net::TcpStream::connect(&addr).is_err() && child.try_wait().unwrap().is_none() {
+                assert!(Instant::now() < deadline, "serve never answered");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if child.try_wait().unwrap().is_none() {
+                return Serve { child, addr, token };
+            }
+        }
+    }
+}
+
+impl Serve {
+    fn get(&self, path: &str) -> (u16, Value) {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+            self.addr, self.token
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("GET {path}: {answer}"));
+        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
+        (status, serde_json::from_str(body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}")))
+    }
+}
+
+#[test]
+fn the_workers_view_lists_each_worker_its_queues_its_runs_and_its_last_heartbeat_and_says_which_stopped_answering() {
+    let team = Team::new("workers");
+    let store = team.store();
+    let slow = team.served("long batch", "queue: batch\n", 60_000);
+    let serve = team.serve();
+    let mut batch = team.worker("batch", &["--queues", "batch,default", "--jobs", "2", "--lease", "2"]);
+    batch.wait_for("waiting for runs");
+    let id = team.submit(&store, &slow, Origin::default());
+    batch.wait_for(&format!("claimed {id}"));
+    let mut any = team.worker("any", &["--lease", "2", "--grace", "1"]);
+    any.wait_for("waiting for runs");
+    let holder = store.lease(&id).wait().unwrap().owner.expect("held");
+
+    let listed = |team: &Team| {
+        let (code, workers) = team.json(&["workers", "--json"]);
+        assert_eq!(code, 0, "{workers}");
+        workers.as_array().unwrap().clone()
+    };
+    let by_name = |workers: &[Value], name: &str| workers.iter().find(|w| w["name"] == name).cloned();
+    let workers = listed(&team);
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let held = by_name(&workers, &holder).unwrap_or_else(|| panic!("{holder} listed: {workers:?}"));
+    assert_eq!(held["queues"], serde_json::json!(["batch", "default"]), "{held}");
+    assert_eq!((held["jobs"].as_i64(), held["state"].as_str()), (Some(2), Some("answering")), "{held}");
+    assert_eq!(held["runs"], serde_json::json!([id]), "{held}");
+    assert!(held["heartbeatAgeMs"].as_i64().is_some_and(|ms| ms < 2000), "answers every third of its lease: {held}");
+    let other = workers.iter().find(|w| w["name"] != holder.as_str()).unwrap();
+    assert_eq!((&other["queues"], &other["runs"]), (&Value::Null, &serde_json::json!([])), "{other}");
+
+    // The API lists the same workers.
+    let (status, api) = serve.get("/api/workers");
+    assert_eq!(status, 200, "{api}");
+    let names = |list: &[Value]| list.iter().map(|w| w["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(names(api.as_array().unwrap()), names(&workers), "{api}");
+    assert_eq!(by_name(api.as_array().unwrap(), &holder).unwrap()["runs"], serde_json::json!([id]), "{api}");
+    let text = team.run(&["workers"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines().any(|l| l.starts_with(&holder) && l.contains("queues batch,default") && l.contains(&id)),
+        "{text}"
+    );
+
+    // Killed, it stops answering; stopped gracefully, it says so.
+    let killed = Command::new("kill").args(["-KILL", &batch.child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    until("the killed worker to be listed as not answering", || {
+        by_name(&listed(&team), &holder).is_some_and(|w| w["state"] == "not answering")
+    });
+    let other = other["name"].as_str().unwrap().to_string();
+    let stopped = Command::new("kill").args(["-TERM", &any.child.id().to_string()]).status().unwrap();
+    assert!(stopped.success());
+    let _ = any.child.wait();
+    let workers = listed(&team);
+    assert_eq!(by_name(&workers, &other).unwrap()["state"], "stopped", "{workers:?}");
+}

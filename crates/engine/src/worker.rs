@@ -17,6 +17,8 @@
 //!   is free. A run that cannot be opened or rebuilt here is abandoned: tried again only after its lease. That
 //!   includes a run this worker cannot run: its answers file cannot be read here, or a model it needs names a
 //!   provider this worker's settings do not configure (`UNKNOWN_PROVIDER`): another worker that has it takes it.
+//! - It registers as it starts (`PgStore::register_worker`: its name, queues, slots and lease) and answers every third
+//!   of its lease (`worker_beat`) until it stops (`worker_stopped`), so `switchyard workers` lists it.
 //! - On shutdown the worker takes nothing more, lets its runs finish (or pause) for `grace`, then stops the rest and
 //!   gives them up: they are `ready` at once for another worker, which runs their in-flight nodes again.
 
@@ -125,6 +127,17 @@ pub async fn work(
     let listener = store.listen().await.map_err(StoreError::from)?;
     // What is asked of the runs it holds (a decision, a cancellation) reaches them at once, not at the next beat.
     let _wakes = store.listen_wakes().await.map_err(StoreError::from)?;
+    // It says who it is, then answers every third of its lease while it works (`switchyard workers`).
+    store.register_worker(options.jobs).await.map_err(StoreError::from)?;
+    let beating = store.clone();
+    let heartbeat = tokio::spawn(async move {
+        let every = beating.lease_length() / 3;
+        loop {
+            tokio::time::sleep(every).await;
+            // The database did not answer: the next beat tries again.
+            let _ = beating.worker_beat().await;
+        }
+    });
     let shared: Arc<dyn Store> = Arc::new(store.clone());
     let slots = Arc::new(tokio::sync::Semaphore::new(options.jobs));
     let (stop_runs, stopping) = tokio::sync::watch::channel(false);
@@ -178,6 +191,9 @@ pub async fn work(
         stop_runs.send_replace(true);
         while runs.join_next().await.is_some() {}
     }
+    heartbeat.abort();
+    // Said when it can be: a worker whose database is away is listed as not answering instead.
+    let _ = store.worker_stopped().await;
     summary.stale_writes = store.stale_writes();
     Ok(summary)
 }

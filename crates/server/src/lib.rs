@@ -24,6 +24,7 @@ pub mod registry;
 pub mod request;
 pub mod retention;
 pub mod schedules;
+pub mod workers;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -95,6 +96,7 @@ pub fn router(state: AppState, ui: Option<PathBuf>) -> Router {
         .route("/runs/{id}/events", get(api::follow_run))
         .route("/runs/{id}/decisions", post(api::decide))
         .route("/runs/{id}/cancel", post(api::cancel))
+        .route("/workers", get(workers::workers))
         .route("/commands/{name}", post(commands::call))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_token))
         // Under /api/, a path that is no route is said so as JSON, never answered with the web app's page.

@@ -4,15 +4,15 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::{api, commands, error, hooks, metrics};
+use crate::{api, commands, error, hooks, metrics, workers};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Switchyard", description = "Start, follow, decide and cancel workflow runs that workers run."),
     paths(api::workflows, api::workflow_versions, api::start_run, api::list_runs, api::show_run, api::follow_run, api::decide, api::cancel,
-        hooks::deliver, commands::call, metrics::scrape),
+        workers::workers, hooks::deliver, commands::call, metrics::scrape),
     components(schemas(error::ApiError, api::Workflows, api::WorkflowInfo, api::WorkflowVersion, api::StartRun, api::Started, api::Decide,
-        api::Decided, api::Cancelled, hooks::Pong)),
+        api::Decided, api::Cancelled, workers::WorkerInfo, hooks::Pong)),
     modifiers(&Token)
 )]
 pub struct Doc;

@@ -142,6 +142,7 @@ async fn the_api_says_what_it_serves_and_refuses_what_it_cannot_do_with_a_code()
         "/api/runs/{id}/events",
         "/api/runs/{id}/decisions",
         "/api/workflows/{name}/versions",
+        "/api/workers",
         "/hooks/{name}",
     ] {
         assert!(openapi["paths"][path].is_object(), "{path} is documented");

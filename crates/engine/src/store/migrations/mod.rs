@@ -66,6 +66,8 @@ pub const POSTGRES: &[Migration] = &[
     // 8: queues and limits: the queue each run waits in, its priority (a person's runs first) and its workflow's
     // `max_concurrent_runs`; the workers that take runs, their queues and heartbeats.
     migration!("postgres", "0008_queues"),
+    // 9: the lease each worker takes its runs with, by which `switchyard workers` tells one that stopped answering.
+    migration!("postgres", "0009_worker_leases"),
 ];
 
 /// The version a store's schema is at once every migration of `list` is applied.
@@ -114,7 +116,7 @@ mod tests {
 
     /// Each released migration's SHA-256, in order. A migration that differs by a byte from what databases applied
     /// fails here: append a new one instead (and its digest here).
-    const RELEASED: [(&str, &str); 11] = [
+    const RELEASED: [(&str, &str); 12] = [
         ("sqlite/0001_first", "f9455d8b747853daecad6dd7842cced43e7c4039fabe0ca4986fc3711aa8b586"),
         ("sqlite/0002_copies_times_and_inputs", "d4b22038cf08656ad6cae38b048f02c11f05a1d490c6ac6425cb6eb3b940b532"),
         ("sqlite/0003_usage_and_evals", "937342207f962fb42930a0f39f7a1f6342783a896bc5f5c0444158427c2333c9"),
@@ -126,6 +128,7 @@ mod tests {
         ("postgres/0006_identities", "acd802149fda132932e4877c603da85f7445c605bbafcaa81023ae90105372d3"),
         ("postgres/0007_run_versions", "fb2f86125836ff3826d2edbbbc55ed348219263340e24883a6f14eed0642d489"),
         ("postgres/0008_queues", "3b5d24596e938268f6c8d9e7df1b1d392bcc7aba5505773a19901423d0a51686"),
+        ("postgres/0009_worker_leases", "4c773cb68328400f6bc5eb2de1963f73a52cbfc55d2a7d3e514b202370272266"),
     ];
 
     #[test]

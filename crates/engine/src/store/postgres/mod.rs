@@ -17,6 +17,7 @@
 //! - `listeners`: `LISTEN/NOTIFY`: runs that became ready, wakes for held runs, committed batches.
 //! - `team`: what a team server keeps beside the runs (decisions, tokens, deliveries, firings, workflow versions).
 //! - `prune`: retention: ended runs deleted a batch at a time, then the delivery keys and firings that outlived them.
+//! - `workers`: the workers that take runs: each says who it is as it starts and answers while it runs.
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,8 @@ mod runs;
 pub use runs::Counts;
 mod schema;
 pub mod team;
+mod workers;
+pub use workers::WorkerRow;
 
 pub use claims::{Beat, Claimed};
 pub use listeners::{Follower, Listener, WakeListener};
