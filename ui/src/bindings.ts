@@ -1001,7 +1001,9 @@ export type NodeResult_Serialize = {
 
 export type NodeStatus = "success" | "failed" | "skipped";
 
-export type NodeType = "start" | "agent" | "if" | "approval" | "script";
+export type NodeType = "start" | "agent" | "if" | "approval" | "script" | 
+/**  Runs another workflow file as a child run (docs/subworkflows.md). */
+"workflow";
 
 /**  Everything the engine and the editor know about one node type. */
 export type NodeTypeSpec = NodeTypeSpec_Serialize | NodeTypeSpec_Deserialize;
@@ -1134,6 +1136,13 @@ export type Node_Deserialize = {
 	 *  (OpenExpertise tools).
 	 */
 	module?: string | null,
+	/**  The child workflow a `workflow` node runs: a file, relative to this workflow's file. */
+	workflow?: string | null,
+	/**
+	 *  The child run's input, field by field: each value a template over the context (one that is a single
+	 *  `{{ expression }}` gives that expression's value, a list or an object as it is); other JSON values as written.
+	 */
+	input?: { [key in string]: any } | null,
 	/**  Output data that replaces execution. */
 	pinned?: any | null,
 	on_error?: OnError | null,
@@ -1178,6 +1187,13 @@ export type Node_Serialize = {
 	 *  (OpenExpertise tools).
 	 */
 	module?: string,
+	/**  The child workflow a `workflow` node runs: a file, relative to this workflow's file. */
+	workflow?: string,
+	/**
+	 *  The child run's input, field by field: each value a template over the context (one that is a single
+	 *  `{{ expression }}` gives that expression's value, a list or an object as it is); other JSON values as written.
+	 */
+	input?: { [key in string]: any },
 	/**  Output data that replaces execution. */
 	pinned?: any,
 	on_error?: OnError,

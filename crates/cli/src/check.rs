@@ -182,6 +182,7 @@ pub(crate) async fn cmd_validate(
         format: Some(loaded.format),
         mcp_tools,
         no_default_model,
+        file: Some(file),
         ..Default::default()
     });
     let report = validate::validate(&loaded.workflow, &options);
@@ -206,7 +207,7 @@ pub(crate) fn cmd_export(file: &Path, to: ExportFormat, format: Option<Format>) 
     let loaded = load(file, format)?;
     let report = validate::validate(
         &loaded.workflow,
-        &session::validation_options(session::Checking { scripted: true, ..Default::default() }),
+        &session::validation_options(session::Checking { scripted: true, file: Some(file), ..Default::default() }),
     );
     print_findings(file, &report);
     match to {

@@ -144,6 +144,8 @@ pub enum NodeType {
     If,
     Approval,
     Script,
+    /// Runs another workflow file as a child run (docs/subworkflows.md).
+    Workflow,
 }
 
 impl NodeType {
@@ -154,6 +156,7 @@ impl NodeType {
             NodeType::If => "if",
             NodeType::Approval => "approval",
             NodeType::Script => "script",
+            NodeType::Workflow => "workflow",
         }
     }
 }
@@ -247,6 +250,16 @@ pub struct Node {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
 
+    // --- workflow
+    /// The child workflow a `workflow` node runs: a file, relative to this workflow's file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<String>,
+    /// The child run's input, field by field: each value a template over the context (one that is a single
+    /// `{{ expression }}` gives that expression's value, a list or an object as it is); other JSON values as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "specta", specta(type = Option<std::collections::BTreeMap<String, specta_typescript::Any>>))]
+    pub input: Option<indexmap::IndexMap<String, Value>>,
+
     // --- any executing node
     /// Output data that replaces execution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -283,6 +296,8 @@ impl Node {
             language: None,
             code: None,
             module: None,
+            workflow: None,
+            input: None,
             pinned: None,
             on_error: None,
             retry: None,
@@ -297,7 +312,7 @@ impl Node {
     /// The document fields that are set, by their YAML names, apart from `id`, `type` and `position`. Validation
     /// checks them against the type's definition (`node_types`), so a half-edited node still loads.
     pub fn fields_set(&self) -> impl Iterator<Item = &'static str> {
-        let fields: [(bool, &'static str); 20] = [
+        let fields: [(bool, &'static str); 22] = [
             (self.name.is_some(), "name"),
             (self.description.is_some(), "description"),
             (self.initial_input.is_some(), "initial_input"),
@@ -314,6 +329,8 @@ impl Node {
             (self.language.is_some(), "language"),
             (self.code.is_some(), "code"),
             (self.module.is_some(), "module"),
+            (self.workflow.is_some(), "workflow"),
+            (self.input.is_some(), "input"),
             (self.pinned.is_some(), "pinned"),
             (self.on_error.is_some(), "on_error"),
             (self.retry.is_some(), "retry"),

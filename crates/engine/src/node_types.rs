@@ -151,7 +151,8 @@ pub struct HandleAlias {
 pub const APPROVAL_MESSAGE: &str = "Approve this step?";
 
 /// Every node type, in palette order.
-pub const ALL: [NodeType; 5] = [NodeType::Start, NodeType::Agent, NodeType::If, NodeType::Approval, NodeType::Script];
+pub const ALL: [NodeType; 6] =
+    [NodeType::Start, NodeType::Agent, NodeType::If, NodeType::Approval, NodeType::Script, NodeType::Workflow];
 
 /// Other handle names accepted on edges, and the handle each stands for: AgentFlow's `true` is condition 0, and the
 /// `false` handle is also called by its label, `else`.
@@ -395,6 +396,24 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                 .into_iter()
                 .chain(step_fields())
                 .collect(),
+            ),
+            NodeType::Workflow => (
+                "Workflow",
+                "⧉",
+                "Runs another workflow file as a child run; its output is what the child returns.",
+                vec![out(handle::OUTPUT, "", Execution), out(handle::ERROR, "error", Error)],
+                vec![
+                    field("workflow", "workflow file", FieldKind::Text)
+                        .placeholder("children/summarize.yaml")
+                        .help("The child workflow, relative to this workflow's file."),
+                    field("input", "input (field: template)", FieldKind::Json)
+                        .placeholder("{\"text\": \"{{ PREVIOUS_OUTPUT }}\"}")
+                        .help("The child run's input, field by field, checked against the child's input_schema; each value is a template."),
+                    for_each_items(),
+                    for_each_concurrency(),
+                    on_error(),
+                    pinned(),
+                ],
             ),
         };
     let mut all = vec![field("name", "name", FieldKind::Text), field("description", "description", FieldKind::Text)];
@@ -815,7 +834,7 @@ mod tests {
             .collect();
         assert_eq!(required, [("for_each.items", &json!("")), ("retry.max", &json!(1))]);
         let icons: Vec<&str> = specs().iter().map(|s| s.icon.as_str()).collect();
-        assert_eq!(icons, ["▶", "✦", "◇", "‖", "{}"]);
+        assert_eq!(icons, ["▶", "✦", "◇", "‖", "{}", "⧉"]);
         assert!(!spec(NodeType::Start).has_input);
     }
 }

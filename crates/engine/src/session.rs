@@ -215,13 +215,15 @@ pub struct Checking<'a> {
     pub no_default_model: bool,
     /// The nodes an answers file answers.
     pub answered: Vec<String>,
+    /// The workflow's file, when it has one: `workflow` nodes' children are found relative to it and checked.
+    pub file: Option<&'a Path>,
 }
 
 /// The validator's options for what a shell knows, the same rules for every shell: the providers a run would use
 /// (not when every call is answered) and the MCP servers in the settings (also for a scripted run: its agents still
 /// call their tools), with the tools of those servers that were listed.
 pub fn validation_options(checking: Checking<'_>) -> validate::Options {
-    let Checking { purpose, settings, scripted, format, mut mcp_tools, no_default_model, answered } = checking;
+    let Checking { purpose, settings, scripted, format, mut mcp_tools, no_default_model, answered, file } = checking;
     let mcp_servers: Option<Vec<String>> = settings.map(|s| s.mcp_servers.keys().cloned().collect());
     mcp_tools.retain(|server, _| mcp_servers.as_ref().is_some_and(|s| s.contains(server)));
     validate::Options {
@@ -232,6 +234,8 @@ pub fn validation_options(checking: Checking<'_>) -> validate::Options {
         no_default_model,
         answered,
         format,
+        file: file.map(Path::to_path_buf),
+        within: Vec::new(),
     }
 }
 
@@ -409,6 +413,7 @@ pub async fn prepare<S: Store + ?Sized>(
         // What the file's own system refuses of its graph is refused here too, as `switchyard validate` refuses it.
         format: request.format,
         mcp_tools: BTreeMap::new(),
+        file: request.workflow_ref.as_ref().map(|r| r.path.as_path()),
     });
     let report = if request.model.is_some() {
         let mut checked = workflow.clone();

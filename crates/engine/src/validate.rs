@@ -14,6 +14,7 @@ use crate::node_types;
 pub mod queues;
 mod templates;
 pub mod triggers;
+pub mod workflows;
 
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -115,6 +116,11 @@ pub struct Options {
     /// The system the document was read from (`Loaded::format`), when known: what its own loader refuses of a graph
     /// is an error here too, on its node (SWEny: a node its entry cannot reach).
     pub format: Option<crate::format::Format>,
+    /// The workflow's own file, when it has one: a `workflow` node's child is found relative to it, and checked.
+    pub file: Option<std::path::PathBuf>,
+    /// The files of the workflows that run this one, outermost first (a child checked for its parent): a child that
+    /// is one of them is `CHILD_RECURSION`.
+    pub within: Vec<std::path::PathBuf>,
 }
 
 /// The nodes that call a model but name none, so they use the run's default: agents that are not pinned, and nodes
@@ -171,6 +177,7 @@ pub fn validate(workflow: &Workflow, options: &Options) -> Report {
     templates::check(workflow, &topo, &mut report);
     triggers::check(workflow, &mut report);
     queues::check(workflow, &mut report);
+    workflows::check(workflow, options, &mut report);
     report
 }
 

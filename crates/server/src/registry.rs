@@ -232,6 +232,7 @@ fn load(path: &Path) -> Result<Loaded, String> {
     let options = switchyard_engine::session::validation_options(switchyard_engine::session::Checking {
         purpose: validate::Purpose::Run,
         format: Some(loaded.format),
+        file: Some(path),
         ..Default::default()
     });
     let report = validate::validate(&loaded.workflow, &options);

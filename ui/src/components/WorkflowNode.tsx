@@ -46,6 +46,8 @@ export function nodeSummary(node: WorkflowNodeData, defaultModel?: string | null
       return clip(node.message ?? fieldPlaceholder(node.type, "message") ?? "");
     case "script":
       return clip(node.language ? `${node.language}${node.code ? ` · ${node.code.split("\n")[0]}` : ""}` : "no language");
+    case "workflow":
+      return clip(node.workflow ? `runs ${node.workflow}` : "no child workflow");
     case "start":
       return node.initial_input == null ? "run input" : clip(`input: ${typeof node.initial_input === "string" ? node.initial_input : JSON.stringify(node.initial_input)}`);
   }

@@ -157,7 +157,7 @@ fn import_data(node: &mut Node, data: &Map<String, Value>, notes: &mut Vec<Strin
             used.extend(["message", "prompt", "label"]);
             node.message = text("message").or_else(|| text("prompt")).or_else(|| text("label"));
         }
-        NodeType::Script => {}
+        NodeType::Script | NodeType::Workflow => {}
     }
     for key in data.keys().filter(|k| !used.contains(&k.as_str())) {
         notes.push(format!("node `{id}`: field `{key}` has no Switchyard equivalent and was left out"));

@@ -38,7 +38,7 @@ struct Source<'a> {
 }
 
 /// Every template and expression the engine evaluates, in document order: agent prompts, approval messages,
-/// expression conditions of `if` nodes, `for_each` lists, and edge guards.
+/// expression conditions of `if` nodes, `for_each` lists, a `workflow` node's input, and edge guards.
 fn sources(workflow: &Workflow) -> Vec<Source<'_>> {
     let mut out = Vec::new();
     for (i, node) in workflow.nodes.iter().enumerate() {
@@ -62,6 +62,12 @@ fn sources(workflow: &Workflow) -> Vec<Source<'_>> {
         }
         if let Some(for_each) = &node.for_each {
             out.push(Source { place, field: Cow::Borrowed("for_each.items"), expression: true, text: &for_each.items });
+        }
+        // A `workflow` node's input: each string value is a template over the context.
+        for (key, value) in node.input.iter().flatten() {
+            if let serde_json::Value::String(text) = value {
+                out.push(Source { place, field: Cow::Owned(format!("input.{key}")), expression: false, text });
+            }
         }
     }
     for (e, edge) in workflow.edges.iter().enumerate() {

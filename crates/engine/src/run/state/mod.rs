@@ -577,7 +577,7 @@ impl RunState {
             }
             NodeType::If => self.run_if(node, iteration, act.previous_output),
             NodeType::Approval => self.reach_approval(node, act.previous_output),
-            NodeType::Agent | NodeType::Script => {
+            NodeType::Agent | NodeType::Script | NodeType::Workflow => {
                 if let Some(reused) = self.reuse.as_ref().and_then(|r| r.result(&n.id, iteration)).cloned() {
                     let from = self.reuse.as_ref().map_or("", |r| r.run.as_str());
                     let forked = self.reuse.as_ref().is_some_and(|r| r.fork.is_some() && r.from == n.id);
