@@ -238,7 +238,7 @@ pub(crate) fn result_json(r: &switchyard_engine::RunResult, row: Option<&RunRow>
         "status": r.status,
         "results": r.results,
         "trace": r.trace,
-        "pending": r.pending.iter().map(|p| json!({"node": p.node, "message": p.message})).collect::<Vec<_>>(),
+        "pending": r.pending.iter().map(|p| json!({"node": p.node, "path": p.path(), "message": p.message})).collect::<Vec<_>>(),
         "state": r.state,
         "error": r.error,
         "tokens": row.map(|row| row.tokens),
@@ -264,7 +264,7 @@ pub(crate) fn finish(outcome: Outcome, store: Option<&dyn Store>, json: bool) ->
     }
     print_hints(r.results.values().filter_map(|n| n.error_code.as_deref()));
     if r.status == RunStatus::Paused {
-        let decide: Vec<String> = r.pending.iter().map(|p| format!("--decide {}=approve", p.node)).collect();
+        let decide: Vec<String> = r.pending.iter().map(|p| decide_flag(&p.path())).collect();
         if store.is_some() {
             errln!("paused: resume with `switchyard resume {} {}`", r.run_id, decide.join(" "));
         } else {
@@ -277,6 +277,18 @@ pub(crate) fn finish(outcome: Outcome, store: Option<&dyn Store>, json: bool) ->
     })
 }
 
+/// `--decide NODE=approve`, quoted for a shell when the path to a child's node has spaces
+/// (`--decide 'summarize › review=approve'`).
+fn decide_flag(path: &str) -> String {
+    if path.contains(' ') {
+        format!("--decide '{path}=approve'")
+    } else {
+        format!("--decide {path}=approve")
+    }
+}
+
+/// `--decide NODE=approve|reject[:note]`; NODE may be a path to an approval inside a child run, `summarize › review`
+/// (or `summarize>review`): the decision is the `workflow` node's, and is checked against what it waits for.
 pub(crate) fn parse_decision(raw: &str) -> Result<(String, Decision), Unusable> {
     let (node, rest) = raw.split_once('=').ok_or_else(|| {
         coded("INVALID_DECISION", format!("--decide {raw}: write NODE=approve or NODE=reject[:note]"))
@@ -284,7 +296,41 @@ pub(crate) fn parse_decision(raw: &str) -> Result<(String, Decision), Unusable> 
     let (decision, note) = rest.split_once(':').unwrap_or((rest, ""));
     let decision = Decision::parse(decision, note)
         .map_err(|_| coded("INVALID_DECISION", format!("--decide {raw}: the decision must be approve or reject")))?;
-    Ok((node.to_string(), decision))
+    Ok((normal_path(node), decision))
+}
+
+/// A path as `PendingApproval::path` writes it: segments separated by ` › ` (`>` also taken), trimmed.
+fn normal_path(path: &str) -> String {
+    let segments: Vec<&str> = path.split(['›', '>']).map(str::trim).collect();
+    segments.join(switchyard_engine::run::PATH_SEPARATOR)
+}
+
+/// Decisions named by a path inside a child run, as the run's own: the `workflow` node's, when it waits for exactly
+/// that approval (`DECISION_REFUSED` otherwise, saying what it waits for).
+fn by_node(
+    store: &dyn Store,
+    run_id: &str,
+    decisions: Vec<(String, Decision)>,
+) -> Result<Vec<(String, Decision)>, Unusable> {
+    if !decisions.iter().any(|(path, _)| path.contains(switchyard_engine::run::PATH_SEPARATOR)) {
+        return Ok(decisions);
+    }
+    let (_, shown) = session::show(store, run_id)?;
+    let waiting: Vec<String> = shown.pending.iter().map(|p| p.path()).collect();
+    decisions
+        .into_iter()
+        .map(|(path, decision)| match path.split_once(switchyard_engine::run::PATH_SEPARATOR) {
+            None => Ok((path, decision)),
+            Some((node, _)) if waiting.contains(&path) => Ok((node.to_string(), decision)),
+            Some(_) => Err(coded(
+                "DECISION_REFUSED",
+                format!(
+                    "--decide {path}: run {run_id} does not wait for that; it waits for: {}",
+                    if waiting.is_empty() { "nothing".to_string() } else { waiting.join(", ") }
+                ),
+            )),
+        })
+        .collect()
 }
 
 pub(crate) async fn cmd_resume(
@@ -299,6 +345,7 @@ pub(crate) async fn cmd_resume(
     let store = open_runs(db)?;
     // A short id (History prints the first 8 characters) names the run it begins.
     let run_id = &store.resolve(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
+    let decisions = by_node(&*store, run_id, decisions)?;
     let resuming = session::open_to_resume(store.clone(), run_id, allow_code)?;
     if let Some(note) = &resuming.note {
         errln!("note: {note}");

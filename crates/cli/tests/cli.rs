@@ -70,6 +70,7 @@ fn every_example_runs_with_its_script_and_gives_the_documented_result() {
         ("alert-triage", "completed", &["start", "gather", "investigate", "create_issue", "notify"]),
         ("review-fix-loop", "completed", &["start", "implement", "review", "fix", "review", "fix", "review", "done"]),
         ("approval-flow", "paused", &["start", "draft"]),
+        ("summarize-with-review", "paused", &["start", "fetch"]),
     ];
     for (name, status, steps) in expected {
         let (code, result) = cli.json(&[
@@ -149,6 +150,38 @@ fn a_paused_run_is_stored_and_resumed_from_another_process() {
     assert!(stderr(&again).contains("is completed; only paused and interrupted runs"), "{}", stderr(&again));
     let missing = cli.run(&["resume", "no-such-run", "--decide", "review=approve"]);
     assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn an_approval_inside_a_child_run_is_decided_from_the_parent_by_its_path() {
+    let cli = Cli::new();
+    let (code, paused) = cli.json(&[
+        "run",
+        "examples/summarize-with-review.yaml",
+        "--answers",
+        "examples/summarize-with-review.script.yaml",
+        "--json",
+    ]);
+    assert_eq!((code, paused["status"].as_str()), (0, Some("paused")), "{paused}");
+    assert_eq!(paused["pending"][0]["node"], "summarize");
+    assert_eq!(paused["pending"][0]["path"], "summarize › review");
+    assert!(paused["pending"][0]["message"].as_str().unwrap().starts_with("Publish this summary?"));
+    let id = paused["runId"].as_str().unwrap();
+    // The child is a run of its own, paused with its parent.
+    let list = String::from_utf8(cli.run(&["runs"]).stdout).unwrap();
+    assert!(list.contains("review-summary.yaml") && list.matches("paused").count() == 2, "{list}");
+
+    let (code, refused) = cli.json(&["resume", id, "--decide", "summarize › draft=approve", "--json"]);
+    assert_eq!((code, refused["errors"][0]["code"].as_str()), (2, Some("DECISION_REFUSED")), "{refused}");
+    let (code, done) = cli.json(&["resume", id, "--decide", "summarize › review=approve", "--json"]);
+    assert_eq!((code, done["status"].as_str()), (0, Some("completed")), "{done}");
+    assert_eq!(
+        done["results"]["summarize"]["data"]["text"],
+        "Switchyard 2: sub-workflows, faithful replays, a faster editor."
+    );
+    assert_eq!(ran(&done), ["start", "fetch", "summarize", "post"], "nothing that completed ran again");
+    let list = String::from_utf8(cli.run(&["runs"]).stdout).unwrap();
+    assert_eq!(list.matches("completed").count(), 2, "{list}");
 }
 
 #[test]

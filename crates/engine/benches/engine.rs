@@ -469,6 +469,7 @@ fn engine(shape: &str, n: usize, logged: bool) -> Value {
             observers: vec![Arc::new(Counter(Default::default()))],
             code: switchyard_engine::code::Code { allowed: true, dir: Some(dir.path().into()), ..Default::default() },
             mcp: Default::default(),
+            children: None,
         };
         let wf = Arc::new(wf);
         let (t, cpu) = (Instant::now(), cpu_ms());

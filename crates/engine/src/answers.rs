@@ -27,6 +27,10 @@ pub struct Answers {
     /// Decisions given without a person, per visit; the last repeats. An unscripted approval pauses the run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub approvals: BTreeMap<String, OneOrMany<Value>>,
+    /// The answers of the child runs of each `workflow` node, by its id: the same shape, for the child's nodes
+    /// (docs/subworkflows.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workflows: BTreeMap<String, Answers>,
 }
 
 /// One entry, or a list of entries used per call/visit in order.
@@ -154,6 +158,7 @@ impl Answers {
             .keys()
             .chain(self.routes.keys())
             .chain(self.approvals.keys())
+            .chain(self.workflows.keys())
             .map(String::as_str)
             .filter(|id| !known.contains(id))
             .collect()

@@ -146,6 +146,27 @@ pub struct PendingApproval {
     pub tool: Option<ToolRequest>,
 }
 
+impl PendingApproval {
+    /// Where it waits: the node, or for a child run's approval (a `workflow` node's) the path down to the child's
+    /// node, `summarize › review` (docs/subworkflows.md). `--decide PATH=approve` decides it.
+    pub fn path(&self) -> String {
+        match self.tool.as_ref().filter(|t| child_waiting(t).is_some()) {
+            Some(t) => format!("{} › {}", self.node, t.tool),
+            None => self.node.clone(),
+        }
+    }
+}
+
+/// A tool request that is a child run waiting for a decision (`run::ChildIo::decide`): what the child's approval
+/// asks, and what reached it.
+pub fn child_waiting(request: &ToolRequest) -> Option<(&str, &str)> {
+    let input = request.input.as_object()?;
+    input.get("childRun")?;
+    let message = input.get("message").and_then(Value::as_str).unwrap_or_default();
+    let previous = input.get("previousOutput").and_then(Value::as_str).unwrap_or_default();
+    Some((message, previous))
+}
+
 /// The outcome of a run, or of a run so far when it is paused.
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -41,8 +41,10 @@ use crate::run::{self, Decision, Outcome, Reuse, RunHandle, RunOptions, Runtime}
 use crate::store::{Claim, NewRun, RunRow, Signal, Store, StoreError, StoredRun};
 use crate::validate::{self, Report};
 
+mod children;
 mod follow;
 use crate::Workflow;
+pub use children::child_run_id;
 pub use follow::{follow, Follow, Followed};
 
 /// A workflow file as runs name it: its path, and the format it was read as when that was forced.
@@ -194,6 +196,8 @@ pub struct Prepared {
     pub discovered: Option<DefaultModel>,
     /// The evaluation this run is a case of.
     pub eval: Option<String>,
+    /// The person allowed code steps for the run (`--allow-code`): its child runs' too.
+    pub allow_code: bool,
 }
 
 /// What a shell knows when it checks a workflow. [`validation_options`] turns it into the validator's options: the
@@ -515,6 +519,7 @@ pub async fn prepare<S: Store + ?Sized>(
         },
         answers: with_decisions(answers, request.decisions),
         eval: request.eval,
+        allow_code: request.allow_code,
         workflow: Arc::new(workflow),
         options,
         workflow_ref: request.workflow_ref,
@@ -603,6 +608,8 @@ pub struct Resuming {
     /// Said when the workflow file has changed (or cannot be read) since the run started: it goes on with the
     /// document it started with.
     pub note: Option<String>,
+    /// `--allow-code`: given for the run and its child runs.
+    pub allow_code: bool,
 }
 
 /// Opens a paused or interrupted run (or, with PostgreSQL, one waiting for a worker) to continue it; `allow_code` as
@@ -619,7 +626,7 @@ pub fn open_to_resume(store: Arc<dyn Store>, run_id: &str, allow_code: bool) -> 
     let mut stored = stored;
     stored.recording = store.load(run_id)?.recording;
     let held = Held::new(store, claim);
-    Ok(Resuming { model, stored, held, answers, code, mcp, note })
+    Ok(Resuming { model, stored, held, answers, code, mcp, note, allow_code })
 }
 
 /// Opens a run a worker has claimed (`claim`, taken before): read again now that it is this process's, so that what
@@ -640,7 +647,7 @@ pub fn open_claimed(
     };
     match going_on(&stored, allow_code) {
         Ok((answers, model, code, mcp, note)) => {
-            Ok(Resuming { model, stored, held: Held::new(store, claim), answers, code, mcp, note })
+            Ok(Resuming { model, stored, held: Held::new(store, claim), answers, code, mcp, note, allow_code })
         }
         Err(e) => {
             claim.abandon();
@@ -774,6 +781,17 @@ impl Drive {
 /// The run stays held until it returns ([`Driving::finish`]). A stored run with nothing recorded (submitted for a
 /// worker, or whose process died before its first event) starts from the beginning.
 pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> {
+    drive_with(drive, sinks, None).await
+}
+
+/// [`drive`], with the children of a child run (one level deeper); a run a person started has its own made here
+/// when its workflow has `workflow` nodes (docs/subworkflows.md).
+async fn drive_with(
+    drive: Drive,
+    sinks: Sinks,
+    children: Option<Arc<dyn run::Children>>,
+) -> Result<Driving, SessionError> {
+    let children = children.or_else(|| own_children(&drive.run));
     let Drive { run: going, until, decisions, store_requests } = drive;
     let (launch, mut held, model, answers, code, mcp) = match going {
         Going::Fresh(prepared, held) => {
@@ -829,7 +847,7 @@ pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> 
         (Some(store), Some(own)) => Some(Arc::new(crate::log::Tee(vec![store, own])) as Arc<dyn RunLog>),
         (store, own) => store.or(own),
     };
-    let runtime = Runtime { model, answers, log, observers, code, mcp };
+    let runtime = Runtime { model, answers, log, observers, code, mcp, children };
     let handle = match run::launch(launch, runtime) {
         Ok(handle) => handle,
         Err(e) => match (e, held) {
@@ -844,6 +862,36 @@ pub async fn drive(drive: Drive, sinks: Sinks) -> Result<Driving, SessionError> 
         handle.controller().cancel_by(by);
     }
     Ok(Driving { run_id: handle.run_id.clone(), handle, held, kept })
+}
+
+/// The children of a run a person started, when its workflow has `workflow` nodes: kept in its store, found
+/// relative to its file, answered from its answers.
+fn own_children(going: &Going) -> Option<Arc<dyn run::Children>> {
+    let (workflow, store, file, answers, model, mcp, allow_code) = match going {
+        Going::Fresh(p, held) => (
+            &*p.workflow,
+            held.as_ref().map(|h| h.store.clone()),
+            p.workflow_ref.as_ref().map(|r| r.path.clone()),
+            p.answers.clone(),
+            p.model.clone(),
+            p.mcp.clone(),
+            p.allow_code,
+        ),
+        Going::Stored(r) => (
+            &r.stored.workflow,
+            Some(r.held.store.clone()),
+            r.stored.row.workflow_ref.as_deref().map(|w| WorkflowRef::parse(w).path),
+            r.answers.clone(),
+            r.model.clone(),
+            r.mcp.clone(),
+            r.allow_code,
+        ),
+    };
+    if !workflow.nodes.iter().any(|n| n.node_type == crate::document::NodeType::Workflow) {
+        return None;
+    }
+    let depth = 1;
+    Some(Arc::new(children::SessionChildren { store, file, answers, model, mcp, allow_code, depth }))
 }
 
 /// A run [`drive`] launched: decided and cancelled through its controller, and held (when it is) until `finish`
@@ -932,7 +980,8 @@ pub async fn end_paused(store: Arc<dyn Store>, run_id: &str, carry: Carry) -> Re
     let claim = store.claim(run_id)?;
     let stored = store.load(run_id)?;
     let Carry { answers, model, code, mcp } = carry;
-    let resuming = Resuming { stored, held: Held::new(store, claim), answers, model, code, mcp, note: None };
+    let resuming =
+        Resuming { stored, held: Held::new(store, claim), answers, model, code, mcp, note: None, allow_code: false };
     let driving = drive(Drive::stored(resuming), Sinks::default()).await?;
     driving.controller().cancel();
     Ok(driving.finish().await)
@@ -1166,6 +1215,7 @@ fn rebuild(stored: StoredRun, sinks: Sinks) -> Result<(RunRow, RunResult), Sessi
         observers,
         code: Code::default(),
         mcp: Arc::default(),
+        children: None,
     };
     let outcome = run::replay(Arc::new(stored.workflow), stored.options, stored.recording, runtime)?;
     Ok((stored.row, outcome.result))

@@ -104,7 +104,7 @@ impl WorkflowTool {
             }
             return result;
         }
-        let data = final_data(r);
+        let data = output(r);
         if self.output_schema.is_some() && data.is_object() {
             let mut result = CallToolResult::structured(data);
             result.meta = None;
@@ -246,8 +246,9 @@ fn output_schema(workflow: &Workflow) -> Option<JsonObject> {
     }
 }
 
-/// The data of the run's last node to finish well (what its end node gave).
-fn final_data(r: &RunResult) -> Value {
+/// A workflow's output: the data of the run's last node to finish well (what its end node gave). A `workflow` node's
+/// output is its child run's, this.
+pub fn output(r: &RunResult) -> Value {
     r.trace
         .steps
         .iter()

@@ -511,6 +511,7 @@ async fn run_with_model(
         observers: vec![Arc::new(seen.clone())],
         code: Default::default(),
         mcp: Default::default(),
+        children: None,
     };
     let launch = run::Launch::fresh(Arc::new(workflow.workflow), RunOptions::default());
     let running = run::launch(launch, runtime).expect("a fresh run launches").finish();

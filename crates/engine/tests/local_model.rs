@@ -49,6 +49,7 @@ async fn run_local_with(
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
         mcp,
+        children: None,
     };
     let outcome = support::run_to_pause(Arc::new(workflow(yaml)), RunOptions::default(), runtime).await;
     (outcome, collector.events())

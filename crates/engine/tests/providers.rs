@@ -62,6 +62,7 @@ async fn run_with(settings: &Settings, yaml: &str, input: Value) -> (Outcome, Ve
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
         mcp: Default::default(),
+        children: None,
     };
     let outcome = support::run_to_pause(
         Arc::new(workflow(yaml)),
@@ -229,6 +230,7 @@ async fn cancelling_aborts_the_request_at_once() {
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
         mcp: Default::default(),
+        children: None,
     };
     let handle = support::start_live(Arc::new(workflow(ONE_AGENT)), RunOptions::default(), runtime);
     while server.requests().is_empty() {

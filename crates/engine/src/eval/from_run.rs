@@ -80,6 +80,7 @@ pub fn case_from_run(
         nodes: nodes.into_iter().map(|(k, v)| (k, one_or_many(v))).collect(),
         routes: routes.into_iter().map(|(k, v)| (k, one_or_many(v))).collect(),
         approvals: BTreeMap::new(),
+        workflows: BTreeMap::new(),
     };
     let mut expect = Vec::new();
     for node in &workflow.nodes {

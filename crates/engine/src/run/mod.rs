@@ -3,6 +3,7 @@
 //! the semantics in one place (`state/`: one `apply(step, now) -> effects`), makes event order deterministic per node, and lets a paused or interrupted
 //! run be rebuilt from its recorded inputs and go on, in this process or another (docs/runs.md).
 
+mod child;
 mod input;
 mod node;
 mod reuse;
@@ -11,6 +12,7 @@ mod state;
 pub use crate::record::{Input, Recorded, Recording};
 use crate::result::RunStatus;
 pub use crate::result::{Decision, UnknownVerdict, Verdict};
+pub use child::{child_event, ChildCall, ChildFailed, ChildIo, Children, ParentLink, CHILD_EVENT, PATH_SEPARATOR};
 pub use input::Rebuild;
 pub use reuse::{Fork, Reuse, ReusedResult};
 pub use state::output_text;
@@ -79,6 +81,9 @@ pub struct RunOptions {
     /// process that started it, for the models it can use. None for a run recorded before runs kept their prices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<std::collections::BTreeMap<String, crate::usage::Price>>,
+    /// A child run's place in its parent run (a `workflow` node's, docs/subworkflows.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
 }
 
 /// What a run needs besides the workflow: the model, an optional script, the run log and observers.
@@ -93,6 +98,8 @@ pub struct Runtime {
     pub code: crate::code::Code,
     /// The MCP servers agents may use (from the settings); started on first use, stopped with the run.
     pub mcp: Arc<crate::mcp::McpSessions>,
+    /// Who runs the child workflows of `workflow` nodes (the session); without, such a node fails.
+    pub children: Option<Arc<dyn Children>>,
 }
 
 /// How a run ended, or where it paused (`RunHandle::finish`).
@@ -199,6 +206,10 @@ pub(crate) struct Shared {
     pub journal: crate::journal::Journal,
     /// Where node tasks ask the scheduler to approve a tool call.
     tool_asks: mpsc::UnboundedSender<ToolAsk>,
+    /// Who runs child workflows (`Runtime::children`).
+    pub children: Option<Arc<dyn Children>>,
+    /// Cancelled when the run is: a `workflow` node's task cancels its child then, and reports once it has ended.
+    pub cancel: CancellationToken,
 }
 
 /// A node task's request to call a tool that needs approval; the decision comes back on `reply`.
@@ -508,7 +519,10 @@ impl Scheduler {
         for entry in options.reuse.iter().flat_map(|r| r.journal.iter()) {
             journal.keep(entry.clone());
         }
+        let cancel = CancellationToken::new();
         let shared = Arc::new(Shared {
+            children: runtime.children,
+            cancel: cancel.clone(),
             workflow,
             topo: state.topo.clone(),
             model: runtime.model,
@@ -525,7 +539,7 @@ impl Scheduler {
             shared,
             run_id,
             state,
-            cancel: CancellationToken::new(),
+            cancel,
             done_tx,
             done_rx,
             completed: VecDeque::new(),
@@ -792,10 +806,15 @@ impl Scheduler {
         }
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
+        // A `workflow` node's task is not dropped when the run is cancelled: it cancels its child run and reports
+        // once the child has ended. It stops where it is when the scheduler is gone (the run stopped here, as when
+        // its process dies), so that its child can be taken up again.
+        let has_child = self.shared.workflow.nodes[node].node_type == crate::document::NodeType::Workflow;
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 o = running => o.unwrap_or_else(|panic| node::NodeOutcome::failed(panicked(panic.as_ref()))),
-                _ = cancel.cancelled() => node::NodeOutcome::failed("cancelled".into()),
+                _ = cancel.cancelled(), if !has_child => node::NodeOutcome::failed("cancelled".into()),
+                _ = tx.closed(), if has_child => return,
             };
             let _ = tx.send(Done::Node { node, iteration, started, outcome });
         });

@@ -145,6 +145,7 @@ fn execute_once<'a>(
         loop {
             let result = match n.node_type {
                 NodeType::Script => run_script(shared, node, scope, place).await,
+                NodeType::Workflow => super::child::run_child(shared, node, scope, place.iteration).await,
                 _ => run_agent(shared, node, scope, calls, usage, depth, place).await,
             };
             match result {
@@ -414,6 +415,7 @@ pub(super) fn instruction(n: &Node, scope: &Scope) -> String {
         NodeType::Agent => n.user_prompt.clone().unwrap_or_default(),
         NodeType::Approval => n.message.clone().unwrap_or_default(),
         NodeType::Script => n.code.clone().unwrap_or_default(),
+        NodeType::Workflow => n.workflow.clone().unwrap_or_default(),
         _ => String::new(),
     }
 }

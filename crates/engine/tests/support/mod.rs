@@ -169,7 +169,15 @@ impl Ran {
 }
 
 pub fn runtime(script: Arc<Answers>, model: Arc<AskedModel>, observers: Vec<Arc<dyn Observer>>) -> Runtime {
-    Runtime { model, answers: Some(script), log: None, observers, code: Default::default(), mcp: Default::default() }
+    Runtime {
+        model,
+        answers: Some(script),
+        log: None,
+        observers,
+        code: Default::default(),
+        mcp: Default::default(),
+        children: None,
+    }
 }
 
 /// Runs a workflow whose code steps run (consent given, in `dir`), with a script for its agents; then replays it.
@@ -248,6 +256,7 @@ pub fn replays_the_same(wf: &Workflow, ran: &Ran) {
         observers: vec![Arc::new(collector.clone())],
         code: Default::default(),
         mcp: Default::default(),
+        children: None,
     };
     let options = RunOptions { run_id: Some(ran.result().run_id.clone()), ..ran.options.clone() };
     let replayed = run::replay(Arc::new(wf.clone()), options, ran.log.recording(), rt)

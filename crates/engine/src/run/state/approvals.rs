@@ -203,10 +203,18 @@ impl RunState {
     /// Shows a tool call that waits: an approval on the agent's node with the tool and its arguments.
     fn request_tool(&mut self, node: NodeIx, request: ToolRequest) {
         let id = self.id(node).to_string();
-        let message = format!("Allow the call of `{}`?", request.tool);
-        let arguments = serde_json::to_string_pretty(&request.input).unwrap_or_default();
-        let said = format!("waiting for a decision on `{}`", request.tool);
-        let approval = PendingApproval { node: id.clone(), message, previous_output: arguments, tool: Some(request) };
+        // A child run's approval (a `workflow` node's) asks what the child's approval asks, about what reached it.
+        let (message, shown, said) = match crate::result::child_waiting(&request) {
+            Some((message, previous)) => {
+                (message.to_string(), previous.to_string(), format!("waiting for a decision on `{}`", request.tool))
+            }
+            None => (
+                format!("Allow the call of `{}`?", request.tool),
+                serde_json::to_string_pretty(&request.input).unwrap_or_default(),
+                format!("waiting for a decision on `{}`", request.tool),
+            ),
+        };
+        let approval = PendingApproval { node: id.clone(), message, previous_output: shown, tool: Some(request) };
         self.emit(EventKind::ApprovalRequested(approval.clone()));
         self.emit(EventKind::log(Some(&id), "wait_input", said));
         let visit = self.approval_visits[node];

@@ -1,0 +1,399 @@
+//! Child runs (issue 32, docs/subworkflows.md): a `workflow` node runs its child workflow as a run of its own, kept
+//! in the parent's store and linked to it; the node's output is the child's; a parent whose process died takes up the
+//! same child; a replay tells the parent's story again without running the child; `for_each` fans out to children
+//! with the node's concurrency; an approval inside a child pauses the parent's branch and is decided from there;
+//! cancelling the parent cancels the child.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use switchyard_engine::events::{Event, EventKind};
+use switchyard_engine::log::{Collector, LogError, Observer};
+use switchyard_engine::record::Input;
+use switchyard_engine::result::{Decision, RunStatus, Verdict};
+use switchyard_engine::run::{ParentLink, Until, CHILD_EVENT};
+use switchyard_engine::session::{self, Drive, RunRequest, Sinks, WorkflowRef};
+use switchyard_engine::store::{RunStore, Store, StoredStatus};
+use switchyard_engine::{format, Workflow};
+
+const CHILD: &str = "switchyard: 1
+name: Summarize
+input_schema:
+  type: object
+  properties:
+    text: {type: string}
+  required: [text]
+nodes:
+  - {id: start, type: start}
+  - {id: first, type: agent, user_prompt: 'Read {{ input.text }}'}
+  - {id: write, type: agent, user_prompt: 'Summarize {{ first.text }}'}
+edges:
+  - {from: start, to: first}
+  - {from: first, to: write}
+";
+
+const PARENT: &str = "switchyard: 1
+name: Parent
+nodes:
+  - {id: start, type: start}
+  - {id: fetch, type: agent, user_prompt: Fetch}
+  - {id: summarize, type: workflow, workflow: children/summarize.yaml, input: {text: '{{ fetch.text }}'}}
+  - {id: publish, type: agent, user_prompt: 'Publish {{ summarize.text }}'}
+edges:
+  - {from: start, to: fetch}
+  - {from: fetch, to: summarize}
+  - {from: summarize, to: publish}
+";
+
+const ANSWERS: &str = "nodes:
+  fetch: {text: the page}
+  publish: {text: published}
+workflows:
+  summarize:
+    nodes:
+      first: {text: read it}
+      write: {text: short}
+";
+
+struct Setup {
+    dir: tempfile::TempDir,
+    store: Arc<dyn Store>,
+}
+
+impl Setup {
+    fn new(files: &[(&str, &str)]) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in files {
+            write(dir.path(), name, text);
+        }
+        let store: Arc<dyn Store> = Arc::new(RunStore::open(&dir.path().join("runs.sqlite")).unwrap());
+        Setup { dir, store }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts the parent `parent.yaml` with the answers file `answers.yaml`, held in the store.
+    async fn start(&self, until: Until, observers: Vec<Arc<dyn Observer>>) -> session::Driving {
+        let file = self.path("parent.yaml");
+        let workflow: Workflow = format::load_file(&file, None).unwrap().workflow;
+        let request = RunRequest {
+            workflow_ref: Some(WorkflowRef::new(&file, None)),
+            answers_path: Some(self.path("answers.yaml")),
+            ..RunRequest::default()
+        };
+        let prepared = session::prepare(workflow, request, Some(&*self.store)).await.unwrap();
+        let held = session::begin(self.store.clone(), &prepared).unwrap();
+        let sinks = Sinks { log: None, observers };
+        session::drive(Drive::fresh(prepared, Some(held)).until(until), sinks).await.unwrap()
+    }
+
+    async fn resume(&self, id: &str, decisions: Vec<(String, Decision)>) -> switchyard_engine::run::Outcome {
+        let resuming = session::open_to_resume(self.store.clone(), id, false).unwrap();
+        session::drive(Drive::stored(resuming).deciding(decisions), Sinks::default()).await.unwrap().finish().await
+    }
+
+    fn child_id(&self, parent: &str, node: &str, item: Option<usize>) -> String {
+        session::child_run_id(&ParentLink { run: parent.into(), node: node.into(), iteration: 1, item })
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// How often each node of a stored run completed (its `nodeDone` inputs).
+fn completions(store: &dyn Store, run: &str, node: &str) -> usize {
+    let stored = store.load(run).unwrap();
+    stored.recording.inputs.iter().filter(|r| matches!(&r.input, Input::NodeDone { node: n, .. } if n == node)).count()
+}
+
+/// The parent's `child_event` logs: (child run, path, the child's event).
+fn child_events(events: &[Event]) -> Vec<(String, String, Event)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Log { log_type, content, .. } if log_type == CHILD_EVENT => Some((
+                content["childRun"].as_str().unwrap().to_string(),
+                content["path"].as_str().unwrap().to_string(),
+                serde_json::from_value(content["event"].clone()).unwrap(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_parent_with_a_child_completes_with_the_childs_output_and_the_child_is_a_linked_run_of_its_own() {
+    let s = Setup::new(&[("parent.yaml", PARENT), ("children/summarize.yaml", CHILD), ("answers.yaml", ANSWERS)]);
+    let collector = Collector::default();
+    let outcome = s.start(Until::Pause, vec![Arc::new(collector.clone())]).await.finish().await;
+    let result = &outcome.result;
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.node("summarize").unwrap().data, json!({"text": "short"}), "the child's output");
+    assert_eq!(result.node("publish").unwrap().data, json!({"text": "published"}));
+
+    // The child is its own run, in the same store, linked to its parent's node and iteration, with its document.
+    let child = s.child_id(&result.run_id, "summarize", None);
+    let stored = s.store.load(&child).unwrap();
+    assert_eq!(stored.row.status, StoredStatus::Completed);
+    assert_eq!(
+        stored.options.parent,
+        Some(ParentLink { run: result.run_id.clone(), node: "summarize".into(), iteration: 1, item: None })
+    );
+    assert_eq!(stored.workflow.name, "Summarize");
+    assert_eq!(stored.options.input, Some(json!({"text": "the page"})), "the input mapping, rendered");
+
+    // The parent's stream carries the child's events, marked with the child run and its path.
+    let carried = child_events(&collector.events());
+    assert!(!carried.is_empty());
+    assert!(carried.iter().all(|(run, path, e)| *run == child && path == "summarize" && e.run == child));
+    let kinds: Vec<&str> = carried.iter().map(|(_, _, e)| e.kind.type_name()).collect();
+    assert_eq!(kinds.first(), Some(&"workflow:start"));
+    assert_eq!(kinds.last(), Some(&"workflow:end"));
+    assert_eq!(carried.len(), s.store.events(&child).unwrap().len(), "every event of the child, once");
+
+    // A replay of the parent tells the same story from its recording: the child does not run again.
+    let replayed = session::replay(&*s.store, &result.run_id, Sinks::default()).unwrap();
+    assert!(replayed.diverged.is_none(), "{:?}", replayed.diverged);
+    assert_eq!(replayed.result.node("summarize").unwrap().data, json!({"text": "short"}));
+    assert_eq!(completions(&*s.store, &child, "write"), 1);
+}
+
+#[tokio::test]
+async fn a_parent_whose_process_died_while_its_child_ran_takes_up_the_same_child_and_runs_nothing_completed_again() {
+    let slow = ANSWERS.replace("write: {text: short}", "write: {text: short, delay_ms: 60000}");
+    let s = Setup::new(&[("parent.yaml", PARENT), ("children/summarize.yaml", CHILD), ("answers.yaml", &slow)]);
+    // The child has read its input and is writing when the parent's process "dies": its run is dropped there.
+    let started = Arc::new(tokio::sync::Notify::new());
+    let seen = started.clone();
+    let watch = move |e: &Event| -> Result<(), String> {
+        if let EventKind::Log { log_type, content, .. } = &e.kind {
+            if log_type == CHILD_EVENT
+                && content["event"]["type"] == "node:enter"
+                && content["event"]["node"] == "write"
+            {
+                seen.notify_one();
+            }
+        }
+        Ok(())
+    };
+    let driving = s.start(Until::Pause, vec![Arc::new(watch)]).await;
+    let parent = driving.run_id.clone();
+    tokio::select! {
+        _ = driving.finish() => panic!("the run should still have been going"),
+        _ = started.notified() => {}
+    }
+    let child = s.child_id(&parent, "summarize", None);
+    // Its process gone, the child is interrupted (its claim is given up as its task stops).
+    let interrupted = async {
+        while s.store.get(&child).unwrap().status != StoredStatus::Interrupted {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), interrupted).await.expect("the child's claim was given up");
+    assert_eq!(s.store.get(&parent).unwrap().status, StoredStatus::Interrupted);
+    // The child's file changes meanwhile: the child run goes on with the document it started with.
+    write(s.dir.path(), "children/summarize.yaml", &CHILD.replace("name: Summarize", "name: Changed"));
+    write(s.dir.path(), "answers.yaml", ANSWERS);
+
+    let outcome = s.resume(&parent, Vec::new()).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    assert_eq!(outcome.result.node("summarize").unwrap().data, json!({"text": "short"}));
+    assert_eq!(s.store.load(&child).unwrap().workflow.name, "Summarize", "the recorded document, not the file");
+    // Nothing that completed ran again, at either level; no second child run was made.
+    assert_eq!(completions(&*s.store, &parent, "fetch"), 1);
+    assert_eq!(completions(&*s.store, &child, "first"), 1);
+    assert_eq!(completions(&*s.store, &child, "write"), 1);
+    assert_eq!(completions(&*s.store, &parent, "summarize"), 1);
+    let runs: Vec<String> = s.store.list().unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let replayed = session::replay(&*s.store, &parent, Sinks::default()).unwrap();
+    assert!(replayed.diverged.is_none(), "{:?}", replayed.diverged);
+    assert_eq!(replayed.result.node("summarize").unwrap().data, json!({"text": "short"}));
+}
+
+/// Counts child runs in flight from the `workflow:start` and `workflow:end` events the parent's stream carries.
+#[derive(Default)]
+struct InFlight {
+    now: Mutex<(usize, usize)>,
+}
+
+impl Observer for InFlight {
+    fn on_event(&self, e: &Event) -> Result<(), LogError> {
+        if let EventKind::Log { log_type, content, .. } = &e.kind {
+            if log_type == CHILD_EVENT {
+                let mut now = self.now.lock().unwrap();
+                match content["event"]["type"].as_str() {
+                    Some("workflow:start") => now.0 += 1,
+                    Some("workflow:end") => now.0 -= 1,
+                    _ => {}
+                }
+                now.1 = now.1.max(now.0);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn for_each_over_a_workflow_node_runs_fifty_children_at_most_four_at_a_time_in_item_order() {
+    let child = "switchyard: 1
+name: Echo
+input_schema: {type: object, properties: {n: {type: integer}}, required: [n]}
+nodes:
+  - {id: start, type: start}
+  - {id: echo, type: agent, user_prompt: 'Echo {{ input.n }}'}
+edges:
+  - {from: start, to: echo}
+";
+    let parent = "switchyard: 1
+name: Fan out
+nodes:
+  - {id: start, type: start}
+  - {id: fan, type: workflow, workflow: echo.yaml, input: {n: '{{ item }}'}, for_each: {items: 'range(50) | list', concurrency: 4}}
+edges:
+  - {from: start, to: fan}
+";
+    let answers = "workflows:\n  fan:\n    nodes:\n      echo: {text: ok, delay_ms: 20}\n";
+    let s = Setup::new(&[("parent.yaml", parent), ("echo.yaml", child), ("answers.yaml", answers)]);
+    let in_flight = Arc::new(InFlight::default());
+    let started = std::time::Instant::now();
+    let outcome = s.start(Until::Pause, vec![in_flight.clone()]).await.finish().await;
+    let took = started.elapsed();
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    let items = outcome.result.node("fan").unwrap().data["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 50);
+    assert!(items.iter().all(|i| *i == json!({"text": "ok"})));
+    assert_eq!(in_flight.now.lock().unwrap().1, 4, "the node's concurrency");
+    for item in [0, 17, 49] {
+        let id = s.child_id(&outcome.result.run_id, "fan", Some(item));
+        let stored = s.store.load(&id).unwrap();
+        assert_eq!(stored.options.input, Some(json!({"n": item})), "a value that is one expression keeps its type");
+        assert_eq!(stored.options.parent.unwrap().item, Some(item));
+    }
+    assert_eq!(s.store.list().unwrap().len(), 51);
+    eprintln!("50 child runs, 4 at a time (20 ms each): {took:?}");
+}
+
+const REVIEWED: &str = "switchyard: 1
+name: Reviewed
+nodes:
+  - {id: start, type: start}
+  - {id: draft, type: agent, user_prompt: 'Draft {{ input }}'}
+  - {id: review, type: approval, message: 'Publish {{ draft.text }}?'}
+  - {id: publish, type: agent, user_prompt: 'Publish {{ draft.text }}'}
+  - {id: revise, type: agent, user_prompt: 'Revise {{ draft.text }}'}
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: review}
+  - {from: review, to: publish, handle: approve}
+  - {from: review, to: revise, handle: reject}
+";
+
+const REVIEWING_PARENT: &str = "switchyard: 1
+name: Parent
+nodes:
+  - {id: start, type: start, initial_input: dark mode}
+  - {id: summarize, type: workflow, workflow: reviewed.yaml}
+  - {id: other, type: agent, user_prompt: Other}
+  - {id: after, type: agent, user_prompt: 'After {{ summarize.text }}'}
+edges:
+  - {from: start, to: summarize}
+  - {from: start, to: other}
+  - {from: summarize, to: after}
+";
+
+const REVIEWING_ANSWERS: &str = "nodes:
+  other: {text: independent}
+  after: {text: done}
+workflows:
+  summarize:
+    nodes:
+      draft: {text: the draft}
+      publish: {text: the post}
+      revise: {text: revised}
+";
+
+#[tokio::test]
+async fn an_approval_inside_a_child_pauses_only_the_parents_branch_and_is_decided_from_the_parent_by_its_path() {
+    let s = Setup::new(&[
+        ("parent.yaml", REVIEWING_PARENT),
+        ("reviewed.yaml", REVIEWED),
+        ("answers.yaml", REVIEWING_ANSWERS),
+    ]);
+    let paused = s.start(Until::Pause, Vec::new()).await.finish().await.result;
+    assert_eq!(paused.status, RunStatus::Paused, "{:?}", paused.error);
+    // The independent branch ran; the child's branch waits.
+    assert_eq!(paused.node("other").unwrap().data, json!({"text": "independent"}));
+    assert!(paused.node("after").is_none());
+    assert_eq!(paused.pending.len(), 1);
+    let pending = &paused.pending[0];
+    assert_eq!(pending.path(), "summarize › review");
+    assert_eq!(pending.message, "Publish the draft?", "what the child's approval asks");
+    let child = s.child_id(&paused.run_id, "summarize", None);
+    assert_eq!(s.store.get(&child).unwrap().status, StoredStatus::Paused);
+    assert_eq!(s.store.get(&paused.run_id).unwrap().status, StoredStatus::Paused);
+
+    let outcome =
+        s.resume(&paused.run_id, vec![("summarize".into(), Decision::new(Verdict::Approve, "ship it"))]).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    assert_eq!(outcome.result.node("summarize").unwrap().data, json!({"text": "the post"}));
+    assert_eq!(outcome.result.node("after").unwrap().data, json!({"text": "done"}));
+    // The child took the decision, note and all, and nothing it had done ran again.
+    let (_, child_result) = session::show(&*s.store, &child).unwrap();
+    assert_eq!(child_result.node("review").unwrap().data, json!({"decision": "approve", "note": "ship it"}));
+    assert_eq!(completions(&*s.store, &child, "draft"), 1);
+    assert_eq!(completions(&*s.store, &paused.run_id, "other"), 1);
+    let replayed = session::replay(&*s.store, &paused.run_id, Sinks::default()).unwrap();
+    assert!(replayed.diverged.is_none(), "{:?}", replayed.diverged);
+}
+
+#[tokio::test]
+async fn a_rejection_from_the_parent_takes_the_childs_reject_branch() {
+    let s = Setup::new(&[
+        ("parent.yaml", REVIEWING_PARENT),
+        ("reviewed.yaml", REVIEWED),
+        ("answers.yaml", REVIEWING_ANSWERS),
+    ]);
+    let paused = s.start(Until::Pause, Vec::new()).await.finish().await.result;
+    let outcome =
+        s.resume(&paused.run_id, vec![("summarize".into(), Decision::new(Verdict::Reject, "too long"))]).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed);
+    assert_eq!(outcome.result.node("summarize").unwrap().data, json!({"text": "revised"}));
+}
+
+#[tokio::test]
+async fn cancelling_a_parent_cancels_its_child() {
+    let slow = ANSWERS.replace("first: {text: read it}", "first: {text: read it, delay_ms: 60000}");
+    let s = Setup::new(&[("parent.yaml", PARENT), ("children/summarize.yaml", CHILD), ("answers.yaml", &slow)]);
+    let started = Arc::new(tokio::sync::Notify::new());
+    let seen = started.clone();
+    let watch = move |e: &Event| -> Result<(), String> {
+        if let EventKind::Log { log_type, content, .. } = &e.kind {
+            if log_type == CHILD_EVENT
+                && content["event"]["type"] == "node:enter"
+                && content["event"]["node"] == "first"
+            {
+                seen.notify_one();
+            }
+        }
+        Ok(())
+    };
+    let driving = s.start(Until::End, vec![Arc::new(watch)]).await;
+    let controller = driving.controller();
+    let parent = driving.run_id.clone();
+    let finishing = tokio::spawn(driving.finish());
+    started.notified().await;
+    controller.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), finishing).await.unwrap().unwrap();
+    assert_eq!(outcome.result.status, RunStatus::Cancelled);
+    let child = s.child_id(&parent, "summarize", None);
+    assert_eq!(s.store.get(&child).unwrap().status, StoredStatus::Cancelled, "the child ended with its parent");
+    let _: Value = json!(null);
+}
