@@ -648,6 +648,57 @@ fn a_run_killed_at_any_point_resumes_in_a_new_process_and_every_node_runs_once_i
 }
 
 #[test]
+fn a_parent_killed_while_its_child_runs_resumes_and_the_same_child_goes_on_with_nothing_completed_run_again() {
+    let cli = Cli::new();
+    let parent = cli.write(
+        "parent.yaml",
+        "switchyard: 1\nname: Parent\nnodes:\n  - {id: start, type: start, initial_input: the page}\n  \
+         - {id: summarize, type: workflow, workflow: children/child.yaml, input: {text: '{{ input }}'}}\n  \
+         - {id: post, type: agent, user_prompt: 'Post {{ summarize.text }}'}\nedges:\n  - {from: start, to: summarize}\n  \
+         - {from: summarize, to: post}\n",
+    );
+    std::fs::create_dir_all(cli.home.path().join("children")).unwrap();
+    cli.write(
+        "children/child.yaml",
+        "switchyard: 1\nname: Child\ninput_schema: {type: object, properties: {text: {type: string}}, required: [text]}\n\
+         nodes:\n  - {id: start, type: start}\n  - {id: first, type: agent, user_prompt: 'Read {{ input.text }}'}\n  \
+         - {id: write, type: agent, user_prompt: 'Write {{ first.text }}'}\nedges:\n  - {from: start, to: first}\n  \
+         - {from: first, to: write}\n",
+    );
+    let slow = "nodes: {post: {text: posted}}\nworkflows:\n  summarize:\n    nodes: {first: {text: read}, write: {text: short, delay_ms: 60000}}\n";
+    let answers = cli.write("answers.yaml", slow);
+    let first = cli.home.path().join("first.jsonl");
+    // Killed while the child writes: the child's `node:enter` of `write` is in the parent's stream.
+    kill_when(&cli, &["run", &parent, "--answers", &answers], &first, r#""type":"node:enter","node":"write""#);
+    let (_, runs) = cli.json(&["runs", "--json"]);
+    let runs = runs.as_array().unwrap().clone();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs.iter().all(|r| r["status"] == "interrupted"), "{runs:?}");
+    let id_of = |name: &str| runs.iter().find(|r| r["name"] == name).unwrap()["id"].as_str().unwrap().to_string();
+    let (parent_id, child_id) = (id_of("Parent"), id_of("Child"));
+
+    cli.write("answers.yaml", &slow.replace(", delay_ms: 60000", ""));
+    let (code, done) = cli.json(&["resume", &parent_id, "--json"]);
+    assert_eq!((code, done["status"].as_str()), (0, Some("completed")), "{done}");
+    assert_eq!(done["results"]["summarize"]["data"]["text"], "short");
+    assert_eq!(done["results"]["post"]["data"]["text"], "posted");
+    let (_, runs) = cli.json(&["runs", "--json"]);
+    assert_eq!(runs.as_array().unwrap().len(), 2, "the same child went on: {runs}");
+    // Each node of each run entered once, as the store keeps them, played again.
+    for (id, nodes) in
+        [(&parent_id, &["start", "summarize", "post"][..]), (&child_id, &["start", "first", "write"][..])]
+    {
+        let replayed = cli.home.path().join(format!("{id}.jsonl"));
+        let out = cli.run(&["replay", id, "--json", "--events", replayed.to_str().unwrap()]);
+        assert!(out.status.success() && !stderr(&out).contains("differs"), "{}", stderr(&out));
+        let count = enters(&[replayed]);
+        for node in nodes {
+            assert_eq!(count.get(*node), Some(&1), "{id}: `{node}` entered {:?} times", count.get(*node));
+        }
+    }
+}
+
+#[test]
 fn a_paused_run_resumed_by_one_process_while_another_lists_runs() {
     let cli = Cli::new();
     let wf = cli.write("branches.yaml", support::BRANCHES);
