@@ -397,3 +397,46 @@ async fn cancelling_a_parent_cancels_its_child() {
     assert_eq!(s.store.get(&child).unwrap().status, StoredStatus::Cancelled, "the child ended with its parent");
     let _: Value = json!(null);
 }
+
+#[tokio::test]
+async fn a_childs_code_step_runs_only_with_consent_given_for_the_run_not_on_the_parents_file_alone() {
+    let child = "switchyard: 1
+name: Coded
+nodes:
+  - {id: start, type: start}
+  - {id: step, type: script, language: python, code: \"return {'sum': 1 + 2}\"}
+edges:
+  - {from: start, to: step}
+";
+    let parent = "switchyard: 1
+name: Parent
+nodes:
+  - {id: start, type: start}
+  - {id: summarize, type: workflow, workflow: coded.yaml}
+edges:
+  - {from: start, to: summarize}
+";
+    let s = Setup::new(&[("parent.yaml", parent), ("coded.yaml", child), ("answers.yaml", "{}\n")]);
+    // No trust file here: only what this test gives counts.
+    std::env::set_var("SWITCHYARD_HOME", s.dir.path());
+    let s = &s;
+    let run = |allow_code: bool| async move {
+        let file = s.path("parent.yaml");
+        let workflow: Workflow = format::load_file(&file, None).unwrap().workflow;
+        let request =
+            RunRequest { workflow_ref: Some(WorkflowRef::new(&file, None)), allow_code, ..RunRequest::default() };
+        let prepared = session::prepare(workflow, request, Some(&*s.store)).await.unwrap();
+        let held = session::begin(s.store.clone(), &prepared).unwrap();
+        session::drive(Drive::fresh(prepared, Some(held)), Sinks::default()).await.unwrap().finish().await.result
+    };
+    let refused = run(false).await;
+    assert_eq!(refused.status, RunStatus::Failed);
+    let node = refused.node("summarize").unwrap();
+    assert_eq!(node.error_code.as_deref(), Some("CHILD_FAILED"), "{:?}", node.error);
+    let (_, child) = session::show(&*s.store, &s.child_id(&refused.run_id, "summarize", None)).unwrap();
+    assert_eq!(child.node("step").unwrap().error_code.as_deref(), Some("CODE_NEEDS_CONSENT"));
+
+    let allowed = run(true).await;
+    assert_eq!(allowed.status, RunStatus::Completed, "{:?}", allowed.error);
+    assert_eq!(allowed.node("summarize").unwrap().data, json!({"sum": 3}));
+}

@@ -208,7 +208,8 @@ pub(crate) struct Shared {
     tool_asks: mpsc::UnboundedSender<ToolAsk>,
     /// Who runs child workflows (`Runtime::children`).
     pub children: Option<Arc<dyn Children>>,
-    /// Cancelled when the run is: a `workflow` node's task cancels its child then, and reports once it has ended.
+    /// Cancelled when the run's tasks are (the run is cancelled, or fails), not when it pauses: a `workflow` node's
+    /// task cancels its child then, and reports once the child has ended.
     pub cancel: CancellationToken,
 }
 
@@ -519,10 +520,9 @@ impl Scheduler {
         for entry in options.reuse.iter().flat_map(|r| r.journal.iter()) {
             journal.keep(entry.clone());
         }
-        let cancel = CancellationToken::new();
         let shared = Arc::new(Shared {
             children: runtime.children,
-            cancel: cancel.clone(),
+            cancel: CancellationToken::new(),
             workflow,
             topo: state.topo.clone(),
             model: runtime.model,
@@ -539,7 +539,7 @@ impl Scheduler {
             shared,
             run_id,
             state,
-            cancel,
+            cancel: CancellationToken::new(),
             done_tx,
             done_rx,
             completed: VecDeque::new(),
@@ -629,7 +629,10 @@ impl Scheduler {
                         let _ = reply.send(decision);
                     }
                 }
-                Effect::CancelTasks => self.cancel.cancel(),
+                Effect::CancelTasks => {
+                    self.cancel.cancel();
+                    self.shared.cancel.cancel();
+                }
             }
         }
         for (node, iteration, started, scope) in std::mem::take(&mut self.starting) {
