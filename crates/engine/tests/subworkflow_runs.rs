@@ -148,6 +148,8 @@ async fn a_parent_with_a_child_completes_with_the_childs_output_and_the_child_is
     );
     assert_eq!(stored.workflow.name, "Summarize");
     assert_eq!(stored.options.input, Some(json!({"text": "the page"})), "the input mapping, rendered");
+    let children: Vec<String> = s.store.children(&result.run_id).unwrap().into_iter().map(|c| c.id).collect();
+    assert_eq!(children, [child.clone()], "the store finds a parent's children by their link");
 
     // The parent's stream carries the child's events, marked with the child run and its path.
     let carried = child_events(&collector.events());
@@ -278,6 +280,9 @@ edges:
         assert_eq!(stored.options.parent.unwrap().item, Some(item));
     }
     assert_eq!(s.store.list().unwrap().len(), 51);
+    let children = s.store.children(&outcome.result.run_id).unwrap();
+    let items: Vec<Option<usize>> = children.iter().map(|c| c.link.item).collect();
+    assert_eq!(items, (0..50).map(Some).collect::<Vec<_>>(), "each item's child, in item order");
     eprintln!("50 child runs, 4 at a time (20 ms each): {took:?}");
 }
 

@@ -608,6 +608,18 @@ pub trait Store: Send + Sync {
     /// their events, inputs and decisions, [`PRUNE_BATCH`] runs per transaction; then the delivery keys and firings
     /// it names. With `dry_run`, deletes nothing and counts what it would delete.
     fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError>;
+    /// The child runs of `run` (its `workflow` nodes', docs/subworkflows.md), by node, iteration and item. Both
+    /// stores keep each child's link in columns of their own; only the SQLite store lists them yet.
+    fn children(&self, _run: &str) -> Result<Vec<ChildRun>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A child run of a run: its id and where in its parent it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildRun {
+    pub id: String,
+    pub link: crate::run::ParentLink,
 }
 
 /// A shared store is a store (the shells and evaluations keep theirs in an `Arc`).
@@ -659,6 +671,9 @@ impl<T: Store + ?Sized> Store for Arc<T> {
     }
     fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError> {
         (**self).prune(prune)
+    }
+    fn children(&self, run: &str) -> Result<Vec<ChildRun>, StoreError> {
+        (**self).children(run)
     }
 }
 

@@ -19,8 +19,8 @@ use rusqlite_migration::{Migrations, M};
 
 use super::migrations;
 use super::{
-    usage_json, Claim, NewRun, Prune, Pruned, RunQuery, RunRow, Store, StoreError, StoredEval, StoredRun, StoredStatus,
-    PRUNE_BATCH,
+    usage_json, ChildRun, Claim, NewRun, Prune, Pruned, RunQuery, RunRow, Store, StoreError, StoredEval, StoredRun,
+    StoredStatus, PRUNE_BATCH,
 };
 use crate::events::Event;
 use crate::log::{LogError, LogItem, RunLog};
@@ -61,6 +61,9 @@ impl Store for RunStore {
     }
     fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError> {
         RunStore::prune(self, prune)
+    }
+    fn children(&self, run: &str) -> Result<Vec<ChildRun>, StoreError> {
+        RunStore::children(self, run)
     }
 }
 
@@ -362,6 +365,29 @@ impl RunStore {
     }
 
     /// One run of the history.
+    /// The child runs of `run` (its `workflow` nodes'), by node, iteration and item.
+    pub fn children(&self, run: &str) -> Result<Vec<ChildRun>, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let mut select = conn
+            .prepare(
+                "SELECT id, parent_node, parent_iteration, parent_item FROM runs WHERE parent_run = ?1
+                 ORDER BY parent_node, parent_iteration, parent_item",
+            )
+            .map_err(|e| self.query_error(e))?;
+        let rows = select
+            .query_map(params![run], |r| {
+                let link = crate::run::ParentLink {
+                    run: run.to_string(),
+                    node: r.get(1)?,
+                    iteration: r.get(2)?,
+                    item: r.get::<_, Option<i64>>(3)?.map(|i| i as usize),
+                };
+                Ok(ChildRun { id: r.get(0)?, link })
+            })
+            .map_err(|e| self.query_error(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.query_error(e))
+    }
+
     pub fn get(&self, id: &str) -> Result<RunRow, StoreError> {
         let raw = {
             let conn = self.conn.lock().unwrap();
@@ -696,13 +722,40 @@ mod tests {
     /// each `CREATE` as it was written (an `ALTER TABLE … ADD COLUMN` appends to it), so a migration changed by a
     /// byte shows here.
     const SCHEMA_3: &str = include_str!("migrations/sqlite/schema-3.txt");
+    /// The same after migration 4 (child runs' links).
+    const SCHEMA_4: &str = include_str!("migrations/sqlite/schema-4.txt");
 
     #[test]
     fn a_new_store_has_the_schema_stores_written_before_have() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrations().to_version(&mut conn, 3).unwrap();
+        assert_eq!(schema_of(&conn), SCHEMA_3, "migrations 1 to 3 build what stores written before have");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("runs.sqlite");
         drop(RunStore::open(&path).unwrap());
         let conn = Connection::open(&path).unwrap();
+        assert_eq!(schema_of(&conn), SCHEMA_4);
+    }
+
+    #[test]
+    fn a_child_run_is_found_by_its_parent_from_the_link_its_options_keep() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+        let wf = workflow();
+        let link = |item| crate::run::ParentLink { run: "p".into(), node: "fan".into(), iteration: 1, item };
+        for (id, item) in [("c1", Some(1)), ("c0", Some(0))] {
+            let options = RunOptions { parent: Some(link(item)), ..RunOptions::default() };
+            drop(store.create(&new_run(id, &wf, &options)).unwrap());
+        }
+        drop(store.create(&new_run("p", &wf, &RunOptions::default())).unwrap());
+        let children = store.children("p").unwrap();
+        assert_eq!(children.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["c0", "c1"], "by item");
+        assert_eq!(children[1].link, link(Some(1)));
+        assert!(store.children("c0").unwrap().is_empty());
+    }
+
+    /// `sqlite_master` as the schema tests compare it: the version, then each object.
+    fn schema_of(conn: &Connection) -> String {
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         let mut schema = format!("{version}\n");
         let mut rows = conn
@@ -714,7 +767,7 @@ mod tests {
             schema.push_str(&row.unwrap());
             schema.push('\n');
         }
-        assert_eq!(schema, SCHEMA_3);
+        schema
     }
 
     #[test]

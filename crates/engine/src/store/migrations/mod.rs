@@ -37,6 +37,8 @@ pub const SQLITE: &[Migration] = &[
     // 3: the tokens each model used in a run (for its cost), the evaluation a run was a case of, and evaluations'
     // reports (a baseline to compare with).
     migration!("sqlite", "0003_usage_and_evals"),
+    // 4: child runs: the parent run, node, iteration and item a child run belongs to, from its options' link.
+    migration!("sqlite", "0004_child_runs"),
 ];
 
 /// The PostgreSQL store's schema, version by version.
@@ -68,6 +70,8 @@ pub const POSTGRES: &[Migration] = &[
     migration!("postgres", "0008_queues"),
     // 9: the lease each worker takes its runs with, by which `switchyard workers` tells one that stopped answering.
     migration!("postgres", "0009_worker_leases"),
+    // 10: level with SQLite's migration 4: child runs' links to their parent runs.
+    migration!("postgres", "0010_child_runs"),
 ];
 
 /// The version a store's schema is at once every migration of `list` is applied.
@@ -116,10 +120,11 @@ mod tests {
 
     /// Each released migration's SHA-256, in order. A migration that differs by a byte from what databases applied
     /// fails here: append a new one instead (and its digest here).
-    const RELEASED: [(&str, &str); 12] = [
+    const RELEASED: [(&str, &str); 14] = [
         ("sqlite/0001_first", "f9455d8b747853daecad6dd7842cced43e7c4039fabe0ca4986fc3711aa8b586"),
         ("sqlite/0002_copies_times_and_inputs", "d4b22038cf08656ad6cae38b048f02c11f05a1d490c6ac6425cb6eb3b940b532"),
         ("sqlite/0003_usage_and_evals", "937342207f962fb42930a0f39f7a1f6342783a896bc5f5c0444158427c2333c9"),
+        ("sqlite/0004_child_runs", "f8237de8e7aef164de5485258b2b7a226d74403a73458fcf5f6948746defc209"),
         ("postgres/0001_runs_events_inputs", "43a7c50a1ab9d8b3e13ec2a7722b4b36726451baf5dfa5bea7c4808c3d6264db"),
         ("postgres/0002_usage_and_evals", "f643b98d00059894292d87413e5d882d1b92d15fa1f5ff2ac5061740c228a570"),
         ("postgres/0003_team", "0b7846ece0399b83c8ecc677fd23ac1e8244c4729526f28d1dc0f0263c4491b8"),
@@ -129,6 +134,7 @@ mod tests {
         ("postgres/0007_run_versions", "fb2f86125836ff3826d2edbbbc55ed348219263340e24883a6f14eed0642d489"),
         ("postgres/0008_queues", "3b5d24596e938268f6c8d9e7df1b1d392bcc7aba5505773a19901423d0a51686"),
         ("postgres/0009_worker_leases", "4c773cb68328400f6bc5eb2de1963f73a52cbfc55d2a7d3e514b202370272266"),
+        ("postgres/0010_child_runs", "a2cb10cab284e4f6deb9fdf342cbe86bd3123fabcc3b27844ef32a0d54f81868"),
     ];
 
     #[test]
@@ -147,10 +153,10 @@ mod tests {
     fn a_database_gets_the_migrations_after_its_version_in_order_and_a_newer_one_none() {
         let all = plan(SQLITE, 0).unwrap();
         assert_eq!(all.steps.iter().map(|(v, m)| (*v, m.name)).collect::<Vec<_>>()[0], (1, "0001_first"));
-        assert_eq!((all.from, all.to, all.steps.len()), (0, 3, 3));
+        assert_eq!((all.from, all.to, all.steps.len()), (0, 4, 4));
         let rest = plan(SQLITE, 2).unwrap();
-        assert_eq!(rest.steps.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [3]);
+        assert_eq!(rest.steps.iter().map(|(v, _)| *v).collect::<Vec<_>>(), [3, 4]);
         assert!(plan(POSTGRES, latest(POSTGRES)).unwrap().is_empty());
-        assert_eq!(plan(SQLITE, 4).unwrap_err(), Newer { found: 4, known: 3 });
+        assert_eq!(plan(SQLITE, 5).unwrap_err(), Newer { found: 5, known: 4 });
     }
 }
