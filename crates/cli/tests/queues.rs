@@ -218,7 +218,8 @@ fn a_run_started_through_the_api_goes_before_a_batch_waiting_in_the_same_queue()
     worker.wait_for(&format!("claimed {}", ids[0]));
     let asked = team.submit(&store, &batch, by_api());
     // A person's run waits behind nothing but other people's runs.
-    let row = store.get(&asked).wait().unwrap();
+    // As a run opened shows it (`show`, `GET /api/runs/ID`).
+    let row = store.load(&asked).wait().unwrap().row;
     if row.status == StoredStatus::Ready {
         assert_eq!((row.ahead, row.waiting().as_deref()), (Some(0), Some("waiting for a worker (0 ahead)")));
     }

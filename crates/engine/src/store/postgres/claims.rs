@@ -1,10 +1,10 @@
 //! Claims as leases: who works a run, under which epoch, until when.
 //!
 //! Invariants:
-//! - A claim (`claim_from`) is one transaction: it picks a run that is `ready`, or `running` with an expired lease, or
-//!   `paused` and woken (a decision or cancellation came, or an approval's deadline passed) and held by nobody (or
-//!   by a worker whose lease expired: it died between pausing the run and giving it up), locking its row and
-//!   skipping rows another transaction holds, then sets its owner and lease and increases its epoch. So two claimers
+//! - A claim (`claim_from`) picks a run that is `ready`, or `running` with an expired lease, or `paused` and woken (a
+//!   decision or cancellation came, or an approval's deadline passed) and held by nobody (or by a worker whose lease
+//!   expired: it died between pausing the run and giving it up), locking its row and skipping rows another
+//!   transaction holds, then sets its owner and lease and increases its epoch, in one transaction. So two claimers
 //!   never get the same run, and each claim of a run has an epoch higher than every earlier one.
 //! - A worker takes only from its queues (`queue = ANY(queues)`; given none, from all), a person's runs first
 //!   (`priority`: the API, the browser, `/mcp`), then the oldest.
@@ -14,8 +14,8 @@
 //!   limit takes the workflow's advisory lock (`pg_advisory_xact_lock`, held to the end of its transaction) and only
 //!   then counts, in a statement of its own, whose snapshot is taken after every claim that held the lock before it
 //!   committed: each claim sees all those before it, and the one that would exceed the limit rolls back and looks
-//!   for another run. Claims of runs with no limit take no lock. Runs in a terminal or the app (`create`,
-//!   `claim_run`) are not limited, and are counted.
+//!   for another run. A run with no limit is taken with no lock, in one statement (`CLAIM_FAST`). Runs in a terminal
+//!   or the app (`create`, `claim_run`) are not limited, and are counted.
 //! - Only a claim ends an epoch: a worker whose lease expired but that nobody took over may still write and heartbeat.
 //! - Leases are measured on the database's clock (`now()`), never a worker's, so clocks that differ between machines
 //!   do not matter.
@@ -49,7 +49,9 @@ const CLAIM_RUN: &str = "UPDATE runs SET status = 'running', owner = $2, epoch =
 /// A paused run is taken when something woke it (a decision, a cancellation, a deadline); and when a worker still
 /// holds it past its lease while a decision kept for it has not been applied: that worker died between taking the
 /// woken run (which clears `wake`) and applying the decision. A paused run nothing is asked of is left alone.
-const CLAIM_PICK: &str = "SELECT id, workflow_name, max_concurrent, CASE WHEN status = 'running' THEN owner END
+macro_rules! claim_pick {
+    () => {
+        "SELECT id, workflow_name, max_concurrent, CASE WHEN status = 'running' THEN owner END AS taken_from
      FROM runs
      WHERE (status = 'ready' OR (status = 'running' AND (lease_until IS NULL OR lease_until <= now()))
             OR (status = 'paused' AND (owner IS NULL OR lease_until <= now())
@@ -65,7 +67,26 @@ const CLAIM_PICK: &str = "SELECT id, workflow_name, max_concurrent, CASE WHEN st
                   AND l.owner IS NOT NULL AND l.lease_until > now()) < max_concurrent)
      ORDER BY priority DESC, started_at, id
      LIMIT 1
-     FOR UPDATE SKIP LOCKED";
+     FOR UPDATE SKIP LOCKED"
+    };
+}
+/// The next run, as the macro says.
+const CLAIM_PICK: &str = claim_pick!();
+
+/// The common claim in one statement: picks as `CLAIM_PICK` does and, when the run's workflow has no limit, takes it
+/// in the same statement (its epoch); one with a limit is only named (no epoch), for `claim_from` to take under the
+/// workflow's lock.
+const CLAIM_FAST: &str = concat!(
+    "WITH pick AS (",
+    claim_pick!(),
+    "),
+     taken AS (
+       UPDATE runs SET status = 'running', owner = $2, epoch = epoch + 1, updated_at = now(),
+         wake = false, wake_at = NULL, lease_until = now() + $3::int8 * interval '1 millisecond'
+       FROM pick WHERE runs.id = pick.id AND pick.max_concurrent IS NULL
+       RETURNING runs.id, runs.epoch)
+     SELECT pick.id, pick.taken_from, taken.epoch FROM pick LEFT JOIN taken ON taken.id = pick.id"
+);
 
 /// The workflow's lock, held until the claim's transaction ends: claims of runs with a limit take it before they
 /// count, one workflow name at a time.
@@ -121,6 +142,17 @@ impl PgStore {
         let (worker, lease, queues) = (worker.to_string(), lease_ms(lease)?, queues.map(<[String]>::to_vec));
         self.call(|s| async move {
             let mut session = s.leases.session(&s.db).await?;
+            // Most runs have no limit: taken in one statement.
+            let fast = session.statement(CLAIM_FAST).await.in_db(&s)?;
+            match session.client.query_opt(&fast, &[&queues, &worker, &lease]).await.in_db(&s)? {
+                None => return Ok(None),
+                Some(row) => {
+                    if let Some(epoch) = row.get::<_, Option<i64>>(2) {
+                        return Ok(Some(Claimed { id: row.get(0), epoch, taken_over_from: row.get(1) }));
+                    }
+                }
+            }
+            // A run with a limit: counted again under its workflow's lock.
             let (pick, lock, limited, take) = (
                 session.statement(CLAIM_PICK).await.in_db(&s)?,
                 session.statement(CLAIM_LOCK).await.in_db(&s)?,

@@ -18,8 +18,22 @@ use crate::store::{resolved, NewRun, RunQuery, RunRow, StoredRun, StoredStatus, 
 /// The columns `Shared::row` reads, as one literal (for `concat!`). JSON is read in SQL (`->>`) only after `\u0000`
 /// is replaced (by U+FFFD): PostgreSQL refuses to turn that escape into text, and would fail every query that reads
 /// the one event holding it (a model's or a script's output may) — the whole listing, for everyone.
+///
+/// `row_select!()` also counts, for a ready run, the runs of its queue a worker takes before it (`ahead`): what a
+/// listing and a run opened show. `row_select!(light)` leaves it out, for the reads that only look at the status and
+/// come often (`get`: a follower's every poll), since the count reads every ready run ahead of it.
 macro_rules! row_select {
     () => {
+        row_select!("CASE WHEN status = 'ready'
+                THEN (SELECT count(*) FROM runs a WHERE a.status = 'ready' AND a.queue = runs.queue
+                        AND (a.priority > runs.priority OR a.priority = runs.priority
+                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8 END")
+    };
+    (light) => {
+        row_select!("NULL::int8")
+    };
+    ($ahead:literal) => {
+        concat!(
         "SELECT id, workflow_path, script_path, status, workflow_name,
            to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
            (extract(epoch FROM started_at) * 1000)::int8,
@@ -35,15 +49,11 @@ macro_rules! row_select {
            CASE WHEN options::text LIKE '%\"fork\"%'
                 THEN (SELECT CASE WHEN o->'reuse'->'fork' IS NOT NULL THEN o->'reuse'->>'run' END
                       FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END,
-           via, started_by, cancelled_by, workflow_version, queue AS queue,
-           CASE WHEN status = 'ready'
-                THEN (SELECT count(*) FROM runs a WHERE a.status = 'ready' AND a.queue = runs.queue
-                        AND (a.priority > runs.priority OR a.priority = runs.priority
-                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8 END AS ahead,
+           via, started_by, cancelled_by, workflow_version, queue AS queue, ", $ahead, " AS ahead,
            CASE WHEN options::text LIKE '%\"prices\"%'
                 THEN (SELECT CASE WHEN json_typeof(o->'prices') = 'object' THEN (o->'prices')::text END
                       FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END AS kept_prices
-         FROM runs"
+         FROM runs")
     };
 }
 
@@ -63,7 +73,9 @@ const FIND: &str = concat!(
              OR strpos(lower(workflow_path), lower($8)) > 0)
       ORDER BY started_at DESC, id DESC LIMIT $7"
 );
-pub(super) const GET: &str = concat!(row_select!(), " WHERE id = $1");
+pub(super) const GET: &str = concat!(row_select!(light), " WHERE id = $1");
+/// A run's row as a run opened shows it: with how many go before it while it waits (`load`).
+const GET_SHOWN: &str = concat!(row_select!(), " WHERE id = $1");
 const EVENTS: &str = "SELECT event::text FROM events WHERE run_id = $1 ORDER BY seq";
 pub(super) const INPUTS: &str = "SELECT input::text FROM inputs WHERE run_id = $1 ORDER BY id";
 
@@ -261,7 +273,7 @@ impl PgStore {
         let id = id.to_string();
         self.call(|s| async move {
             let mut session = s.main.session(&s.db).await?;
-            let get = session.statement(GET).await.in_db(&s)?;
+            let get = session.statement(GET_SHOWN).await.in_db(&s)?;
             let copies = session.statement("SELECT document::text, options::text FROM runs WHERE id = $1").await;
             let (copies, events, inputs) = (
                 copies.in_db(&s)?,

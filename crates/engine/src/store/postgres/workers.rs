@@ -80,7 +80,8 @@ impl PgStore {
     async fn worker_says(&self, statement: &'static str) -> Result<(), PgError> {
         let name = self.owner.to_string();
         self.call(|s| async move {
-            let mut session = s.leases.session(&s.db).await?;
+            // On the main connection: a worker's beat never waits in front of its runs' lease heartbeats.
+            let mut session = s.main.session(&s.db).await?;
             let said = session.statement(statement).await.in_db(&s)?;
             session.client.execute(&said, &[&name]).await.in_db(&s)?;
             Ok(())
