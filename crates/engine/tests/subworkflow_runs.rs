@@ -149,7 +149,7 @@ async fn a_parent_with_a_child_completes_with_the_childs_output_and_the_child_is
     assert_eq!(stored.workflow.name, "Summarize");
     assert_eq!(stored.options.input, Some(json!({"text": "the page"})), "the input mapping, rendered");
     let children: Vec<String> = s.store.children(&result.run_id).unwrap().into_iter().map(|c| c.id).collect();
-    assert_eq!(children, [child.clone()], "the store finds a parent's children by their link");
+    assert_eq!(children, std::slice::from_ref(&child), "the store finds a parent's children by their link");
 
     // The parent's stream carries the child's events, marked with the child run and its path.
     let carried = child_events(&collector.events());
