@@ -233,19 +233,19 @@ function RunList() {
 /** Stored runs: this workflow's (or all), with what can be done with each. */
 function History() {
   const history = useHistory((s) => s.runs);
-  const path = useDocument((s) => s.path);
   const filter = useHistory((s) => s.filter);
   const shown = useHistory((s) => s.shown);
+  const path = useDocument((s) => s.path);
   const docName = useDocument((s) => s.workflow.name);
   const [all, setAll] = useState(false);
   const serverProblem = useHistory((s) => s.serverProblem);
   const server = usePrefs((p) => p.settings?.server?.url);
-  // Runs are started elsewhere too (`switchyard run` in a terminal; on a server, webhooks, schedules, teammates): the
   // This workflow's runs, and every run that waits for someone (paused, or interrupted when its process died): the
   // stores find them (`list_runs`), whatever History listed so far.
   const mine = all || !path ? null : { path, name: docName };
   const mineKey = mine ? `${mine.path}\n${mine.name}` : "";
   const setFilter = (f: storedRuns.RunFilter) => void storedRuns.setFilter(f, mine);
+  // Runs are started elsewhere too (`switchyard run` in a terminal; on a server, webhooks, schedules, teammates): the
   // list is read when it is shown and every 3 s while it is.
   useEffect(() => {
     void storedRuns.setFilter(useHistory.getState().filter, mine).then(() => storedRuns.refresh());

@@ -770,6 +770,9 @@ pub struct RunQuery {
     pub until: Option<chrono::DateTime<chrono::Utc>>,
     /// Only runs whose id begins with this.
     pub id_prefix: Option<String>,
+    /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case): what a
+    /// person types in History's search box.
+    pub search: Option<String>,
 }
 
 impl RunQuery {
@@ -794,12 +797,15 @@ impl RunQuery {
             && self.workflow.as_ref().is_none_or(|w| {
                 row.workflow.to_lowercase() == w.to_lowercase() || row.workflow_ref.as_deref() == Some(w.as_str())
             })
-    /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case): what a
-    /// person types in History's search box.
-    pub search: Option<String>,
             && self.since.is_none_or(|since| started.is_some_and(|t| t >= since))
             && self.until.is_none_or(|until| started.is_some_and(|t| t < until))
             && self.id_prefix.as_ref().is_none_or(|p| row.id.starts_with(p.as_str()))
+            && self.search.as_ref().is_none_or(|text| {
+                let text = text.to_lowercase();
+                row.id.to_lowercase().starts_with(&text)
+                    || row.workflow.to_lowercase().contains(&text)
+                    || row.workflow_ref.as_deref().is_some_and(|f| f.to_lowercase().contains(&text))
+            })
     }
 
     /// The statuses as the stores' rows keep them: `running` for both running and interrupted runs (which of the
@@ -815,12 +821,6 @@ impl RunQuery {
             .map(str::to_string)
             .collect();
         statuses.sort();
-            && self.search.as_ref().is_none_or(|text| {
-                let text = text.to_lowercase();
-                row.id.to_lowercase().starts_with(&text)
-                    || row.workflow.to_lowercase().contains(&text)
-                    || row.workflow_ref.as_deref().is_some_and(|f| f.to_lowercase().contains(&text))
-            })
         statuses.dedup();
         statuses
     }
@@ -831,21 +831,6 @@ message_error!(
     QueryWordError
 );
 
-/// Parses a status as `--status` and `?status=` name it.
-pub fn parse_status(text: &str) -> Result<StoredStatus, QueryWordError> {
-    let all = [
-        StoredStatus::Ready,
-        StoredStatus::Running,
-        StoredStatus::Paused,
-        StoredStatus::Interrupted,
-        StoredStatus::Completed,
-        StoredStatus::Failed,
-        StoredStatus::Cancelled,
-    ];
-    all.into_iter().find(|s| s.as_str() == text.trim()).ok_or_else(|| {
-        let names: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
-        QueryWordError(format!("`{}` is no run status: one of {}", text.trim(), names.join(", ")))
-    })
 /// A run query as a person or a request spells it — History's filter, `switchyard runs`' flags, `GET /api/runs`'
 /// parameters — in words [`RunFilter::query`] reads: one meaning for each, wherever it is typed.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -897,6 +882,21 @@ impl RunFilter {
     }
 }
 
+/// Parses a status as `--status` and `?status=` name it.
+pub fn parse_status(text: &str) -> Result<StoredStatus, QueryWordError> {
+    let all = [
+        StoredStatus::Ready,
+        StoredStatus::Running,
+        StoredStatus::Paused,
+        StoredStatus::Interrupted,
+        StoredStatus::Completed,
+        StoredStatus::Failed,
+        StoredStatus::Cancelled,
+    ];
+    all.into_iter().find(|s| s.as_str() == text.trim()).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
+        QueryWordError(format!("`{}` is no run status: one of {}", text.trim(), names.join(", ")))
+    })
 }
 
 /// Parses a status a prune may take (`prune --status`): an ended one. A run that may still go on is never pruned.
