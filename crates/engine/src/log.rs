@@ -157,14 +157,18 @@ enum Sink {
     Committed(Arc<Committer>),
 }
 
+/// The committer thread of a run has stopped.
+struct Gone;
+
 /// The way to a run's committer thread, shared by every clone of its emitter.
 struct Committer {
     tx: std::sync::mpsc::SyncSender<Queued>,
 }
 
 impl Committer {
-    fn send(&self, queued: Queued) -> Result<(), std::sync::mpsc::SendError<Queued>> {
-        self.tx.send(queued)
+    /// Fails when the committer thread is gone (the item is dropped).
+    fn send(&self, queued: Queued) -> Result<(), Gone> {
+        self.tx.send(queued).map_err(|_| Gone)
     }
 
     /// Returns once everything queued before is committed and delivered.
