@@ -24,17 +24,19 @@ use crate::store::{resolved, NewRun, RunQuery, RunRow, StoredRun, StoredStatus, 
 /// come often (`get`: a follower's every poll), since the count reads every ready run ahead of it.
 macro_rules! row_select {
     () => {
-        row_select!("CASE WHEN status = 'ready'
+        row_select!(
+            "CASE WHEN status = 'ready'
                 THEN (SELECT count(*) FROM runs a WHERE a.status = 'ready' AND a.queue = runs.queue
                         AND (a.priority > runs.priority OR a.priority = runs.priority
-                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8 END")
+                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8 END"
+        )
     };
     (light) => {
         row_select!("NULL::int8")
     };
     ($ahead:literal) => {
         concat!(
-        "SELECT id, workflow_path, script_path, status, workflow_name,
+            "SELECT id, workflow_path, script_path, status, workflow_name,
            to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
            (extract(epoch FROM started_at) * 1000)::int8,
            (extract(epoch FROM coalesce(ended_at, now())) * 1000)::int8,
@@ -49,11 +51,14 @@ macro_rules! row_select {
            CASE WHEN options::text LIKE '%\"fork\"%'
                 THEN (SELECT CASE WHEN o->'reuse'->'fork' IS NOT NULL THEN o->'reuse'->>'run' END
                       FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END,
-           via, started_by, cancelled_by, workflow_version, queue AS queue, ", $ahead, " AS ahead,
+           via, started_by, cancelled_by, workflow_version, queue AS queue, ",
+            $ahead,
+            " AS ahead,
            CASE WHEN options::text LIKE '%\"prices\"%'
                 THEN (SELECT CASE WHEN json_typeof(o->'prices') = 'object' THEN (o->'prices')::text END
                       FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END AS kept_prices
-         FROM runs")
+         FROM runs"
+        )
     };
 }
 
