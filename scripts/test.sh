@@ -41,8 +41,8 @@ step "generated files are current (JSON Schema, TypeScript bindings)"
 # The binary `cargo test` built for the CLI's tests.
 target/debug/switchyard schema | diff -u schema/workflow.schema.json - \
   || { echo "schema/workflow.schema.json is stale: regenerate it with 'cargo run -p switchyard-cli -- schema'"; exit 1; }
-git diff --exit-code -- ui/src/bindings.ts ui/src/generated/node-types.json \
-  || { echo "ui/src/bindings.ts or ui/src/generated/node-types.json is stale: 'cargo test -p switchyard-app' regenerated it; commit it"; exit 1; }
+git diff --exit-code -- ui/src/bindings.ts ui/src/generated/node-types.json ui/src/generated/commands.json \
+  || { echo "ui/src/bindings.ts or ui/src/generated/*.json is stale: 'cargo test -p switchyard-app' regenerated it; commit it"; exit 1; }
 
 step "UI unit tests (vitest)"
 npx vitest run 2>&1 | tee -a "$out"
