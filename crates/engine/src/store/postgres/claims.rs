@@ -48,7 +48,11 @@ const CLAIM_RUN: &str = "UPDATE runs SET status = 'running', owner = $2, epoch =
 ///
 /// A paused run is taken when something woke it (a decision, a cancellation, a deadline); and when a worker still
 /// holds it past its lease while a decision kept for it has not been applied: that worker died between taking the
-/// woken run (which clears `wake`) and applying the decision. A paused run nothing is asked of is left alone.
+/// woken run (which clears `wake`) and applying the decision. So is one a dead worker holds whose log has an input
+/// beyond its last event (an input is logged before the events it makes): that worker logged the decision and died,
+/// or lost its database, before it logged what the decision did (a PostgreSQL restart in that moment once left a run
+/// paused for good). Taking it again rebuilds it from its log, which applies the input. A paused run nothing is asked
+/// of is left alone.
 macro_rules! claim_pick {
     () => {
         "SELECT id, workflow_name, max_concurrent, CASE WHEN status = 'running' THEN owner END AS taken_from
@@ -60,7 +64,11 @@ macro_rules! claim_pick {
                           SELECT 1 FROM decisions d WHERE d.run_id = runs.id
                             AND d.round >= (SELECT count(*) FROM inputs i WHERE i.run_id = runs.id
                                               AND i.input->>'input' IN ('decided', 'timedOut')
-                                              AND i.input->>'node' = d.node)))))
+                                              AND i.input->>'node' = d.node))
+                     OR owner IS NOT NULL AND EXISTS (
+                          SELECT 1 FROM inputs i WHERE i.run_id = runs.id
+                            AND (i.input->>'seq')::int8 > (SELECT coalesce(max(e.seq), 0) FROM events e
+                                                            WHERE e.run_id = runs.id)))))
        AND ($1::text[] IS NULL OR queue = ANY($1::text[]))
        AND (max_concurrent IS NULL
             OR (SELECT count(*) FROM runs l WHERE l.workflow_name = runs.workflow_name AND l.status = 'running'
