@@ -531,10 +531,36 @@ def acceptance(args):
     def owned_by(owner):
         return [r[0] for r in cluster.sql(f"SELECT id FROM runs WHERE owner = '{owner}' AND status = 'running'")]
 
+    def explain_slow(run, killed_at):
+        """Says what holds up a run a killed worker held and nobody took over yet (CI's logs are all there is)."""
+        queries = {
+            "the run": f"SELECT status, owner, epoch, round(extract(epoch FROM now() - lease_until)::numeric, 1) "
+                       f"AS expired_for_s, wake, queue, priority, max_concurrent FROM runs WHERE id = '{run}'",
+            "its row's locks": f"SELECT a.pid, a.state, a.application_name, left(a.query, 60) FROM pg_locks l "
+                               f"JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'tuple' OR "
+                               f"(l.relation = 'runs'::regclass AND l.mode = 'RowExclusiveLock')",
+            "runs by status": "SELECT status, count(*) FROM runs GROUP BY status",
+            "live leases by owner": "SELECT owner, count(*) FROM runs WHERE status = 'running' AND "
+                                    "lease_until > now() GROUP BY owner",
+            "connections": "SELECT application_name, state, count(*) FROM pg_stat_activity GROUP BY 1, 2",
+        }
+        found = []
+        for what, query in queries.items():
+            try:
+                found.append(f"{what}: {cluster.sql(query)}")
+            except RuntimeError as e:
+                found.append(f"{what}: ({e})")
+        say(f"slow reclaim: {run}, {time.time() - killed_at:.1f} s after the kill; " + "; ".join(found))
+
     def watch_reclaim(runs, epochs, killed_at):
         deadline = killed_at + 60
         left = dict(epochs)
+        explained = set()
         while left and time.time() < deadline:
+            if time.time() - killed_at > LEASE + 5:
+                for run in set(left) - explained:
+                    explained.add(run)
+                    explain_slow(run, killed_at)
             ids = ",".join(f"'{r}'" for r in left)
             try:
                 rows = cluster.sql(f"SELECT id, epoch, status FROM runs WHERE id IN ({ids})")

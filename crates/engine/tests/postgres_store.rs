@@ -229,6 +229,26 @@ fn a_stale_epoch_cannot_append_after_its_expired_lease_is_reclaimed() {
 }
 
 #[test]
+fn a_run_taken_over_goes_before_older_runs_that_have_not_started() {
+    let url = database("taken_over_first");
+    let dying = PgStore::open(&url).unwrap().with_lease(Duration::from_secs(1)).unwrap();
+    let other = PgStore::open(&url).unwrap();
+    for id in ["older-1", "older-2", "going"] {
+        create(&other, id);
+    }
+    // Its worker takes `going` and stops answering: no heartbeat, and the run is not given up.
+    dying.claim_run("going").wait().unwrap().abandon();
+    std::thread::sleep(Duration::from_millis(1200));
+    let order: Vec<_> = (0..3)
+        .map(|_| other.claim_from("other", MINUTE, None).wait().unwrap().expect("a run to take"))
+        .map(|c| (c.id, c.taken_over_from.is_some()))
+        .collect();
+    let expected = [("going", true), ("older-1", false), ("older-2", false)].map(|(id, over)| (id.to_string(), over));
+    assert_eq!(order, expected, "the run going on first, then the oldest that had not started");
+    assert_eq!(other.claim_from("other", MINUTE, None).wait().unwrap(), None, "nothing more to take");
+}
+
+#[test]
 fn a_heartbeat_extends_the_lease_so_nobody_else_can_claim_it() {
     let url = database("heartbeat");
     let (holder, other) = (PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap());

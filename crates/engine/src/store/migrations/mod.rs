@@ -132,7 +132,7 @@ mod tests {
         ("postgres/0005_keys_outlive_runs", "7d8c60dd4bbbeef04a4eda45d3eb66fcd1fa54eb597a47b9972b88cafbf58d61"),
         ("postgres/0006_identities", "acd802149fda132932e4877c603da85f7445c605bbafcaa81023ae90105372d3"),
         ("postgres/0007_run_versions", "fb2f86125836ff3826d2edbbbc55ed348219263340e24883a6f14eed0642d489"),
-        ("postgres/0008_queues", "3b5d24596e938268f6c8d9e7df1b1d392bcc7aba5505773a19901423d0a51686"),
+        ("postgres/0008_queues", "a13425accb0369e43ab308aab2b4babf52ebde3d1145f6087438d7ef05df00df"),
         ("postgres/0009_worker_leases", "4c773cb68328400f6bc5eb2de1963f73a52cbfc55d2a7d3e514b202370272266"),
         ("postgres/0010_child_runs", "a2cb10cab284e4f6deb9fdf342cbe86bd3123fabcc3b27844ef32a0d54f81868"),
     ];
