@@ -113,6 +113,10 @@ enum Command {
         run_id: String,
         #[arg(long = "decide")]
         decisions: Vec<String>,
+        /// Who makes the --decide decisions, kept in the run's history and shown beside them ("approved by NAME");
+        /// default: your login name ($USER).
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
         #[arg(long)]
         json: bool,
         #[arg(long)]
@@ -318,8 +322,8 @@ fn main() -> ExitCode {
                 allow_code,
             }))
         }
-        Command::Resume { run_id, decisions, json, events, allow_code } => {
-            runtime.block_on(cmd_resume(db.as_deref(), &run_id, &decisions, json, events, allow_code))
+        Command::Resume { run_id, decisions, by, json, events, allow_code } => {
+            runtime.block_on(cmd_resume(db.as_deref(), &run_id, &decisions, by, json, events, allow_code))
         }
         Command::Worker(args) => runtime.block_on(worker::cmd(db.as_deref(), args)),
         Command::Workers { json } => worker::cmd_workers(db.as_deref(), json),

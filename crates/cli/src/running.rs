@@ -287,6 +287,20 @@ fn decide_flag(path: &str) -> String {
     }
 }
 
+/// Who `resume --decide` names as deciding: `--by NAME`, else the login name (`$USER`, `$USERNAME` on Windows); none
+/// when neither is set. A blank `--by` is refused.
+fn deciding_person(by: Option<String>) -> Result<Option<String>, Unusable> {
+    match by {
+        Some(name) if name.trim().is_empty() => {
+            Err(coded("INVALID_DECISION", "--by is empty: give the name the decisions are made under, or leave it out"))
+        }
+        Some(name) => Ok(Some(name.trim().to_string())),
+        None => Ok(["USER", "USERNAME"]
+            .iter()
+            .find_map(|var| std::env::var(var).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))),
+    }
+}
+
 /// `--decide NODE=approve|reject[:note]`; NODE may be a path to an approval inside a child run, `summarize › review`
 /// (or `summarize>review`): the decision is the `workflow` node's, and is checked against what it waits for.
 pub(crate) fn parse_decision(raw: &str) -> Result<(String, Decision), Unusable> {
@@ -337,11 +351,16 @@ pub(crate) async fn cmd_resume(
     db: Option<&str>,
     run_id: &str,
     raw: &[String],
+    by: Option<String>,
     json: bool,
     events: Option<PathBuf>,
     allow_code: bool,
 ) -> Result<u8, Unusable> {
     let decisions = raw.iter().map(|d| parse_decision(d)).collect::<Result<Vec<_>, _>>()?;
+    let decisions = match deciding_person(by)? {
+        Some(by) => decisions.into_iter().map(|(node, d)| (node, d.by(by.clone()))).collect(),
+        None => decisions,
+    };
     let store = open_runs(db)?;
     // A short id (History prints the first 8 characters) names the run it begins.
     let run_id = &store.resolve(run_id).map_err(|e| coded(e.code(), e.to_string()))?;

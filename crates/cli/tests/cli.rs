@@ -153,6 +153,34 @@ fn a_paused_run_is_stored_and_resumed_from_another_process() {
 }
 
 #[test]
+fn a_decision_made_with_resume_names_who_made_it_by_flag_or_else_the_login_name() {
+    let cli = Cli::new();
+    let paused = || {
+        let args = ["run", "examples/approval-flow.yaml", "--answers", "examples/approval-flow.script.yaml", "--json"];
+        cli.json(&args).1["runId"].as_str().unwrap().to_string()
+    };
+    let decided_by = |id: &str| {
+        let (_, shown) = cli.json(&["show", id, "--json"]);
+        shown["decisions"][0]["by"].clone()
+    };
+    let first = paused();
+    let empty = cli.run(&["resume", &first, "--decide", "review=approve", "--by", " "]);
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(stderr(&empty).contains("--by is empty"), "{}", stderr(&empty));
+    let done = cli.run(&["resume", &first, "--decide", "review=approve", "--by", "Alice Chen"]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert_eq!(decided_by(&first), "Alice Chen");
+    let shown = String::from_utf8(cli.run(&["show", &first]).stdout).unwrap();
+    assert!(shown.contains("review approved by Alice Chen at "), "{shown}");
+
+    let second = paused();
+    let args = ["resume", second.as_str(), "--decide", "review=reject"];
+    let done = cli.run_with(&args, &[("USER", "bob"), ("USERNAME", "")]);
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert_eq!(decided_by(&second), "bob", "without --by, the login name");
+}
+
+#[test]
 fn an_approval_inside_a_child_run_is_decided_from_the_parent_by_its_path() {
     let cli = Cli::new();
     let (code, paused) = cli.json(&[
