@@ -470,6 +470,7 @@ pub async fn prepare<S: Store + ?Sized>(
         .filter(|_| workflow.defaults.model.is_none())
         .and_then(|s| s.default_model.clone())
         .or_else(|| discovered.as_ref().and_then(|d| d.model.clone()));
+    let model_given = request.model.is_some();
     let model = request.model.or(fallback);
     // The run keeps this process's prices for the models it can use: its cost is the same whoever looks, later.
     let table = settings.as_ref().map_or_else(prices, |s| s.prices.clone());
@@ -479,6 +480,7 @@ pub async fn prepare<S: Store + ?Sized>(
         run_id: Some(run::new_run_id()),
         step_budget: request.step_budget,
         model,
+        model_given,
         reuse,
         prices: Some(kept),
         ..RunOptions::default()
@@ -867,9 +869,10 @@ async fn drive_with(
 /// The children of a run a person started, when its workflow has `workflow` nodes: kept in its store, found
 /// relative to its file, answered from its answers.
 fn own_children(going: &Going) -> Option<Arc<dyn run::Children>> {
-    let (workflow, store, file, answers, model, mcp, allow_code) = match going {
+    let (workflow, options, store, file, answers, model, mcp, allow_code) = match going {
         Going::Fresh(p, held) => (
             &*p.workflow,
+            &p.options,
             held.as_ref().map(|h| h.store.clone()),
             p.workflow_ref.as_ref().map(|r| r.path.clone()),
             p.answers.clone(),
@@ -879,6 +882,7 @@ fn own_children(going: &Going) -> Option<Arc<dyn run::Children>> {
         ),
         Going::Stored(r) => (
             &r.stored.workflow,
+            &r.stored.options,
             Some(r.held.store.clone()),
             r.stored.row.workflow_ref.as_deref().map(|w| WorkflowRef::parse(w).path),
             r.answers.clone(),
@@ -890,8 +894,8 @@ fn own_children(going: &Going) -> Option<Arc<dyn run::Children>> {
     if !workflow.nodes.iter().any(|n| n.node_type == crate::document::NodeType::Workflow) {
         return None;
     }
-    let depth = 1;
-    Some(Arc::new(children::SessionChildren { store, file, answers, model, mcp, allow_code, depth }))
+    let (depth, default_model) = (1, children::ChildModel::of(workflow, options));
+    Some(Arc::new(children::SessionChildren { store, file, answers, model, default_model, mcp, allow_code, depth }))
 }
 
 /// A run [`drive`] launched: decided and cancelled through its controller, and held (when it is) until `finish`

@@ -445,3 +445,41 @@ edges:
     assert_eq!(allowed.status, RunStatus::Completed, "{:?}", allowed.error);
     assert_eq!(allowed.node("summarize").unwrap().data, json!({"sum": 3}));
 }
+
+/// The model the child run of `summarize` defaults to when the parent names `parent_default` and is run with
+/// `given` (`--model`), and the child names `child_default`.
+async fn childs_model(
+    parent_default: Option<&str>,
+    given: Option<&str>,
+    child_default: Option<&str>,
+) -> Option<String> {
+    let with_default = |text: &str, model: Option<&str>| match model {
+        Some(m) => text.replacen("nodes:\n", &format!("defaults: {{model: {m}}}\nnodes:\n"), 1),
+        None => text.to_string(),
+    };
+    let (parent, child) = (with_default(PARENT, parent_default), with_default(CHILD, child_default));
+    let s = Setup::new(&[("parent.yaml", &parent), ("children/summarize.yaml", &child), ("answers.yaml", ANSWERS)]);
+    let file = s.path("parent.yaml");
+    let request = RunRequest {
+        workflow_ref: Some(WorkflowRef::new(&file, None)),
+        answers_path: Some(s.path("answers.yaml")),
+        model: given.map(str::to_string),
+        ..RunRequest::default()
+    };
+    let workflow = format::load_file(&file, None).unwrap().workflow;
+    let prepared = session::prepare(workflow, request, Some(&*s.store)).await.unwrap();
+    let held = session::begin(s.store.clone(), &prepared).unwrap();
+    let outcome = session::drive(Drive::fresh(prepared, Some(held)), Sinks::default()).await.unwrap().finish().await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    let stored = s.store.load(&s.child_id(&outcome.result.run_id, "summarize", None)).unwrap();
+    stored.options.model.or(stored.workflow.defaults.model)
+}
+
+#[tokio::test]
+async fn a_child_defaults_to_its_own_model_else_its_parents_and_a_model_given_for_the_parent_overrides_both() {
+    let own = |m: &str| Some(m.to_string());
+    assert_eq!(childs_model(Some("local/parent"), None, Some("local/child")).await, own("local/child"));
+    assert_eq!(childs_model(Some("local/parent"), None, None).await, own("local/parent"), "the parent's default");
+    assert_eq!(childs_model(None, Some("local/given"), Some("local/child")).await, own("local/given"), "--model");
+    assert_eq!(childs_model(Some("local/parent"), Some("local/given"), None).await, own("local/given"));
+}

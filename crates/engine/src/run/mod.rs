@@ -72,6 +72,11 @@ pub struct RunOptions {
     pub step_budget: Option<u32>,
     /// Overrides the workflow's default model.
     pub model: Option<String>,
+    /// `model` was given for the run (`--model`, the app's model picker), not found as a default (the settings'
+    /// default model, a local model server): it overrides its child runs' default models too
+    /// (docs/subworkflows.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_given: bool,
     /// Overrides the workflow's concurrency.
     pub concurrency: Option<u32>,
     /// Results, routes and decisions taken from an earlier run for the nodes upstream of the one run from.

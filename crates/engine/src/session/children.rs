@@ -31,6 +31,7 @@ use crate::result::{PendingApproval, RunStatus};
 use crate::run::{self, ChildCall, ChildFailed, ChildIo, Children, RunOptions};
 use crate::store::{Store, StoreError, StoredStatus};
 use crate::validate::{self, workflows::MAX_DEPTH};
+use crate::Workflow;
 
 /// Runs the children of one run's `workflow` nodes.
 pub(super) struct SessionChildren {
@@ -41,11 +42,41 @@ pub(super) struct SessionChildren {
     /// The parent's answers (an offline run): each child is answered from its node's section.
     pub answers: Option<Arc<Answers>>,
     pub model: Arc<dyn Model>,
+    /// The model the parent's agents default to, for children whose workflow names none.
+    pub default_model: ChildModel,
     pub mcp: Arc<McpSessions>,
     /// `--allow-code`: given for the run and its children.
     pub allow_code: bool,
     /// How deep the parent is (a run started by a person is 1).
     pub depth: usize,
+}
+
+/// The default model a parent run passes on to its children: a child's agents that name no model use their
+/// workflow's default model, and when it names none, the parent run's (its `--model`, its workflow's, or the
+/// settings' default). A `--model` given for the parent overrides its children's defaults too, at every depth.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct ChildModel {
+    /// The parent run's default model, if it has one.
+    name: Option<String>,
+    /// Given for the run (`RunOptions::model_given`), not found as a default.
+    given: bool,
+}
+
+impl ChildModel {
+    /// What a run of `workflow` started with `options` passes on.
+    pub(super) fn of(workflow: &Workflow, options: &RunOptions) -> ChildModel {
+        let name = options.model.clone().or_else(|| workflow.defaults.model.clone());
+        ChildModel { name, given: options.model_given && options.model.is_some() }
+    }
+
+    /// A child run of `child`'s `RunOptions::model` and `model_given`.
+    fn for_run(&self, child: &Workflow) -> (Option<String>, bool) {
+        match (self.given, &child.defaults.model) {
+            (true, _) => (self.name.clone(), true),
+            (false, Some(_)) => (None, false),
+            (false, None) => (self.name.clone(), false),
+        }
+    }
 }
 
 /// A child run's id: made from its link, so the same call finds the same child run.
@@ -70,12 +101,14 @@ impl SessionChildren {
         file: Option<PathBuf>,
         answers: Option<Arc<Answers>>,
         model: Arc<dyn Model>,
+        default_model: ChildModel,
     ) -> SessionChildren {
         SessionChildren {
             store: self.store.clone(),
             file,
             answers,
             model,
+            default_model,
             mcp: self.mcp.clone(),
             allow_code: self.allow_code,
             depth: self.depth + 1,
@@ -125,6 +158,9 @@ impl SessionChildren {
             return Err(failed(format!("{}{at}: {} [{}]", call.workflow, first.message, first.code), "CHILD_INVALID"));
         }
         let workflow = loaded.workflow;
+        let (child_model, model_given) = self.default_model.for_run(&workflow);
+        // Costed as its parent is: this process's prices for the models it can use.
+        let prices = super::kept_prices(&workflow, child_model.as_deref());
         check_input(&workflow, Some(&call.input)).map_err(|e| {
             failed(format!("the input given to `{}` does not fit it: {e}", call.workflow), "CHILD_INPUT_MISMATCH")
         })?;
@@ -136,6 +172,9 @@ impl SessionChildren {
             options: RunOptions {
                 input: Some(call.input.clone()),
                 run_id: Some(id.to_string()),
+                prices: Some(prices),
+                model: child_model,
+                model_given,
                 parent: Some(call.link()),
                 ..RunOptions::default()
             },
@@ -223,17 +262,21 @@ impl SessionChildren {
 
     /// The children of the child run `going` drives.
     fn children_of(&self, going: &super::Going) -> Arc<dyn Children> {
-        let (file, answers, model) = match going {
-            super::Going::Fresh(p, _) => {
-                (p.workflow_ref.as_ref().map(|r| r.path.clone()), p.answers.clone(), p.model.clone())
-            }
+        let (file, answers, model, default_model) = match going {
+            super::Going::Fresh(p, _) => (
+                p.workflow_ref.as_ref().map(|r| r.path.clone()),
+                p.answers.clone(),
+                p.model.clone(),
+                ChildModel::of(&p.workflow, &p.options),
+            ),
             super::Going::Stored(r) => (
                 r.stored.row.workflow_ref.as_deref().map(|w| WorkflowRef::parse(w).path),
                 r.answers.clone(),
                 r.model.clone(),
+                ChildModel::of(&r.stored.workflow, &r.stored.options),
             ),
         };
-        Arc::new(self.for_child(file, answers, model))
+        Arc::new(self.for_child(file, answers, model, default_model))
     }
 }
 
