@@ -198,6 +198,17 @@ pub(crate) fn format_duration(ms: u64) -> String {
     }
 }
 
+/// The child runs of `run_id`, each with its status now.
+fn child_runs(store: &dyn store::Store, run_id: &str) -> Result<Vec<(store::ChildRun, StoredStatus)>, Unusable> {
+    let failed = |e: store::StoreError| coded(e.code(), e.to_string());
+    let children = store.children(run_id).map_err(failed)?;
+    let with_status = |c: store::ChildRun| -> Result<_, Unusable> {
+        let status = store.get(&c.id).map_err(failed)?.status;
+        Ok((c, status))
+    };
+    children.into_iter().map(with_status).collect()
+}
+
 /// Rebuilds a stored run's result from its recording (no model call), as `run --json` printed it.
 pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8, Unusable> {
     let store = open_runs(db)?;
@@ -221,7 +232,21 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
     // Who started it, decided its approvals and cancelled it (a server's runs; docs/server.md, "Identities").
     let events = store.events(run_id).map_err(|e| coded(e.code(), e.to_string()))?;
     let decided = views::decisions(&events);
+    // The runs its `workflow` nodes started (docs/subworkflows.md), each with where it is now.
+    let children = child_runs(&*store, run_id)?;
     if json {
+        if !children.is_empty() {
+            out["children"] = json!(children
+                .iter()
+                .map(|(child, status)| json!({
+                    "id": child.id,
+                    "node": child.link.node,
+                    "iteration": child.link.iteration,
+                    "item": child.link.item,
+                    "status": status,
+                }))
+                .collect::<Vec<_>>());
+        }
         if !turns.is_empty() {
             out["turns"] = json!(turns);
         }
@@ -293,6 +318,15 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
                     (counted(model_turns as u64, "model turn"), counted(tool_calls as u64, "tool call"));
                 outln!("  {:<20} {model_turns}, {tool_calls} (--json lists them)", "");
             }
+        }
+        for (child, status) in &children {
+            let item = child.link.item.map(|i| format!("[{i}]")).unwrap_or_default();
+            let short = child.id.get(..8).unwrap_or(&child.id);
+            outln!(
+                "  {:<20} child run {short} {} (switchyard show {short})",
+                format!("{}{item}", printable(&child.link.node)),
+                status.as_str()
+            );
         }
         for p in &result.pending {
             outln!("  waits for `{}`: {}", p.node, printable(&p.message));

@@ -210,6 +210,19 @@ fn an_approval_inside_a_child_run_is_decided_from_the_parent_by_its_path() {
     assert_eq!(ran(&done), ["start", "fetch", "summarize", "post"], "nothing that completed ran again");
     let list = String::from_utf8(cli.run(&["runs"]).stdout).unwrap();
     assert_eq!(list.matches("completed").count(), 2, "{list}");
+    // `show` of the parent lists its child run, by node, with where it is now; its short id names it.
+    let (_, shown) = cli.json(&["show", id, "--json"]);
+    let child = &shown["children"][0];
+    assert_eq!(
+        (&child["node"], &child["iteration"], &child["status"]),
+        (&json!("summarize"), &json!(1), &json!("completed"))
+    );
+    let child_id = child["id"].as_str().unwrap();
+    let text = String::from_utf8(cli.run(&["show", id]).stdout).unwrap();
+    assert!(text.contains(&format!("child run {} completed (switchyard show {0})", &child_id[..8])), "{text}");
+    let (code, child_shown) = cli.json(&["show", &child_id[..8], "--json"]);
+    assert_eq!((code, child_shown["runId"].as_str()), (0, Some(child_id)));
+    assert!(child_shown.get("children").is_none(), "a child with no workflow nodes lists none");
 }
 
 #[test]

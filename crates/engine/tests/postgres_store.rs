@@ -634,3 +634,47 @@ async fn an_awaited_call_leaves_its_one_thread_runtime_free_to_run_what_it_waits
     assert_eq!(ids, ["a", "b", "c", "d"]);
     drop(store);
 }
+
+#[test]
+fn a_runs_children_are_listed_by_their_link_as_the_sqlite_store_lists_them() {
+    let url = database("children");
+    let (pg, dir) = (PgStore::open(&url).unwrap(), tempfile::tempdir().unwrap());
+    let sqlite = switchyard_engine::store::RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
+    let wf = test_workflow();
+    let link = |node: &str, item: Option<usize>| run::ParentLink {
+        run: "parent".into(),
+        node: node.into(),
+        iteration: 1,
+        item,
+    };
+    let runs = [
+        ("parent", None),
+        ("fan-1", Some(link("fan", Some(1)))),
+        ("fan-0", Some(link("fan", Some(0)))),
+        ("alone", Some(link("alone", None))),
+        ("other", Some(run::ParentLink { run: "elsewhere".into(), ..link("alone", None) })),
+    ];
+    for (id, parent) in runs {
+        let options = RunOptions { parent, ..RunOptions::default() };
+        let run = NewRun {
+            id,
+            workflow: &wf,
+            workflow_ref: None,
+            answers_path: None,
+            options: &options,
+            eval_id: None,
+            origin: Default::default(),
+            version: None,
+        };
+        pg.submit(&run).wait().unwrap();
+        drop(Store::create(&sqlite, &run).unwrap());
+    }
+    let listed = |store: &dyn Store| -> Vec<(String, String, Option<usize>)> {
+        store.children("parent").unwrap().into_iter().map(|c| (c.id, c.link.node, c.link.item)).collect()
+    };
+    let expected = [("alone", "alone", None), ("fan-0", "fan", Some(0)), ("fan-1", "fan", Some(1))]
+        .map(|(id, node, item)| (id.to_string(), node.to_string(), item));
+    assert_eq!(listed(&pg), expected, "by node, then item");
+    assert_eq!(listed(&pg), listed(&sqlite), "as SQLite lists them");
+    assert!(pg.children("fan-0").wait().unwrap().is_empty());
+}

@@ -608,11 +608,9 @@ pub trait Store: Send + Sync {
     /// their events, inputs and decisions, [`PRUNE_BATCH`] runs per transaction; then the delivery keys and firings
     /// it names. With `dry_run`, deletes nothing and counts what it would delete.
     fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError>;
-    /// The child runs of `run` (its `workflow` nodes', docs/subworkflows.md), by node, iteration and item. Both
-    /// stores keep each child's link in columns of their own; only the SQLite store lists them yet.
-    fn children(&self, _run: &str) -> Result<Vec<ChildRun>, StoreError> {
-        Ok(Vec::new())
-    }
+    /// The child runs of `run` (its `workflow` nodes', docs/subworkflows.md), by node, iteration and item: both
+    /// stores keep each child's link in columns of their own.
+    fn children(&self, run: &str) -> Result<Vec<ChildRun>, StoreError>;
 }
 
 /// A child run of a run: its id and where in its parent it is.

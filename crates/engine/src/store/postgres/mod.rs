@@ -319,4 +319,7 @@ impl Store for PgStore {
     fn prune(&self, prune: &Prune) -> Result<Pruned, StoreError> {
         Ok(PgStore::prune(self, prune).wait()?)
     }
+    fn children(&self, run: &str) -> Result<Vec<crate::store::ChildRun>, StoreError> {
+        Ok(PgStore::children(self, run).wait()?)
+    }
 }

@@ -13,7 +13,7 @@ use super::connection::{InDb, Session, Shared};
 use super::{Lease, PgError, PgStore, READY_CHANNEL};
 use crate::events::Event;
 use crate::run::{Recorded, Recording};
-use crate::store::{resolved, NewRun, RunQuery, RunRow, StoredRun, StoredStatus, CANDIDATES};
+use crate::store::{resolved, ChildRun, NewRun, RunQuery, RunRow, StoredRun, StoredStatus, CANDIDATES};
 
 /// The columns `Shared::row` reads, as one literal (for `concat!`). JSON is read in SQL (`->>`) only after `\u0000`
 /// is replaced (by U+FFFD): PostgreSQL refuses to turn that escape into text, and would fail every query that reads
@@ -269,6 +269,35 @@ impl PgStore {
         self.call(|s| async move {
             let mut session = s.main.session(&s.db).await?;
             s.get(&mut session, &id).await
+        })
+        .await
+    }
+
+    /// The child runs of `run` (its `workflow` nodes'), by node, iteration and item, as the SQLite store lists them.
+    pub async fn children(&self, run: &str) -> Result<Vec<ChildRun>, PgError> {
+        let run = run.to_string();
+        self.call(|s| async move {
+            let mut session = s.main.session(&s.db).await?;
+            let children = session
+                .statement(
+                    "SELECT id, parent_node, parent_iteration, parent_item FROM runs WHERE parent_run = $1
+                     ORDER BY parent_node, parent_iteration, parent_item NULLS FIRST",
+                )
+                .await
+                .in_db(&s)?;
+            let rows = session.client.query(&children, &[&run]).await.in_db(&s)?;
+            Ok(rows
+                .iter()
+                .map(|r| ChildRun {
+                    id: r.get(0),
+                    link: crate::run::ParentLink {
+                        run: run.clone(),
+                        node: r.get(1),
+                        iteration: r.get::<_, i32>(2) as u32,
+                        item: r.get::<_, Option<i32>>(3).map(|i| i as usize),
+                    },
+                })
+                .collect())
         })
         .await
     }
