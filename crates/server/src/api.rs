@@ -285,14 +285,23 @@ pub async fn list_runs(
     Ok(Json(rows.into_iter().map(ListedRun::from).collect()))
 }
 
-/// A run as `switchyard show --json` gives it: its row and its result, rebuilt from its log.
+/// A run as `switchyard show --json` gives it: its row and its result, rebuilt from its log, and the child runs its
+/// `workflow` nodes started (`children`: `[{id, node, iteration, item, status}]`, by node, iteration and item).
 #[utoipa::path(get, path = "/api/runs/{id}", tag = "runs", security(("token" = [])),
     params(("id" = String, Path, description = "The run's id")),
     responses((status = 200, body = Object), (status = 404, body = ApiError)))]
 pub async fn show_run(State(state): State<AppState>, Segment(id): Segment) -> Result<Json<Value>, ApiError> {
     let id = state.store.resolve(&id).await?;
     let (row, result) = session::show_stored(state.store.load(&id).await?).await?;
-    Ok(Json(serde_json::json!({ "run": row, "result": result })))
+    let mut children = Vec::new();
+    for child in state.store.children(&id).await? {
+        let status = state.store.get(&child.id).await?.status;
+        let switchyard_engine::run::ParentLink { node, iteration, item, .. } = child.link;
+        children.push(
+            serde_json::json!({"id": child.id, "node": node, "iteration": iteration, "item": item, "status": status}),
+        );
+    }
+    Ok(Json(serde_json::json!({ "run": row, "result": result, "children": children })))
 }
 
 #[derive(Deserialize, IntoParams)]

@@ -1216,3 +1216,37 @@ async fn a_tokens_scope_bounds_what_it_may_do_and_an_expired_or_rotated_token_is
     assert_eq!((row("decider").scope, row("decider").expires.clone()), (Scope::Decide, None));
     assert_eq!(row("test").scope, Scope::Admin, "a token made without a scope may do everything");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_view_lists_the_child_runs_its_workflow_nodes_started_with_their_status() {
+    let server = Server::start("run_children").await;
+    let (status, parent) = server.post("/api/runs", json!({"workflow": "gate", "input": {"n": 1}})).await;
+    assert_eq!(status, 201, "{parent}");
+    let parent = parent["id"].as_str().unwrap().to_string();
+    let (_, shown) = server.get(&format!("/api/runs/{parent}")).await;
+    assert_eq!(shown["children"], json!([]), "none yet: {shown}");
+
+    // A child run, as a worker running the parent's `workflow` node `fan` submits it, for its item 2.
+    let workflow = switchyard_engine::format::load_str(GATE, None, None).unwrap().workflow;
+    let link =
+        switchyard_engine::run::ParentLink { run: parent.clone(), node: "fan".into(), iteration: 1, item: Some(2) };
+    let options = switchyard_engine::run::RunOptions { parent: Some(link), ..Default::default() };
+    let child = switchyard_engine::store::NewRun {
+        id: "child-of-fan",
+        workflow: &workflow,
+        workflow_ref: None,
+        answers_path: None,
+        options: &options,
+        eval_id: None,
+        origin: Default::default(),
+        version: None,
+    };
+    server.store.submit(&child).await.unwrap();
+    let (status, shown) = server.get(&format!("/api/runs/{}", &parent[..8])).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(
+        shown["children"],
+        json!([{"id": "child-of-fan", "node": "fan", "iteration": 1, "item": 2, "status": "ready"}]),
+        "{shown}"
+    );
+}
