@@ -239,6 +239,10 @@ fn a_run_taken_over_goes_before_older_runs_that_have_not_started() {
     // Its worker takes `going` and stops answering: no heartbeat, and the run is not given up.
     dying.claim_run("going").wait().unwrap().abandon();
     std::thread::sleep(Duration::from_millis(1200));
+    // What each run waiting says: the run going on is taken before it.
+    let rows = Store::recent(&other, 10).unwrap();
+    let ahead = |id: &str| rows.iter().find(|r| r.id == id).unwrap().ahead;
+    assert_eq!((ahead("older-1"), ahead("older-2")), (Some(1), Some(2)));
     let order: Vec<_> = (0..3)
         .map(|_| other.claim_from("other", MINUTE, None).wait().unwrap().expect("a run to take"))
         .map(|c| (c.id, c.taken_over_from.is_some()))

@@ -19,7 +19,8 @@ use crate::store::{resolved, ChildRun, NewRun, RunQuery, RunRow, StoredRun, Stor
 /// is replaced (by U+FFFD): PostgreSQL refuses to turn that escape into text, and would fail every query that reads
 /// the one event holding it (a model's or a script's output may) — the whole listing, for everyone.
 ///
-/// `row_select!()` also counts, for a ready run, the runs of its queue a worker takes before it (`ahead`): what a
+/// `row_select!()` also counts, for a ready run, the runs of its queue a worker takes before it (`ahead`: runs going
+/// on that wait for a worker, taken over or woken, then ready runs of a higher priority or older): what a
 /// listing and a run opened show. `row_select!(light)` leaves it out, for the reads that only look at the status and
 /// come often (`get`: a follower's every poll), since the count reads every ready run ahead of it.
 macro_rules! row_select {
@@ -28,7 +29,11 @@ macro_rules! row_select {
             "CASE WHEN status = 'ready'
                 THEN (SELECT count(*) FROM runs a WHERE a.status = 'ready' AND a.queue = runs.queue
                         AND (a.priority > runs.priority OR a.priority = runs.priority
-                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8 END"
+                             AND (a.started_at, a.id) < (runs.started_at, runs.id)))::int8
+                     + (SELECT count(*) FROM runs g WHERE g.queue = runs.queue
+                          AND (g.status = 'running' AND (g.lease_until IS NULL OR g.lease_until <= now())
+                               OR g.status = 'paused' AND (g.wake OR g.wake_at <= now())
+                                  AND (g.owner IS NULL OR g.lease_until <= now())))::int8 END"
         )
     };
     (light) => {
