@@ -157,6 +157,12 @@ impl PendingApproval {
     }
 }
 
+/// When the approval a child run waits for times out (`deadlineMs`, Unix milliseconds), if it does.
+pub fn child_deadline(request: &ToolRequest) -> Option<i64> {
+    child_waiting(request)?;
+    request.input.get("deadlineMs").and_then(Value::as_i64)
+}
+
 /// A tool request that is a child run waiting for a decision (`run::ChildIo::decide`): what the child's approval
 /// asks, and what reached it.
 pub fn child_waiting(request: &ToolRequest) -> Option<(&str, &str)> {

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use switchyard_engine::events::{Event, EventKind};
 use switchyard_engine::log::{Collector, LogError, Observer};
 use switchyard_engine::record::Input;
-use switchyard_engine::result::{Decision, RunStatus, Verdict};
+use switchyard_engine::result::{Decision, NodeStatus, RunStatus, Verdict};
 use switchyard_engine::run::{ParentLink, Until, CHILD_EVENT};
 use switchyard_engine::session::{self, Drive, RunRequest, Sinks, WorkflowRef};
 use switchyard_engine::store::{RunStore, Store, StoredStatus};
@@ -482,4 +482,72 @@ async fn a_child_defaults_to_its_own_model_else_its_parents_and_a_model_given_fo
     assert_eq!(childs_model(Some("local/parent"), None, None).await, own("local/parent"), "the parent's default");
     assert_eq!(childs_model(None, Some("local/given"), Some("local/child")).await, own("local/given"), "--model");
     assert_eq!(childs_model(Some("local/parent"), Some("local/given"), None).await, own("local/given"));
+}
+
+const TIMED_CHILD: &str = "switchyard: 1
+name: Timed review
+nodes:
+  - {id: start, type: start}
+  - {id: review, type: approval, timeout_seconds: SECONDS}
+  - {id: ok, type: agent, user_prompt: Fine}
+  - {id: late, type: agent, user_prompt: Late}
+edges:
+  - {from: start, to: review}
+  - {from: review, to: ok, handle: approve}
+  - {from: review, to: late, handle: timeout}
+";
+
+const TIMED_ANSWERS: &str = "nodes:
+  fetch: {text: the page}
+  publish: {text: published}
+workflows:
+  summarize:
+    nodes:
+      ok: {text: approved in time}
+      late: {text: nobody answered}
+";
+
+/// A parent whose child's approval times out after `seconds`.
+fn timed(seconds: u32) -> Setup {
+    let child = TIMED_CHILD.replace("SECONDS", &seconds.to_string());
+    let parent = PARENT.replace(
+        "workflow: children/summarize.yaml, input: {text: '{{ fetch.text }}'}",
+        "workflow: children/timed.yaml",
+    );
+    Setup::new(&[("parent.yaml", &parent), ("children/timed.yaml", &child), ("answers.yaml", TIMED_ANSWERS)])
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approval_inside_a_child_that_times_out_takes_the_childs_timeout_edge_while_its_parent_waits() {
+    let s = timed(60);
+    let finishing = s.start(Until::End, Vec::new()).await.finish();
+    let outcome =
+        tokio::time::timeout(Duration::from_secs(3600), finishing).await.expect("the child's timeout ends it");
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    assert_eq!(outcome.result.node("summarize").unwrap().data, json!({"text": "nobody answered"}));
+    let child = s.store.load(&s.child_id(&outcome.result.run_id, "summarize", None)).unwrap();
+    let (_, shown) = session::show(&*s.store, &child.row.id).unwrap();
+    assert_eq!(shown.node("review").unwrap().data, json!({"decision": "timeout", "note": "timed out"}));
+    assert_eq!(shown.node("late").unwrap().status, NodeStatus::Success);
+    assert_ne!(shown.node("ok").map(|n| n.status), Some(NodeStatus::Success), "the approve edge was not taken");
+}
+
+#[tokio::test]
+async fn a_parked_parent_is_woken_at_its_childs_approval_deadline_and_the_child_times_out_as_it_would_alone() {
+    let s = timed(1);
+    let now = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let before = now();
+    let paused = s.start(Until::Pause, Vec::new()).await.finish().await;
+    assert_eq!(paused.result.status, RunStatus::Paused);
+    assert_eq!(paused.result.pending[0].path(), "summarize › review");
+    // The parent is woken when the child's approval times out (a worker releases it with this `wake_at`).
+    let wake = paused.wake_at_ms.expect("the parent wakes at its child's deadline");
+    assert!((before + 1_000..=now() + 1_000).contains(&wake), "{wake} is 1 s after the child paused ({before})");
+
+    // Taken up after the deadline (as a worker takes it at `wake_at`): the child times out by its own edge.
+    tokio::time::sleep(Duration::from_millis((wake - now()).max(0) as u64 + 20)).await;
+    let done = s.resume(&paused.result.run_id, Vec::new()).await;
+    assert_eq!(done.result.status, RunStatus::Completed, "{:?}", done.result.error);
+    assert_eq!(done.result.node("summarize").unwrap().data, json!({"text": "nobody answered"}));
+    assert_eq!(done.result.node("publish").unwrap().data, json!({"text": "published"}));
 }

@@ -29,7 +29,7 @@ use crate::mcp::McpSessions;
 use crate::model::Model;
 use crate::result::{PendingApproval, RunStatus};
 use crate::run::{self, ChildCall, ChildFailed, ChildIo, Children, RunOptions};
-use crate::store::{Store, StoreError, StoredStatus};
+use crate::store::{Store, StoreError};
 use crate::validate::{self, workflows::MAX_DEPTH};
 use crate::Workflow;
 
@@ -243,6 +243,7 @@ impl SessionChildren {
         call: &ChildCall,
         id: &str,
         pending: &PendingApproval,
+        deadline_ms: Option<i64>,
         io: &Arc<dyn ChildIo>,
     ) -> Result<run::Decision, ChildFailed> {
         tokio::select! {
@@ -256,7 +257,7 @@ impl SessionChildren {
                 driving.finish().await;
                 Err(ChildFailed::new("cancelled", None))
             }
-            decision = io.decide(asking(id, pending)) => Ok(decision),
+            decision = io.decide(asking(id, pending, deadline_ms)) => Ok(decision),
         }
     }
 
@@ -291,16 +292,18 @@ impl Observer for Forward {
 }
 
 /// How the parent asks for a decision the child waits for: the child's node by its path inside the child, with what
-/// it asks and what reached it.
-fn asking(id: &str, pending: &PendingApproval) -> ToolRequest {
-    ToolRequest {
-        tool: pending.path(),
-        input: json!({
-            "childRun": id,
-            "message": pending.message,
-            "previousOutput": pending.previous_output,
-        }),
+/// it asks, what reached it, and when it times out (`deadlineMs`: the parent's copy times out then too, and the
+/// child takes the timeout as it would alone).
+fn asking(id: &str, pending: &PendingApproval, deadline_ms: Option<i64>) -> ToolRequest {
+    let mut input = json!({
+        "childRun": id,
+        "message": pending.message,
+        "previousOutput": pending.previous_output,
+    });
+    if let Some(deadline) = deadline_ms {
+        input["deadlineMs"] = json!(deadline);
     }
+    ToolRequest { tool: pending.path(), input }
 }
 
 #[async_trait]
@@ -334,18 +337,8 @@ impl Children for SessionChildren {
                 let (_, result) = off_runtime(move || shown(stored)).await.map_err(store_failed)?;
                 return ended(&call, &id, &result);
             }
-            // Paused: what it waits for is asked of the parent at once, and it goes on with the decision.
-            Some(stored) if stored.row.status == StoredStatus::Paused => {
-                let (_, result) = off_runtime(move || shown(stored)).await.map_err(store_failed)?;
-                match result.pending.first() {
-                    Some(pending) => {
-                        let decision = self.decide(&call, &id, pending, &io).await?;
-                        let decided = vec![(pending.node.clone(), decision)];
-                        (super::Going::Stored(self.reopen(&call, &id).await?), decided)
-                    }
-                    None => (super::Going::Stored(self.reopen(&call, &id).await?), Vec::new()),
-                }
-            }
+            // Interrupted, or paused: taken up, it pauses again where it waits (an approval whose deadline passed
+            // meanwhile times out as it goes on), and what it waits for is asked of the parent.
             Some(_) => (super::Going::Stored(self.reopen(&call, &id).await?), Vec::new()),
             None => {
                 let (prepared, held) = self.prepare(&call, &id).await?;
@@ -379,7 +372,7 @@ impl Children for SessionChildren {
                 ));
             }
             let pending = result.pending.first().cloned().expect("a paused run waits for something");
-            let decision = self.decide(&call, &id, &pending, &io).await?;
+            let decision = self.decide(&call, &id, &pending, outcome.wake_at_ms, &io).await?;
             decisions = vec![(pending.node.clone(), decision)];
             going = super::Going::Stored(self.reopen(&call, &id).await?);
         }

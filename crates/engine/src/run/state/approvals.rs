@@ -134,6 +134,10 @@ impl RunState {
     pub(super) fn settle_approval(&mut self, at: usize, settled: Settled) {
         let decision = match settled {
             Settled::Decided(decision) => decision,
+            // A child's approval timed out: the child takes its own `timeout` edge (or rejects), as it would alone.
+            Settled::TimedOut if self.approvals.items[at].approval.tool.is_some() => {
+                Decision::new(Verdict::Timeout, "timed out")
+            }
             Settled::TimedOut => {
                 // It follows its `timeout` edge, or is rejected when it has none.
                 let node = self.topo.index[&self.approvals.items[at].approval.node];
@@ -214,12 +218,14 @@ impl RunState {
                 format!("waiting for a decision on `{}`", request.tool),
             ),
         };
+        // A child's approval that times out times out here too, at the same instant (docs/subworkflows.md).
+        let deadline_ms = crate::result::child_deadline(&request);
         let approval = PendingApproval { node: id.clone(), message, previous_output: shown, tool: Some(request) };
         self.emit(EventKind::ApprovalRequested(approval.clone()));
         self.emit(EventKind::log(Some(&id), "wait_input", said));
         let visit = self.approval_visits[node];
         self.approval_visits[node] += 1;
-        self.approvals.items.push(Pending { approval, deadline_ms: None, requested_ms: self.now_ms, orphan: false });
+        self.approvals.items.push(Pending { approval, deadline_ms, requested_ms: self.now_ms, orphan: false });
         self.effects.push(Effect::ApprovalReached { node: id, visit });
     }
 
@@ -233,7 +239,7 @@ impl RunState {
             by: decision.by.clone(),
         });
         let note = if decision.note.is_empty() { String::new() } else { format!(" Feedback: {}", decision.note) };
-        let said = if decision.verdict == Verdict::Approve { "approved" } else { "rejected" };
+        let said = decision.verdict.said();
         self.emit(EventKind::log(Some(&node), "input_received", format!("`{}` {said}.{note}", request.tool)));
         if orphan {
             self.approvals.decided_early.push((node, request, decision));

@@ -35,7 +35,7 @@ use crate::document::{NodeType, Workflow, DEFAULT_STEP_BUDGET};
 use crate::events::{EventKind, ToolRequest, Usage};
 use crate::graph::{EdgeIx, NodeIx, Topology};
 use crate::record::Input;
-use crate::result::{Decision, NodeResult, NodeStatus, PendingApproval, RunStatus, Trace, TraceStep};
+use crate::result::{Decision, NodeResult, NodeStatus, PendingApproval, RunStatus, Trace, TraceStep, Verdict};
 use crate::template::Scope;
 
 pub use merging::output_text;
@@ -344,7 +344,15 @@ impl RunState {
             }
             Input::Decided { node, decision, .. } => {
                 let at = self.approvals.position(&node).expect("admitted: the node waits");
-                self.settle_approval(at, approvals::Settled::Decided(decision));
+                // A timeout its parent passed on (the parent's copy of this approval timed out): an approval node
+                // times out as it would here, by its own `timeout` edge.
+                if decision.verdict == Verdict::Timeout
+                    && self.approvals.items().nth(at).is_some_and(|p| p.approval.tool.is_none())
+                {
+                    self.time_out(at);
+                } else {
+                    self.settle_approval(at, approvals::Settled::Decided(decision));
+                }
             }
             Input::TimedOut { node } => {
                 let at = self.approvals.position(&node).expect("admitted: the node waits");
