@@ -418,6 +418,31 @@ fn a_decision_kept_in_the_database_wakes_a_parked_run_and_a_worker_applies_it_on
 }
 
 #[test]
+fn a_parent_run_on_a_worker_runs_its_child_parks_at_the_childs_approval_and_a_kept_decision_completes_both() {
+    let team = Team::new("child_on_worker");
+    let mut worker = team.worker("w", &["--lease", "2"]);
+    let args =
+        ["run", "examples/summarize-with-review.yaml", "--answers", "examples/summarize-with-review.script.yaml"];
+    let (code, out) = team.json(&[&args[..], &["--detach", "--json"]].concat());
+    assert_eq!((code, out["status"].as_str()), (0, Some("ready")), "{out}");
+    let id = out["runId"].as_str().unwrap().to_string();
+    worker.wait_for(&format!("{id} paused: waits for summarize; parked"));
+    let store = team.store();
+    let children = store.children(&id).wait().unwrap();
+    assert_eq!(children.len(), 1, "the child is a run of its own, in the same database");
+    assert_eq!(store.get(&children[0].id).wait().unwrap().status, StoredStatus::Paused);
+
+    // Decided through the database, as the API keeps a decision: the worker takes both up and completes them.
+    store.keep_decision(&id, "summarize", 0, &Decision::new(Verdict::Approve, "").by("dana")).wait().unwrap();
+    until("the parent to complete", || team.status(&id) == "completed");
+    assert_eq!(store.get(&children[0].id).wait().unwrap().status, StoredStatus::Completed);
+    let (_, shown) = team.json(&["show", &children[0].id, "--json"]);
+    assert_eq!(shown["decisions"][0]["by"], "dana", "the parent's decision is the child's: {shown}");
+    let (code, log) = worker.stop();
+    assert_eq!(code, 0, "{log}");
+}
+
+#[test]
 fn a_kept_decision_its_run_cannot_take_is_left_out_and_the_run_goes_on() {
     let team = Team::new("unfit_decision");
     let mut worker = team.worker("w", &["--lease", "2"]);

@@ -327,7 +327,8 @@ impl Children for SessionChildren {
                 let (store, id) = (store.clone(), id.clone());
                 match off_runtime(move || store.load(&id)).await {
                     Ok(stored) => Some(stored),
-                    Err(StoreError::NoSuchRun { .. }) => None,
+                    // Not made yet (PostgreSQL says so in its own words).
+                    Err(e) if e.is_no_such_run() => None,
                     Err(e) => return Err(store_failed(e)),
                 }
             }

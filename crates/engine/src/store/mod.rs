@@ -85,6 +85,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The run asked for is not in the store, whichever store said so.
+    pub fn is_no_such_run(&self) -> bool {
+        match self {
+            StoreError::NoSuchRun { .. } => true,
+            #[cfg(feature = "postgres")]
+            StoreError::Postgres(postgres::PgError::NoSuchRun { .. }) => true,
+            _ => false,
+        }
+    }
+
     /// A stable code for the window and scripts.
     pub fn code(&self) -> &'static str {
         match self {
