@@ -549,6 +549,19 @@ impl Edge {
 pub const DEFAULT_QUEUE: &str = "default";
 
 impl Workflow {
+    /// What a run of it declares it returns: the object `output_schema` of its end node (the one node no edge
+    /// leaves, the start aside), when it has exactly one and it declares one. A `workflow` node's output, and the
+    /// structured result of the workflow served as a tool.
+    pub fn output_schema(&self) -> Option<&serde_json::Map<String, Value>> {
+        let mut ends =
+            self.nodes.iter().filter(|n| n.node_type != NodeType::Start && !self.edges.iter().any(|e| e.from == n.id));
+        let (end, None) = (ends.next()?, ends.next()) else { return None };
+        match end.output_schema.as_ref()? {
+            Value::Object(schema) if schema.get("type").and_then(Value::as_str) == Some("object") => Some(schema),
+            _ => None,
+        }
+    }
+
     /// The queue runs started by the trigger named `trigger` (none: started otherwise) wait in: the trigger's, else
     /// the workflow's, else [`DEFAULT_QUEUE`].
     pub fn queue_for(&self, trigger: Option<&str>) -> &str {

@@ -19,7 +19,7 @@ use rmcp::model::{
 };
 use serde_json::{json, Value};
 
-use crate::document::{NodeType, Workflow};
+use crate::document::Workflow;
 use crate::result::{NodeResult, NodeStatus, RunResult, RunStatus};
 use crate::run::Decision;
 
@@ -228,22 +228,9 @@ pub fn tool_name(name: &str) -> String {
     }
 }
 
-/// The end node's output schema: the one node no edge leaves (the start aside), when it declares an object schema.
+/// The end node's output schema (`Workflow::output_schema`), as a tool lists it.
 fn output_schema(workflow: &Workflow) -> Option<JsonObject> {
-    let ends: Vec<_> = workflow
-        .nodes
-        .iter()
-        .filter(|n| n.node_type != NodeType::Start && !workflow.edges.iter().any(|e| e.from == n.id))
-        .collect();
-    match ends.as_slice() {
-        [end] => match end.output_schema.as_ref()? {
-            Value::Object(schema) if schema.get("type").and_then(Value::as_str) == Some("object") => {
-                Some(schema.clone())
-            }
-            _ => None,
-        },
-        _ => None,
-    }
+    workflow.output_schema().cloned()
 }
 
 /// A workflow's output: the data of the run's last node to finish well (what its end node gave). A `workflow` node's

@@ -208,3 +208,35 @@ fn a_workflow_node_of_an_unsaved_workflow_is_not_checked_and_says_so() {
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.warnings.iter().filter(|f| f.code == "CHILD_NOT_CHECKED").count(), 1);
 }
+
+#[test]
+fn a_read_of_a_field_the_childs_output_schema_does_not_declare_is_child_output_undeclared() {
+    let declaring = CHILD.replace(
+        "{id: write, type: agent, user_prompt: 'Summarize {{ input.text }}'}",
+        "{id: write, type: agent, user_prompt: 'Summarize {{ input.text }}', output_schema: {type: object, properties: {summary: {type: string}, words: {type: integer}}}}",
+    );
+    let parent = "switchyard: 1
+name: Parent
+nodes:
+  - {id: start, type: start}
+  - {id: summarize, type: workflow, workflow: children/summarize.yaml, input: {text: x}}
+  - {id: publish, type: agent, user_prompt: 'Post {{ summarize.summary }} ({{ summarize.words }} words) by {{ summarize.author }}'}
+  - {id: short, type: agent, user_prompt: Short}
+edges:
+  - {from: start, to: summarize}
+  - {from: summarize, to: publish}
+  - {from: summarize, to: short, if: 'summarize.lenght < 10'}
+";
+    let dir = folder(&[("parent.yaml", parent), ("children/summarize.yaml", &declaring)]);
+    let report = check(dir.path(), "parent.yaml");
+    let found = findings(&report, "CHILD_OUTPUT_UNDECLARED");
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, "publish");
+    assert!(found[0].1.contains("`{{ summarize.author }}`") && found[0].1.contains("summary, words"), "{}", found[0].1);
+    assert!(found[1].1.contains("`summarize.lenght`") && found[1].1.contains("on edge"), "{}", found[1].1);
+    assert!(report.is_ok(), "a warning: {:?}", report.errors);
+
+    // A child that declares no output schema is not checked: its output is what its last node gave.
+    let dir = folder(&[("parent.yaml", parent), ("children/summarize.yaml", CHILD)]);
+    assert!(findings(&check(dir.path(), "parent.yaml"), "CHILD_OUTPUT_UNDECLARED").is_empty());
+}

@@ -174,6 +174,48 @@ pub(super) fn check(workflow: &Workflow, topo: &Topology, report: &mut Report) {
     }
 }
 
+/// `CHILD_OUTPUT_UNDECLARED`: a template or expression reads a field of the `workflow` node `node` (`{{ node.FIELD
+/// }}`) that its child's output does not declare (`declared`: the properties of the child's end node's
+/// `output_schema`; `written`: the child's file as the node names it). A warning: the read renders empty.
+pub(super) fn check_child_output(
+    workflow: &Workflow,
+    node: &str,
+    written: &str,
+    declared: &[String],
+    report: &mut Report,
+) {
+    for source in sources(workflow) {
+        if !source.expression && !template::is_template(source.text) {
+            continue;
+        }
+        let reads = if source.expression {
+            template::expression_reads(source.text)
+        } else {
+            template::template_reads(source.text)
+        };
+        let Ok(paths) = reads else { continue };
+        let mut said: Vec<&str> = Vec::new();
+        for path in &paths {
+            let mut parts = path.split('.');
+            let (Some(root), Some(field)) = (parts.next(), parts.next()) else { continue };
+            if root != node || declared.iter().any(|d| d == field) || said.contains(&field) {
+                continue;
+            }
+            said.push(field);
+            let at = match source.place {
+                Place::Node(i) => format!("in `{}` ({})", workflow.nodes[i].id, source.field),
+                Place::Edge(e) => format!("on edge {}", workflow.edges[e].label()),
+            };
+            let fields = if declared.is_empty() { "none".to_string() } else { declared.join(", ") };
+            let message = format!(
+                "{} {at}: `{written}` returns no field `{field}` (its end node's output_schema declares: {fields}), so it is empty",
+                shown(path, source.expression)
+            );
+            warn(workflow, source.place, "CHILD_OUTPUT_UNDECLARED", message, report);
+        }
+    }
+}
+
 fn invalid(workflow: &Workflow, source: &Source<'_>, error: &str, report: &mut Report) {
     match source.place {
         Place::Node(i) => {

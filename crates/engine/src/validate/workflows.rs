@@ -1,7 +1,8 @@
 //! Validation across files (docs/subworkflows.md): each `workflow` node's child workflow is read and checked where
 //! this workflow's file is, as it would be run — that it exists and reads (`CHILD_MISSING`, `CHILD_UNREADABLE`), its
 //! own findings (`CHILD_INVALID`, naming the child's file and node), the input mapping against its `input_schema`
-//! (`CHILD_INPUT_MISSING`, `CHILD_INPUT_UNKNOWN`), and that no workflow runs itself through its children
+//! (`CHILD_INPUT_MISSING`, `CHILD_INPUT_UNKNOWN`), what is read of its output against what its end node's
+//! `output_schema` declares (`CHILD_OUTPUT_UNDECLARED`, a warning), and that no workflow runs itself through its children
 //! (`CHILD_RECURSION`) nor nests deeper than [`MAX_DEPTH`] (`CHILD_TOO_DEEP`).
 
 use std::path::{Path, PathBuf};
@@ -123,6 +124,12 @@ pub(super) fn check(workflow: &Workflow, options: &Options, report: &mut Report)
             report.node_error("CHILD_INVALID", id, format!("{written}{place}: {} [{}]", f.message, f.code));
         }
         check_input(id, written, node.input.as_ref(), child, report);
+        // What is read of its output, when the child declares what it returns.
+        let declared = child.output_schema().and_then(|s| s.get("properties")).and_then(Value::as_object);
+        if let Some(properties) = declared {
+            let fields: Vec<String> = properties.keys().cloned().collect();
+            super::templates::check_child_output(workflow, id, written, &fields, report);
+        }
     }
 }
 
