@@ -660,16 +660,7 @@ fn a_runs_children_are_listed_by_their_link_as_the_sqlite_store_lists_them() {
     ];
     for (id, parent) in runs {
         let options = RunOptions { parent, ..RunOptions::default() };
-        let run = NewRun {
-            id,
-            workflow: &wf,
-            workflow_ref: None,
-            answers_path: None,
-            options: &options,
-            eval_id: None,
-            origin: Default::default(),
-            version: None,
-        };
+        let run = new_run(id, &wf, &options, None);
         pg.submit(&run).wait().unwrap();
         drop(Store::create(&sqlite, &run).unwrap());
     }
