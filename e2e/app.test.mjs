@@ -103,6 +103,22 @@ test("Export YAML writes the canonical document, identical to the command line's
   assert.equal(readFileSync(target, "utf8"), expected);
 });
 
+test("a workflow node's child is checked beside the open file: a missing one is named in Problems", async () => {
+  const file = join(work, "parent.yaml");
+  writeFileSync(
+    file,
+    "switchyard: 1\nname: Parent\nnodes:\n  - {id: start, type: start, position: {x: 0, y: 0}}\n" +
+      "  - {id: inner, type: workflow, workflow: children/missing.yaml, position: {x: 300, y: 0}}\nedges:\n  - {from: start, to: inner}\n",
+  );
+  await openFile(browser, file);
+  await node("inner").waitForExist({ timeout: 5000 });
+  await browser.waitUntil(async () => (await problemsText()).includes("CHILD_MISSING"), { timeout: 5000, timeoutMsg: `no CHILD_MISSING: ${await problemsText()}` });
+  const problems = await problemsText();
+  assert.match(problems, /children\/missing\.yaml/);
+  assert.doesNotMatch(problems, /CHILD_NOT_CHECKED/, "the open file's path reached the check");
+  if (process.env.DEBUG_SHOTS) await browser.saveScreenshot("/tmp/look/child-missing.png");
+});
+
 test("an AgentFlow file with legacy data imports, with its notes shown", async () => {
   const file = join(work, "legacy.json");
   writeFileSync(

@@ -165,9 +165,10 @@ impl Host for AppState {
         &self,
         scripted: bool,
         format: Option<Format>,
+        workflow_path: Option<String>,
     ) -> Result<validate::Options, CommandError> {
         let settings = Settings::load(&Settings::default_path()).map_err(CommandError::from);
-        validation_options(self, scripted, format, settings)
+        validation_options(self, scripted, format, workflow_path.as_deref().map(Path::new), settings)
     }
 
     async fn default_model(&self) -> Result<DefaultModel, CommandError> {
@@ -373,10 +374,12 @@ impl Host for AppState {
 
 /// The validator's options: the settings' providers and servers (unless the run is scripted), the tools each MCP
 /// server listed when last asked, and whether a default model was found.
+/// `file`: the open workflow's file, by which its children are found and checked on the canvas.
 fn validation_options(
     state: &AppState,
     scripted: bool,
     format: Option<Format>,
+    file: Option<&Path>,
     settings: Result<Settings, CommandError>,
 ) -> Result<validate::Options, CommandError> {
     let settings = session::settings_for_check(settings, scripted)?;
@@ -387,6 +390,7 @@ fn validation_options(
         mcp_tools: state.mcp_tools.lock().unwrap().clone(),
         // Known only once `default_model` has looked: until then nodes that name no model are not flagged.
         no_default_model: state.default_model.lock().unwrap().as_ref().is_some_and(|d| d.model.is_none()),
+        file,
         ..Default::default()
     }))
 }
@@ -463,7 +467,7 @@ mod tests {
         format: Option<&str>,
         settings: Result<Settings, CommandError>,
     ) -> Result<Report, CommandError> {
-        let options = validation_options(state, scripted, format.and_then(Format::from_name), settings)?;
+        let options = validation_options(state, scripted, format.and_then(Format::from_name), None, settings)?;
         Ok(validate::validate(workflow, &options))
     }
     use crate::test_support::Scratch;
@@ -575,6 +579,28 @@ mod tests {
         assert_eq!((flagged(false), flagged(true)), (1, 0), "flagged unless a script answers");
         *state.default_model.lock().unwrap() = Some(found(Some("local/tiny"), DefaultSource::Local));
         assert_eq!(flagged(false), 0);
+    }
+
+    #[test]
+    fn the_canvas_checks_a_workflow_nodes_child_beside_the_open_file_and_asks_for_a_save_before() {
+        let (state, dir) = (state_without_store(), Scratch::new());
+        let text = "switchyard: 1\nname: p\nnodes:\n  - {id: start, type: start}\n  - {id: inner, type: workflow, workflow: children/c.yaml}\nedges:\n  - {from: start, to: inner}\n";
+        let workflow = format::load_str(text, Some(Format::Switchyard), None).unwrap().workflow;
+        let codes = |file: Option<&Path>| {
+            let options = validation_options(&state, true, None, file, Ok(Settings::default())).unwrap();
+            let report = validate::validate(&workflow, &options);
+            report.errors.iter().chain(&report.warnings).map(|f| f.code).collect::<Vec<_>>()
+        };
+        assert_eq!(codes(None), ["CHILD_NOT_CHECKED"], "never saved: its children cannot be found");
+        let file = dir.path().join("p.yaml");
+        assert_eq!(codes(Some(&file)), ["CHILD_MISSING"]);
+        std::fs::create_dir_all(dir.path().join("children")).unwrap();
+        std::fs::write(
+            dir.path().join("children/c.yaml"),
+            "switchyard: 1\nname: c\nnodes: [{id: start, type: start}]\n",
+        )
+        .unwrap();
+        assert!(codes(Some(&file)).is_empty(), "{:?}", codes(Some(&file)));
     }
 
     #[test]

@@ -12,8 +12,11 @@ export const commands = {
 	/**  Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half a file. */
 	saveFile: (path: string, workflow: Workflow_Deserialize) => typedError<null, CommandError>(__TAURI_INVOKE("save_file", { path, workflow })),
 	toYaml: (workflow: Workflow_Deserialize) => __TAURI_INVOKE<string>("to_yaml", { workflow }),
-	/**  The one validator, with providers checked unless the run will be scripted. */
-	validate: (workflow: Workflow_Deserialize, scripted: boolean, format: string | null) => typedError<Report_Serialize, CommandError>(__TAURI_INVOKE("validate", { workflow, scripted, format })),
+	/**
+	 *  The one validator, with providers checked unless the run will be scripted; `workflow_path`: the open file,
+	 *  by which its `workflow` nodes' children are found and checked (a server reads no file a request names).
+	 */
+	validate: (workflow: Workflow_Deserialize, scripted: boolean, format: string | null, workflowPath: string | null) => typedError<Report_Serialize, CommandError>(__TAURI_INVOKE("validate", { workflow, scripted, format, workflowPath })),
 	/**
 	 *  The model agents that name none use when neither the workflow nor the run names one: the settings'
 	 *  `default_model`, else the first model a local model server lists, else none (with where it looked). Remembered

@@ -49,8 +49,10 @@ pub async fn validate(
     workflow: Workflow,
     scripted: bool,
     format: Option<String>,
+    workflow_path: Option<String>,
 ) -> Result<Report, CommandError> {
-    let options = host.validation_options(scripted, format.as_deref().and_then(Format::from_name)).await?;
+    let format = format.as_deref().and_then(Format::from_name);
+    let options = host.validation_options(scripted, format, workflow_path).await?;
     Ok(validate::validate(&workflow, &options))
 }
 

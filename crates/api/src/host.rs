@@ -113,11 +113,13 @@ pub trait Host: Send + Sync {
     // Checks.
 
     /// The validator's options for this host (its providers, tools and default model, or none), built by
-    /// `session::validation_options`; `format`: the system the document was read from.
+    /// `session::validation_options`; `format`: the system the document was read from; `workflow_path`: the open
+    /// file, by which `workflow` nodes' children are found (a host that reads no files a request names ignores it).
     async fn validation_options(
         &self,
         scripted: bool,
         format: Option<Format>,
+        workflow_path: Option<String>,
     ) -> Result<validate::Options, CommandError>;
 
     async fn default_model(&self) -> Result<DefaultModel, CommandError>;

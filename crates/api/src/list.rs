@@ -28,8 +28,9 @@ macro_rules! for_each_command {
             /// Saves canonical YAML (or JSON for a `.json` path), replacing the file atomically so a crash never leaves half a file.
             save_file(path: String, workflow: $crate::Workflow) -> (), fallible, Files;
             to_yaml(workflow: $crate::Workflow) -> String, plain, Any;
-            /// The one validator, with providers checked unless the run will be scripted.
-            validate(workflow: $crate::Workflow, scripted: bool, format: Option<String>)
+            /// The one validator, with providers checked unless the run will be scripted; `workflow_path`: the open file,
+            /// by which its `workflow` nodes' children are found and checked (a server reads no file a request names).
+            validate(workflow: $crate::Workflow, scripted: bool, format: Option<String>, workflow_path: Option<String>)
                 -> $crate::validate::Report, fallible, Any;
             /// The model agents that name none use when neither the workflow nor the run names one: the settings'
             /// `default_model`, else the first model a local model server lists, else none (with where it looked). Remembered

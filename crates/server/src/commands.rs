@@ -225,10 +225,13 @@ impl Host for ServerHost {
     }
 
     /// Providers are the workers' (their settings): the server checks the document, as for a scripted run.
+    /// The path a request names is never read: a browser's canvas says its children are not checked
+    /// (`CHILD_NOT_CHECKED`), and `switchyard validate` on the server's machine checks them.
     async fn validation_options(
         &self,
         _scripted: bool,
         format: Option<Format>,
+        _workflow_path: Option<String>,
     ) -> Result<validate::Options, CommandError> {
         Ok(session::validation_options(session::Checking { scripted: true, format, ..Default::default() }))
     }

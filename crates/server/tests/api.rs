@@ -534,6 +534,18 @@ async fn a_document_a_request_sends_never_makes_the_server_read_a_file_it_names(
     let (status, report) = server.command("validate", json!({ "workflow": schema, "scripted": true })).await;
     assert_eq!(status, 200, "{report}");
     assert!(!report.to_string().contains("root:"), "{report}");
+    // A workflow node's child is found relative to the open file: a path the request names is never read.
+    std::fs::write(dir.path().join("child.yaml"), "switchyard: 1\nname: the server's secret child\nnodes: []\n")
+        .unwrap();
+    let parent = json!({"switchyard": 1, "name": "p", "nodes": [{"id": "start", "type": "start"},
+        {"id": "inner", "type": "workflow", "workflow": "child.yaml"}], "edges": [{"from": "start", "to": "inner"}]});
+    let beside = dir.path().join("parent.yaml").display().to_string();
+    let asked = json!({ "workflow": parent, "scripted": true, "workflowPath": beside });
+    let (status, report) = server.command("validate", asked).await;
+    assert_eq!(status, 200, "{report}");
+    let codes: Vec<&str> = report["warnings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"CHILD_NOT_CHECKED"), "{report}");
+    assert!(!report.to_string().contains("secret child") && report["errors"] == json!([]), "{report}");
     let workflow = json!({"switchyard": 1, "name": "x", "nodes": [{"id": "start", "type": "start"}], "edges": []});
     let run = json!({ "request": { "workflow": workflow, "workflowPath": "../../../../etc/passwd" } });
     let (status, answer) = server.command("start_run", run).await;

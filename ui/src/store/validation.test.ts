@@ -60,6 +60,31 @@ describe("the system a document was read from", () => {
   });
 });
 
+describe("the open file", () => {
+  it("travels with each check, so children are found beside it, and a first save checks the document again", async () => {
+    const asked: { workflowPath?: string | null }[] = [];
+    mockIPC((cmd, args) => {
+      if (cmd !== "validate") return null;
+      asked.push(args as { workflowPath?: string | null });
+      return { errors: [], warnings: [] };
+    });
+    const { validateOnEdit } = await import("./validation");
+    const workflow: Workflow = { switchyard: 1, name: "w", nodes: [{ id: "start", type: "start" } as Workflow["nodes"][number]], edges: [] };
+    let state: { workflow: Workflow; path: string | null } = { workflow, path: null };
+    const listeners: ((s: typeof state, p: typeof state) => void)[] = [];
+    const document = { getState: () => state, subscribe: (f: (s: typeof state, p: typeof state) => void) => (listeners.push(f), () => undefined) };
+    const stop = validateOnEdit(document, () => true, () => () => undefined);
+    await new Promise((r) => setTimeout(r, 10));
+    // Saved for the first time: the same graph, whose children can be found now.
+    const previous = state;
+    state = { workflow, path: "/work/flows/parent.yaml" };
+    listeners.forEach((f) => f(state, previous));
+    await new Promise((r) => setTimeout(r, 10));
+    stop();
+    expect(asked.map((a) => a.workflowPath)).toEqual([null, "/work/flows/parent.yaml"]);
+  });
+});
+
 describe("what needs validating again", () => {
   const base: Workflow = { switchyard: 1, name: "w", nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } } as Workflow["nodes"][number], { id: "a", type: "agent", position: { x: 300, y: 0 } } as Workflow["nodes"][number]], edges: [] };
   it("skips a change of positions only, and not any other change", () => {

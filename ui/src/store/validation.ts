@@ -59,7 +59,7 @@ export function sameButPositions(a: Workflow, b: Workflow): boolean {
  * so that a burst of calls is validated once. A later call supersedes an earlier one (only the latest answer is
  * shown), and a change of positions only (a drag) is not validated again.
  */
-export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 0, force = false, format?: string) {
+export function scheduleValidation(workflow: Workflow, scripted: boolean, delayMs = 0, force = false, format?: string, path?: string | null) {
   if (!force && last && last.scripted === scripted && sameButPositions(last.workflow, workflow)) {
     last = { workflow, scripted };
     return;
@@ -70,7 +70,8 @@ export function scheduleValidation(workflow: Workflow, scripted: boolean, delayM
   const ask = async () => {
     try {
       // The system the document was read from: a SWEny file is held to SWEny's own graph rules, as `validate` holds it.
-      const r = await commands.validate(workflow, scripted, format ?? null);
+      // The open file: its `workflow` nodes' children are found beside it and checked (never saved: not yet).
+      const r = await commands.validate(workflow, scripted, format ?? null, path ?? null);
       if (mine !== generation) return;
       if (r.status === "ok") useValidation.getState().setReport(r.data);
       else useValidation.setState({ failure: r.error.message });
@@ -87,10 +88,14 @@ export function scheduleValidation(workflow: Workflow, scripted: boolean, delayM
  * again when the run mode changes what is checked (providers are checked unless the run is scripted).
  */
 export function validateOnEdit(document: { getState: () => Doc; subscribe: (f: (s: Doc, p: Doc) => void) => () => void }, scripted: () => boolean, onModeChange: (f: () => void) => () => void) {
-  const ask = (d: Doc, force = false) => scheduleValidation(d.workflow, scripted(), 0, force, d.format);
+  const ask = (d: Doc, force = false) => scheduleValidation(d.workflow, scripted(), 0, force, d.format, d.path);
   ask(document.getState());
-  // Read from another system (a SWEny file) or saved as ours: its graph rules change, so it is validated again.
-  const stopDocument = document.subscribe((s, p) => (s.workflow !== p.workflow || s.format !== p.format) && ask(s, s.format !== p.format));
+  // Read from another system (a SWEny file) or saved as ours: its graph rules change, so it is validated again; so
+  // is a document saved to a file (or as another): its children are found beside it now.
+  const stopDocument = document.subscribe((s, p) => {
+    const again = s.format !== p.format || s.path !== p.path;
+    if (s.workflow !== p.workflow || again) ask(s, again);
+  });
   // What the app knows changed (the run source, the model found, consent given): validated again even if the graph did not.
   const stopMode = onModeChange(() => ask(document.getState(), true));
   return () => {
@@ -99,5 +104,5 @@ export function validateOnEdit(document: { getState: () => Doc; subscribe: (f: (
   };
 }
 
-/** What validation reads of the document: the workflow, and the system it was read from. */
-type Doc = { workflow: Workflow; format?: string };
+/** What validation reads of the document: the workflow, the system it was read from, and its file. */
+type Doc = { workflow: Workflow; format?: string; path?: string | null };
