@@ -3,7 +3,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fit, launch, openFile, root, waitMessage, work } from "./harness.mjs";
 import { click, pointOf } from "./gestures.mjs";
@@ -117,6 +117,23 @@ test("a workflow node's child is checked beside the open file: a missing one is 
   assert.match(problems, /children\/missing\.yaml/);
   assert.doesNotMatch(problems, /CHILD_NOT_CHECKED/, "the open file's path reached the check");
   if (process.env.DEBUG_SHOTS) await browser.saveScreenshot("/tmp/look/child-missing.png");
+});
+
+test("Open child workflow opens a workflow node's child, and the breadcrumb goes back to the parent", async () => {
+  // The parent the test before opened; its child exists now.
+  mkdirSync(join(work, "children"), { recursive: true });
+  writeFileSync(join(work, "children/missing.yaml"), "switchyard: 1\nname: The child\nnodes:\n  - {id: start, type: start, position: {x: 0, y: 0}}\n  - {id: deep, type: agent, position: {x: 300, y: 0}}\nedges:\n  - {from: start, to: deep}\n");
+  await click(browser, await pointOf(browser, '[data-testid="node-inner"]'));
+  await (await browser.$('[data-testid="open-child"]')).waitForEnabled({ timeout: 5000 });
+  await click(browser, await pointOf(browser, '[data-testid="open-child"]'));
+  await node("deep").waitForExist({ timeout: 5000 });
+  assert.match(await (await browser.$('[data-testid="doc-title"]')).getText(), /The child\s+missing\.yaml/);
+  assert.equal(await (await browser.$('[data-testid="trail-0"]')).getText(), "parent.yaml");
+  if (process.env.DEBUG_SHOTS) await browser.saveScreenshot("/tmp/look/child-opened.png");
+  await click(browser, await pointOf(browser, '[data-testid="trail-0"]'));
+  await node("inner").waitForExist({ timeout: 5000 });
+  assert.match(await (await browser.$('[data-testid="doc-title"]')).getText(), /Parent\s+parent\.yaml/);
+  assert.equal(await (await browser.$('[data-testid="trail"]')).isExisting(), false, "back at the top, no breadcrumb");
 });
 
 test("an AgentFlow file with legacy data imports, with its notes shown", async () => {

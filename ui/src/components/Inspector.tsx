@@ -4,7 +4,7 @@
 // editable here and nothing else.
 import { useEffect, useRef, useState } from "react";
 import * as Tabs from "@radix-ui/react-tabs";
-import { Pin, PinOff, X } from "lucide-react";
+import { CornerRightDown, Pin, PinOff, X } from "lucide-react";
 import type { Condition, Edge, Node } from "../types";
 import { asksModel, nodeTypeSpec, type FieldSpec } from "../model/nodeTypes";
 import { edgeKey, edgeKeys, holdDraft, nodeIds, nodeName, useDocument } from "../store/document";
@@ -21,6 +21,8 @@ import { ResultFork } from "./Fork";
 import { inAppWords } from "../model/words";
 import { useRunControl } from "../store/runControl";
 import { TOKENS_UNREPORTED, tokensUnreported } from "../model/usage";
+import * as files from "../store/files";
+import { onServer } from "../transport";
 
 function Field({ label, help, children }: { label: string; help?: string | null; children: React.ReactNode }) {
   return (
@@ -478,6 +480,17 @@ function InspectorHeader({ icon, title, subtitle }: { icon?: React.ReactNode; ti
   );
 }
 
+/** Opens the child workflow a `workflow` node runs, found beside the open file; the toolbar's breadcrumb leads back. */
+function OpenChild({ written }: { written?: string | null }) {
+  const saved = useDocument((s) => s.path !== null);
+  const why = !written ? "Name the child workflow's file first" : !saved ? "Save this workflow first: its child is found beside its file" : `Open ${written}`;
+  return (
+    <button className="open-child" disabled={!written || !saved} onClick={() => written && void files.openChild(written)} title={why} data-testid="open-child">
+      <CornerRightDown size={14} aria-hidden /> Open child workflow
+    </button>
+  );
+}
+
 function WorkflowFields({ models }: { models: string[] }) {
   const workflow = useDocument((s) => s.workflow);
   const edit = useDocument((s) => s.edit);
@@ -560,7 +573,10 @@ export function Inspector({ models }: { models: string[] }) {
             <Tabs.Trigger value="run" className="tab" data-testid="tab-last-run">Last run</Tabs.Trigger>
           </Tabs.List>
           {/* Keyed by position, not id: renaming a node keeps its fields (and the focus) where they are. */}
-          <Tabs.Content value="settings"><NodeFields key={nodeIndex} node={node} models={models} /></Tabs.Content>
+          <Tabs.Content value="settings">
+            {node.type === "workflow" && !onServer() && <OpenChild written={node.workflow} />}
+            <NodeFields key={nodeIndex} node={node} models={models} />
+          </Tabs.Content>
           <Tabs.Content value="run"><RunDetails id={node.id} /></Tabs.Content>
         </Tabs.Root>
       ) : (

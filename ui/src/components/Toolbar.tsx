@@ -15,6 +15,7 @@ import { useHistory } from "../store/history";
 import { usePrefs } from "../store/prefs";
 import * as runControl from "../store/runControl";
 import { runBlocked, useRunControl } from "../store/runControl";
+import { useTrail } from "../store/trail";
 import { useView } from "../store/view";
 import { useValidation } from "../store/validation";
 import { onServer, signOut } from "../transport";
@@ -190,6 +191,7 @@ export function Toolbar() {
   const dirty = useDocument((d) => d.dirty);
   const name = useDocument((d) => d.workflow.name);
   const path = useDocument((d) => d.path);
+  const parents = useTrail((t) => t.parents);
   const errors = useValidation((v) => v.report.errors);
   const runStatus = useRun((r) => r.status);
   const replaying = useReplay((r) => r.runId !== null);
@@ -220,6 +222,17 @@ export function Toolbar() {
         <IconButton label="Lay out" keys="Ctrl+L" onClick={() => void view.layout()} testId="layout"><LayoutDashboard size={16} aria-hidden /></IconButton>
         <IconButton label="Fit the workflow in view" keys="Shift+1" onClick={() => view.requestView("fit")} testId="fit"><Scan size={16} aria-hidden /></IconButton>
         <IconButton label="Find a node or a command" keys="Ctrl+K" onClick={() => dialogs.setDialog("find", true)} testId="find-button"><Search size={16} aria-hidden /></IconButton>
+        {parents.length > 0 && (
+          // The workflows this one was opened from (Open child workflow): each goes back up to it.
+          <nav className="trail" aria-label="Parent workflows" data-testid="trail">
+            {parents.map((p, i) => (
+              <span key={`${i}:${p}`}>
+                <button className="trail-step" onClick={() => void files.backTo(i)} title={`Back to ${p}`} data-testid={`trail-${i}`}>{baseName(p)}</button>
+                <span className="trail-sep" aria-hidden>›</span>
+              </span>
+            ))}
+          </nav>
+        )}
         <div className="doc-title" title={path ?? "not saved yet"} data-testid="doc-title">
           <span className="doc-name">{name}</span>
           <span className="doc-file">{path ? baseName(path) : "not saved yet"}</span>

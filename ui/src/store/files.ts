@@ -4,7 +4,7 @@
 // store: each is a function over the stores it changes (`import * as files from "./files"`).
 import { commands, unwrap } from "../api";
 import { layout, needsLayout } from "../model/layout";
-import { baseName } from "../model/paths";
+import { baseName, childPath } from "../model/paths";
 import { commitEditing, confirmDiscard, pickFile, pickSavePath, WORKFLOW_FILES } from "./ask";
 import { useDialogs } from "./dialogs";
 import { emptyWorkflow, useDocument } from "./document";
@@ -12,6 +12,7 @@ import { failWith, useMessages } from "./messages";
 import { usePrefs } from "./prefs";
 import { freshRunView } from "./replay";
 import { answersForNextDocument } from "./runControl";
+import { useTrail } from "./trail";
 import { useView } from "./view";
 import { appWindow } from "../transport";
 
@@ -96,18 +97,41 @@ export async function open(file: string, { keepEdits = false }: { keepEdits?: bo
 export async function openPicked(): Promise<void> {
   if (!(await confirmDiscard("opening another workflow"))) return;
   const file = await pickFile(WORKFLOW_FILES);
-  if (file) await open(file);
+  if (file && (await open(file))) useTrail.getState().clear();
 }
 
 /** Opens a recent file (asking first about unsaved changes). */
 export async function openRecent(file: string): Promise<void> {
   if (!(await confirmDiscard(`opening ${baseName(file)}`))) return;
-  await open(file);
+  if (await open(file)) useTrail.getState().clear();
+}
+
+/**
+ * Opens the child workflow a `workflow` node runs (`written`, relative to the open file), asking first about unsaved
+ * changes; the toolbar's breadcrumb then leads back. A workflow never saved has no folder its children are found in.
+ */
+export async function openChild(written: string): Promise<void> {
+  const parent = useDocument.getState().path;
+  if (!parent) {
+    useMessages.getState().error(`Save this workflow first: \`${written}\` is found beside its file.`, "CHILD_NOT_CHECKED");
+    return;
+  }
+  const file = childPath(parent, written);
+  if (!(await confirmDiscard(`opening ${baseName(file)}`))) return;
+  if (await open(file)) useTrail.getState().descend(parent);
+}
+
+/** Goes back up to the parent at `at` of the breadcrumb (asking first about unsaved changes). */
+export async function backTo(at: number): Promise<void> {
+  const parent = useTrail.getState().parents[at];
+  if (!parent || !(await confirmDiscard(`going back to ${baseName(parent)}`))) return;
+  if (await open(parent)) useTrail.getState().ascend(at);
 }
 
 export async function newWorkflow(): Promise<void> {
   if (!(await confirmDiscard("starting a new workflow"))) return;
   useDocument.getState().load(emptyWorkflow(), null); // it runs on a model: it brings no answers file
+  useTrail.getState().clear();
   documentShown();
   useView.getState().requestView("open");
 }
