@@ -134,6 +134,16 @@ test("Open child workflow opens a workflow node's child, and the breadcrumb goes
   await node("inner").waitForExist({ timeout: 5000 });
   assert.match(await (await browser.$('[data-testid="doc-title"]')).getText(), /Parent\s+parent\.yaml/);
   assert.equal(await (await browser.$('[data-testid="trail"]')).isExisting(), false, "back at the top, no breadcrumb");
+  // A double-click on the node opens it too.
+  const { x, y } = await pointOf(browser, '[data-testid="node-inner"]');
+  const press = [{ type: "pointerDown", button: 0 }, { type: "pause", duration: 40 }, { type: "pointerUp", button: 0 }];
+  await browser.performActions([{ type: "pointer", id: "mouse", parameters: { pointerType: "mouse" }, actions: [
+    { type: "pointerMove", origin: "viewport", x, y, duration: 0 }, ...press, { type: "pause", duration: 60 }, ...press,
+  ] }]);
+  await browser.releaseActions();
+  await node("deep").waitForExist({ timeout: 5000 });
+  await click(browser, await pointOf(browser, '[data-testid="trail-0"]'));
+  await node("inner").waitForExist({ timeout: 5000 });
 });
 
 test("an AgentFlow file with legacy data imports, with its notes shown", async () => {

@@ -31,6 +31,8 @@ import { useRun } from "../store/run";
 import { usePrefs } from "../store/prefs";
 import { useView } from "../store/view";
 import { useValidation } from "../store/validation";
+import * as files from "../store/files";
+import { onServer } from "../transport";
 import { LOD_ZOOM, LodContext, WorkflowNode, TITLE_PX, type CanvasNodeData } from "./WorkflowNode";
 import { edgeTypes } from "./WorkflowEdge";
 import { CanvasContextMenu, CanvasMenu, type MenuRequest } from "./CanvasMenu";
@@ -452,6 +454,11 @@ export function Canvas() {
           const doc = useDocument.getState();
           if (hit) doc.select(e.shiftKey || e.ctrlKey || e.metaKey ? { ...doc.selection, nodes: [...new Set([...doc.selection.nodes, hit])] } : { nodes: [hit], edges: [] });
           else doc.select({ nodes: [], edges: [] });
+        }}
+        // A double-click on a `workflow` node opens the child it runs, as its inspector's Open child workflow does.
+        onNodeDoubleClick={(_, n) => {
+          const node = useDocument.getState().workflow.nodes.find((d) => d.id === n.id);
+          if (node?.type === "workflow" && node.workflow && !onServer()) void files.openChild(node.workflow);
         }}
         // Right-clicks say what was clicked; the context menu around the canvas opens at the pointer.
         onNodeContextMenu={(e, n) => {
