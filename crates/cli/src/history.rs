@@ -199,12 +199,12 @@ pub(crate) fn format_duration(ms: u64) -> String {
 }
 
 /// The child runs of `run_id`, each with its status now.
-fn child_runs(store: &dyn store::Store, run_id: &str) -> Result<Vec<(store::ChildRun, StoredStatus)>, Unusable> {
+fn child_runs(store: &dyn store::Store, run_id: &str) -> Result<Vec<views::Child>, Unusable> {
     let failed = |e: store::StoreError| coded(e.code(), e.to_string());
     let children = store.children(run_id).map_err(failed)?;
     let with_status = |c: store::ChildRun| -> Result<_, Unusable> {
         let status = store.get(&c.id).map_err(failed)?.status;
-        Ok((c, status))
+        Ok(views::Child::new(c, status))
     };
     children.into_iter().map(with_status).collect()
 }
@@ -236,16 +236,7 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
     let children = child_runs(&*store, run_id)?;
     if json {
         if !children.is_empty() {
-            out["children"] = json!(children
-                .iter()
-                .map(|(child, status)| json!({
-                    "id": child.id,
-                    "node": child.link.node,
-                    "iteration": child.link.iteration,
-                    "item": child.link.item,
-                    "status": status,
-                }))
-                .collect::<Vec<_>>());
+            out["children"] = json!(children);
         }
         if !turns.is_empty() {
             out["turns"] = json!(turns);
@@ -319,13 +310,13 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
                 outln!("  {:<20} {model_turns}, {tool_calls} (--json lists them)", "");
             }
         }
-        for (child, status) in &children {
-            let item = child.link.item.map(|i| format!("[{i}]")).unwrap_or_default();
+        for child in &children {
+            let item = child.item.map(|i| format!("[{i}]")).unwrap_or_default();
             let short = child.id.get(..8).unwrap_or(&child.id);
             outln!(
                 "  {:<20} child run {short} {} (switchyard show {short})",
-                format!("{}{item}", printable(&child.link.node)),
-                status.as_str()
+                format!("{}{item}", printable(&child.node)),
+                child.status.as_str()
             );
         }
         for p in &result.pending {

@@ -155,6 +155,25 @@ pub struct Decided {
     pub at: String,
 }
 
+/// A child run of a run (a `workflow` node's, docs/subworkflows.md) and where it is now: what `switchyard show --json`
+/// and `GET /api/runs/ID` list as `children`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Child {
+    pub id: String,
+    pub node: String,
+    pub iteration: u32,
+    /// Its `for_each` item, if it is one.
+    pub item: Option<usize>,
+    pub status: StoredStatus,
+}
+
+impl Child {
+    pub fn new(child: crate::store::ChildRun, status: StoredStatus) -> Child {
+        let crate::run::ParentLink { node, iteration, item, .. } = child.link;
+        Child { id: child.id, node, iteration, item, status }
+    }
+}
+
 /// The decisions of a run, in the order its log has them.
 pub fn decisions(events: &[Event]) -> Vec<Decided> {
     events

@@ -296,10 +296,7 @@ pub async fn show_run(State(state): State<AppState>, Segment(id): Segment) -> Re
     let mut children = Vec::new();
     for child in state.store.children(&id).await? {
         let status = state.store.get(&child.id).await?.status;
-        let switchyard_engine::run::ParentLink { node, iteration, item, .. } = child.link;
-        children.push(
-            serde_json::json!({"id": child.id, "node": node, "iteration": iteration, "item": item, "status": status}),
-        );
+        children.push(switchyard_engine::views::Child::new(child, status));
     }
     Ok(Json(serde_json::json!({ "run": row, "result": result, "children": children })))
 }
