@@ -169,8 +169,8 @@ pub struct Child {
 
 impl Child {
     pub fn new(child: crate::store::ChildRun, status: StoredStatus) -> Child {
-        let crate::run::ParentLink { node, iteration, item, .. } = child.link;
-        Child { id: child.id, node, iteration, item, status }
+        let link = child.link;
+        Child { id: child.id, node: link.node, iteration: link.iteration, item: link.item, status }
     }
 }
 
