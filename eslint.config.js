@@ -15,7 +15,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["bench/**/*.mjs", "e2e/**/*.mjs", "scripts/**/*.mjs", "crates/engine/src/code/*.mjs"],
+    files: ["bench/**/*.mjs", "e2e/**/*.mjs", "scripts/**/*.mjs", "crates/run/src/code/*.mjs"],
     languageOptions: { globals: { window: "readonly", document: "readonly", performance: "readonly", requestAnimationFrame: "readonly", WheelEvent: "readonly", process: "readonly", console: "readonly", URL: "readonly", DOMMatrix: "readonly", DOMPoint: "readonly", getComputedStyle: "readonly", CSS: "readonly", fetch: "readonly", setTimeout: "readonly" } },
   },
 );

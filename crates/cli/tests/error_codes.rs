@@ -82,7 +82,7 @@ fn every_error_code_is_documented_and_the_same_in_the_cli_and_the_app() {
         "crates/engine/src/store/postgres/mod.rs",
         "crates/engine/src/worker.rs",
         "crates/engine/src/providers/settings.rs",
-        "crates/engine/src/recorded.rs",
+        "crates/run/src/recorded.rs",
         "crates/server/src/lib.rs",
     ]
     .iter()

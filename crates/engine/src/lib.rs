@@ -1,70 +1,27 @@
-//! Switchyard's engine: the document model, file formats, validation, execution, events and models. It knows
-//! nothing of windows or terminals; the desktop app and the `switchyard` command line are thin shells over it.
+//! Switchyard's engine: the session every front end runs workflows through, over the run stores (SQLite and
+//! PostgreSQL), the model providers, evaluations and workers, with the document (`switchyard-document`) and the run
+//! (`switchyard-run`) below it, re-exported here under their modules' names. It knows nothing of windows or
+//! terminals; the desktop app and the `switchyard` command line are thin shells over it.
 //! `ARCHITECTURE.md` at the repository root maps SEMANTICS.md onto these modules.
 
-/// An error that is one sentence for a person, typed by where it comes from (`TemplateError`, `RebuildError`, …) so a
-/// function says which failures it has; it converts from and to the message, so code that adds context keeps working.
-macro_rules! message_error {
-    ($(#[$doc:meta])* $name:ident) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-        #[error("{0}")]
-        pub struct $name(pub String);
+// `message_error!`: an error that is one sentence for a person, typed by where it comes from (defined with the
+// document, the lowest layer, so every crate types its errors alike).
+#[macro_use(message_error)]
+extern crate switchyard_document;
 
-        impl From<String> for $name {
-            fn from(message: String) -> $name {
-                $name(message)
-            }
-        }
+// The layers below, under the names they always had here (`switchyard_engine::format`, `crate::run`, …). Each is a
+// crate of its own so that Cargo, not only the architecture test, keeps it from knowing what is above it: the
+// document knows nothing of running, the run nothing of where runs are kept, which providers exist or who asked.
+pub use switchyard_document::{document, format, graph, node_types, schema, template, validate};
+pub use switchyard_run::{
+    answers, code, events, files, journal, log, mcp, model, net, record, recorded, result, run, usage,
+};
 
-        impl From<&str> for $name {
-            fn from(message: &str) -> $name {
-                $name(message.to_string())
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(e: $name) -> String {
-                e.0
-            }
-        }
-
-        /// The message, to read as text.
-        impl std::ops::Deref for $name {
-            type Target = str;
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-    };
-}
-
-pub mod answers;
-pub mod code;
-pub mod document;
 pub mod eval;
-pub mod events;
-pub mod files;
-pub mod format;
-pub mod graph;
-pub mod journal;
-pub mod log;
-pub mod mcp;
-pub mod model;
-pub mod net;
-pub mod node_types;
 pub mod providers;
-pub mod record;
-pub mod recorded;
 pub mod remote;
-pub mod result;
-pub mod run;
-pub mod schema;
 pub mod session;
 pub mod store;
-pub mod template;
-pub mod usage;
-pub mod validate;
 pub mod views;
 #[cfg(feature = "postgres")]
 pub mod worker;

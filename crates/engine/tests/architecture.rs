@@ -60,13 +60,49 @@ fn collect(dir: &Path, top: Option<&str>, graph: &mut Graph) {
 }
 
 fn engine() -> Graph {
+    top_level(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// The document crate (`crates/document`): the model, formats and validation, below the run.
+fn document_src() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../document/src")
+}
+
+/// The run crate (`crates/run`): the run's vocabulary, its log and the executor, below the engine.
+fn run_src() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../run/src")
+}
+
+/// The top-level modules of the crate whose sources are in `src`, and the ones each uses: its own, and those of the
+/// crates below that its `lib.rs` re-exports under their names (`pub use switchyard_document::{document, …}`), so
+/// that `crate::format` in the run crate is a use of `format`.
+fn top_level(src: &Path) -> Graph {
     let mut graph = Graph::new();
-    collect(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), None, &mut graph);
-    let modules: BTreeSet<String> = graph.keys().cloned().collect();
+    collect(src, None, &mut graph);
+    let modules: BTreeSet<String> = graph.keys().cloned().chain(reexported(src)).collect();
     for uses in graph.values_mut() {
         uses.retain(|m| modules.contains(m));
     }
     graph
+}
+
+/// The modules of other crates `src/lib.rs` re-exports: the names in `pub use switchyard_…::{a, b};`.
+fn reexported(src: &Path) -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let mut names = BTreeSet::new();
+    for (at, _) in lib.match_indices("pub use switchyard_") {
+        let rest = &lib[at..];
+        let statement = &rest[..rest.find(';').unwrap_or(rest.len())];
+        if let Some(group) = statement.split_once("::{").map(|(_, g)| g.trim_end_matches('}')) {
+            names.extend(group.split(',').map(str::trim).filter(|n| !n.is_empty()).map(String::from));
+        }
+    }
+    names
+}
+
+/// The three crates of the engine, lowest first, with their sources.
+fn crates() -> [(&'static str, std::path::PathBuf); 3] {
+    [("document", document_src()), ("run", run_src()), ("engine", Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))]
 }
 
 /// A path from `from` back to itself, if there is one.
@@ -238,10 +274,13 @@ fn the_module_reader_sees_plain_and_grouped_paths() {
 
 #[test]
 fn no_engine_module_uses_a_module_that_uses_it_back() {
-    let graph = engine();
-    assert!(graph.len() > 15, "the engine's modules were not found: {graph:?}");
-    let cycles: Vec<String> = graph.keys().filter_map(|m| cycle_through(&graph, m)).map(|c| c.join(" → ")).collect();
-    assert!(cycles.is_empty(), "modules that use each other in a circle:\n{}", cycles.join("\n"));
+    for (name, src) in crates() {
+        let graph = top_level(&src);
+        assert!(graph.len() >= 7, "the {name} crate's modules were not found: {graph:?}");
+        let cycles: Vec<String> =
+            graph.keys().filter_map(|m| cycle_through(&graph, m)).map(|c| c.join(" → ")).collect();
+        assert!(cycles.is_empty(), "modules that use each other in a circle:\n{}", cycles.join("\n"));
+    }
 }
 
 #[test]
@@ -268,7 +307,10 @@ fn the_submodule_reader_resolves_super_self_children_and_nested_groups() {
     let graph = deep_engine();
     let uses = |m: &str| graph.get(m).cloned().unwrap_or_default();
     assert!(uses("eval::runner").contains("eval::judge"), "{:?}", uses("eval::runner"));
-    assert!(uses("run::state::routing").contains("document"), "{:?}", uses("run::state::routing"));
+    let run = modules_under(&run_src());
+    assert!(run["run::state::routing"].contains("result"), "{:?}", run["run::state::routing"]);
+    let document = modules_under(&document_src());
+    assert!(document["format::sweny"].contains("document"), "{:?}", document["format::sweny"]);
     assert!(uses("store::postgres").contains("store"), "the PostgreSQL store is part of `store`");
     assert!(!uses("eval").contains("eval::runner"), "a module's own submodules are not uses");
 }
@@ -278,7 +320,9 @@ fn every_engine_module_is_in_the_file_its_path_names() {
     // The submodule reader names a module after its file; a `#[path]` would mount a file under another name (the
     // PostgreSQL store was `crate::postgres` kept in `store/postgres.rs`), and the layers it checks would be wrong.
     let mut files = Vec::new();
-    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    for (_, src) in crates() {
+        rust_files(&src, &mut files);
+    }
     let mounted: Vec<String> = files
         .iter()
         .filter(|f| std::fs::read_to_string(f).unwrap().lines().any(|l| l.trim_start().starts_with("#[path")))
@@ -313,28 +357,59 @@ fn a_circle_between_two_submodules_is_found_though_their_parents_use_nothing() {
 
 #[test]
 fn no_engine_module_at_any_depth_uses_a_module_that_uses_it_back() {
-    let graph = deep_engine();
-    assert!(graph.keys().any(|m| m == "run::state::routing"), "the submodules were not found: {graph:?}");
-    let cycles: Vec<String> = graph.keys().filter_map(|m| cycle_through(&graph, m)).map(|c| c.join(" → ")).collect();
-    assert!(
-        cycles.is_empty(),
-        "modules that use each other in a circle (move what both need to a module both use):\n{}",
-        cycles.join("\n")
-    );
+    let deepest = [("document", "validate::triggers"), ("run", "run::state::routing"), ("engine", "store::postgres")];
+    for ((name, src), (_, deep)) in crates().into_iter().zip(deepest) {
+        let graph = modules_under(&src);
+        assert!(graph.keys().any(|m| m == deep), "the {name} crate's submodules were not found: {graph:?}");
+        let cycles: Vec<String> =
+            graph.keys().filter_map(|m| cycle_through(&graph, m)).map(|c| c.join(" → ")).collect();
+        assert!(
+            cycles.is_empty(),
+            "modules that use each other in a circle (move what both need to a module both use):\n{}",
+            cycles.join("\n")
+        );
+    }
 }
 
 #[test]
 fn the_layers_know_nothing_of_the_layers_above_them() {
-    let graph = engine();
-    let uses = |m: &str| graph.get(m).cloned().unwrap_or_default();
+    // Reading files knows nothing of running them: the document, its formats, the node types, the graph, templates
+    // and validation are the crate `switchyard-document`, which the engine depends on, so Cargo refuses any use of
+    // the engine from them. Inside it, the document model and templates use nothing; the formats read into the model
+    // and know nothing of validation.
+    let document = top_level(&document_src());
+    let in_document = |m: &str| document.get(m).cloned().unwrap_or_else(|| panic!("no module `{m}` in the document"));
+    for (module, allowed) in [
+        ("document", &[][..]),
+        ("template", &[]),
+        ("language", &[]),
+        ("node_types", &["document"]),
+        ("graph", &["document", "node_types"]),
+        ("format", &["document", "graph", "language"]),
+    ] {
+        let extra: Vec<String> = in_document(module).into_iter().filter(|u| !allowed.contains(&u.as_str())).collect();
+        assert!(extra.is_empty(), "`{module}` may use only {allowed:?}, but uses {extra:?}");
+    }
+    let manifest = std::fs::read_to_string(document_src().join("../Cargo.toml")).unwrap();
+    for above in ["tokio", "reqwest", "rusqlite", "rmcp", "mlua", "tokio-postgres"] {
+        assert!(
+            !manifest.lines().any(|l| l.trim_start().starts_with(above)),
+            "the document crate depends on {above}: reading a file runs nothing, keeps nothing, calls no one"
+        );
+    }
+
+    // The run knows nothing of where runs are kept, which providers exist, or how a shell asked for the run: the
+    // run's vocabulary, its log, the model interface, code steps, MCP tools and the executor are the crate
+    // `switchyard-run`, below the engine, so Cargo refuses any use of `store`, `session`, `providers`, `eval` or
+    // `worker` from them. Inside it:
+    let run = top_level(&run_src());
+    let in_run = |m: &str| run.get(m).cloned().unwrap_or_else(|| panic!("no module `{m}` in the run crate"));
     let only = |m: &str, allowed: &[&str]| {
-        let extra: Vec<String> = uses(m).into_iter().filter(|u| !allowed.contains(&u.as_str())).collect();
+        let extra: Vec<String> = in_run(m).into_iter().filter(|u| !allowed.contains(&u.as_str())).collect();
         assert!(extra.is_empty(), "`{m}` may use only {allowed:?}, but uses {extra:?}");
     };
-    // The document and the leaves know nothing of running.
-    only("document", &[]);
+    // The leaves know nothing of running.
     only("files", &[]);
-    only("template", &[]);
     only("net", &[]);
     // The run's vocabulary: results, events, and the inputs a run records, over the document only.
     only("result", &["document"]);
@@ -344,19 +419,21 @@ fn the_layers_know_nothing_of_the_layers_above_them() {
     only("journal", &["result"]);
     // Keeping and delivering events knows the vocabulary, nothing of the executor.
     only("log", &["events", "record", "result", "journal"]);
-    // Reading files knows nothing of running them.
-    for module in ["format", "validate", "graph", "node_types"] {
-        for above in ["run", "log", "store", "session", "providers", "mcp"] {
-            assert!(!uses(module).contains(above), "`{module}` uses `{above}`");
-        }
-    }
-    // The executor knows nothing of where runs are kept, which providers exist, or how a shell asked for the run.
-    for above in ["store", "session", "providers", "format"] {
-        assert!(!uses("run").contains(above), "`run` uses `{above}`");
-    }
+    // The executor reads no files: it is given the document.
+    assert!(!in_run("run").contains("format"), "`run` uses `format`");
     // Recorded calls are a model over a model: they know the model interface, the results and what a call answered
     // (the journal's vocabulary), nothing else.
     only("recorded", &["model", "result", "journal"]);
+    let manifest = std::fs::read_to_string(run_src().join("../Cargo.toml")).unwrap();
+    for above in ["rusqlite", "tokio-postgres"] {
+        assert!(
+            !manifest.lines().any(|l| l.trim_start().starts_with(above)),
+            "the run crate depends on {above}: the executor is given a log, it keeps no runs"
+        );
+    }
+
+    let graph = engine();
+    let uses = |m: &str| graph.get(m).cloned().unwrap_or_default();
     // Evaluations run through the session, as every front end does; like a front end, they name the store their
     // cases' runs are kept in, and keep their own reports there.
     for above in ["providers", "mcp"] {
@@ -384,7 +461,7 @@ fn the_layers_know_nothing_of_the_layers_above_them() {
 
 #[test]
 fn the_run_state_knows_nothing_of_tasks_clocks_or_the_run_log() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/run/state");
+    let dir = run_src().join("run/state");
     let mut read = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -523,9 +600,11 @@ fn the_error_reader_sees_bare_string_errors_in_any_signature() {
 fn no_public_engine_function_or_command_returns_a_bare_string_error() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
     let mut files = Vec::new();
-    rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+    for (_, src) in crates() {
+        rust_files(&src, &mut files);
+    }
     let engine = files.len();
-    assert!(engine > 30, "the engine's sources were not found");
+    assert!(engine > 60, "the engine's and the document's sources were not found");
     // The commands (`crates/api`), their desktop shell, and the server (which answers them over HTTP) with its API.
     rust_files(&root.join("crates/api/src"), &mut files);
     rust_files(&root.join("src-tauri/src"), &mut files);
@@ -540,7 +619,7 @@ fn no_public_engine_function_or_command_returns_a_bare_string_error() {
     }
     assert!(
         found.is_empty(),
-        "these return `Result<_, String>`; give each a typed error (`message_error!` in the engine's lib.rs, or a \
+        "these return `Result<_, String>`; give each a typed error (`message_error!` from the document crate's lib.rs, or a \
          thiserror enum where callers branch on the kind):\n{}",
         found.join("\n")
     );

@@ -1,5 +1,5 @@
 // Renaming a node rewrites what reads it: every template and expression the engine evaluates (the same fields the
-// engine's reference check reads, crates/engine/src/validate/templates.rs `sources`) that names the old id as a
+// engine's reference check reads, crates/document/src/validate/templates.rs `sources`) that names the old id as a
 // variable — `{{ draft.text }}`, `draft.output.score > 3` — names the new one. Text outside template tags, string
 // literals and attribute names (`x.draft`) are left alone.
 import type { Edge, Node, Workflow } from "../types";

@@ -157,7 +157,7 @@ fn check_default_model(workflow: &Workflow, options: &Options, report: &mut Repo
 }
 
 /// "1 error", "2 errors": how many errors a report has, for messages.
-pub(crate) fn errors_counted(n: usize) -> String {
+pub fn errors_counted(n: usize) -> String {
     match n {
         1 => "1 error".to_string(),
         n => format!("{n} errors"),
@@ -210,7 +210,7 @@ fn check_code_step(node: &crate::Node, options: &Options, report: &mut Report) {
         );
         return;
     }
-    match crate::code::Language::parse(node.language.as_deref()) {
+    match crate::language::Language::parse(node.language.as_deref()) {
         Err(e) => report.node_warning("UNSUPPORTED_LANGUAGE", id, format!("{e}; otherwise the node fails when it runs")),
         Ok(language) if node.code.is_some() || node.module.is_some() => report.node_warning(
             "CODE_NEEDS_CONSENT",

@@ -184,7 +184,8 @@ fn looks_like_json(text: &str) -> bool {
     text.trim_start().starts_with('{')
 }
 
-pub(crate) fn yaml_error(e: serde_yaml::Error) -> LoadError {
+/// A YAML parse error as a [`LoadError`] at its line and column (`PARSE_ERROR`).
+pub fn yaml_error(e: serde_yaml::Error) -> LoadError {
     let location = e.location();
     LoadError::new(format!("invalid YAML: {}", strip_location(&e.to_string())))
         .at(location.as_ref().map(|l| l.line()), location.as_ref().map(|l| l.column()))
@@ -192,7 +193,7 @@ pub(crate) fn yaml_error(e: serde_yaml::Error) -> LoadError {
 }
 
 /// serde messages end in " at line L column C"; the location is reported separately.
-pub(crate) fn strip_location(message: &str) -> String {
+pub fn strip_location(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_string(),
         None => message.to_string(),
@@ -277,7 +278,7 @@ pub(crate) fn layered_positions(workflow: &mut Workflow) {
 }
 
 /// Adds a "did you mean" to serde's unknown-field and unknown-variant messages.
-pub(crate) fn explain(message: &str) -> String {
+pub fn explain(message: &str) -> String {
     let kind = if message.contains("unknown field `") {
         "unknown field `"
     } else if message.contains("unknown variant `") {

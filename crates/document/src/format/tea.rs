@@ -323,7 +323,7 @@ fn run_body(node: &mut Node, raw: &Value, notes: &mut Vec<String>) -> Result<(),
             )
         }
     };
-    if let Err(e) = crate::code::Language::parse(Some(language)) {
+    if let Err(e) = crate::language::Language::parse(Some(language)) {
         notes.push(format!("node `{name}`: {e}"));
     }
     node.language = Some(language.to_string());

@@ -16,7 +16,6 @@
 //! - Nothing here decides consent: the run is given [`Code::allowed`] by the session layer ([`consent`]).
 
 pub mod consent;
-mod language;
 mod lua;
 mod worker;
 
@@ -27,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-pub use language::{Language, UnsupportedLanguage};
+pub use switchyard_document::language::{Language, UnsupportedLanguage};
 use worker::Worker;
 
 /// How long a code step may run when its node sets no `timeout_seconds`.
