@@ -110,7 +110,13 @@ export type AgentTools_Deserialize = {
 	/**  MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md). */
 	mcp?: string[],
 	/**
-	 *  A tool the model must call in its first turn (`server/tool`, or a subagent's id); later turns choose freely.
+	 *  Workflows the model may call as tools: files relative to this one, each offered under its workflow's tool
+	 *  name with its `input_schema`, each call a child run of its own (docs/subworkflows.md).
+	 */
+	workflows?: string[],
+	/**
+	 *  A tool the model must call in its first turn (`server/tool`, a subagent's id, or a workflow tool's name); later
+	 *  turns choose freely.
 	 *  For models that do not call tools on their own (small local ones) and steps that always begin with a lookup.
 	 */
 	call_first?: string | null,
@@ -131,7 +137,13 @@ export type AgentTools_Serialize = {
 	/**  MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md). */
 	mcp?: string[],
 	/**
-	 *  A tool the model must call in its first turn (`server/tool`, or a subagent's id); later turns choose freely.
+	 *  Workflows the model may call as tools: files relative to this one, each offered under its workflow's tool
+	 *  name with its `input_schema`, each call a child run of its own (docs/subworkflows.md).
+	 */
+	workflows?: string[],
+	/**
+	 *  A tool the model must call in its first turn (`server/tool`, a subagent's id, or a workflow tool's name); later
+	 *  turns choose freely.
 	 *  For models that do not call tools on their own (small local ones) and steps that always begin with a lookup.
 	 */
 	call_first?: string,

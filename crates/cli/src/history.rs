@@ -311,7 +311,11 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
             }
         }
         for child in &children {
-            let item = child.item.map(|i| format!("[{i}]")).unwrap_or_default();
+            let item = match (&child.item, &child.call) {
+                (Some(i), _) => format!("[{i}]"),
+                (None, Some(call)) => format!(" tool call {call}"),
+                (None, None) => String::new(),
+            };
             let short = child.id.get(..8).unwrap_or(&child.id);
             outln!(
                 "  {:<20} child run {short} {} (switchyard show {short})",

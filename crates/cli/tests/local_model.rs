@@ -194,3 +194,63 @@ fn the_local_models_call_first_tool_loop_killed_after_its_tool_call_resumes_aski
                "tool_calls": tool_calls.len(), "tool_side_effects": after.len(), "call": after[0]})
     );
 }
+
+/// A workflow as an agent's tool, called by the real local model (docs/subworkflows.md): the agent's first turn
+/// must call the workflow tool `add` (`tools.call_first`, as llama.cpp calls no tool on its own), whose arguments
+/// are the child workflow's `input_schema`; the child is a run of its own whose code step adds them; its output is
+/// the tool's result the model reads.
+#[test]
+#[ignore = "needs a local model server; `npm test` starts one"]
+fn the_local_model_calls_a_workflow_as_a_tool_and_the_child_run_computes_its_result() {
+    let home = tempfile::tempdir().unwrap();
+    support::write_file(
+        home.path(),
+        "settings.yaml",
+        &format!(
+            "providers:\n  - {{id: local, kind: openai, base_url: '{}', max_tokens: 48}}\n",
+            env("SWITCHYARD_TEST_LLM_URL")
+        ),
+    );
+    std::fs::create_dir_all(home.path().join("tools")).unwrap();
+    support::write_file(
+        home.path(),
+        "tools/add.yaml",
+        "switchyard: 1\nname: add\ndescription: Adds two whole numbers.\ninput_schema:\n  type: object\n  properties:\n    a: {type: integer}\n    b: {type: integer}\n  required: [a, b]\nnodes:\n  - {id: start, type: start}\n  - {id: sum, type: script, language: python, code: \"return {'result': input['a'] + input['b']}\"}\nedges:\n  - {from: start, to: sum}\n",
+    );
+    let flow = support::write_file(
+        home.path(),
+        "asker.yaml",
+        "switchyard: 1\nname: asker\nnodes:\n  - {id: start, type: start, initial_input: What is 2 plus 3?}\n  - id: a\n    type: agent\n    model: local/smollm2-135m\n    system_prompt: Use the add tool, then answer briefly.\n    tools: {workflows: [tools/add.yaml], call_first: add}\nedges:\n  - {from: start, to: a}\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["run", &flow, "--json", "--allow-code"])
+        .env("SWITCHYARD_HOME", home.path())
+        .env_remove("SWITCHYARD_LOCAL_URL")
+        .output()
+        .unwrap();
+    let (code, result) = support::json_output(&["run"], out);
+    assert_eq!((code, &result["status"]), (0, &json!("completed")), "{result}");
+    let node = &result["results"]["a"];
+    let call = &node["toolCalls"][0];
+    assert_eq!(call["tool"], "add", "{node}");
+    // Whatever numbers the tiny model chose, the result is the child run's sum of them.
+    let (a, b) = (call["input"]["a"].as_i64(), call["input"]["b"].as_i64());
+    assert!(a.is_some() && b.is_some(), "grammar-constrained arguments: {}", call["input"]);
+    assert_eq!(call["output"], json!({"result": a.unwrap() + b.unwrap()}), "{call}");
+    assert!(node["data"]["text"].is_string(), "then a final answer: {node}");
+    // The call was a child run of its own, linked to the agent and the call.
+    let run_id = result["runId"].as_str().unwrap().to_string();
+    let shown = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["show", &run_id, "--json"])
+        .env("SWITCHYARD_HOME", home.path())
+        .output()
+        .unwrap();
+    let (_, shown) = support::json_output(&["show"], shown);
+    let child = &shown["children"][0];
+    assert_eq!(
+        (&child["node"], &child["call"], &child["status"]),
+        (&json!("a"), &json!("c0"), &json!("completed")),
+        "{shown}"
+    );
+    println!("{}", json!({"arguments": call["input"], "output": call["output"]}));
+}

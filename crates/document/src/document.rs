@@ -305,6 +305,11 @@ impl Node {
         }
     }
 
+    /// Whether it runs child runs: a `workflow` node, or an agent whose `tools.workflows` lists any.
+    pub fn runs_children(&self) -> bool {
+        self.node_type == NodeType::Workflow || self.tools.as_ref().is_some_and(|t| !t.workflows.is_empty())
+    }
+
     pub fn subagents_enabled(&self) -> bool {
         self.tools.as_ref().is_some_and(|t| t.subagents)
     }
@@ -362,7 +367,12 @@ pub struct AgentTools {
     /// MCP tools: a server's name (every tool it has) or `server/tool` (docs/tools.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<String>,
-    /// A tool the model must call in its first turn (`server/tool`, or a subagent's id); later turns choose freely.
+    /// Workflows the model may call as tools: files relative to this one, each offered under its workflow's tool
+    /// name with its `input_schema`, each call a child run of its own (docs/subworkflows.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workflows: Vec<String>,
+    /// A tool the model must call in its first turn (`server/tool`, a subagent's id, or a workflow tool's name); later
+    /// turns choose freely.
     /// For models that do not call tools on their own (small local ones) and steps that always begin with a lookup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_first: Option<String>,
@@ -589,5 +599,35 @@ impl Workflow {
 
     pub fn node(&self, id: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// Whether a run of it may start child runs: a `workflow` node, or an agent offered workflows as tools.
+    pub fn has_children(&self) -> bool {
+        self.nodes.iter().any(Node::runs_children)
+    }
+
+    /// Its name as a tool's: what an agent's model calls it by (`tools.workflows`) and what `switchyard mcp serve`
+    /// lists it as ([`tool_name`] of its `name`).
+    pub fn tool_name(&self) -> String {
+        tool_name(&self.name)
+    }
+}
+
+/// A workflow's name as a tool name: lower-cased letters, digits, `_` and `-`, at most 64 characters — what every
+/// model provider accepts as a function's name and MCP as a tool's (`Publish with approval` → `publish_with_approval`).
+pub fn tool_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.trim().chars() {
+        let c = if c.is_ascii_alphanumeric() || c == '-' { c.to_ascii_lowercase() } else { '_' };
+        if c == '_' && (out.is_empty() || out.ends_with('_')) {
+            continue;
+        }
+        out.push(c);
+    }
+    let out = out.trim_end_matches('_').chars().take(64).collect::<String>();
+    if out.is_empty() {
+        "workflow".to_string()
+    } else {
+        out
     }
 }

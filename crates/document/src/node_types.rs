@@ -314,9 +314,12 @@ fn define(node_type: NodeType) -> NodeTypeSpec {
                     field("tools.mcp", "MCP tools", FieldKind::Json)
                         .placeholder("[\"github\", \"files/read_file\"]")
                         .help("MCP servers from the settings (every tool) or server/tool; the model sees server__tool."),
+                    field("tools.workflows", "workflow tools", FieldKind::Json)
+                        .placeholder("[\"children/lookup.yaml\"]")
+                        .help("Workflow files, relative to this one, the model may call as tools: each call is a child run; the model sees the workflow's name and its input_schema."),
                     field("tools.call_first", "call first", FieldKind::Text)
                         .placeholder("server/tool")
-                        .help("A tool the model must call in its first turn (server/tool or a subagent's id)."),
+                        .help("A tool the model must call in its first turn (server/tool, a subagent's id or a workflow tool's name)."),
                     field("tools.deny", "denied tools", FieldKind::Json)
                         .placeholder("[\"github/create_pr\"]")
                         .help("Tools the agent never has, even when a server offers them: server/tool or a tool name; a call of one is refused."),
@@ -580,6 +583,7 @@ mod tests {
             FieldKind::Text | FieldKind::Multiline | FieldKind::Template => json!("x"),
             FieldKind::Json if field.key == "tools.mcp" => json!(["server"]),
             FieldKind::Json if field.key == "tools.deny" => json!(["server/tool"]),
+            FieldKind::Json if field.key == "tools.workflows" => json!(["child.yaml"]),
             FieldKind::Json => json!({"type": "object"}),
             FieldKind::Number => json!(2),
             FieldKind::Select => json!(field.options[0]),

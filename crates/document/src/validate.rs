@@ -254,7 +254,7 @@ fn check_single_tools(
 }
 
 /// `tools.call_first` must name one of the agent's tools: an MCP tool of a server (or that tool) its `tools.mcp`
-/// lists, or a subagent it offers.
+/// lists, a subagent it offers, or (checked with its children, `validate::workflows`) a workflow tool's name.
 fn check_call_first(
     workflow: &Workflow,
     topo: &Topology,
@@ -267,7 +267,10 @@ fn check_call_first(
         Some((server, _)) => tools.mcp.iter().any(|m| m == server || m == entry),
         None => {
             let index = topo.index.get(&node.id).copied();
-            tools.subagents && index.is_some_and(|i| topo.subagents[i].iter().any(|&c| workflow.nodes[c].id == entry))
+            // A workflow tool's name is its child's: the check across files says whether one is called so.
+            !tools.workflows.is_empty()
+                || tools.subagents
+                    && index.is_some_and(|i| topo.subagents[i].iter().any(|&c| workflow.nodes[c].id == entry))
         }
     };
     if !offered {

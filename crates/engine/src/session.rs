@@ -891,7 +891,7 @@ fn own_children(going: &Going) -> Option<Arc<dyn run::Children>> {
             r.allow_code,
         ),
     };
-    if !workflow.nodes.iter().any(|n| n.node_type == crate::document::NodeType::Workflow) {
+    if !workflow.has_children() {
         return None;
     }
     let (depth, default_model) = (1, children::ChildModel::of(workflow, options));

@@ -155,7 +155,7 @@ pub struct Decided {
     pub at: String,
 }
 
-/// A child run of a run (a `workflow` node's, docs/subworkflows.md) and where it is now: what `switchyard show --json`
+/// A child run of a run (a `workflow` node's, or an agent's workflow tool call's, docs/subworkflows.md) and where it is now: what `switchyard show --json`
 /// and `GET /api/runs/ID` list as `children`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Child {
@@ -164,13 +164,16 @@ pub struct Child {
     pub iteration: u32,
     /// Its `for_each` item, if it is one.
     pub item: Option<usize>,
+    /// The agent's tool call that made it (a workflow offered as a tool): where in the conversation it is (`c0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
     pub status: StoredStatus,
 }
 
 impl Child {
     pub fn new(child: crate::store::ChildRun, status: StoredStatus) -> Child {
         let link = child.link;
-        Child { id: child.id, node: link.node, iteration: link.iteration, item: link.item, status }
+        Child { id: child.id, node: link.node, iteration: link.iteration, item: link.item, call: link.call, status }
     }
 }
 

@@ -3,7 +3,7 @@
 //! tools: `switchyard mcp serve` (stdio, runs on this machine) and a server's `/mcp` (runs for its workers).
 //!
 //! Invariants:
-//! - A tool's name is derived from the workflow's name alone (letters, digits, `_`, `-`, `.`; at most 64), so the
+//! - A tool's name is derived from the workflow's name alone (letters, digits, `_`, `-`; at most 64), so the
 //!   same workflow is the same tool wherever it is served.
 //! - With an `input_schema`, the call's arguments are the run's input, as they are; without one, the tool takes
 //!   `{message}` and the message is the input.
@@ -60,6 +60,15 @@ impl WorkflowTool {
     /// The tool as `tools/list` gives it.
     pub fn tool(&self) -> Tool {
         self.tool.clone()
+    }
+
+    /// The tool as an agent's model is offered it (`tools.workflows`): the same name, description and arguments.
+    pub fn for_a_model(&self) -> crate::run::ChildTool {
+        crate::run::ChildTool {
+            name: self.name.clone(),
+            description: self.tool.description.as_deref().unwrap_or_default().to_string(),
+            parameters: Value::Object((*self.tool.input_schema).clone()),
+        }
     }
 
     /// The run's input for a call with these arguments.
@@ -210,23 +219,8 @@ pub fn refused(message: &str, errors: &[Value]) -> CallToolResult {
     result
 }
 
-/// A workflow's name as an MCP tool name: letters, digits, `_`, `-` and `.`, at most 64 characters.
-pub fn tool_name(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.trim().chars() {
-        let c = if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c.to_ascii_lowercase() } else { '_' };
-        if c == '_' && (out.is_empty() || out.ends_with('_')) {
-            continue;
-        }
-        out.push(c);
-    }
-    let out = out.trim_end_matches('_').chars().take(64).collect::<String>();
-    if out.is_empty() {
-        "workflow".to_string()
-    } else {
-        out
-    }
-}
+/// A workflow's name as a tool name (one definition, with the document: an agent's `tools.workflows` name theirs so).
+pub use crate::document::tool_name;
 
 /// The end node's output schema (`Workflow::output_schema`), as a tool lists it.
 fn output_schema(workflow: &Workflow) -> Option<JsonObject> {
@@ -291,7 +285,7 @@ mod tests {
     fn a_workflow_name_becomes_a_tool_name_of_the_allowed_characters() {
         assert_eq!(tool_name("Publish with approval"), "publish_with_approval");
         assert_eq!(tool_name("  Count rows!! "), "count_rows");
-        assert_eq!(tool_name("v1.2-beta"), "v1.2-beta");
+        assert_eq!(tool_name("v1.2-beta"), "v1_2-beta");
         assert_eq!(tool_name("???"), "workflow");
         assert_eq!(tool_name(&"x".repeat(80)).len(), 64);
     }

@@ -650,9 +650,14 @@ fn a_runs_children_are_listed_by_their_link_as_the_sqlite_store_lists_them() {
         node: node.into(),
         iteration: 1,
         item,
+        call: None,
     };
+    // An agent's two workflow tool calls: children of the agent's node, told apart by the call.
+    let asked = |call: &str| Some(run::ParentLink { call: Some(call.into()), ..link("agent", None) });
     let runs = [
         ("parent", None),
+        ("agent-c1", asked("c1")),
+        ("agent-c0", asked("c0")),
         ("fan-1", Some(link("fan", Some(1)))),
         ("fan-0", Some(link("fan", Some(0)))),
         ("alone", Some(link("alone", None))),
@@ -664,12 +669,18 @@ fn a_runs_children_are_listed_by_their_link_as_the_sqlite_store_lists_them() {
         pg.submit(&run).wait().unwrap();
         drop(Store::create(&sqlite, &run).unwrap());
     }
-    let listed = |store: &dyn Store| -> Vec<(String, String, Option<usize>)> {
-        store.children("parent").unwrap().into_iter().map(|c| (c.id, c.link.node, c.link.item)).collect()
+    let listed = |store: &dyn Store| -> Vec<(String, String, Option<usize>, Option<String>)> {
+        store.children("parent").unwrap().into_iter().map(|c| (c.id, c.link.node, c.link.item, c.link.call)).collect()
     };
-    let expected = [("alone", "alone", None), ("fan-0", "fan", Some(0)), ("fan-1", "fan", Some(1))]
-        .map(|(id, node, item)| (id.to_string(), node.to_string(), item));
-    assert_eq!(listed(&pg), expected, "by node, then item");
+    let expected = [
+        ("agent-c0", "agent", None, Some("c0")),
+        ("agent-c1", "agent", None, Some("c1")),
+        ("alone", "alone", None, None),
+        ("fan-0", "fan", Some(0), None),
+        ("fan-1", "fan", Some(1), None),
+    ]
+    .map(|(id, node, item, call)| (id.to_string(), node.to_string(), item, call.map(String::from)));
+    assert_eq!(listed(&pg), expected, "by node, then item, then the tool call");
     assert_eq!(listed(&pg), listed(&sqlite), "as SQLite lists them");
     assert!(pg.children("fan-0").wait().unwrap().is_empty());
 }

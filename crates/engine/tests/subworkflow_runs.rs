@@ -97,7 +97,7 @@ impl Setup {
     }
 
     fn child_id(&self, parent: &str, node: &str, item: Option<usize>) -> String {
-        session::child_run_id(&ParentLink { run: parent.into(), node: node.into(), iteration: 1, item })
+        session::child_run_id(&ParentLink { run: parent.into(), node: node.into(), iteration: 1, item, call: None })
     }
 }
 
@@ -144,7 +144,7 @@ async fn a_parent_with_a_child_completes_with_the_childs_output_and_the_child_is
     assert_eq!(stored.row.status, StoredStatus::Completed);
     assert_eq!(
         stored.options.parent,
-        Some(ParentLink { run: result.run_id.clone(), node: "summarize".into(), iteration: 1, item: None })
+        Some(ParentLink { run: result.run_id.clone(), node: "summarize".into(), iteration: 1, item: None, call: None })
     );
     assert_eq!(stored.workflow.name, "Summarize");
     assert_eq!(stored.options.input, Some(json!({"text": "the page"})), "the input mapping, rendered");
@@ -550,4 +550,166 @@ async fn a_parked_parent_is_woken_at_its_childs_approval_deadline_and_the_child_
     assert_eq!(done.result.status, RunStatus::Completed, "{:?}", done.result.error);
     assert_eq!(done.result.node("summarize").unwrap().data, json!({"text": "nobody answered"}));
     assert_eq!(done.result.node("publish").unwrap().data, json!({"text": "published"}));
+}
+
+/// An agent offered the child workflows `children/summarize.yaml` (input `{text}`) and `reviewed.yaml` (no input
+/// schema: it takes `{message}`) as tools, and an answers file whose agent calls `call`.
+fn asking_agent(call: &str) -> Setup {
+    let parent = "switchyard: 1
+name: Asker
+nodes:
+  - {id: start, type: start}
+  - {id: helper, type: agent, user_prompt: Help, tools: {workflows: [children/summarize.yaml, reviewed.yaml]}}
+  - {id: after, type: agent, user_prompt: 'After {{ helper.text }}'}
+edges:
+  - {from: start, to: helper}
+  - {from: helper, to: after}
+";
+    let answers = format!(
+        "nodes:
+  helper: {{text: helped, tool_calls: [{call}]}}
+  after: {{text: done}}
+workflows:
+  helper:
+    nodes:
+      first: {{text: read it}}
+      write: {{text: short}}
+      draft: {{text: the draft}}
+      publish: {{text: the post}}
+"
+    );
+    Setup::new(&[
+        ("parent.yaml", parent),
+        ("children/summarize.yaml", CHILD),
+        ("reviewed.yaml", REVIEWED),
+        ("answers.yaml", &answers),
+    ])
+}
+
+#[tokio::test]
+async fn an_agent_calls_a_workflow_as_a_tool_and_the_tool_call_is_a_child_run_of_its_own_whose_output_it_reads() {
+    let s = asking_agent("{tool: summarize, input: {text: the page}}");
+    let collector = Collector::default();
+    let outcome = s.start(Until::Pause, vec![Arc::new(collector.clone())]).await.finish().await;
+    let result = &outcome.result;
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let helper = result.node("helper").unwrap();
+    assert_eq!(helper.tool_calls.len(), 1, "{:?}", helper.tool_calls);
+    let call = &helper.tool_calls[0];
+    assert_eq!(call.tool, "summarize", "offered under its workflow's tool name");
+    assert_eq!(call.output, Some(json!({"text": "short"})), "the child's output is the tool's result");
+    assert_eq!(call.error, None);
+
+    // The call is a child run, linked to the agent's node and the call, with the model's arguments as its input.
+    let link = ParentLink {
+        run: result.run_id.clone(),
+        node: "helper".into(),
+        iteration: 1,
+        item: None,
+        call: Some("c0".into()),
+    };
+    let child = session::child_run_id(&link);
+    let stored = s.store.load(&child).unwrap();
+    assert_eq!(stored.row.status, StoredStatus::Completed);
+    assert_eq!(stored.options.parent, Some(link));
+    assert_eq!(stored.options.input, Some(json!({"text": "the page"})));
+    assert_eq!(s.store.children(&result.run_id).unwrap().len(), 1);
+    let carried = child_events(&collector.events());
+    assert!(!carried.is_empty());
+    assert!(carried.iter().all(|(run, path, _)| *run == child && path == "helper"), "under the agent's path");
+
+    // A replay tells the same story without running the child again.
+    let replayed = session::replay(&*s.store, &result.run_id, Sinks::default()).unwrap();
+    assert!(replayed.diverged.is_none(), "{:?}", replayed.diverged);
+    assert_eq!(replayed.result.node("helper").unwrap().tool_calls[0].output, Some(json!({"text": "short"})));
+    assert_eq!(completions(&*s.store, &child, "write"), 1);
+}
+
+#[tokio::test]
+async fn a_workflow_tool_without_an_input_schema_takes_a_message_and_an_approval_inside_it_is_decided_from_the_parent()
+{
+    let s = asking_agent("{tool: reviewed, input: {message: dark mode}}");
+    let paused = s.start(Until::Pause, Vec::new()).await.finish().await.result;
+    assert_eq!(paused.status, RunStatus::Paused, "{:?}", paused.error);
+    assert_eq!(paused.pending.len(), 1);
+    let pending = &paused.pending[0];
+    assert_eq!(pending.path(), "helper › review", "the agent, then the child's node");
+    assert_eq!(pending.message, "Publish the draft?");
+    let link = ParentLink {
+        run: paused.run_id.clone(),
+        node: "helper".into(),
+        iteration: 1,
+        item: None,
+        call: Some("c0".into()),
+    };
+    let child = session::child_run_id(&link);
+    assert_eq!(s.store.get(&child).unwrap().status, StoredStatus::Paused);
+    assert_eq!(s.store.load(&child).unwrap().options.input, Some(json!("dark mode")), "the message is its input");
+
+    let outcome = s.resume(&paused.run_id, vec![("helper".into(), Decision::new(Verdict::Approve, "ship it"))]).await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "{:?}", outcome.result.error);
+    let helper = outcome.result.node("helper").unwrap();
+    assert_eq!(
+        helper.tool_calls.len(),
+        1,
+        "the call made again after the pause is the same call: {:?}",
+        helper.tool_calls
+    );
+    assert_eq!(helper.tool_calls[0].output, Some(json!({"text": "the post"})));
+    assert_eq!(outcome.result.node("after").unwrap().data, json!({"text": "done"}));
+    // One child run for the call, taken up where it paused: the draft was written once.
+    assert_eq!(s.store.children(&paused.run_id).unwrap().len(), 1);
+    assert_eq!(completions(&*s.store, &child, "draft"), 1);
+    let replayed = session::replay(&*s.store, &paused.run_id, Sinks::default()).unwrap();
+    assert!(replayed.diverged.is_none(), "{:?}", replayed.diverged);
+}
+
+#[tokio::test]
+async fn a_workflow_tool_whose_input_does_not_fit_its_schema_answers_the_model_with_an_error_and_makes_no_run() {
+    let s = asking_agent("{tool: summarize, input: {words: 3}}");
+    let outcome = s.start(Until::Pause, Vec::new()).await.finish().await;
+    assert_eq!(outcome.result.status, RunStatus::Completed, "a tool's error is the model's to read");
+    let call = &outcome.result.node("helper").unwrap().tool_calls[0];
+    let error = call.error.as_deref().unwrap();
+    assert!(error.contains("does not fit") && error.contains("CHILD_INPUT_MISMATCH"), "{error}");
+    assert!(s.store.children(&outcome.result.run_id).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn cancelling_a_parent_cancels_the_child_run_its_agents_workflow_tool_call_made() {
+    let s = asking_agent("{tool: summarize, input: {text: the page}}");
+    let answers = std::fs::read_to_string(s.path("answers.yaml")).unwrap();
+    write(
+        s.dir.path(),
+        "answers.yaml",
+        &answers.replace("first: {text: read it}", "first: {text: read it, delay_ms: 60000}"),
+    );
+    let started = Arc::new(tokio::sync::Notify::new());
+    let seen = started.clone();
+    let watch = move |e: &Event| -> Result<(), String> {
+        if let EventKind::Log { log_type, content, .. } = &e.kind {
+            if log_type == CHILD_EVENT
+                && content["event"]["type"] == "node:enter"
+                && content["event"]["node"] == "first"
+            {
+                seen.notify_one();
+            }
+        }
+        Ok(())
+    };
+    let driving = s.start(Until::End, vec![Arc::new(watch)]).await;
+    let (controller, parent) = (driving.controller(), driving.run_id.clone());
+    let finishing = tokio::spawn(driving.finish());
+    started.notified().await;
+    controller.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), finishing).await.unwrap().unwrap();
+    assert_eq!(outcome.result.status, RunStatus::Cancelled);
+    let children = s.store.children(&parent).unwrap();
+    assert_eq!(children.len(), 1);
+    assert_eq!(children[0].link.call.as_deref(), Some("c0"));
+    assert_eq!(
+        s.store.get(&children[0].id).unwrap().status,
+        StoredStatus::Cancelled,
+        "the child ended with its parent"
+    );
 }

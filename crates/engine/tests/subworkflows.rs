@@ -240,3 +240,82 @@ edges:
     let dir = folder(&[("parent.yaml", parent), ("children/summarize.yaml", CHILD)]);
     assert!(findings(&check(dir.path(), "parent.yaml"), "CHILD_OUTPUT_UNDECLARED").is_empty());
 }
+
+/// A parent whose agent `helper` has these `tools` (YAML flow mapping).
+fn asking(tools: &str) -> String {
+    format!(
+        "switchyard: 1
+name: Asker
+nodes:
+  - {{id: start, type: start}}
+  - {{id: helper, type: agent, user_prompt: Help, tools: {tools}}}
+edges:
+  - {{from: start, to: helper}}
+"
+    )
+}
+
+#[test]
+fn an_agents_workflow_tools_are_read_and_checked_as_a_workflow_nodes_child_is() {
+    let tools = "{workflows: [children/summarize.yaml, children/nope.yaml, broken.yaml], call_first: summarize}";
+    let broken = "switchyard: 1\nname: Broken\nnodes:\n  - {id: start, type: start}\n  - {id: ask, type: agent, message: x}\nedges:\n  - {from: start, to: ask}\n";
+    let dir = folder(&[("parent.yaml", &asking(tools)), ("children/summarize.yaml", CHILD), ("broken.yaml", broken)]);
+    let report = check(dir.path(), "parent.yaml");
+    let missing = findings(&report, "CHILD_MISSING");
+    assert_eq!(missing.len(), 1, "{:?}", report.errors);
+    assert_eq!(missing[0].0, "helper");
+    assert!(missing[0].1.contains("children/nope.yaml"), "{}", missing[0].1);
+    let invalid = findings(&report, "CHILD_INVALID");
+    assert!(invalid.iter().any(|(node, m)| node == "helper" && m.starts_with("broken.yaml › `ask`:")), "{invalid:?}");
+    // `call_first` may name a workflow tool by its name.
+    assert!(findings(&report, "CALL_FIRST_NOT_OFFERED").is_empty(), "{:?}", report.errors);
+
+    let dir = folder(&[
+        ("parent.yaml", &asking("{workflows: [children/summarize.yaml]}")),
+        ("children/summarize.yaml", CHILD),
+    ]);
+    let report = check(dir.path(), "parent.yaml");
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+}
+
+#[test]
+fn two_workflow_tools_of_one_name_or_one_named_as_a_subagent_are_tool_name_taken() {
+    let again = CHILD.replace("text: {type: string}", "words: {type: string}").replace("required: [text]", "");
+    let tools = "{workflows: [children/summarize.yaml, again.yaml]}";
+    let dir = folder(&[("parent.yaml", &asking(tools)), ("children/summarize.yaml", CHILD), ("again.yaml", &again)]);
+    let found = findings(&check(dir.path(), "parent.yaml"), "TOOL_NAME_TAKEN");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "helper");
+    assert!(found[0].1.contains("`again.yaml`") && found[0].1.contains("`summarize`"), "{}", found[0].1);
+
+    let parent = "switchyard: 1
+name: Asker
+nodes:
+  - {id: start, type: start}
+  - {id: helper, type: agent, user_prompt: Help, tools: {subagents: true, workflows: [children/summarize.yaml]}}
+  - {id: summarize, type: agent, user_prompt: Sum}
+edges:
+  - {from: start, to: helper}
+  - {from: helper, to: summarize, handle: subagent}
+";
+    let dir = folder(&[("parent.yaml", parent), ("children/summarize.yaml", CHILD)]);
+    let report = check(dir.path(), "parent.yaml");
+    let found = findings(&report, "TOOL_NAME_TAKEN");
+    assert_eq!(found.len(), 1, "{:?}", report.errors);
+    assert!(found[0].1.contains("the subagent `summarize`"), "{}", found[0].1);
+}
+
+#[test]
+fn call_first_naming_no_workflow_tool_of_the_agent_is_call_first_not_offered() {
+    let tools = "{workflows: [children/summarize.yaml], call_first: summary}";
+    let dir = folder(&[("parent.yaml", &asking(tools)), ("children/summarize.yaml", CHILD)]);
+    let found = findings(&check(dir.path(), "parent.yaml"), "CALL_FIRST_NOT_OFFERED");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].1.contains("its workflow tools are summarize"), "{}", found[0].1);
+}
+
+#[test]
+fn an_agent_that_offers_itself_as_a_workflow_tool_is_child_recursion() {
+    let dir = folder(&[("parent.yaml", &asking("{workflows: [parent.yaml]}"))]);
+    assert_eq!(findings(&check(dir.path(), "parent.yaml"), "CHILD_RECURSION").len(), 1);
+}

@@ -286,7 +286,8 @@ pub async fn list_runs(
 }
 
 /// A run as `switchyard show --json` gives it: its row and its result, rebuilt from its log, and the child runs its
-/// `workflow` nodes started (`children`: `[{id, node, iteration, item, status}]`, by node, iteration and item).
+/// `workflow` nodes and workflow tool calls started (`children`: `[{id, node, iteration, item, call, status}]`, by node,
+/// iteration, item and call; `call` only for a tool call's).
 #[utoipa::path(get, path = "/api/runs/{id}", tag = "runs", security(("token" = [])),
     params(("id" = String, Path, description = "The run's id")),
     responses((status = 200, body = Object), (status = 404, body = ApiError)))]

@@ -1240,8 +1240,13 @@ async fn a_runs_view_lists_the_child_runs_its_workflow_nodes_started_with_their_
 
     // A child run, as a worker running the parent's `workflow` node `fan` submits it, for its item 2.
     let workflow = switchyard_engine::format::load_str(GATE, None, None).unwrap().workflow;
-    let link =
-        switchyard_engine::run::ParentLink { run: parent.clone(), node: "fan".into(), iteration: 1, item: Some(2) };
+    let link = switchyard_engine::run::ParentLink {
+        run: parent.clone(),
+        node: "fan".into(),
+        iteration: 1,
+        item: Some(2),
+        call: None,
+    };
     let options = switchyard_engine::run::RunOptions { parent: Some(link), ..Default::default() };
     let child = switchyard_engine::store::NewRun {
         id: "child-of-fan",

@@ -8,6 +8,8 @@
 //!   `input_schema`) and keeps the document it started with: a file changed later does not change a recorded run.
 //! - Its answers are the parent's answers' section for the node (`workflows: {NODE: …}`); its code steps run with
 //!   `--allow-code` (given for the whole run) or when the child's own file is trusted, never on the parent's trust.
+//! - An agent's workflow tool (`tools.workflows`) is a child the same way: its link names the tool call too, and the
+//!   model's arguments are its input as the workflow served as a tool takes them (`WorkflowTool::input`).
 //! - When it pauses, its first pending approval is asked of the parent (`ChildIo::decide`), and the child is taken
 //!   up again with the decision; when the parent is cancelled, the child is.
 
@@ -28,9 +30,10 @@ use crate::log::{LogError, Observer};
 use crate::mcp::McpSessions;
 use crate::model::Model;
 use crate::result::{PendingApproval, RunStatus};
-use crate::run::{self, ChildCall, ChildFailed, ChildIo, Children, RunOptions};
+use crate::run::{self, ChildCall, ChildFailed, ChildIo, ChildTool, Children, RunOptions};
 use crate::store::{Store, StoreError};
 use crate::validate::{self, workflows::MAX_DEPTH};
+use crate::workflow_tool::WorkflowTool;
 use crate::Workflow;
 
 /// Runs the children of one run's `workflow` nodes.
@@ -81,7 +84,12 @@ impl ChildModel {
 
 /// A child run's id: made from its link, so the same call finds the same child run.
 pub fn child_run_id(link: &run::ParentLink) -> String {
-    let d = crate::journal::digest(&json!(["child", link.run, link.node, link.iteration, link.item]));
+    let mut made_of = json!(["child", link.run, link.node, link.iteration, link.item]);
+    // A workflow tool's child: the tool call too (a `workflow` node's children keep the ids they always had).
+    if let Some(call) = &link.call {
+        made_of.as_array_mut().expect("an array").push(json!(call));
+    }
+    let d = crate::journal::digest(&made_of);
     format!("{}-{}-{}-{}-{}", &d[0..8], &d[8..12], &d[12..16], &d[16..20], &d[20..32])
 }
 
@@ -161,7 +169,14 @@ impl SessionChildren {
         let (child_model, model_given) = self.default_model.for_run(&workflow);
         // Costed as its parent is: this process's prices for the models it can use.
         let prices = super::kept_prices(&workflow, child_model.as_deref());
-        check_input(&workflow, Some(&call.input)).map_err(|e| {
+        // A workflow tool's call gives the model's arguments: the run's input as the workflow served as a tool
+        // takes them (its `input_schema`'s object, or the `message`).
+        let input = match (&call.call, &call.input) {
+            (None, input) => Some(input.clone()),
+            (Some(_), Value::Object(arguments)) => WorkflowTool::new(&workflow).input(arguments.clone()),
+            (Some(_), other) => Some(other.clone()),
+        };
+        check_input(&workflow, input.as_ref()).map_err(|e| {
             failed(format!("the input given to `{}` does not fit it: {e}", call.workflow), "CHILD_INPUT_MISMATCH")
         })?;
         let (code, consent) =
@@ -170,7 +185,7 @@ impl SessionChildren {
         let prepared = Prepared {
             workflow: Arc::new(workflow),
             options: RunOptions {
-                input: Some(call.input.clone()),
+                input,
                 run_id: Some(id.to_string()),
                 prices: Some(prices),
                 model: child_model,
@@ -308,6 +323,28 @@ fn asking(id: &str, pending: &PendingApproval, deadline_ms: Option<i64>) -> Tool
 
 #[async_trait]
 impl Children for SessionChildren {
+    async fn tool(&self, workflow: &str) -> Result<ChildTool, ChildFailed> {
+        let Some(parent) = self.file.as_deref() else {
+            return Err(failed(
+                format!("`{workflow}` is found relative to the workflow's file, and this run's workflow has none"),
+                "CHILD_NOT_CHECKED",
+            ));
+        };
+        let path = validate::workflows::child_path(parent, workflow);
+        let loaded = off_runtime(move || {
+            let found = crate::format::load_file(&path, None);
+            (found, path.exists())
+        })
+        .await;
+        match loaded {
+            (Ok(loaded), _) => Ok(WorkflowTool::new(&loaded.workflow).for_a_model()),
+            (Err(e), exists) => Err(failed(
+                format!("the workflow tool `{workflow}` cannot be read: {e}"),
+                if exists { "CHILD_UNREADABLE" } else { "CHILD_MISSING" },
+            )),
+        }
+    }
+
     async fn run(&self, call: ChildCall, io: Arc<dyn ChildIo>) -> Result<Value, ChildFailed> {
         if self.depth >= MAX_DEPTH {
             return Err(failed(

@@ -370,8 +370,8 @@ impl RunStore {
         let conn = self.conn.lock().unwrap();
         let mut select = conn
             .prepare(
-                "SELECT id, parent_node, parent_iteration, parent_item FROM runs WHERE parent_run = ?1
-                 ORDER BY parent_node, parent_iteration, parent_item",
+                "SELECT id, parent_node, parent_iteration, parent_item, json_extract(options, '$.parent.call')
+                 FROM runs WHERE parent_run = ?1 ORDER BY parent_node, parent_iteration, parent_item, 5",
             )
             .map_err(|e| self.query_error(e))?;
         let rows = select
@@ -381,6 +381,7 @@ impl RunStore {
                     node: r.get(1)?,
                     iteration: r.get(2)?,
                     item: r.get::<_, Option<i64>>(3)?.map(|i| i as usize),
+                    call: r.get(4)?,
                 };
                 Ok(ChildRun { id: r.get(0)?, link })
             })
@@ -742,7 +743,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = RunStore::open(&dir.path().join("runs.sqlite")).unwrap();
         let wf = workflow();
-        let link = |item| crate::run::ParentLink { run: "p".into(), node: "fan".into(), iteration: 1, item };
+        let link =
+            |item| crate::run::ParentLink { run: "p".into(), node: "fan".into(), iteration: 1, item, call: None };
         for (id, item) in [("c1", Some(1)), ("c0", Some(0))] {
             let options = RunOptions { parent: Some(link(item)), ..RunOptions::default() };
             drop(store.create(&new_run(id, &wf, &options)).unwrap());

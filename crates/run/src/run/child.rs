@@ -3,7 +3,8 @@
 //! to its end. The child is a run of its own, through the one way into a run; this module knows nothing of files or
 //! stores. What the child emits comes back here and goes into this run's stream as `child_event` log events, marked
 //! with the child's run and its path; an approval the child waits for becomes a pending approval of this node (the
-//! tool-call approval machinery: `Shared::approve_tool`), decided from here.
+//! tool-call approval machinery: `Shared::approve_tool`), decided from here. An agent's workflow tool
+//! (`tools.workflows`) is a child run the same way, asked for by a tool call (`run_tool`).
 
 use std::sync::Arc;
 
@@ -33,7 +34,12 @@ pub struct ChildCall {
     pub item: Option<usize>,
     /// The child workflow's file as the node writes it (relative to the parent's file).
     pub workflow: String,
+    /// The child run's input; for a tool call, the arguments the model gave (`Children::run` makes them the input
+    /// as the workflow served as a tool takes them).
     pub input: Value,
+    /// Where in the agent's conversation the tool call that asked for it is (`c0`, `i2.c1`); none for a `workflow`
+    /// node's child.
+    pub call: Option<String>,
 }
 
 /// Where a child run is in its parent: kept with the child run (`RunOptions::parent`), and what its id is made from.
@@ -45,12 +51,31 @@ pub struct ParentLink {
     pub iteration: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item: Option<usize>,
+    /// The agent's tool call that asked for the child (a workflow offered as a tool, `tools.workflows`): where in
+    /// its conversation it is, as the journal names it (`c0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
 }
 
 impl ChildCall {
     pub fn link(&self) -> ParentLink {
-        ParentLink { run: self.parent_run.clone(), node: self.node.clone(), iteration: self.iteration, item: self.item }
+        ParentLink {
+            run: self.parent_run.clone(),
+            node: self.node.clone(),
+            iteration: self.iteration,
+            item: self.item,
+            call: self.call.clone(),
+        }
     }
+}
+
+/// A child workflow as an agent's model is offered it (`tools.workflows`): its tool name, what it does, and the
+/// arguments it takes (its `input_schema`, or `{message}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
 }
 
 /// Why a child run gave no output: its message, and a stable code when it has one.
@@ -86,6 +111,8 @@ pub trait Children: Send + Sync {
     /// Runs the child to its end (or takes up the child run this call made before, found by its link), and returns
     /// its output: what the child returns (its end node's data).
     async fn run(&self, call: ChildCall, io: Arc<dyn ChildIo>) -> Result<Value, ChildFailed>;
+    /// The child workflow `workflow` (relative to the parent's file) as a tool an agent's model is offered.
+    async fn tool(&self, workflow: &str) -> Result<ChildTool, ChildFailed>;
 }
 
 /// A `workflow` node's task (one item of its `for_each`).
@@ -112,6 +139,7 @@ pub(super) async fn run_child(
         item,
         workflow: n.workflow.clone().unwrap_or_default(),
         input,
+        call: None,
     };
     let io = Arc::new(Io { shared: shared.clone(), node, item });
     children.run(call, io).await.map_err(|f| {
@@ -120,6 +148,41 @@ pub(super) async fn run_child(
             Some(code) => e.with_code(code),
             None => e,
         }
+    })
+}
+
+/// A tool call of an agent (`node`) that runs the workflow `workflow` (one of its `tools.workflows`) as a child run
+/// of its own: `at` is where the call is in the agent's conversation, so that the same call after a crash takes up
+/// the same child. The child's events go into this run's stream under the agent's path, and a decision it waits
+/// for is asked of this agent, as a `workflow` node's child's is. Its output is the tool's result; a child that did
+/// not complete is the tool's error, for the model to read.
+pub(super) async fn run_tool(
+    shared: &Arc<Shared>,
+    node: NodeIx,
+    iteration: u32,
+    at: &str,
+    workflow: &str,
+    arguments: Value,
+) -> Result<Value, String> {
+    let n = &shared.workflow.nodes[node];
+    let Some(children) = shared.children.clone() else {
+        return Err(format!(
+            "`{workflow}` did not run: this run was started without a session, which runs child workflows"
+        ));
+    };
+    let call = ChildCall {
+        parent_run: shared.emitter.run_id().to_string(),
+        node: n.id.clone(),
+        iteration,
+        item: None,
+        workflow: workflow.to_string(),
+        input: arguments,
+        call: Some(at.to_string()),
+    };
+    let io = Arc::new(Io { shared: shared.clone(), node, item: None });
+    children.run(call, io).await.map_err(|f| match f.code {
+        Some(code) => format!("{} [{code}]", f.message),
+        None => f.message,
     })
 }
 

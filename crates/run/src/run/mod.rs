@@ -12,7 +12,9 @@ mod state;
 pub use crate::record::{Input, Recorded, Recording};
 use crate::result::RunStatus;
 pub use crate::result::{Decision, UnknownVerdict, Verdict};
-pub use child::{child_event, ChildCall, ChildFailed, ChildIo, Children, ParentLink, CHILD_EVENT, PATH_SEPARATOR};
+pub use child::{
+    child_event, ChildCall, ChildFailed, ChildIo, ChildTool, Children, ParentLink, CHILD_EVENT, PATH_SEPARATOR,
+};
 pub use input::Rebuild;
 pub use reuse::{Fork, Reuse, ReusedResult};
 pub use state::output_text;
@@ -814,10 +816,11 @@ impl Scheduler {
         }
         let tx = self.done_tx.clone();
         let cancel = self.cancel.clone();
-        // A `workflow` node's task is not dropped when the run is cancelled: it cancels its child run and reports
-        // once the child has ended. It stops where it is when the scheduler is gone (the run stopped here, as when
-        // its process dies), so that its child can be taken up again.
-        let has_child = self.shared.workflow.nodes[node].node_type == crate::document::NodeType::Workflow;
+        // A task that runs child runs (a `workflow` node's, an agent's with workflow tools) is not dropped when the
+        // run is cancelled: it cancels its child run and reports once the child has ended (an agent stops at its
+        // next model turn). It stops where it is when the scheduler is gone (the run stopped here, as when its
+        // process dies), so that its child can be taken up again.
+        let has_child = self.shared.workflow.nodes[node].runs_children();
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 o = running => o.unwrap_or_else(|panic| node::NodeOutcome::failed(panicked(panic.as_ref()))),

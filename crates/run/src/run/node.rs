@@ -296,11 +296,12 @@ async fn run_agent(
         None => String::new(),
     };
     let prompt = render_prompt(n, scope).map_err(ModelError::fatal)?;
-    let tools = tool_specs(shared, node).await;
+    let (tools, workflow_tools) = tool_specs(shared, node).await;
     let first_tool = first_tool(shared, node, &tools);
     let io = AgentIo {
         shared: shared.clone(),
         node,
+        workflow_tools,
         scope: scope.clone(),
         calls: calls.clone(),
         usage: usage.clone(),
@@ -440,12 +441,15 @@ fn schema_errors(schema: &Value, data: &Value) -> Option<String> {
     (!errors.is_empty()).then(|| errors.join("; "))
 }
 
-/// The tools an agent offers the model: web search, its subagents, and the MCP tools its `tools.mcp` names (each as
-/// `server__tool`, with the server's description and input schema untouched). A server that is not configured or
-/// does not start leaves the agent without its tools, with a warning on the node.
-async fn tool_specs(shared: &Shared, node: NodeIx) -> Vec<ToolSpec> {
+/// The tools an agent offers the model: web search, its subagents, the MCP tools its `tools.mcp` names (each as
+/// `server__tool`, with the server's description and input schema untouched), and the workflows its
+/// `tools.workflows` lists (each under its workflow's tool name, with its input schema), with which file each of
+/// those names. A server that is not configured or does not start, or a workflow that cannot be read, leaves the
+/// agent without that tool, with a warning on the node.
+async fn tool_specs(shared: &Shared, node: NodeIx) -> (Vec<ToolSpec>, Vec<(String, String)>) {
     let n = &shared.workflow.nodes[node];
     let mut tools = Vec::new();
+    let mut workflow_tools = Vec::new();
     for entry in n.tools.iter().flat_map(|t| t.mcp.iter()) {
         match shared.mcp.tools_for(entry).await {
             Ok(found) => {
@@ -491,7 +495,21 @@ async fn tool_specs(shared: &Shared, node: NodeIx) -> Vec<ToolSpec> {
             });
         }
     }
-    tools
+    for written in n.tools.iter().flat_map(|t| t.workflows.iter()) {
+        let Some(children) = &shared.children else { break };
+        match children.tool(written).await {
+            Ok(tool) if !denied(n, None, &tool.name) => {
+                workflow_tools.push((tool.name.clone(), written.clone()));
+                tools.push(ToolSpec { name: tool.name, description: tool.description, parameters: tool.parameters });
+            }
+            Ok(_) => {}
+            Err(e) => shared.emitter.emit(EventKind::NodeWarning {
+                node: n.id.clone(),
+                message: format!("{}; the agent runs without `{written}`", e.message),
+            }),
+        }
+    }
+    (tools, workflow_tools)
 }
 
 /// Whether the agent's `tools.deny` names this tool: it is never offered, and a call of it is refused.
@@ -530,6 +548,8 @@ tokio::task_local! {
 struct AgentIo {
     shared: Arc<Shared>,
     node: NodeIx,
+    /// The workflows offered as tools: (tool name, file as `tools.workflows` writes it).
+    workflow_tools: Vec<(String, String)>,
     scope: Scope,
     calls: Calls,
     usage: UsageCell,
@@ -611,7 +631,11 @@ impl NodeIo for AgentIo {
         if let Some(answer) = self.shared.journal.turn(self.node_id(), self.place.iteration, &at, &asked) {
             return Ok(answer);
         }
-        let answer = call.await?;
+        // A cancelled run's agent asks nothing more (its task runs on when it has child runs to cancel).
+        let answer = tokio::select! {
+            answer = call => answer?,
+            _ = self.shared.cancel.cancelled() => return Err(ModelError::fatal("cancelled")),
+        };
         self.journal(at, What::Turn { asked, answer: answer.clone() }).await;
         Ok(answer)
     }
@@ -655,8 +679,13 @@ impl AgentIo {
             .subagents_enabled()
             .then(|| shared.topo.subagents[self.node].iter().copied().find(|&c| shared.workflow.nodes[c].id == tool))
             .flatten();
-        let mcp_tool =
-            crate::mcp::split_name(tool).filter(|(server, _)| child.is_none() && shared.mcp.is_configured(server));
+        let workflow = child
+            .is_none()
+            .then(|| self.workflow_tools.iter().find(|(name, _)| name == tool))
+            .flatten()
+            .map(|(_, w)| w);
+        let mcp_tool = crate::mcp::split_name(tool)
+            .filter(|(server, _)| child.is_none() && workflow.is_none() && shared.mcp.is_configured(server));
         // Denied whether or not its server is configured: tools.deny is said before "has no tool".
         let is_denied = match (child, crate::mcp::split_name(tool)) {
             (None, Some((server, name))) => denied(parent, Some(server), name),
@@ -664,6 +693,10 @@ impl AgentIo {
         };
         let result = match child {
             _ if is_denied => Err(format!("`{}` may not call `{tool}`: its tools.deny names it", parent.id)),
+            None if workflow.is_some() => {
+                let written = workflow.expect("checked");
+                super::child::run_tool(shared, self.node, self.place.iteration, at, written, input.clone()).await
+            }
             None if mcp_tool.is_some() => {
                 let (server, name) = mcp_tool.expect("checked");
                 match self.approval(tool, server, name, &input).await {

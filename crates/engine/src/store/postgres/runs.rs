@@ -285,8 +285,8 @@ impl PgStore {
             let mut session = s.main.session(&s.db).await?;
             let children = session
                 .statement(
-                    "SELECT id, parent_node, parent_iteration, parent_item FROM runs WHERE parent_run = $1
-                     ORDER BY parent_node, parent_iteration, parent_item NULLS FIRST",
+                    "SELECT id, parent_node, parent_iteration, parent_item, options -> 'parent' ->> 'call' FROM runs
+                     WHERE parent_run = $1 ORDER BY parent_node, parent_iteration, parent_item NULLS FIRST, 5 NULLS FIRST",
                 )
                 .await
                 .in_db(&s)?;
@@ -300,6 +300,7 @@ impl PgStore {
                         node: r.get(1),
                         iteration: r.get::<_, i32>(2) as u32,
                         item: r.get::<_, Option<i32>>(3).map(|i| i as usize),
+                        call: r.get(4),
                     },
                 })
                 .collect())
