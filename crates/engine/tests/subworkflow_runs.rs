@@ -128,6 +128,22 @@ fn child_events(events: &[Event]) -> Vec<(String, String, Event)> {
         .collect()
 }
 
+/// An observer of a parent's stream that notifies when its child enters the node `node` (the child's `node:enter`,
+/// carried as a `child_event`).
+fn on_entering(node: &'static str) -> (Arc<tokio::sync::Notify>, Arc<dyn Observer>) {
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let seen = entered.clone();
+    let watch = move |e: &Event| -> Result<(), String> {
+        if let EventKind::Log { log_type, content, .. } = &e.kind {
+            if log_type == CHILD_EVENT && content["event"]["type"] == "node:enter" && content["event"]["node"] == node {
+                seen.notify_one();
+            }
+        }
+        Ok(())
+    };
+    (entered, Arc::new(watch))
+}
+
 #[tokio::test]
 async fn a_parent_with_a_child_completes_with_the_childs_output_and_the_child_is_a_linked_run_of_its_own() {
     let s = Setup::new(&[("parent.yaml", PARENT), ("children/summarize.yaml", CHILD), ("answers.yaml", ANSWERS)]);
@@ -172,20 +188,8 @@ async fn a_parent_whose_process_died_while_its_child_ran_takes_up_the_same_child
     let slow = ANSWERS.replace("write: {text: short}", "write: {text: short, delay_ms: 60000}");
     let s = Setup::new(&[("parent.yaml", PARENT), ("children/summarize.yaml", CHILD), ("answers.yaml", &slow)]);
     // The child has read its input and is writing when the parent's process "dies": its run is dropped there.
-    let started = Arc::new(tokio::sync::Notify::new());
-    let seen = started.clone();
-    let watch = move |e: &Event| -> Result<(), String> {
-        if let EventKind::Log { log_type, content, .. } = &e.kind {
-            if log_type == CHILD_EVENT
-                && content["event"]["type"] == "node:enter"
-                && content["event"]["node"] == "write"
-            {
-                seen.notify_one();
-            }
-        }
-        Ok(())
-    };
-    let driving = s.start(Until::Pause, vec![Arc::new(watch)]).await;
+    let (started, watch) = on_entering("write");
+    let driving = s.start(Until::Pause, vec![watch]).await;
     let parent = driving.run_id.clone();
     tokio::select! {
         _ = driving.finish() => panic!("the run should still have been going"),
@@ -377,20 +381,8 @@ async fn a_rejection_from_the_parent_takes_the_childs_reject_branch() {
 async fn cancelling_a_parent_cancels_its_child() {
     let slow = ANSWERS.replace("first: {text: read it}", "first: {text: read it, delay_ms: 60000}");
     let s = Setup::new(&[("parent.yaml", PARENT), ("children/summarize.yaml", CHILD), ("answers.yaml", &slow)]);
-    let started = Arc::new(tokio::sync::Notify::new());
-    let seen = started.clone();
-    let watch = move |e: &Event| -> Result<(), String> {
-        if let EventKind::Log { log_type, content, .. } = &e.kind {
-            if log_type == CHILD_EVENT
-                && content["event"]["type"] == "node:enter"
-                && content["event"]["node"] == "first"
-            {
-                seen.notify_one();
-            }
-        }
-        Ok(())
-    };
-    let driving = s.start(Until::End, vec![Arc::new(watch)]).await;
+    let (started, watch) = on_entering("first");
+    let driving = s.start(Until::End, vec![watch]).await;
     let controller = driving.controller();
     let parent = driving.run_id.clone();
     let finishing = tokio::spawn(driving.finish());
@@ -684,20 +676,8 @@ async fn cancelling_a_parent_cancels_the_child_run_its_agents_workflow_tool_call
         "answers.yaml",
         &answers.replace("first: {text: read it}", "first: {text: read it, delay_ms: 60000}"),
     );
-    let started = Arc::new(tokio::sync::Notify::new());
-    let seen = started.clone();
-    let watch = move |e: &Event| -> Result<(), String> {
-        if let EventKind::Log { log_type, content, .. } = &e.kind {
-            if log_type == CHILD_EVENT
-                && content["event"]["type"] == "node:enter"
-                && content["event"]["node"] == "first"
-            {
-                seen.notify_one();
-            }
-        }
-        Ok(())
-    };
-    let driving = s.start(Until::End, vec![Arc::new(watch)]).await;
+    let (started, watch) = on_entering("first");
+    let driving = s.start(Until::End, vec![watch]).await;
     let (controller, parent) = (driving.controller(), driving.run_id.clone());
     let finishing = tokio::spawn(driving.finish());
     started.notified().await;
