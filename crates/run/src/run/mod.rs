@@ -352,8 +352,10 @@ pub fn launch(launch: Launch, runtime: Runtime) -> Result<RunHandle, ResumeError
                     scheduler.state.admit(&input).map_err(|e| DecisionError(e.to_string()))?;
                 }
             }
+            let over = scheduler.rebuild.as_ref().is_some_and(|r| r.over);
             scheduler.go_live();
-            if let Some((from, by)) = taken_over {
+            // A takeover is history only for a run that goes on: one its recording already ends just ends.
+            if let Some((from, by)) = taken_over.filter(|_| !over) {
                 let _ = scheduler.input(Input::TakenOver { from, by });
             }
             for (node, decision) in decisions {
@@ -429,6 +431,9 @@ struct Replaying {
     parked: Vec<Parked>,
     /// When each recorded event was emitted (its number, Unix milliseconds), in order.
     times: Vec<(u64, i64)>,
+    /// The recorded inputs took the run to its end (its holder died after its last step, before it said so): it has
+    /// nothing left but to end, and an input given now would come after its end in a replay.
+    over: bool,
 }
 
 impl Replaying {
@@ -446,6 +451,7 @@ impl Replaying {
             last_seq,
             parked: Vec::new(),
             times,
+            over: false,
         }
     }
 
@@ -887,7 +893,13 @@ impl Scheduler {
             {
                 self.apply_next()?;
             }
-            if self.stand() == Standing::Over || !self.next_input(|_| true) {
+            if self.stand() == Standing::Over {
+                if let Some(r) = self.rebuild.as_mut() {
+                    r.over = true;
+                }
+                break;
+            }
+            if !self.next_input(|_| true) {
                 break;
             }
             self.apply_next()?;
