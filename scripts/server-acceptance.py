@@ -707,12 +707,23 @@ def acceptance(args):
     # Every run's log replays to its events; a sample matches a run of the same case on one machine.
     ids = [r[0] for r in cluster.sql("SELECT id FROM runs ORDER BY id")]
     diverged = []
+    kinds = {v[0]: v[1] for v in started.values()}
     for run in ids:
         out = subprocess.run([args.bin, "--db", cluster.url, "replay", run], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         # Exit 1 and a warning when the replay differs from the recording (or the run did not complete).
         if out.returncode != 0 or "differs from the recording" in out.stderr:
             diverged.append(run)
+            if len(diverged) <= 3:
+                # What it takes to see why, in CI's output: the replay's words, the run's kind, its log in order.
+                say(f"replay of {run} ({kinds.get(run, 'unknown kind')}): {out.stderr.strip()}")
+                for seq, kind, node in cluster.sql(
+                        f"SELECT seq, event->>'type', coalesce(event->>'node', '') FROM events "
+                        f"WHERE run_id = '{run}' ORDER BY seq"):
+                    say(f"  event #{seq} {kind} {node}")
+                for n, (line,) in enumerate(cluster.sql(
+                        f"SELECT input::text FROM inputs WHERE run_id = '{run}' ORDER BY id")):
+                    say(f"  input {n}: {line[:300]}")
     check(not diverged, f"each of {len(ids)} runs' logs replays to its events ({len(diverged)} diverged)")
     by_id = {v[0]: (k, v[1]) for k, v in started.items()}
     sample = [r for r in ids if by_id.get(r, ("", ""))[1] != "gate"][:24]

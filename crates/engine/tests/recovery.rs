@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 use support::*;
 use switchyard_engine::events::EventKind;
-use switchyard_engine::log::{Collector, MemoryLog};
+use switchyard_engine::log::{Collector, LogError, LogItem, MemoryLog, RunLog};
 use switchyard_engine::result::RunStatus;
 use switchyard_engine::run::{self, Reuse, RunOptions};
 
@@ -206,4 +206,189 @@ async fn a_replay_shows_what_a_node_task_emitted_between_the_starts_of_its_sibli
     assert_eq!(replayed.result.status, RunStatus::Completed);
     let divergence = switchyard_engine::events::first_divergence(&recording.events, &collector.events());
     assert!(divergence.is_none(), "the replay differs: {divergence:?}");
+}
+
+/// A run log that keeps every item in the order the run wrote it: a process can die after any of them, since the
+/// committer writes whatever has queued up as one batch.
+#[derive(Default, Clone)]
+struct OrderedLog(Arc<std::sync::Mutex<Vec<LogItem>>>);
+
+impl OrderedLog {
+    fn items(&self) -> Vec<LogItem> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn recording(&self) -> run::Recording {
+        recording_of(&self.items())
+    }
+}
+
+fn recording_of(items: &[LogItem]) -> run::Recording {
+    let mut recording = run::Recording::default();
+    for item in items {
+        match item {
+            LogItem::Event(e) => recording.events.push(e.clone()),
+            LogItem::Input(i) => recording.inputs.push(i.clone()),
+            LogItem::Status { .. } => {}
+        }
+    }
+    recording
+}
+
+impl RunLog for OrderedLog {
+    fn append(&self, event: &switchyard_engine::events::Event) -> Result<(), LogError> {
+        self.0.lock().unwrap().push(LogItem::Event(event.clone()));
+        Ok(())
+    }
+    fn record_input(&self, _run: &str, input: &run::Recorded) -> Result<(), LogError> {
+        self.0.lock().unwrap().push(LogItem::Input(input.clone()));
+        Ok(())
+    }
+    fn run_status(&self, _run: &str, status: RunStatus, pending: &[String]) -> Result<(), LogError> {
+        self.0.lock().unwrap().push(LogItem::Status { status, pending: pending.to_vec() });
+        Ok(())
+    }
+}
+
+/// The acceptance's four shapes (a chain, a fan-out and join, a loop, an approval), answered by a script.
+const SHAPES: [(&str, &str); 4] = [
+    (
+        "nodes:
+  - {id: start, type: start}
+  - {id: a, type: agent, user_prompt: 'One: {{ input }}'}
+  - {id: b, type: agent, user_prompt: 'Two: {{ PREVIOUS_OUTPUT }}'}
+  - {id: c, type: agent, user_prompt: 'Three: {{ PREVIOUS_OUTPUT }}'}
+edges: [{from: start, to: a}, {from: a, to: b}, {from: b, to: c}]",
+        "nodes: {a: {text: A}, b: {text: B}, c: {text: C}}",
+    ),
+    (
+        "nodes:
+  - {id: start, type: start}
+  - {id: p1, type: agent}
+  - {id: p2, type: agent}
+  - {id: p3, type: agent}
+  - {id: join, type: agent, user_prompt: '{{ p1.text }} {{ p2.text }} {{ p3.text }}'}
+edges:
+  - {from: start, to: p1}
+  - {from: start, to: p2}
+  - {from: start, to: p3}
+  - {from: p1, to: join}
+  - {from: p2, to: join}
+  - {from: p3, to: join}",
+        "nodes: {p1: {text: one}, p2: {text: two}, p3: {text: three}, join: {text: all}}",
+    ),
+    (
+        "nodes:
+  - {id: start, type: start}
+  - {id: work, type: agent}
+  - id: check
+    type: if
+    conditions: [{operator: contains, value: again}]
+  - {id: done, type: agent}
+edges:
+  - {from: start, to: work}
+  - {from: work, to: check}
+  - {from: check, to: work, handle: condition-0, max_iterations: 3}
+  - {from: check, to: done, handle: 'false'}",
+        "nodes: {work: {text: again}, done: {text: summed}}",
+    ),
+    (
+        "nodes:
+  - {id: start, type: start}
+  - {id: draft, type: agent}
+  - {id: review, type: approval, message: 'Ship it?'}
+  - {id: ship, type: agent}
+  - {id: redo, type: agent}
+edges:
+  - {from: start, to: draft}
+  - {from: draft, to: review}
+  - {from: review, to: ship, handle: approve}
+  - {from: review, to: redo, handle: reject}",
+        "nodes: {draft: {text: D}, ship: {text: shipped}, redo: {text: redone}}",
+    ),
+];
+
+#[tokio::test]
+async fn a_run_whose_holder_died_after_any_write_is_taken_over_to_one_end_and_replays_the_same() {
+    for (yaml, answers) in SHAPES {
+        let wf = Arc::new(workflow(yaml));
+        let answers = script(answers);
+        let options = RunOptions { run_id: Some("cut".into()), input: Some(json!("x")), ..RunOptions::default() };
+        // A decision kept for the run, given each time it is taken (as a server keeps one for its workers).
+        let decisions: Vec<(String, run::Decision)> = if yaml.contains("approval") {
+            vec![("review".into(), run::Decision::normalize(&json!("approve")))]
+        } else {
+            Vec::new()
+        };
+        let whole = OrderedLog::default();
+        let ran = take_to_its_end(&wf, &options, &answers, &whole, &decisions, None).await;
+        assert_eq!(ran.result.status, RunStatus::Completed, "{yaml}");
+        let items = whole.items();
+        // The run says it ended only once its end is in the log: a holder that dies in between leaves it running.
+        let said = items.iter().rposition(|i| matches!(i, LogItem::Status { .. })).unwrap();
+        let end = items
+            .iter()
+            .position(|i| matches!(i, LogItem::Event(e) if matches!(e.kind, EventKind::WorkflowEnd { .. })));
+        assert!(end.is_some_and(|end| end < said), "{yaml}: the end is written before the status that says so");
+        // A holder that said its run ended is not taken over: every cut up to that.
+        for cut in 0..=said {
+            let log = OrderedLog(Arc::new(std::sync::Mutex::new(items[..cut].to_vec())));
+            let taken_over = Some(("w1".to_string(), Some("w2".to_string())));
+            let outcome = take_to_its_end(&wf, &options, &answers, &log, &decisions, taken_over).await;
+            assert_eq!(outcome.result.status, RunStatus::Completed, "cut at {cut}\n{yaml}");
+            let recording = log.recording();
+            let ends = recording
+                .events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::WorkflowEnd { status: RunStatus::Completed, .. }))
+                .count();
+            assert_eq!(ends, 1, "cut at {cut}: the log ends once\n{:#?}", recording.events);
+
+            let collector = Collector::default();
+            let rt = runtime(script(""), AskedModel::new(script("")), vec![Arc::new(collector.clone())]);
+            let replayed = run::replay(wf.clone(), options.clone(), recording.clone(), rt)
+                .unwrap_or_else(|e| panic!("cut at {cut}: the log does not replay: {e}\n{yaml}"));
+            assert_eq!(replayed.result.status, RunStatus::Completed, "cut at {cut}");
+            if let Some(d) = switchyard_engine::events::first_divergence(&recording.events, &collector.events()) {
+                panic!(
+                    "cut at {cut} of {yaml}: the replay differs at event {}:\nrecorded: {:?}\nreplayed: {:?}",
+                    d.at, d.recorded, d.replayed
+                );
+            }
+            assert_eq!(replayed.result.results, outcome.result.results, "cut at {cut}");
+        }
+    }
+}
+
+/// Takes a run from what `log` holds to its end, as workers do: each take rebuilds it from its log (the first one
+/// taken over from a holder that died, when `taken_over` says so) and gives it the decisions kept for it; a take
+/// that pauses ends there, and the next one goes on.
+async fn take_to_its_end(
+    wf: &Arc<switchyard_engine::Workflow>,
+    options: &RunOptions,
+    answers: &Arc<switchyard_engine::answers::Answers>,
+    log: &OrderedLog,
+    decisions: &[(String, run::Decision)],
+    mut taken_over: Option<(String, Option<String>)>,
+) -> run::Outcome {
+    for _take in 0..3 {
+        let mut rt = runtime(answers.clone(), AskedModel::new(answers.clone()), Vec::new());
+        rt.log = Some(Arc::new(log.clone()));
+        let recording = log.recording();
+        let launch = if recording.events.is_empty() && taken_over.is_none() {
+            run::Launch::fresh(wf.clone(), options.clone())
+        } else {
+            let start =
+                run::Start::Recorded { recording, decisions: decisions.to_vec(), refused: run::RefusedDecision::Skip };
+            run::Launch { start, taken_over: taken_over.take(), ..run::Launch::fresh(wf.clone(), options.clone()) }
+        };
+        let taken = run::launch(launch, rt).unwrap_or_else(|e| panic!("{e}"));
+        let outcome = tokio::time::timeout(Duration::from_secs(10), taken.finish())
+            .await
+            .unwrap_or_else(|_| panic!("the run never stopped:\n{:#?}", log.items()));
+        if outcome.result.status != RunStatus::Paused {
+            return outcome;
+        }
+    }
+    panic!("the run still waits after three takes:\n{:#?}", log.items())
 }

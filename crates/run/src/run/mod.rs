@@ -1002,6 +1002,12 @@ impl Scheduler {
     fn go_live(&mut self) {
         let Some(r) = self.rebuild.take() else { return };
         self.shared.emitter.skip_to(r.last_seq + 1);
+        // Its end is in the log already (its holder died before saying so in its status): ending again writes only
+        // the status, not a second end.
+        let ended = |e: &crate::events::Event| matches!(e.kind, EventKind::WorkflowEnd { status, .. } if status != crate::result::RunStatus::Paused);
+        if r.over && r.events.back().is_some_and(ended) {
+            self.shared.emitter.quiet_through(u64::MAX);
+        }
         self.shared.emitter.status(self.state.status(), &self.state.pending_nodes());
         // The tasks that were waiting on tool calls are gone; those that start again ask again.
         let _ = self.input(Input::Continued);

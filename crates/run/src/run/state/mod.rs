@@ -502,10 +502,14 @@ impl RunState {
         if matches!(self.status, RunStatus::Failed | RunStatus::Cancelled) {
             self.approvals.clear();
         }
-        self.effects.push(Effect::Status(self.status, self.pending_nodes()));
+        let pending = self.pending_nodes();
         let results = self.take_results();
         let by = self.cancelled_by.clone();
         self.emit(EventKind::WorkflowEnd { status: self.status, results, error: self.error.clone(), by });
+        // After its end event: a run whose holder dies between the two writes is still running in its store, and is
+        // taken over to its end (the scheduler's `go_live`); the other way round, its store would say it ended with no end in
+        // its log, which no one takes up and whose replay ends where its log does not.
+        self.effects.push(Effect::Status(self.status, pending));
     }
 
     fn fail_run(&mut self, message: String) {
