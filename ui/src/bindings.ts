@@ -306,6 +306,15 @@ export type Change =
 /**  The baseline has no such case. */
 "new";
 
+/**
+ *  The approval a child run waits for, shown on its parent's node: the child run, and the path below the parent's
+ *  node to the child's approval (`review`; a grandchild's, `inner › review`).
+ */
+export type ChildApproval = {
+	run: string,
+	node: string,
+};
+
 /**  One code step as the person is shown it before consenting. */
 export type CodeStep = CodeStep_Serialize | CodeStep_Deserialize;
 
@@ -1295,6 +1304,8 @@ export type PendingApproval_Deserialize = {
 	previousOutput: string,
 	/**  Set when an agent's tool call waits, not an approval node. */
 	tool?: ToolRequest | null,
+	/**  Set when a child run's approval waits (a `workflow` node's, or a workflow tool's): which child and where. */
+	child?: ChildApproval | null,
 };
 
 export type PendingApproval_Serialize = {
@@ -1304,6 +1315,8 @@ export type PendingApproval_Serialize = {
 	previousOutput: string,
 	/**  Set when an agent's tool call waits, not an approval node. */
 	tool?: ToolRequest,
+	/**  Set when a child run's approval waits (a `workflow` node's, or a workflow tool's): which child and where. */
+	child?: ChildApproval,
 };
 
 export type Position = Position_Serialize | Position_Deserialize;
@@ -1538,6 +1551,8 @@ export type RunFilter_Deserialize = {
 	id?: string | null,
 	/**  Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case). */
 	search?: string | null,
+	/**  With `workflow`: its runs' child runs too, at any depth (History lists them under their parent). */
+	withChildren?: boolean,
 };
 
 /**
@@ -1564,6 +1579,14 @@ export type RunFilter_Serialize = {
 	id: string | null,
 	/**  Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case). */
 	search: string | null,
+	/**  With `workflow`: its runs' child runs too, at any depth (History lists them under their parent). */
+	withChildren: boolean,
+};
+
+/**  Where a child run is in its parent, as a run's row gives it: History nests a child under its parent by it. */
+export type RunParent = {
+	run: string,
+	node: string,
 };
 
 /**  One run of the history. */
@@ -1628,6 +1651,11 @@ export type RunRow_Deserialize = {
 	ahead?: number | null,
 	/**  While it is `ready`: "waiting for a worker (N ahead)", as every front end says it ([`RunRow::waiting`]). */
 	waiting?: string | null,
+	/**
+	 *  The run it is a child run of, and the node there that ran it (a `workflow` node, or an agent calling a
+	 *  workflow tool: docs/subworkflows.md); none for a run started on its own.
+	 */
+	parent?: RunParent | null,
 };
 
 /**  One run of the history. */
@@ -1689,6 +1717,11 @@ export type RunRow_Serialize = {
 	ahead: number | null,
 	/**  While it is `ready`: "waiting for a worker (N ahead)", as every front end says it ([`RunRow::waiting`]). */
 	waiting: string | null,
+	/**
+	 *  The run it is a child run of, and the node there that ran it (a `workflow` node, or an agent calling a
+	 *  workflow tool: docs/subworkflows.md); none for a run started on its own.
+	 */
+	parent: RunParent | null,
 };
 
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";

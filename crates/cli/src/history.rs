@@ -47,6 +47,9 @@ pub(crate) struct RunsFilter {
     /// History's search box finds them.
     #[arg(long, value_name = "TEXT")]
     pub search: Option<String>,
+    /// With --workflow: its runs' child runs too, at any depth (each names its parent: `child of RUN`).
+    #[arg(long, requires = "workflow")]
+    pub with_children: bool,
 }
 
 impl RunsFilter {
@@ -60,6 +63,7 @@ impl RunsFilter {
             until: self.until,
             id: self.id,
             search: self.search,
+            with_children: self.with_children,
         };
         filter.query(usize::MAX).map_err(|(flag, why)| coded("INVALID_ARGUMENTS", format!("--{flag}: {why}")))
     }
@@ -88,8 +92,13 @@ pub(crate) fn cmd_runs(db: Option<&str>, json: bool, filter: RunsFilter) -> Resu
         let pending = if r.pending.is_empty() { String::new() } else { format!("  waits: {}", r.pending.join(", ")) };
         let case = if r.eval.is_some() { "  (test case)" } else { "" };
         let waiting = r.waiting().map(|w| format!("  {w}")).unwrap_or_default();
+        let child = r
+            .parent
+            .as_ref()
+            .map(|p| format!("  child of {} ({})", p.run.get(..8).unwrap_or(&p.run), p.node))
+            .unwrap_or_default();
         outln!(
-            "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}{case}{waiting}",
+            "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}{case}{waiting}{child}",
             r.id,
             r.status.as_str(),
             r.started.get(..19).unwrap_or(&r.started),

@@ -116,11 +116,14 @@ pub struct ListedRun {
     pub ahead: Option<u64>,
     /// While it is `ready`: "waiting for a worker (N ahead)", as every front end says it.
     pub waiting: Option<String>,
+    /// The run it is a child run of and the node there that ran it (docs/subworkflows.md); none for a run on its own.
+    pub parent: Option<crate::store::RunParent>,
 }
 
 impl From<RunRow> for ListedRun {
     fn from(row: RunRow) -> ListedRun {
         ListedRun {
+            parent: row.parent,
             waiting: row.waiting,
             queue: row.queue,
             ahead: row.ahead,

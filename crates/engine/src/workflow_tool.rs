@@ -250,6 +250,7 @@ mod tests {
             message: "Publish this?".into(),
             previous_output: String::new(),
             tool: None,
+            child: None,
         };
         RunResult {
             run_id: "r1".into(),

@@ -153,6 +153,72 @@ fn every_finding(store: Arc<dyn Store>) {
     assert_eq!(store.find(&lost).unwrap_err().code(), "NO_SUCH_RUN");
 }
 
+/// A workflow's runs with their child runs: `parent-run` of `top` runs `kid-run` (node `fan`) of `kid`, which runs
+/// `grand-run` (node `inner`) of `grand`; `other-run` of `grand` is nobody's child.
+fn family(store: Arc<dyn Store>) {
+    let wf = |name: &str| workflow(&format!("switchyard: 1\nname: {name}\nnodes:\n  - {{id: start, type: start}}\n"));
+    let mut claims = Vec::new();
+    for (id, name, parent) in [
+        ("parent-run", "top", None),
+        ("kid-run", "kid", Some(("parent-run", "fan"))),
+        ("grand-run", "grand", Some(("kid-run", "inner"))),
+        ("other-run", "grand", None),
+    ] {
+        let link = parent.map(|(run, node)| switchyard_engine::run::ParentLink {
+            run: run.into(),
+            node: node.into(),
+            iteration: 1,
+            item: None,
+            call: None,
+        });
+        let options = RunOptions { parent: link, ..RunOptions::default() };
+        let wf = wf(name);
+        let run = NewRun {
+            id,
+            workflow: &wf,
+            workflow_ref: None,
+            answers_path: None,
+            options: &options,
+            eval_id: None,
+            origin: Default::default(),
+            version: None,
+        };
+        claims.push(store.create(&run).unwrap());
+    }
+    let of = |workflow: &str, with_children: bool| {
+        let query = RunQuery { workflow: Some(workflow.into()), with_children, ..RunQuery::page(usize::MAX) };
+        let mut found = ids(&store.find(&query).unwrap());
+        found.sort();
+        found
+    };
+    assert_eq!(of("top", false), ["parent-run"]);
+    assert_eq!(of("top", true), ["grand-run", "kid-run", "parent-run"], "its children at any depth");
+    assert_eq!(of("kid", true), ["grand-run", "kid-run"], "a child's own children");
+    assert_eq!(of("grand", true), ["grand-run", "other-run"], "a run's own workflow, nothing above it");
+    // Each row names its parent and the node there.
+    let kid = store.find(&RunQuery { id_prefix: Some("kid".into()), ..RunQuery::page(1) }).unwrap();
+    let parent = kid[0].parent.as_ref().expect("a child names its parent");
+    assert_eq!((parent.run.as_str(), parent.node.as_str()), ("parent-run", "fan"));
+    let top = store.find(&RunQuery { id_prefix: Some("parent".into()), ..RunQuery::page(1) }).unwrap();
+    assert_eq!(top[0].parent, None);
+    // Paged, a family is the same runs in the same order as in one page.
+    let query = RunQuery { workflow: Some("top".into()), with_children: true, ..RunQuery::page(usize::MAX) };
+    assert_eq!(paged(&store, &query, 1), ids(&store.find(&query).unwrap()));
+}
+
+#[test]
+fn a_workflows_runs_are_listed_with_their_child_runs_at_any_depth_when_asked_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    family(Arc::new(RunStore::open(&dir.path().join("runs.db")).unwrap()));
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn a_workflows_runs_are_listed_with_their_child_runs_at_any_depth_when_asked_in_postgres() {
+    use switchyard_engine::store::postgres::PgStore;
+    family(Arc::new(PgStore::open(&pg_cluster::database("run_families")).unwrap()));
+}
+
 #[test]
 fn the_sqlite_store_pages_filters_and_resolves_short_ids() {
     let dir = tempfile::tempdir().unwrap();

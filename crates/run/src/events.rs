@@ -172,11 +172,15 @@ impl EventKind {
     }
 }
 
-/// An event's payload as a replay must tell it again: a node's duration is measured anew.
+/// An event's payload as a replay must tell it again: a node's duration is measured anew; what a pending approval
+/// derives from what it holds is left out.
 pub fn comparable(kind: &EventKind) -> EventKind {
     let mut kind = kind.clone();
-    if let EventKind::NodeExit { duration_ms, .. } = &mut kind {
-        *duration_ms = 0;
+    match &mut kind {
+        EventKind::NodeExit { duration_ms, .. } => *duration_ms = 0,
+        // Derived from its tool request (which is compared), and not kept in logs written before it was.
+        EventKind::ApprovalRequested(p) => p.child = None,
+        _ => {}
     }
     kind
 }

@@ -144,14 +144,36 @@ pub struct PendingApproval {
     /// Set when an agent's tool call waits, not an approval node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<ToolRequest>,
+    /// Set when a child run's approval waits (a `workflow` node's, or a workflow tool's): which child and where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<ChildApproval>,
+}
+
+/// The approval a child run waits for, shown on its parent's node: the child run, and the path below the parent's
+/// node to the child's approval (`review`; a grandchild's, `inner › review`).
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildApproval {
+    pub run: String,
+    pub node: String,
+}
+
+impl ChildApproval {
+    /// The child approval a tool request stands for (`run::ChildIo::decide`), if it is one.
+    pub fn of(request: &ToolRequest) -> Option<ChildApproval> {
+        child_waiting(request)?;
+        let run = request.input.get("childRun").and_then(Value::as_str).unwrap_or_default();
+        Some(ChildApproval { run: run.to_string(), node: request.tool.clone() })
+    }
 }
 
 impl PendingApproval {
     /// Where it waits: the node, or for a child run's approval (a `workflow` node's) the path down to the child's
     /// node, `summarize › review` (docs/subworkflows.md). `--decide PATH=approve` decides it.
     pub fn path(&self) -> String {
-        match self.tool.as_ref().filter(|t| child_waiting(t).is_some()) {
-            Some(t) => format!("{} › {}", self.node, t.tool),
+        match &self.child {
+            Some(child) => format!("{} › {}", self.node, child.node),
             None => self.node.clone(),
         }
     }

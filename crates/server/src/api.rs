@@ -240,6 +240,8 @@ pub struct ListQuery {
     /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case): what
     /// History's search box finds.
     pub search: Option<String>,
+    /// With `workflow`: its runs' child runs too, at any depth (`true`; each names its parent in `parent`).
+    pub with_children: Option<bool>,
 }
 
 impl ListQuery {
@@ -261,6 +263,7 @@ impl ListQuery {
             until: self.until,
             id: self.id,
             search: self.search,
+            with_children: self.with_children.unwrap_or(false),
         };
         filter.query(limit).map_err(|(field, why)| query_error_text(&format!("{field}: {why}")))
     }

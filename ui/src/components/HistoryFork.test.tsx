@@ -8,7 +8,7 @@ import { useDocument, emptyWorkflow } from "../store/document";
 import type { RunSummary } from "../store/history";
 
 const row = (id: string, forkedFrom: string | null) =>
-  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, prices: null, cost: null, costText: null, priced: null, eval: null, forkedFrom, origin: { via: "local", by: null }, cancelledBy: null, version: null, queue: null, ahead: null, waiting: null, live: false, server: null }) as RunSummary;
+  ({ id, workflow: "Sums", workflowRef: "/w/sums.yaml", answersPath: null, status: "completed", started: "2026-11-28T10:00:00Z", durationMs: 12, pending: [], usage: {}, tokens: 0, prices: null, cost: null, costText: null, priced: null, eval: null, forkedFrom, origin: { via: "local", by: null }, cancelledBy: null, version: null, queue: null, ahead: null, waiting: null, parent: null, live: false, server: null }) as RunSummary;
 
 describe("History and forks", () => {
   it("marks a fork with the run it forked, and opens that run when the mark is pressed", async () => {
@@ -39,6 +39,26 @@ describe("History and forks", () => {
     const said = await screen.findByTestId("history-origin-team-1234567");
     expect(said.textContent).toBe("started by alice via the API, cancelled by carol");
     expect(screen.queryByTestId("history-origin-mine-1234567")).toBeNull(); // a run of this machine names no one
+  });
+
+  it("nests a child run under its parent, closed at first, and its arrow shows it tagged with the node that ran it", async () => {
+    const parent = { ...row("top-1234567", null), started: "2026-11-28T10:00:00Z" };
+    const child = { ...row("kid-1234567", null), workflow: "Review a summary", started: "2026-11-28T10:00:05Z", parent: { run: "top-1234567", node: "summarize" } };
+    mockIPC((cmd) => (cmd === "list_runs" ? [child, parent] : cmd === "server_runs" ? [] : null));
+    useDocument.getState().load({ ...emptyWorkflow(), name: "Sums" }, "/w/sums.yaml");
+    render(<ReactFlowProvider><BottomPanel /></ReactFlowProvider>);
+    fireEvent.click(screen.getByTestId("tab-history"));
+    const toggle = await screen.findByTestId("history-children-top-1234567");
+    expect(screen.getByTestId("history-top-1234567").textContent).toContain("1 child run");
+    expect(screen.queryByTestId("history-kid-1234567")).toBeNull();
+    fireEvent.click(toggle);
+    const nested = await screen.findByTestId("history-kid-1234567");
+    expect(nested.getAttribute("data-depth")).toBe("1");
+    expect(screen.getByTestId("history-parent-kid-1234567").textContent).toContain("summarize");
+    const rows = [...document.querySelectorAll('[data-testid="history"] tbody tr')].map((r) => r.getAttribute("data-testid"));
+    expect(rows).toEqual(["history-top-1234567", "history-kid-1234567"]); // under its parent, though newer
+    fireEvent.click(toggle);
+    await waitFor(() => expect(screen.queryByTestId("history-kid-1234567")).toBeNull());
   });
 
   it("tags a server's run with the version of the workflow it ran, and says so in its tooltip", async () => {

@@ -41,6 +41,24 @@ describe("panels", () => {
     useDialogs.setState({ approvalNotes: {} });
   });
 
+  it("the approval dialog for a child run's approval names its path and asks what the child asks, not a tool call", () => {
+    const onDecide = vi.fn().mockResolvedValue(undefined);
+    const approval = {
+      node: "summarize",
+      message: "Publish this summary?",
+      previousOutput: "a summary",
+      tool: { tool: "review", input: { childRun: "b0c96d8c-1111", message: "Publish this summary?", previousOutput: "a summary" } },
+      child: { run: "b0c96d8c-1111", node: "review" },
+    };
+    render(<ApprovalDialog approval={approval} onClose={() => {}} onDecide={onDecide} />);
+    expect(screen.getByTestId("approval-path").textContent).toBe("Approval: summarize › review");
+    expect(screen.getByTestId("approval-child").textContent).toContain("b0c96d8c");
+    expect(screen.getByTestId("approval-previous").textContent).toBe("a summary");
+    expect(screen.queryByTestId("approval-tool")).toBeNull();
+    fireEvent.click(screen.getByTestId("approval-approve"));
+    expect(onDecide).toHaveBeenCalledWith("approve", "");
+  });
+
   it("when a colleague decides an approval whose dialog is open, the dialog says who and when and keeps the note typed in it", () => {
     useRun.getState().begin("r", ["start", "review"]);
     const at = new Date(2026, 10, 25, 10, 42, 7).toISOString();

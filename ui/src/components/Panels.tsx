@@ -16,7 +16,7 @@ import { useValidation } from "../store/validation";
 import { GESTURES, SHORTCUTS } from "../shortcuts";
 import * as Dialog from "@radix-ui/react-dialog";
 import * as Tabs from "@radix-ui/react-tabs";
-import { FlaskConical, GitFork, Hand, PanelBottom, Server } from "lucide-react";
+import { ChevronDown, ChevronRight, CornerDownRight, FlaskConical, GitFork, Hand, PanelBottom, Server } from "lucide-react";
 import { useLayoutPrefs, type PanelTab } from "../store/layoutPrefs";
 import { NodeIcon } from "./NodeIcon";
 import { EvalsTab } from "./Evals";
@@ -28,6 +28,7 @@ import { onServer } from "../transport";
 import { usePrefs } from "../store/prefs";
 import { formatDuration } from "../model/duration";
 import { decidedElsewhere, originSaid } from "../model/who";
+import { rootCount, runTree } from "../model/runTree";
 
 
 /** Selects a node and brings it into view. */
@@ -96,7 +97,7 @@ export function BottomPanel() {
         </Tabs.List>
         {pending.map((p) => (
           <button key={p.node} className="pending" onClick={() => review(p.node)} data-testid={`pending-${p.node}`}>
-            <Hand size={13} aria-hidden /> {nodeName(p.node)} waits for you
+            <Hand size={13} aria-hidden /> {nodeName(p.node)}{p.child ? ` › ${p.child.node}` : ""} waits for you
           </button>
         ))}
         <span className="grow" />
@@ -238,6 +239,14 @@ function History() {
   const path = useDocument((s) => s.path);
   const docName = useDocument((s) => s.workflow.name);
   const [all, setAll] = useState(false);
+  // The runs whose child runs are shown under them (closed at first: a `for_each` over fifty items runs fifty).
+  const [opened, setOpened] = useState<ReadonlySet<string>>(() => new Set());
+  const toggleOpen = (id: string) =>
+    setOpened((o) => {
+      const next = new Set(o);
+      if (!next.delete(id)) next.add(id);
+      return next;
+    });
   const serverProblem = useHistory((s) => s.serverProblem);
   const server = usePrefs((p) => p.settings?.server?.url);
   // This workflow's runs, and every run that waits for someone (paused, or interrupted when its process died): the
@@ -292,8 +301,8 @@ function History() {
             <tr><th className="col-status">status</th><th className="col-run">run</th><th className="col-workflow">workflow</th><th className="col-started">started</th><th className="num col-time">time</th><th className="num col-tokens">tokens</th><th className="num col-cost">cost</th><th className="col-waiting">waiting at</th><th className="col-actions" /></tr>
           </thead>
           <tbody>
-            {runs.slice(0, shown).map((r) => (
-              <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status}>
+            {runTree(runs, opened, shown).map(({ run: r, depth, children }) => (
+              <tr key={r.id} data-testid={`history-${r.id}`} data-status={r.status} data-depth={depth}>
                 <td className={`status ${r.status}`} title={`${STATUS_WORDS[r.status] ?? r.status}${r.live ? " (in this window)" : ""}${r.server ? ` · run by the workers of ${r.server}` : ""}`}>
                   {(r.status === "ready" && r.waiting) || (STATUS_WORDS[r.status] ?? r.status)}
                   {r.live ? " (in this window)" : ""}
@@ -304,8 +313,25 @@ function History() {
                   )}
                 </td>
                 <td className="run-id" title={`Run ${r.id}: the id switchyard runs and the API show`}>{r.id.slice(0, 8)}</td>
-                <td title={r.workflowRef ? `${r.workflow} — ${r.workflowRef}` : r.workflow}>
+                <td title={r.workflowRef ? `${r.workflow} — ${r.workflowRef}` : r.workflow} style={depth ? { paddingLeft: `${depth * 16 + 6}px` } : undefined}>
+                  {r.parent && (
+                    <span className="child-tag" title={`A child run of run ${r.parent.run.slice(0, 8)}, run by its node ${r.parent.node}`} data-testid={`history-parent-${r.id}`}>
+                      <CornerDownRight size={11} aria-hidden /> {r.parent.node}
+                    </span>
+                  )}
+                  {children > 0 && (
+                    <button
+                      className="tree-toggle"
+                      aria-expanded={opened.has(r.id)}
+                      onClick={() => toggleOpen(r.id)}
+                      title={opened.has(r.id) ? "Hide its child runs" : "Show the child runs its workflow nodes and workflow tools ran"}
+                      data-testid={`history-children-${r.id}`}
+                    >
+                      {opened.has(r.id) ? <ChevronDown size={12} aria-hidden /> : <ChevronRight size={12} aria-hidden />}
+                    </button>
+                  )}
                   {r.workflow}
+                  {children > 0 && <span className="muted small"> · {children} child run{children === 1 ? "" : "s"}</span>}
                   {r.version != null && (
                     <span className="version-tag" title={`Ran version ${r.version} of ${r.workflow}, as the server served it then (GET /api/workflows/${r.workflow}/versions lists every version)`} data-testid={`history-version-${r.id}`}>
                       v{r.version}
@@ -362,9 +388,9 @@ function History() {
           </tbody>
         </table>
       )}
-      {runs.length > shown && (
+      {rootCount(runs) > shown && (
         <button className="history-more" onClick={() => void storedRuns.showMore()} data-testid="history-more">
-          Show more ({Math.min(runs.length - shown, storedRuns.PAGE_ROWS)} more)
+          Show more ({Math.min(rootCount(runs) - shown, storedRuns.PAGE_ROWS)} more)
         </button>
       )}
     </div>
@@ -481,7 +507,17 @@ export function ApprovalDialog({ approval, onClose, onDecide, decided }: { appro
       <Dialog.Portal>
       <Dialog.Overlay className="dialog-overlay" />
       <Dialog.Content className="dialog" data-testid="approval-dialog" aria-describedby={undefined}>
-        {approval.tool ? (
+        {approval.child ? (
+          <>
+            <Dialog.Title className="dialog-title" data-testid="approval-path">Approval: {nodeName(approval.node)} › {approval.child.node}</Dialog.Title>
+            <p className="message">{approval.message}</p>
+            <p className="approval-child" data-testid="approval-child">
+              Inside the child run of <strong>{nodeName(approval.node)}</strong> (run <code>{approval.child.run.slice(0, 8)}</code>): deciding here decides it there, and the child goes on.
+            </p>
+            <h4>What reached this step</h4>
+            <pre className="previous" data-testid="approval-previous">{approval.previousOutput || "(nothing)"}</pre>
+          </>
+        ) : approval.tool ? (
           <>
             <Dialog.Title className="dialog-title">Tool call: {nodeName(approval.node)}</Dialog.Title>
             <p className="message">

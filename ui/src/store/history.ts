@@ -87,7 +87,8 @@ function queries(filter: RunFilter, mine: Mine | null): { filter: RunFilter_Dese
   if (!mine) return [{ filter: base }];
   const waiting = filter.status ? WAITING.filter((s) => s === filter.status) : WAITING;
   return [
-    { filter: { ...base, workflow: mine.path } },
+    // Its file's runs, with their child runs (listed under them), whatever workflow those ran.
+    { filter: { ...base, workflow: mine.path, withChildren: true } },
     // A run made before the workflow's first save names no file: it is this workflow's when it has its name.
     { filter: { ...base, workflow: mine.name }, keep: (r) => !r.workflowRef && !r.server },
     ...(waiting.length ? [{ filter: { ...base, status: waiting }, keep: (r: RunSummary) => r.status !== "ready" || r.server != null }] : []),

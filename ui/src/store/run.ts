@@ -142,7 +142,7 @@ export function reduce(state: Pick<RunView, "status" | "error" | "nodes" | "foll
         const r = row(e.node);
         if (r && r.status === "running") Object.assign(r, { status: "waiting", preview: e.message });
         else addRow({ node: e.node, iteration: 1, status: "waiting", seq: e.seq, durationMs: null, tokens: null, preview: e.message });
-        pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "", ...(e.tool ? { tool: e.tool } : {}) }];
+        pending = [...pending.filter((p) => p.node !== e.node), { node: e.node, message: e.message, previousOutput: e.previousOutput ?? "", ...(e.tool ? { tool: e.tool } : {}), ...(e.child ? { child: e.child } : {}) }];
         break;
       }
       case "approval:received": {

@@ -231,6 +231,25 @@ pub struct RunRow {
     /// While it is `ready`: "waiting for a worker (N ahead)", as every front end says it ([`RunRow::waiting`]).
     #[serde(default)]
     pub waiting: Option<String>,
+    /// The run it is a child run of, and the node there that ran it (a `workflow` node, or an agent calling a
+    /// workflow tool: docs/subworkflows.md); none for a run started on its own.
+    #[serde(default)]
+    pub parent: Option<RunParent>,
+}
+
+/// Where a child run is in its parent, as a run's row gives it: History nests a child under its parent by it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RunParent {
+    pub run: String,
+    pub node: String,
+}
+
+impl RunParent {
+    /// From a row's two parent columns: a parent only when both are there.
+    pub(crate) fn of(run: Option<String>, node: Option<String>) -> Option<RunParent> {
+        Some(RunParent { run: run?, node: node? })
+    }
 }
 
 /// How a run was started: through a server's API, a webhook, a schedule or `/mcp`, or on a machine of its own
@@ -580,7 +599,9 @@ pub trait Store: Send + Sync {
             Some(before) => 1 + rows.iter().position(|r| &r.id == before).ok_or_else(|| self.no_such_run(before))?,
             None => 0,
         };
-        Ok(rows.into_iter().skip(skip).filter(|r| query.matches(r)).take(query.limit).collect())
+        let family = query.family(&rows);
+        let in_family = |r: &RunRow| family.as_ref().is_none_or(|f| f.contains(&r.id));
+        Ok(rows.into_iter().skip(skip).filter(|r| query.matches(r) && in_family(r)).take(query.limit).collect())
     }
     /// The run whose id is `id`, or, when none is, the one run whose id begins with it (the short ids History
     /// prints). Several: `AMBIGUOUS_RUN_ID`, naming them; none: `NO_SUCH_RUN`.
@@ -781,6 +802,9 @@ pub struct RunQuery {
     /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case): what a
     /// person types in History's search box.
     pub search: Option<String>,
+    /// With `workflow`: its runs' child runs too, at any depth, whatever their own workflow (History lists a parent's
+    /// children under it).
+    pub with_children: bool,
 }
 
 impl RunQuery {
@@ -795,6 +819,26 @@ impl RunQuery {
             until: None,
             id_prefix: None,
             search: None,
+            with_children: false,
+        }
+    }
+
+    /// With `with_children`, the runs of `rows` that are the workflow's or below one of its runs, by their rows'
+    /// `parent`; none when the query does not ask for children (every run that [`RunQuery::matches`] stands).
+    pub fn family(&self, rows: &[RunRow]) -> Option<std::collections::HashSet<String>> {
+        let workflow = self.workflow.as_ref().filter(|_| self.with_children)?;
+        let mut family: std::collections::HashSet<String> =
+            rows.iter().filter(|r| own_workflow(r, workflow)).map(|r| r.id.clone()).collect();
+        loop {
+            let before = family.len();
+            for r in rows {
+                if r.parent.as_ref().is_some_and(|p| family.contains(&p.run)) {
+                    family.insert(r.id.clone());
+                }
+            }
+            if family.len() == before {
+                return Some(family);
+            }
         }
     }
 
@@ -802,9 +846,9 @@ impl RunQuery {
     pub fn matches(&self, row: &RunRow) -> bool {
         let started = chrono::DateTime::parse_from_rfc3339(&row.started).ok().map(|t| t.with_timezone(&chrono::Utc));
         (self.status.is_empty() || self.status.contains(&row.status))
-            && self.workflow.as_ref().is_none_or(|w| {
-                row.workflow.to_lowercase() == w.to_lowercase() || row.workflow_ref.as_deref() == Some(w.as_str())
-            })
+            // A child of another workflow stands here when children are asked for: its ancestry is the store's to
+            // check (in its query, or with `family`).
+            && self.workflow.as_ref().is_none_or(|w| own_workflow(row, w) || (self.with_children && row.parent.is_some()))
             && self.since.is_none_or(|since| started.is_some_and(|t| t >= since))
             && self.until.is_none_or(|until| started.is_some_and(|t| t < until))
             && self.id_prefix.as_ref().is_none_or(|p| row.id.starts_with(p.as_str()))
@@ -862,6 +906,8 @@ pub struct RunFilter {
     pub id: Option<String>,
     /// Only runs whose id begins with this, or whose workflow's name or file has it in them (in any case).
     pub search: Option<String>,
+    /// With `workflow`: its runs' child runs too, at any depth (History lists them under their parent).
+    pub with_children: bool,
 }
 
 impl RunFilter {
@@ -886,8 +932,14 @@ impl RunFilter {
             until: instant("until", self.until)?,
             id_prefix: given(self.id),
             search: given(self.search.map(|s| s.trim().to_string())),
+            with_children: self.with_children,
         })
     }
+}
+
+/// Whether `row` is a run of `workflow`: of the workflow of that name (in any case), or started from that file.
+fn own_workflow(row: &RunRow, workflow: &str) -> bool {
+    row.workflow.to_lowercase() == workflow.to_lowercase() || row.workflow_ref.as_deref() == Some(workflow)
 }
 
 /// Parses a status as `--status` and `?status=` name it.

@@ -311,7 +311,15 @@ impl RunStore {
                 args.extend(statuses.into_iter().map(Sql::Text));
             }
             if let Some(workflow) = &query.workflow {
-                sql += " AND (lower(workflow_name) = lower(?) OR workflow_path = ?)";
+                sql += if query.with_children {
+                    // Its runs, and the runs below them by their parent links, at any depth.
+                    " AND id IN (WITH RECURSIVE family(id) AS (
+                         SELECT id FROM runs WHERE lower(workflow_name) = lower(?) OR workflow_path = ?
+                         UNION SELECT c.id FROM runs c JOIN family f ON c.parent_run = f.id)
+                       SELECT id FROM family)"
+                } else {
+                    " AND (lower(workflow_name) = lower(?) OR workflow_path = ?)"
+                };
                 args.extend([Sql::Text(workflow.clone()), Sql::Text(workflow.clone())]);
             }
             if let Some(since) = query.since {
@@ -436,6 +444,7 @@ impl RunStore {
             queue: None,
             ahead: None,
             waiting: None,
+            parent: r.parent,
         }
         .counted()
     }
@@ -563,7 +572,8 @@ const ROW_SELECT: &str = "SELECT id, workflow_path, script_path, status, coalesc
       CASE WHEN json_type(options, '$.reuse.fork') IS NOT NULL THEN json_extract(options, '$.reuse.run') END
     END,
     CASE WHEN json_valid(options) AND json_type(options, '$.prices') = 'object' THEN json_extract(options, '$.prices')
-    END FROM runs";
+    END,
+    CASE WHEN json_valid(options) THEN parent_run END, CASE WHEN json_valid(options) THEN parent_node END FROM runs";
 
 struct RawRow {
     id: String,
@@ -580,6 +590,7 @@ struct RawRow {
     forked_from: Option<String>,
     /// The prices the run kept (`RunOptions::prices`), as JSON.
     prices: Option<String>,
+    parent: Option<crate::store::RunParent>,
 }
 
 fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
@@ -597,6 +608,7 @@ fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
         eval: r.get(10)?,
         forked_from: r.get(11)?,
         prices: r.get(12)?,
+        parent: crate::store::RunParent::of(r.get(13)?, r.get(14)?),
     })
 }
 

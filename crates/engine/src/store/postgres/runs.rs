@@ -61,7 +61,8 @@ macro_rules! row_select {
             " AS ahead,
            CASE WHEN options::text LIKE '%\"prices\"%'
                 THEN (SELECT CASE WHEN json_typeof(o->'prices') = 'object' THEN (o->'prices')::text END
-                      FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END AS kept_prices
+                      FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END AS kept_prices,
+           parent_run, parent_node
          FROM runs"
         )
     };
@@ -69,13 +70,19 @@ macro_rules! row_select {
 
 const RECENT: &str = concat!(row_select!(), " ORDER BY started_at DESC, id DESC LIMIT $1");
 /// A page of runs (`RunQuery`): after the run $1 (keyset), with one of the statuses $2 (as history shows them:
-/// `running` held by a live lease, else `interrupted`), of workflow $3, started in [$4, $5), ids beginning with $6.
+/// `running` held by a live lease, else `interrupted`), of workflow $3 (and, with $9, its runs' children at any
+/// depth), started in [$4, $5), ids beginning with $6.
 const FIND: &str = concat!(
     row_select!(),
     " WHERE ($1::text IS NULL OR (started_at, id) < (SELECT b.started_at, b.id FROM runs b WHERE b.id = $1))
         AND ($2::text[] IS NULL OR (CASE WHEN status = 'running' AND NOT (owner IS NOT NULL AND lease_until > now())
                                          THEN 'interrupted' ELSE status END) = ANY($2::text[]))
-        AND ($3::text IS NULL OR lower(workflow_name) = lower($3) OR workflow_path = $3)
+        AND ($3::text IS NULL OR lower(workflow_name) = lower($3) OR workflow_path = $3
+             OR ($9 AND id IN (WITH RECURSIVE family(id) AS (
+                   SELECT c.id FROM runs c WHERE c.parent_run IN
+                     (SELECT p.id FROM runs p WHERE lower(p.workflow_name) = lower($3) OR p.workflow_path = $3)
+                   UNION SELECT c.id FROM runs c JOIN family f ON c.parent_run = f.id)
+                 SELECT id FROM family)))
         AND ($4::text IS NULL OR started_at >= $4::text::timestamptz)
         AND ($5::text IS NULL OR started_at < $5::text::timestamptz)
         AND ($6::text IS NULL OR starts_with(id, $6))
@@ -211,12 +218,16 @@ impl PgStore {
         let (since, until) = (instant(query.since), instant(query.until));
         let (before, workflow, prefix) = (query.before.clone(), query.workflow.clone(), query.id_prefix.clone());
         let search = query.search.clone();
+        let with_children = query.with_children;
         self.call(|s| async move {
             let mut session = s.main.session(&s.db).await?;
             let find = session.statement(FIND).await.in_db(&s)?;
             let rows = session
                 .client
-                .query(&find, &[&before, &statuses, &workflow, &since, &until, &prefix, &limit, &search])
+                .query(
+                    &find,
+                    &[&before, &statuses, &workflow, &since, &until, &prefix, &limit, &search, &with_children],
+                )
                 .await
                 .in_db(&s)?;
             // A page after a run that is not there is refused, not empty (which would say "no more").
@@ -430,6 +441,10 @@ impl Shared {
             cost: None,
             cost_text: None,
             priced: None,
+            parent: crate::store::RunParent::of(
+                r.try_get("parent_run").in_db(self)?,
+                r.try_get("parent_node").in_db(self)?,
+            ),
             id,
         };
         Ok((row.counted(), lease))

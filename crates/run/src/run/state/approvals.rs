@@ -111,8 +111,13 @@ impl RunState {
         let n = &workflow.nodes[node];
         let message = n.message.clone().unwrap_or_else(|| node_types::APPROVAL_MESSAGE.into());
         let message = template::render(&message, &self.scope).unwrap_or(message);
-        let approval =
-            PendingApproval { node: n.id.clone(), message, previous_output: previous_output.to_string(), tool: None };
+        let approval = PendingApproval {
+            node: n.id.clone(),
+            message,
+            previous_output: previous_output.to_string(),
+            tool: None,
+            child: None,
+        };
         self.emit(EventKind::ApprovalRequested(approval.clone()));
         self.emit(EventKind::log(Some(&n.id), "wait_input", "waiting for a decision"));
         let visit = self.approval_visits[node];
@@ -220,7 +225,9 @@ impl RunState {
         };
         // A child's approval that times out times out here too, at the same instant (docs/subworkflows.md).
         let deadline_ms = crate::result::child_deadline(&request);
-        let approval = PendingApproval { node: id.clone(), message, previous_output: shown, tool: Some(request) };
+        let child = crate::result::ChildApproval::of(&request);
+        let approval =
+            PendingApproval { node: id.clone(), message, previous_output: shown, tool: Some(request), child };
         self.emit(EventKind::ApprovalRequested(approval.clone()));
         self.emit(EventKind::log(Some(&id), "wait_input", said));
         let visit = self.approval_visits[node];
