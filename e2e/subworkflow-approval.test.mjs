@@ -31,3 +31,22 @@ test("a child run's approval is decided from the parent's approval dialog, and t
   await waitStatus(browser, "summarize", "succeeded", 20000);
   await waitStatus(browser, "post", "succeeded", 20000);
 });
+
+test("History lists the child run under the parent it ran in, and its arrow shows it", async () => {
+  // The run the test before made: the parent's row, and its child's below it once opened.
+  await click(browser, await pointOf(browser, '[data-testid="tab-history"]'));
+  const parentRow = await browser.$('[data-testid="history"] tbody tr[data-depth="0"]');
+  await parentRow.waitForDisplayed({ timeout: 8000 });
+  const toggle = await browser.$('[data-testid^="history-children-"]');
+  await toggle.waitForDisplayed({ timeout: 8000 });
+  assert.match(await parentRow.getText(), /Summarize with review/);
+  assert.match(await parentRow.getText(), /1 child run/);
+  assert.equal(await (await browser.$('[data-testid="history"] tbody tr[data-depth="1"]')).isExisting(), false, "closed at first");
+  await click(browser, await pointOf(browser, '[data-testid^="history-children-"]'));
+  const childRow = await browser.$('[data-testid="history"] tbody tr[data-depth="1"]');
+  await childRow.waitForDisplayed({ timeout: 5000 });
+  assert.match(await childRow.getText(), /summarize/);
+  assert.match(await childRow.getText(), /Review a summary/);
+  assert.match(await childRow.getText(), /Completed/i);
+  await browser.saveScreenshot(shotPath("history-child-run"));
+});

@@ -16,7 +16,7 @@ use switchyard_engine::result::{Decision, NodeStatus, RunStatus, Verdict};
 use switchyard_engine::run::{ParentLink, Until, CHILD_EVENT};
 use switchyard_engine::session::{self, Drive, RunRequest, Sinks, WorkflowRef};
 use switchyard_engine::store::{RunStore, Store, StoredStatus};
-use switchyard_engine::{format, Workflow};
+use switchyard_engine::{format, validate, NodeType, Workflow};
 
 const CHILD: &str = "switchyard: 1
 name: Summarize
@@ -436,6 +436,66 @@ edges:
     let allowed = run(true).await;
     assert_eq!(allowed.status, RunStatus::Completed, "{:?}", allowed.error);
     assert_eq!(allowed.node("summarize").unwrap().data, json!({"sum": 3}));
+}
+
+#[tokio::test]
+async fn a_tea_dynamic_parallel_subgraph_runs_each_item_as_a_child_run_of_the_subgraphs_file() {
+    // TEA's own example's shape (examples/yaml/dynamic_parallel_subgraph_mode.yaml): the item and its index under
+    // names of the node's choosing, read by the `input` templates, and the subgraph's file beside the parent's.
+    let parent = "name: batch
+nodes:
+  - name: analyze
+    type: dynamic_parallel
+    items: \"{{ state.sources }}\"
+    item_var: source
+    index_var: source_index
+    max_concurrency: 2
+    fan_in: done
+    subgraph: ./one_source.yaml
+    input:
+      data_source: \"{{ source }}\"
+      position: \"{{ source_index }}\"
+      from: \"{{ state.origin }}\"
+  - name: done
+    run: return {}
+";
+    let child = "name: one-source
+nodes:
+  - name: label
+    run: |
+      return {\"label\": state[\"data_source\"][\"name\"] + \"#\" + str(state[\"position\"]) + \" of \" + state[\"from\"]}
+";
+    let s = Setup::new(&[("parent.yaml", parent), ("one_source.yaml", child)]);
+    let (wf, notes) = {
+        let loaded = format::load_file(&s.path("parent.yaml"), None).unwrap();
+        (loaded.workflow, loaded.notes)
+    };
+    let node = wf.node("analyze").unwrap();
+    assert_eq!((node.node_type, node.workflow.as_deref()), (NodeType::Workflow, Some("one_source.yaml")));
+    let input = node.input.as_ref().unwrap();
+    assert_eq!(input["data_source"], json!("{{ item }}"));
+    assert_eq!(input["position"], json!("{{ index }}"));
+    assert_eq!(input["from"], json!("{{ state.origin }}"), "the rest of TEA's state is read as it is");
+    assert!(notes.iter().any(|n| n.contains("child run") && n.contains("final state")), "{notes:?}");
+    assert!(validate::validate(&wf, &validate::Options::default()).is_ok());
+
+    let file = s.path("parent.yaml");
+    let request = RunRequest {
+        workflow_ref: Some(WorkflowRef::new(&file, None)),
+        allow_code: true,
+        input: Some(json!({"sources": [{"name": "a"}, {"name": "b"}, {"name": "c"}], "origin": "sales"})),
+        ..RunRequest::default()
+    };
+    let prepared = session::prepare(wf, request, Some(&*s.store)).await.unwrap();
+    let held = session::begin(s.store.clone(), &prepared).unwrap();
+    let ran = session::drive(Drive::fresh(prepared, Some(held)), Sinks::default()).await.unwrap().finish().await.result;
+    assert_eq!(ran.status, RunStatus::Completed, "{:?}", ran.error);
+    assert_eq!(
+        ran.node("analyze").unwrap().data,
+        json!({"items": [{"label": "a#0 of sales"}, {"label": "b#1 of sales"}, {"label": "c#2 of sales"}]})
+    );
+    let children = s.store.children(&ran.run_id).unwrap();
+    assert_eq!(children.iter().map(|c| c.link.item).collect::<Vec<_>>(), [Some(0), Some(1), Some(2)]);
 }
 
 /// The model the child run of `summarize` defaults to when the parent names `parent_default` and is run with

@@ -37,6 +37,8 @@ const NODE_KEYS: &[&str] = &[
     "output",
     "outputs",
     "max_concurrency",
+    "subgraph",
+    "input",
 ];
 
 pub(super) fn import(value: &Value) -> Result<(Workflow, Vec<String>), LoadError> {
@@ -268,6 +270,29 @@ fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>)
                 });
                 action_node(&mut node, uses, with.as_ref(), notes);
             }
+            "subgraph" if local_file(&raw["subgraph"]).is_some() => {
+                // Each item's branch is a child run of the subgraph's file (docs/subworkflows.md), given `input`
+                // with the item as `item` (TEA puts it in the branch's state, and its templates read it so).
+                let path = local_file(&raw["subgraph"]).unwrap_or_default();
+                node.node_type = NodeType::Workflow;
+                node.workflow = Some(path.trim_start_matches("./").to_string());
+                node.input = raw.get("input").and_then(Value::as_object).map(|mapping| {
+                    mapping
+                        .iter()
+                        .map(|(k, v)| {
+                            let v = match v {
+                                Value::String(t) => Value::String(item_template(t, &item_var, &index_var)),
+                                other => other.clone(),
+                            };
+                            (k.clone(), v)
+                        })
+                        .collect()
+                });
+                notes.push(format!(
+                    "node `{name}`: each item runs `{path}` as a child run; its result is the child's output (its \
+                     last node's data) where TEA gives the subgraph's final state"
+                ));
+            }
             mode => {
                 node.language = Some("tea-action".into());
                 node.code = Some(format!("{mode}: {}", serde_yaml::to_string(&raw[mode]).unwrap_or_default()));
@@ -305,6 +330,47 @@ fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>)
         }
     }
     Ok(node)
+}
+
+/// A dynamic_parallel `subgraph:` that names a file here (not an `s3://`, `gs://`, `az://` or web address, which
+/// TEA reads through fsspec): relative to the parent's folder, as TEA resolves it.
+fn local_file(subgraph: &Value) -> Option<&str> {
+    let path = subgraph.as_str()?.trim();
+    let remote = path.contains("://") || path.starts_with('/');
+    (!path.is_empty() && !remote).then_some(path)
+}
+
+/// A template of a branch, reading its item and index as a `for_each` item does (`item`, `index`): TEA's branch
+/// state has them under `item_var` and `index_var`, read as `state.NAME` or `NAME`.
+fn item_template(text: &str, item_var: &str, index_var: &str) -> String {
+    let mut out = text.replace(&format!("state.{index_var}"), "index").replace(&format!("state.{item_var}"), "item");
+    for (var, ours) in [(index_var, "index"), (item_var, "item")] {
+        out = whole_word(&out, var, ours);
+    }
+    out
+}
+
+/// `text` with every whole-word `word` (not part of a longer name, nor a field after a `.`) as `with`.
+fn whole_word(text: &str, word: &str, with: &str) -> String {
+    if word == with {
+        return text.to_string();
+    }
+    let part = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = if at > 0 { rest[..at].chars().last() } else { out.chars().last() };
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(|c| part(c) || c == '.') || after.is_some_and(part) {
+            out.push_str(word);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A `run:` body: Python unless `language` (or `run: {type, code}`) says otherwise. Lua runs; Prolog is kept and
