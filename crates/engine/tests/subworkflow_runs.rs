@@ -456,6 +456,7 @@ nodes:
       data_source: \"{{ source }}\"
       position: \"{{ source_index }}\"
       from: \"{{ state.origin }}\"
+    output: results
   - name: done
     run: return {}
 ";
@@ -477,6 +478,7 @@ nodes:
     assert_eq!(input["position"], json!("{{ index }}"));
     assert_eq!(input["from"], json!("{{ state.origin }}"), "the rest of TEA's state is read as it is");
     assert!(notes.iter().any(|n| n.contains("child run") && n.contains("final state")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("`output: results`") && n.contains("analyze.items")), "{notes:?}");
     assert!(validate::validate(&wf, &validate::Options::default()).is_ok());
 
     let file = s.path("parent.yaml");

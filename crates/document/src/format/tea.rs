@@ -249,6 +249,12 @@ fn node(name: &str, raw: &Value, known: &HashSet<&str>, notes: &mut Vec<String>)
             },
         };
         node.for_each = Some(ForEach { items, concurrency: Some(concurrency) });
+        if let Some(key) = text("output") {
+            notes.push(format!(
+                "node `{name}`: `output: {key}` (where TEA keeps the branches' results in state) is not mapped; the \
+                 results are the node's `items` ({{{{ {name}.items }}}})"
+            ));
+        }
         let item_var = text("item_var").unwrap_or_else(|| "item".into());
         let index_var = text("index_var").unwrap_or_else(|| "index".into());
         match modes[0] {
