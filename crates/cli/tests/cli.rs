@@ -223,6 +223,18 @@ fn an_approval_inside_a_child_run_is_decided_from_the_parent_by_its_path() {
     let (code, child_shown) = cli.json(&["show", &child_id[..8], "--json"]);
     assert_eq!((code, child_shown["runId"].as_str()), (0, Some(child_id)));
     assert!(child_shown.get("children").is_none(), "a child with no workflow nodes lists none");
+    // A workflow's runs with their children: the child names its parent and the node that ran it.
+    let (code, family) = cli.json(&["runs", "--workflow", "Summarize with review", "--with-children", "--json"]);
+    assert_eq!(code, 0);
+    let listed: Vec<(&str, &Value)> =
+        family.as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap(), &r["parent"])).collect();
+    assert_eq!(listed, [(child_id, &json!({"run": id, "node": "summarize"})), (id, &Value::Null)]);
+    let (_, own) = cli.json(&["runs", "--workflow", "Summarize with review", "--json"]);
+    assert_eq!(own.as_array().unwrap().len(), 1, "without --with-children, the workflow's own runs: {own}");
+    let text = String::from_utf8(cli.run(&["runs"]).stdout).unwrap();
+    assert!(text.contains(&format!("child of {} (summarize)", &id[..8])), "{text}");
+    let refused = cli.run(&["runs", "--with-children"]);
+    assert_eq!(refused.status.code(), Some(2), "--with-children needs --workflow");
 }
 
 #[test]
@@ -523,10 +535,12 @@ fn a_run_killed_mid_way_is_listed_interrupted_and_resumes_without_rerunning_what
             "version",
             "queue",
             "ahead",
-            "waiting"
+            "waiting",
+            "parent"
         ]
     );
     assert_eq!(row["origin"], serde_json::json!({"via": "local", "by": null}), "started on this machine");
+    assert_eq!(row["parent"], serde_json::Value::Null, "a run started on its own is nobody's child");
     assert_eq!(row["status"], "interrupted");
     assert!(row["workflow"].as_str().unwrap().ends_with("slow.yaml"));
     let id = row["id"].as_str().unwrap();

@@ -843,10 +843,18 @@ async fn the_openapi_document_passes_a_real_validator_and_runs_are_listed_as_the
             "version",
             "queue",
             "ahead",
-            "waiting"
+            "waiting",
+            "parent"
         ]
     );
     assert_eq!(row["origin"], json!({"via": "api", "by": "test"}), "started by the test's token: {runs}");
+    assert_eq!(row["parent"], Value::Null, "a run started through the API is nobody's child");
+    // `with_children` asks for a workflow's runs with their children (a gate run has none).
+    let (_, own) = server.get("/api/runs?workflow=gate").await;
+    let (status, family) = server.get("/api/runs?workflow=gate&with_children=true").await;
+    let ids = |runs: &Value| runs.as_array().unwrap().iter().map(|r| r["id"].clone()).collect::<Vec<_>>();
+    assert_eq!((status, ids(&family)), (200, ids(&own)));
+    assert!(!ids(&own).is_empty(), "{own}");
     assert!(row["workflow"].as_str().unwrap().ends_with("gate.yaml"), "{runs}");
     assert_eq!(row["name"], "gate");
 }
