@@ -1584,9 +1584,22 @@ export type RunFilter_Serialize = {
 };
 
 /**  Where a child run is in its parent, as a run's row gives it: History nests a child under its parent by it. */
-export type RunParent = {
+export type RunParent = RunParent_Serialize | RunParent_Deserialize;
+
+/**  Where a child run is in its parent, as a run's row gives it: History nests a child under its parent by it. */
+export type RunParent_Deserialize = {
 	run: string,
 	node: string,
+	/**  Its `for_each` item, when the node ran one child per item. */
+	item?: number | null,
+};
+
+/**  Where a child run is in its parent, as a run's row gives it: History nests a child under its parent by it. */
+export type RunParent_Serialize = {
+	run: string,
+	node: string,
+	/**  Its `for_each` item, when the node ran one child per item. */
+	item: number | null,
 };
 
 /**  One run of the history. */
@@ -1655,7 +1668,7 @@ export type RunRow_Deserialize = {
 	 *  The run it is a child run of, and the node there that ran it (a `workflow` node, or an agent calling a
 	 *  workflow tool: docs/subworkflows.md); none for a run started on its own.
 	 */
-	parent?: RunParent | null,
+	parent?: RunParent_Deserialize | null,
 };
 
 /**  One run of the history. */
@@ -1721,7 +1734,7 @@ export type RunRow_Serialize = {
 	 *  The run it is a child run of, and the node there that ran it (a `workflow` node, or an agent calling a
 	 *  workflow tool: docs/subworkflows.md); none for a run started on its own.
 	 */
-	parent: RunParent | null,
+	parent: RunParent_Serialize | null,
 };
 
 export type RunStatus = "running" | "completed" | "failed" | "paused" | "cancelled";

@@ -95,7 +95,7 @@ pub(crate) fn cmd_runs(db: Option<&str>, json: bool, filter: RunsFilter) -> Resu
         let child = r
             .parent
             .as_ref()
-            .map(|p| format!("  child of {} ({})", p.run.get(..8).unwrap_or(&p.run), p.node))
+            .map(|p| format!("  child of {} ({})", p.run.get(..8).unwrap_or(&p.run), p.at()))
             .unwrap_or_default();
         outln!(
             "{}  {:<11}  {}  {:>8}  {:>9}  {}{pending}{case}{waiting}{child}",
@@ -290,6 +290,10 @@ pub(crate) fn cmd_show(db: Option<&str>, run_id: &str, json: bool) -> Result<u8,
         outln!("run {run_id}: {} ({version}{}{cost})", status.as_str(), row.workflow);
         if let Some(said) = row.origin.said() {
             outln!("  started {}", printable(&said));
+        }
+        if let Some(parent) = &row.parent {
+            let short = parent.run.get(..8).unwrap_or(&parent.run);
+            outln!("  child run of {short}, run by its node {} (switchyard show {short})", printable(&parent.at()));
         }
         if let Some(waiting) = row.waiting() {
             outln!("  {waiting}");

@@ -199,6 +199,19 @@ fn an_approval_inside_a_child_run_is_decided_from_the_parent_by_its_path() {
     let list = String::from_utf8(cli.run(&["runs"]).stdout).unwrap();
     assert!(list.contains("review-summary.yaml") && list.matches("paused").count() == 2, "{list}");
 
+    // The child is resumed through its parent, never alone (it would go on without the parent's answers).
+    let (_, listed) = cli.json(&["runs", "--json"]);
+    let child = listed.as_array().unwrap().iter().find(|r| r["parent"]["run"] == id).expect("the child is listed");
+    let child = child["id"].as_str().unwrap().to_string();
+    let alone = cli.run(&["resume", &child, "--decide", "review=approve"]);
+    let said = String::from_utf8_lossy(&alone.stderr);
+    assert_ne!(alone.status.code(), Some(0), "{said}");
+    assert!(said.contains(&format!("is a child run of run `{id}`")) && said.contains("resume the parent"), "{said}");
+    let (_, still) = cli.json(&["show", &child, "--json"]);
+    assert_eq!(still["status"], "paused", "refused, it did not go on: {still}");
+    let text = String::from_utf8(cli.run(&["show", &child]).stdout).unwrap();
+    assert!(text.contains(&format!("child run of {}, run by its node summarize", &id[..8])), "{text}");
+
     let (code, refused) = cli.json(&["resume", id, "--decide", "summarize › draft=approve", "--json"]);
     assert_eq!((code, refused["errors"][0]["code"].as_str()), (2, Some("DECISION_REFUSED")), "{refused}");
     let (code, done) = cli.json(&["resume", id, "--decide", "summarize › review=approve", "--json"]);
@@ -228,7 +241,7 @@ fn an_approval_inside_a_child_run_is_decided_from_the_parent_by_its_path() {
     assert_eq!(code, 0);
     let listed: Vec<(&str, &Value)> =
         family.as_array().unwrap().iter().map(|r| (r["id"].as_str().unwrap(), &r["parent"])).collect();
-    assert_eq!(listed, [(child_id, &json!({"run": id, "node": "summarize"})), (id, &Value::Null)]);
+    assert_eq!(listed, [(child_id, &json!({"run": id, "node": "summarize", "item": null})), (id, &Value::Null)]);
     let (_, own) = cli.json(&["runs", "--workflow", "Summarize with review", "--json"]);
     assert_eq!(own.as_array().unwrap().len(), 1, "without --with-children, the workflow's own runs: {own}");
     let text = String::from_utf8(cli.run(&["runs"]).stdout).unwrap();

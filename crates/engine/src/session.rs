@@ -100,6 +100,11 @@ pub enum SessionError {
     Reuse(String),
     #[error("run `{id}` is {status}; only paused and interrupted runs can be resumed")]
     NotResumable { id: String, status: &'static str },
+    #[error(
+        "run `{id}` is a child run of run `{parent}` (its node `{node}`): resume the parent, which takes the child up \
+         where it stopped, with the parent's answers and decisions"
+    )]
+    ChildNotResumable { id: String, parent: String, node: String },
     #[error(transparent)]
     Rebuild(#[from] crate::run::RebuildError),
     #[error(transparent)]
@@ -129,7 +134,7 @@ impl SessionError {
             SessionError::Settings(e) => e.code(),
             SessionError::Store(e) => e.code(),
             SessionError::Reuse(_) => "REUSE_FAILED",
-            SessionError::NotResumable { .. } => "NOT_RESUMABLE",
+            SessionError::NotResumable { .. } | SessionError::ChildNotResumable { .. } => "NOT_RESUMABLE",
             SessionError::Rebuild(_) => "RECORDING_UNFIT",
             SessionError::Decision(_) => "DECISION_REFUSED",
             SessionError::Trust(_) => "TRUST_UNREADABLE",
@@ -620,6 +625,12 @@ pub fn open_to_resume(store: Arc<dyn Store>, run_id: &str, allow_code: bool) -> 
     let stored = store.load(run_id)?;
     if !stored.row.status.resumable() {
         return Err(SessionError::NotResumable { id: run_id.to_string(), status: stored.row.status.as_str() });
+    }
+    // Its parent's run takes it up (`session::children`): alone, it would go on without the answers and decisions
+    // its parent gives it, and its parent would find it changed.
+    if let Some(parent) = &stored.row.parent {
+        let (parent, node) = (parent.run.clone(), parent.at());
+        return Err(SessionError::ChildNotResumable { id: run_id.to_string(), parent, node });
     }
     let (answers, model, code, mcp, note) = going_on(&stored, allow_code)?;
     let claim = store.claim(run_id)?;

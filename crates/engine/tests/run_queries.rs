@@ -164,11 +164,12 @@ fn family(store: Arc<dyn Store>) {
         ("grand-run", "grand", Some(("kid-run", "inner"))),
         ("other-run", "grand", None),
     ] {
-        let link = parent.map(|(run, node)| switchyard_engine::run::ParentLink {
+        // The grandchild is the third item of its parent's `for_each`.
+        let link = parent.map(|(run, node): (&str, &str)| switchyard_engine::run::ParentLink {
             run: run.into(),
             node: node.into(),
             iteration: 1,
-            item: None,
+            item: (node == "inner").then_some(2),
             call: None,
         });
         let options = RunOptions { parent: link, ..RunOptions::default() };
@@ -199,6 +200,9 @@ fn family(store: Arc<dyn Store>) {
     let kid = store.find(&RunQuery { id_prefix: Some("kid".into()), ..RunQuery::page(1) }).unwrap();
     let parent = kid[0].parent.as_ref().expect("a child names its parent");
     assert_eq!((parent.run.as_str(), parent.node.as_str()), ("parent-run", "fan"));
+    assert_eq!(parent.at(), "fan");
+    let grand = store.find(&RunQuery { id_prefix: Some("grand".into()), ..RunQuery::page(1) }).unwrap();
+    assert_eq!(grand[0].parent.as_ref().map(|p| (p.item, p.at())), Some((Some(2), "inner[2]".to_string())));
     let top = store.find(&RunQuery { id_prefix: Some("parent".into()), ..RunQuery::page(1) }).unwrap();
     assert_eq!(top[0].parent, None);
     // Paged, a family is the same runs in the same order as in one page.

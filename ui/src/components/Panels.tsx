@@ -316,7 +316,7 @@ function History() {
                 <td title={r.workflowRef ? `${r.workflow} — ${r.workflowRef}` : r.workflow} style={depth ? { paddingLeft: `${depth * 16 + 6}px` } : undefined}>
                   {r.parent && (
                     <span className="child-tag" title={`A child run of run ${r.parent.run.slice(0, 8)}, run by its node ${r.parent.node}`} data-testid={`history-parent-${r.id}`}>
-                      <CornerDownRight size={11} aria-hidden /> {r.parent.node}
+                      <CornerDownRight size={11} aria-hidden /> {r.parent.node}{r.parent.item != null ? `[${r.parent.item}]` : ""}
                     </span>
                   )}
                   {children > 0 && (
@@ -379,7 +379,7 @@ function History() {
                       </button>
                     </>
                   )}
-                  {!onServer() && !r.server && (r.status === "paused" || r.status === "interrupted") && !r.live && (
+                  {!onServer() && !r.server && !r.parent && (r.status === "paused" || r.status === "interrupted") && !r.live && (
                     <button className="primary" onClick={() => runControl.resumeRun(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-resume-${r.id}`}>Resume</button>
                   )}
                 </td>

@@ -243,12 +243,23 @@ pub struct RunRow {
 pub struct RunParent {
     pub run: String,
     pub node: String,
+    /// Its `for_each` item, when the node ran one child per item.
+    #[serde(default)]
+    pub item: Option<u32>,
 }
 
 impl RunParent {
-    /// From a row's two parent columns: a parent only when both are there.
-    pub(crate) fn of(run: Option<String>, node: Option<String>) -> Option<RunParent> {
-        Some(RunParent { run: run?, node: node? })
+    /// From a row's parent columns: a parent only when its run and node are there.
+    pub(crate) fn of(run: Option<String>, node: Option<String>, item: Option<i64>) -> Option<RunParent> {
+        Some(RunParent { run: run?, node: node?, item: item.and_then(|i| u32::try_from(i).ok()) })
+    }
+
+    /// Where in the parent it is, as the parent's events name it: `summarize`, or `fan[3]` for an item.
+    pub fn at(&self) -> String {
+        match self.item {
+            Some(i) => format!("{}[{i}]", self.node),
+            None => self.node.clone(),
+        }
     }
 }
 

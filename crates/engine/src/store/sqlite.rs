@@ -573,7 +573,8 @@ const ROW_SELECT: &str = "SELECT id, workflow_path, script_path, status, coalesc
     END,
     CASE WHEN json_valid(options) AND json_type(options, '$.prices') = 'object' THEN json_extract(options, '$.prices')
     END,
-    CASE WHEN json_valid(options) THEN parent_run END, CASE WHEN json_valid(options) THEN parent_node END FROM runs";
+    CASE WHEN json_valid(options) THEN parent_run END, CASE WHEN json_valid(options) THEN parent_node END,
+    CASE WHEN json_valid(options) THEN parent_item END FROM runs";
 
 struct RawRow {
     id: String,
@@ -608,7 +609,7 @@ fn raw_row(r: &rusqlite::Row) -> rusqlite::Result<RawRow> {
         eval: r.get(10)?,
         forked_from: r.get(11)?,
         prices: r.get(12)?,
-        parent: crate::store::RunParent::of(r.get(13)?, r.get(14)?),
+        parent: crate::store::RunParent::of(r.get(13)?, r.get(14)?, r.get(15)?),
     })
 }
 

@@ -62,7 +62,7 @@ macro_rules! row_select {
            CASE WHEN options::text LIKE '%\"prices\"%'
                 THEN (SELECT CASE WHEN json_typeof(o->'prices') = 'object' THEN (o->'prices')::text END
                       FROM (SELECT replace(options::text, '\\u0000', '\\ufffd')::json AS o) f) END AS kept_prices,
-           parent_run, parent_node
+           parent_run, parent_node, parent_item
          FROM runs"
         )
     };
@@ -444,6 +444,7 @@ impl Shared {
             parent: crate::store::RunParent::of(
                 r.try_get("parent_run").in_db(self)?,
                 r.try_get("parent_node").in_db(self)?,
+                r.try_get::<_, Option<i32>>("parent_item").in_db(self)?.map(i64::from),
             ),
             id,
         };
