@@ -28,7 +28,7 @@ import { onServer } from "../transport";
 import { usePrefs } from "../store/prefs";
 import { formatDuration } from "../model/duration";
 import { decidedElsewhere, originSaid } from "../model/who";
-import { rootCount, runTree } from "../model/runTree";
+import { resumableHere, rootCount, runTree } from "../model/runTree";
 
 
 /** Selects a node and brings it into view. */
@@ -379,7 +379,7 @@ function History() {
                       </button>
                     </>
                   )}
-                  {!onServer() && !r.server && !r.parent && (r.status === "paused" || r.status === "interrupted") && !r.live && (
+                  {!onServer() && resumableHere(r) && (
                     <button className="primary" onClick={() => runControl.resumeRun(r.id)} title="Go on from where it stopped; nodes that completed do not run again" data-testid={`history-resume-${r.id}`}>Resume</button>
                   )}
                 </td>

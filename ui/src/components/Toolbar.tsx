@@ -19,6 +19,7 @@ import { useTrail } from "../store/trail";
 import { useView } from "../store/view";
 import { useValidation } from "../store/validation";
 import { onServer, signOut } from "../transport";
+import { resumableHere } from "../model/runTree";
 
 /** A button with a tooltip: its name, and its shortcut when it has one. */
 export function Tip({ label, keys, children }: { label: string; keys?: string; children: ReactNode }) {
@@ -170,7 +171,7 @@ function RecentFiles() {
 function ContinueRuns() {
   const history = useHistory((s) => s.runs);
   // A server's runs go on by its workers: they are opened from History, not resumed here.
-  const waiting = history.filter((r) => (r.status === "paused" || r.status === "interrupted") && !r.live && !r.server);
+  const waiting = history.filter(resumableHere);
   if (!waiting.length) return null;
   return (
     <select className="resume" value="" onChange={(e) => e.target.value && runControl.resumeRun(e.target.value)} data-testid="paused-runs" title="Runs that wait for a decision or were interrupted: choose one to continue it">

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RunSummary } from "../store/history";
-import { rootCount, runTree } from "./runTree";
+import { resumableHere, rootCount, runTree } from "./runTree";
 
 const run = (id: string, started: string, parent?: { run: string; node: string }) =>
   ({ id, started, workflow: id, status: "completed", pending: [], parent: parent ?? null }) as unknown as RunSummary;
@@ -14,6 +14,16 @@ const runs = [
   run("p", "2026-12-04T10:00:00Z"),
 ];
 const ids = (lines: ReturnType<typeof runTree>) => lines.map((l) => `${"  ".repeat(l.depth)}${l.run.id}(${l.children})`);
+
+describe("what this window resumes itself", () => {
+  it("is a paused or interrupted run of its own, never a child run, whose parent takes it up", () => {
+    const paused = { ...run("p", "2026-12-04T10:00:00Z"), status: "paused" } as RunSummary;
+    const child = { ...run("c", "2026-12-04T10:01:00Z", { run: "p", node: "fan" }), status: "paused" } as RunSummary;
+    const done = run("d", "2026-12-04T10:02:00Z");
+    const live = { ...paused, id: "l", live: true } as RunSummary;
+    expect([paused, child, done, live].filter(resumableHere).map((r) => r.id)).toEqual(["p"]);
+  });
+});
 
 describe("History's run tree", () => {
   it("lists children under a closed parent only as a count", () => {

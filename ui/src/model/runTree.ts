@@ -38,6 +38,14 @@ export function runTree(runs: readonly RunSummary[], open: ReadonlySet<string>, 
   return lines;
 }
 
+/**
+ * Whether this window can resume `run` itself: a paused or interrupted run of this computer's store that no window
+ * runs now, and no child run (its parent's run takes it up, with the parent's answers and decisions).
+ */
+export function resumableHere(run: RunSummary): boolean {
+  return (run.status === "paused" || run.status === "interrupted") && !run.live && !run.server && !run.parent;
+}
+
 /** How many runs History lists on their own (not under a parent it lists): what "Show more" pages through. */
 export function rootCount(runs: readonly RunSummary[]): number {
   const listed = new Set(runs.map((r) => r.id));
